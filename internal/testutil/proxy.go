@@ -1,0 +1,180 @@
+// Package testutil holds helpers for mutexfx's own tests: free ports, a TCP
+// proxy that can stall or cut a link, and child processes re-executing the
+// test binary. It is internal: applications use package fxtest.
+package testutil
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Proxy forwards TCP connections from Addr to a target. Stall makes it stop
+// moving bytes (both ways) while keeping the connections open, as a hung
+// network would; Cut closes every connection; both can be undone.
+type Proxy struct {
+	// Addr is the proxy's listen address, "127.0.0.1:port".
+	Addr string
+
+	target string
+	ln     net.Listener
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	stalled bool
+	refuse  bool
+	closed  bool
+	conns   map[net.Conn]struct{}
+}
+
+// NewProxy starts a proxy to target and stops it when the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("proxy listen: %v", err)
+	}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	p.cond = sync.NewCond(&p.mu)
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Port returns the proxy's port.
+func (p *Proxy) Port() int {
+	_, port, _ := net.SplitHostPort(p.Addr)
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+func (p *Proxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.refuse || p.closed {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.mu.Unlock()
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[c] = struct{}{}
+		p.conns[up] = struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	defer func() {
+		p.mu.Lock()
+		delete(p.conns, dst)
+		delete(p.conns, src)
+		p.mu.Unlock()
+		dst.Close()
+		src.Close()
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			for p.stalled && !p.closed {
+				p.cond.Wait()
+			}
+			closed := p.closed
+			p.mu.Unlock()
+			if closed {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return
+			}
+			return
+		}
+	}
+}
+
+// Stall stops forwarding bytes; connections stay open and new ones are
+// accepted but hang.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	p.stalled = true
+	p.mu.Unlock()
+}
+
+// Resume undoes Stall.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	p.stalled = false
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// Cut closes every open connection and refuses new ones until Heal.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	p.refuse = true
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+}
+
+// Heal accepts connections again after Cut.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	p.refuse = false
+	p.mu.Unlock()
+}
+
+// Close stops the proxy and waits for its goroutines.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.cond.Broadcast()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.ln.Close()
+	p.wg.Wait()
+}
