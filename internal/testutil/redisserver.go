@@ -1,0 +1,201 @@
+package testutil
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// RedisServer is a throwaway redis-server started by a test on a free port,
+// without persistence, in a temporary directory. It is killed when the test
+// ends. Kill and Restart let fault tests crash and revive it on the same
+// port.
+type RedisServer struct {
+	// Addr is "127.0.0.1:port".
+	Addr string
+	// Port is the server's TCP port.
+	Port int
+
+	t     testing.TB
+	dir   string
+	extra []string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// StartRedis starts a redis-server on a free port with extra command-line
+// arguments (for example "--cluster-enabled", "yes") and waits until it
+// answers PING. The test fails when the binary is missing or the server does
+// not come up within 10 s.
+func StartRedis(t testing.TB, extra ...string) *RedisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server binary not found (scripts/stores.sh installs it): %v", err)
+	}
+	port := FreePort(t)
+	s := &RedisServer{
+		Addr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		Port:  port,
+		t:     t,
+		dir:   t.TempDir(),
+		extra: extra,
+	}
+	t.Cleanup(s.Kill)
+	s.start()
+	return s
+}
+
+func (s *RedisServer) start() {
+	s.t.Helper()
+	args := append([]string{
+		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir,
+		"--logfile", filepath.Join(s.dir, "redis.log"),
+	}, s.extra...)
+	cmd := exec.Command("redis-server", args...)
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start redis-server: %v", err)
+	}
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if reply, err := RedisCommand(s.Addr, "PING"); err == nil && reply == "PONG" {
+			return
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			s.t.Fatalf("redis-server on %s does not answer; log:\n%s", s.Addr, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Kill kills the server with SIGKILL (no shutdown, no save) and waits for
+// it to exit. Killing a stopped server does nothing.
+func (s *RedisServer) Kill() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+}
+
+// Restart starts the server again on the same port after Kill, with an
+// empty dataset (there is no persistence).
+func (s *RedisServer) Restart() {
+	s.t.Helper()
+	s.Kill()
+	s.start()
+}
+
+// RedisCluster is a throwaway Redis Cluster of three masters (no replicas)
+// started by a test, each node a RedisServer.
+type RedisCluster struct {
+	// Addrs are the masters' addresses.
+	Addrs []string
+	// Nodes are the servers.
+	Nodes []*RedisServer
+}
+
+// StartRedisCluster starts three cluster-enabled redis-servers, assigns the
+// 16384 slots among them (CLUSTER ADDSLOTSRANGE), joins them (CLUSTER
+// MEET) and waits until every node reports cluster_state:ok.
+func StartRedisCluster(t testing.TB) *RedisCluster {
+	t.Helper()
+	c := &RedisCluster{}
+	for i := 0; i < 3; i++ {
+		dir := t.TempDir()
+		n := StartRedis(t, "--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+			"--cluster-node-timeout", "2000")
+		c.Nodes = append(c.Nodes, n)
+		c.Addrs = append(c.Addrs, n.Addr)
+	}
+	ranges := [][2]int{{0, 5460}, {5461, 10922}, {10923, 16383}}
+	for i, n := range c.Nodes {
+		if _, err := RedisCommand(n.Addr, "CLUSTER", "ADDSLOTSRANGE",
+			strconv.Itoa(ranges[i][0]), strconv.Itoa(ranges[i][1])); err != nil {
+			t.Fatalf("cluster addslots on %s: %v", n.Addr, err)
+		}
+		if i > 0 {
+			if _, err := RedisCommand(n.Addr, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(c.Nodes[0].Port)); err != nil {
+				t.Fatalf("cluster meet from %s: %v", n.Addr, err)
+			}
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, n := range c.Nodes {
+		for {
+			info, err := RedisCommand(n.Addr, "CLUSTER", "INFO")
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:3") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster node %s not ready: %q %v", n.Addr, info, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c
+}
+
+// RedisCommand sends one command to the Redis server at addr over a fresh
+// connection (RESP2) and returns a simple or bulk string reply. It is for
+// test setup, independent of any client library.
+func RedisCommand(addr string, args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	switch {
+	case strings.HasPrefix(line, "+"), strings.HasPrefix(line, ":"):
+		return line[1:], nil
+	case strings.HasPrefix(line, "-"):
+		return "", fmt.Errorf("redis: %s", line[1:])
+	case strings.HasPrefix(line, "$"):
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", err
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	default:
+		return line, nil
+	}
+}
