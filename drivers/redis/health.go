@@ -1,0 +1,102 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// ErrUnavailable is returned at once, without a network call, while the
+// driver's client is reconnecting after a network error: a probe pings the
+// server in the background and clears the state when it answers. Calls thus
+// fail fast instead of each waiting for a dial or read timeout.
+var ErrUnavailable = errors.New("redis: unreachable, reconnecting")
+
+// probeInterval is the pause between two probes of a down server.
+const probeInterval = 200 * time.Millisecond
+
+// health tracks whether the server was reachable at the last call.
+type health struct {
+	d       *Driver
+	down    atomic.Bool
+	lastErr atomic.Pointer[string]
+}
+
+func newHealth(d *Driver) *health { return &health{d: d} }
+
+// check fails at once when the driver is closed or reconnecting.
+func (h *health) check() error {
+	if h.d.isClosed() {
+		return ErrClosed
+	}
+	if h.down.Load() {
+		if msg := h.lastErr.Load(); msg != nil {
+			return fmt.Errorf("%w (last error: %s)", ErrUnavailable, *msg)
+		}
+		return ErrUnavailable
+	}
+	return nil
+}
+
+// observe looks at a call's error: a network error while the caller's
+// context is still live marks the server down and starts the probe. It
+// returns err unchanged.
+func (h *health) observe(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil || !isNetworkError(err) {
+		return err
+	}
+	msg := err.Error()
+	h.lastErr.Store(&msg)
+	if !h.down.CompareAndSwap(false, true) {
+		return err
+	}
+	d := h.d
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return err
+	}
+	d.wg.Add(1)
+	d.mu.Unlock()
+	go h.probe()
+	return err
+}
+
+// probe pings the server until it answers or the driver closes.
+func (h *health) probe() {
+	defer h.d.wg.Done()
+	for {
+		ctx, cancel := context.WithTimeout(h.d.ctx, DefaultDialTimeout)
+		err := h.d.client.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			h.down.Store(false)
+			return
+		}
+		msg := err.Error()
+		h.lastErr.Store(&msg)
+		select {
+		case <-h.d.ctx.Done():
+			return
+		case <-time.After(probeInterval):
+		}
+	}
+}
+
+// isNetworkError reports whether err says the connection failed (as
+// opposed to a server reply or a cancelled context).
+func isNetworkError(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, goredis.ErrPoolTimeout) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}

@@ -1,0 +1,107 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// run runs a script through the health gate: at once ErrUnavailable while
+// reconnecting, else one round trip (two the first time a server sees the
+// script).
+func (d *Driver) run(ctx context.Context, s *goredis.Script, keys []string, args ...any) (any, error) {
+	if err := d.health.check(); err != nil {
+		return nil, err
+	}
+	v, err := s.Run(ctx, d.client, keys, args...).Result()
+	if err == goredis.Nil {
+		return nil, nil
+	}
+	return v, d.health.observe(ctx, err)
+}
+
+// Acquire makes one attempt to take req.Key for req.Token with req.TTL in
+// the server's clock: one script, one round trip.
+func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	if req.TTL <= 0 {
+		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: ttl must be positive, got %v", req.TTL)
+	}
+	fenceTTL := max(ttlMillis(d.set.fenceTTL), ttlMillis(req.TTL))
+	v, err := d.run(ctx, acquireScript, []string{lockKey(req.Key), fenceKey(req.Key)},
+		req.Token, ttlMillis(req.TTL), fenceTTL)
+	if err != nil {
+		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: %w", err)
+	}
+	r, ok := v.([]any)
+	if !ok || len(r) != 2 {
+		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: unexpected reply %T", v)
+	}
+	flag, _ := r[0].(int64)
+	n, _ := r[1].(int64)
+	if flag == 1 {
+		if n <= 0 {
+			return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: bad fence %d", n)
+		}
+		return drivers.AcquireResult{Acquired: true, Fence: uint64(n)}, nil
+	}
+	res := drivers.AcquireResult{}
+	if n > 0 {
+		res.HolderTTL = time.Duration(n) * time.Millisecond
+	}
+	return res, nil
+}
+
+// Release deletes key if token holds it and publishes the key on the
+// release channel, in one round trip.
+func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
+	v, err := d.run(ctx, releaseScript, []string{lockKey(key)}, token, d.set.channel, key)
+	if err != nil {
+		return false, fmt.Errorf("redis: release: %w", err)
+	}
+	n, _ := v.(int64)
+	return n == 1, nil
+}
+
+// Extend sets key's ttl from now (server clock) if token holds it.
+func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	if ttl <= 0 {
+		return false, fmt.Errorf("redis: extend: ttl must be positive, got %v", ttl)
+	}
+	v, err := d.run(ctx, extendScript, []string{lockKey(key)}, token, ttlMillis(ttl))
+	if err != nil {
+		return false, fmt.Errorf("redis: extend: %w", err)
+	}
+	n, _ := v.(int64)
+	return n == 1, nil
+}
+
+// Inspect returns the holder's token, the lock's fence and its remaining
+// ttl, or ok false when key is free.
+func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
+	v, err := d.run(ctx, inspectScript, []string{lockKey(key), fenceKey(key)})
+	if err != nil {
+		return drivers.LockInfo{}, false, fmt.Errorf("redis: inspect: %w", err)
+	}
+	if v == nil {
+		return drivers.LockInfo{}, false, nil
+	}
+	r, ok := v.([]any)
+	if !ok || len(r) != 3 {
+		return drivers.LockInfo{}, false, fmt.Errorf("redis: inspect: unexpected reply %T", v)
+	}
+	info := drivers.LockInfo{}
+	info.Token, _ = r[0].(string)
+	fs, _ := r[1].(string)
+	if info.Fence, err = strconv.ParseUint(fs, 10, 64); err != nil {
+		return drivers.LockInfo{}, false, fmt.Errorf("redis: inspect: bad fence counter: %w", err)
+	}
+	if ms, _ := r[2].(int64); ms > 0 {
+		info.TTL = time.Duration(ms) * time.Millisecond
+	}
+	return info, true, nil
+}

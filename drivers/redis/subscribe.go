@@ -1,0 +1,112 @@
+package redis
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// subscription is the driver's one Pub/Sub connection on the release
+// channel, shared by every Subscribe call. go-redis reconnects and
+// resubscribes it after a network error.
+type subscription struct {
+	ps     *goredis.PubSub
+	cancel context.CancelFunc // cuts the initial SUBSCRIBE short
+	done   chan struct{}      // closed when the delivery goroutine ends
+
+	mu        sync.Mutex
+	listeners map[int]func(drivers.Event)
+	next      int
+}
+
+// Subscribe calls fn with a Released event whenever a lock is released by
+// any driver on the same channel (the key is the component's key). The
+// driver holds one Pub/Sub connection however many subscribers it has; it
+// is opened by the first Subscribe, in the background (Subscribe does not
+// wait for the network), and closed with the last cancel or Close. Events
+// are hints: messages published while the connection is down are lost.
+func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if d.sub == nil {
+		d.sub = d.startSubscription()
+	}
+	sub := d.sub
+	sub.mu.Lock()
+	id := sub.next
+	sub.next++
+	sub.listeners[id] = fn
+	sub.mu.Unlock()
+	d.mu.Unlock()
+
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			d.mu.Lock()
+			sub.mu.Lock()
+			delete(sub.listeners, id)
+			last := len(sub.listeners) == 0
+			sub.mu.Unlock()
+			if last && d.sub == sub {
+				d.sub = nil
+			} else {
+				last = false
+			}
+			d.mu.Unlock()
+			if last {
+				sub.stop()
+			}
+		})
+	}, nil
+}
+
+// startSubscription opens the Pub/Sub and its delivery goroutine. Called
+// with d.mu held.
+func (d *Driver) startSubscription() *subscription {
+	ctx, cancel := context.WithCancel(d.ctx)
+	sub := &subscription{
+		cancel: cancel,
+		// No channel yet: this connects nothing. The goroutine subscribes.
+		ps:        d.client.Subscribe(d.ctx),
+		done:      make(chan struct{}),
+		listeners: map[int]func(drivers.Event){},
+	}
+	go sub.run(ctx, d.set.channel)
+	return sub
+}
+
+// run subscribes (go-redis remembers the channel and resubscribes after a
+// reconnection even if this first attempt fails) and delivers messages
+// until the Pub/Sub is closed.
+func (s *subscription) run(ctx context.Context, channel string) {
+	defer close(s.done)
+	sctx, cancel := context.WithTimeout(ctx, DefaultDialTimeout)
+	_ = s.ps.Subscribe(sctx, channel)
+	cancel()
+	ch := s.ps.Channel(goredis.WithChannelSize(1024), goredis.WithChannelHealthCheckInterval(3*time.Second))
+	for msg := range ch {
+		ev := drivers.Event{Kind: drivers.Released, Key: msg.Payload}
+		s.mu.Lock()
+		for _, fn := range s.listeners {
+			fn(ev)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// stop closes the Pub/Sub and waits for the delivery goroutine.
+func (s *subscription) stop() {
+	s.cancel()
+	_ = s.ps.Close()
+	<-s.done
+}
