@@ -1,0 +1,183 @@
+package component
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"go.uber.org/zap"
+)
+
+// attempt makes one acquisition attempt for the queue head w. It returns the
+// lock, or the store's answer when the lock is taken, or an error. The store
+// is given until the wait's deadline (start+timeout) and at least
+// attemptGrace to answer; a lock acquired after that, or after ctx ended, is
+// released in the background.
+func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, start time.Time, timeout time.Duration, w *waiter) (*Lock, drivers.AcquireResult, error) {
+	var res drivers.AcquireResult
+	token := rand.Text()
+	key := m.opts.Prefix + name
+	now := time.Now()
+
+	limit := now.Add(attemptGrace)
+	var wait time.Duration
+	if timeout > 0 {
+		deadline := start.Add(timeout)
+		if m.feat.BlockingWait {
+			wait = min(deadline.Sub(now), maxRetryDelay)
+			limit = limit.Add(max(wait, 0))
+		}
+		if deadline.After(limit) {
+			limit = deadline
+		}
+	} else {
+		// No deadline: the attempt still ends if the store never answers.
+		if m.feat.BlockingWait {
+			wait = maxRetryDelay
+		}
+		limit = now.Add(max(attemptGrace, ttl) + wait)
+	}
+
+	actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), limit)
+	stop := context.AfterFunc(ctx, cancel)
+	res, err := m.drv.Acquire(actx, drivers.AcquireRequest{Key: key, Token: token, TTL: ttl, Wait: max(wait, 0)})
+	stop()
+	cancel()
+	late := time.Now().After(limit)
+
+	switch {
+	case err != nil && ctx.Err() != nil:
+		m.cleanup(key, token)
+		return nil, res, context.Cause(ctx)
+	case err != nil && (late || errors.Is(err, context.DeadlineExceeded)):
+		m.cleanup(key, token)
+		derr := m.driverError("acquire", name, err)
+		return nil, res, fmt.Errorf("%w: %q: the store did not answer within %v: %w", ErrTimeout, name, limit.Sub(now).Round(time.Millisecond), derr)
+	case err != nil:
+		return nil, res, m.driverError("acquire", name, err)
+	case !res.Acquired:
+		return nil, res, nil
+	case ctx.Err() != nil:
+		m.cleanup(key, token)
+		return nil, res, context.Cause(ctx)
+	case late:
+		m.cleanup(key, token)
+		return nil, res, fmt.Errorf("%w: %q: acquired after the deadline, released", ErrTimeout, name)
+	}
+
+	l := &Lock{m: m, name: name, key: key, token: token, fence: res.Fence, acquiredAt: now, ttl: ttl}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), attemptGrace)
+		_, _ = m.drv.Release(rctx, key, token)
+		rcancel()
+		return nil, res, ErrClosed
+	}
+	m.seq++
+	l.seq = m.seq
+	m.held[name] = l
+	m.renewed(l, now)
+	if q := m.queues[name]; q != nil && len(q.waiters) > 0 && q.waiters[0] == w {
+		// Leave the queue without waking the next waiter: it would only
+		// find the name held by us.
+		q.waiters = q.waiters[1:]
+		if len(q.waiters) == 0 {
+			delete(m.queues, name)
+		}
+	}
+	m.mu.Unlock()
+	return l, res, nil
+}
+
+// cleanup releases, in the background and best effort, a lock an attempt
+// may have acquired when its caller no longer wants it.
+func (m *Mutex) cleanup(key, token string) {
+	m.goBackground(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, attemptGrace)
+		defer cancel()
+		if _, err := m.drv.Release(ctx, key, token); err != nil {
+			m.log.Debug("mutex cleanup release failed", zap.String("key", key), zap.Error(err))
+		}
+	})
+}
+
+// goBackground runs fn in a goroutine owned by the Mutex (Close waits for
+// it; its ctx ends at Close). After Close it does nothing.
+func (m *Mutex) goBackground(fn func(ctx context.Context)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	m.wg.Go(func() { fn(m.bg) })
+}
+
+// start starts the renewal scheduler and the store's subscription, once.
+func (m *Mutex) start(ctx context.Context) {
+	m.mu.Lock()
+	if !m.started && !m.closed {
+		m.started = true
+		m.wg.Go(m.schedule)
+	}
+	m.mu.Unlock()
+	if sub, ok := m.drv.(drivers.Subscriber); ok {
+		m.subscribe(ctx, sub)
+	}
+}
+
+// subscribe subscribes to the store's events; on failure it logs, lets the
+// waiters poll, and tries again on a later acquisition (30 s later at most
+// once).
+func (m *Mutex) subscribe(ctx context.Context, sub drivers.Subscriber) {
+	m.subMu.Lock()
+	defer m.subMu.Unlock()
+	if m.subbed || time.Now().Before(m.subRetry) {
+		return
+	}
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptGrace)
+	defer cancel()
+	unsub, err := sub.Subscribe(sctx, m.onEvent)
+	if err != nil {
+		m.subRetry = time.Now().Add(30 * time.Second)
+		m.log.Warn("mutex store wake-ups unavailable, polling", zap.Error(err))
+		return
+	}
+	m.subbed, m.unsub = true, unsub
+}
+
+// onEvent handles a store event.
+func (m *Mutex) onEvent(e drivers.Event) {
+	name, ok := m.nameOf(e.Key)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch e.Kind {
+	case drivers.Released:
+		m.wakeHead(name)
+	case drivers.Lost:
+		if l := m.held[name]; l != nil && l.token == e.Token {
+			m.lose(l, "the store reported it lost")
+		}
+	}
+}
+
+// jitter returns a duration drawn between d/2 and d.
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
+}

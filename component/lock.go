@@ -1,0 +1,169 @@
+package component
+
+import (
+	"context"
+	"time"
+)
+
+// lockState is where a Lock is in its life; guarded by Mutex.mu.
+type lockState uint8
+
+const (
+	stateHeld lockState = iota
+	stateReleasing
+	stateReleased
+	stateLost
+)
+
+// Lock is a lock held by a Mutex. Its methods are safe for concurrent use.
+//
+// A Lock's Context is cancelled when the lock ends: with a cause wrapping
+// ErrLost when it is lost, ErrReleased when it is released, ErrClosed when
+// the Mutex closed. The work a lock protects should watch it: losing a lock
+// does not interrupt anything by itself.
+type Lock struct {
+	m          *Mutex
+	name       string
+	key        string
+	token      string
+	fence      uint64
+	acquiredAt time.Time
+
+	// Guarded by m.mu.
+	state    lockState
+	seq      uint64
+	ttl      time.Duration
+	due      time.Time // next renewal
+	expiry   time.Time // tracked expiry: last successful call start + ttl - drift
+	failures int       // consecutive failed renewals
+	renewing bool      // in the renewal batch in flight
+	cause    error     // why it ended
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+}
+
+// Name returns the lock's name, without the store's prefix.
+func (l *Lock) Name() string { return l.name }
+
+// Token returns the random token (at least 128 bits) that identifies this
+// holder in the store.
+func (l *Lock) Token() string { return l.token }
+
+// Fence returns the fencing token: it grows with every acquisition of the
+// lock in the store, so that a store of the protected data can refuse the
+// writes of an older holder. Zero only for stores without fencing.
+func (l *Lock) Fence() uint64 { return l.fence }
+
+// AcquiredAt returns when the lock was acquired (the start of the attempt
+// that got it).
+func (l *Lock) AcquiredAt() time.Time { return l.acquiredAt }
+
+// Held reports whether the lock is still held: not released, not lost, and
+// not past its tracked expiry.
+func (l *Lock) Held() bool {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	return l.state == stateHeld && time.Now().Before(l.expiry)
+}
+
+// Context returns a context cancelled when the lock ends; its cause
+// (context.Cause) tells why: ErrLost (wrapped), ErrReleased or ErrClosed.
+func (l *Lock) Context() context.Context {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	if l.ctx == nil {
+		// Created on first use: most locks are released without anyone
+		// asking for their context.
+		l.ctx, l.cancel = context.WithCancelCause(context.Background())
+		if l.cause != nil {
+			l.cancel(l.cause)
+		}
+	}
+	return l.ctx
+}
+
+// Done returns a channel closed when the lock ends.
+func (l *Lock) Done() <-chan struct{} { return l.Context().Done() }
+
+// Err returns nil while the lock is held, then why it ended: an error
+// wrapping ErrLost, ErrReleased or ErrClosed.
+func (l *Lock) Err() error {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	return l.cause
+}
+
+// Release releases the lock in the store. It reports true when this call
+// released it, false when it was already released, lost or expired in the
+// store. A store failure is returned as a *DriverError; the lock is then no
+// longer renewed and expires in the store after its ttl.
+func (l *Lock) Release(ctx context.Context) (bool, error) {
+	m := l.m
+	m.mu.Lock()
+	if l.state != stateHeld {
+		m.mu.Unlock()
+		return false, nil
+	}
+	l.state = stateReleasing
+	m.mu.Unlock()
+
+	ok, err := m.drv.Release(ctx, l.key, l.token)
+
+	m.mu.Lock()
+	m.end(l, stateReleased, ErrReleased)
+	m.mu.Unlock()
+	if err != nil {
+		return false, m.driverError("release", l.name, err)
+	}
+	return ok, nil
+}
+
+// Extend sets the lock's time to live to ttl from now (and keeps renewing it
+// with that ttl). It reports false when the lock was no longer held — it is
+// then lost. A store failure is returned as a *DriverError and changes
+// nothing.
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
+	if ttl < 10*time.Millisecond {
+		return false, &OptionError{Field: "TTL", Msg: "must be at least 10ms"}
+	}
+	m := l.m
+	m.mu.Lock()
+	if l.state != stateHeld {
+		m.mu.Unlock()
+		return false, nil
+	}
+	m.mu.Unlock()
+
+	start := time.Now()
+	ok, err := m.drv.Extend(ctx, l.key, l.token, ttl)
+	if err != nil {
+		return false, m.driverError("extend", l.name, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l.state != stateHeld {
+		return false, nil
+	}
+	if !ok {
+		m.lose(l, "extend found it gone or taken")
+		return false, nil
+	}
+	l.ttl = ttl
+	m.renewed(l, start)
+	return true, nil
+}
+
+// lockKey is the context key of the lock attached by Do.
+type lockKey struct{}
+
+// LockFrom returns the lock that Do (or an adapter built on it, such as the
+// HTTP middleware) attached to ctx, or nil.
+func LockFrom(ctx context.Context) *Lock {
+	l, _ := ctx.Value(lockKey{}).(*Lock)
+	return l
+}
+
+// WithLock returns a copy of ctx carrying l, for LockFrom.
+func WithLock(ctx context.Context, l *Lock) context.Context {
+	return context.WithValue(ctx, lockKey{}, l)
+}

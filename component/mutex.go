@@ -1,0 +1,454 @@
+// Package component is the mutexfx lock component: a Mutex hands out named
+// locks held in a store (memory, lock files, Redis, PostgreSQL, MySQL),
+// waits for them in FIFO order, renews them while they are held and signals
+// their loss.
+//
+// It is usable without fx: build one with New and close it with Close.
+package component
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/memory"
+	"go.uber.org/zap"
+)
+
+// Mutex hands out named locks held in one store. It is safe for concurrent
+// use. Locks are not reentrant: acquiring a lock this Mutex already holds
+// waits for its release like any other holder. Waiters for one name are
+// served in arrival order, and only the first of them talks to the store.
+type Mutex struct {
+	opts    Options
+	drv     drivers.Driver
+	feat    drivers.Features
+	renewer drivers.Renewer
+	log     *zap.Logger
+
+	// bg is cancelled by Close; background calls (renewals, cleanups) use
+	// it.
+	bg       context.Context
+	bgCancel context.CancelFunc
+	wg       sync.WaitGroup
+
+	subMu    sync.Mutex // serialises subscribing
+	subbed   bool
+	subRetry time.Time
+	unsub    func()
+
+	mu      sync.Mutex
+	closed  bool
+	started bool
+	queues  map[string]*queue
+	held    map[string]*Lock
+	seq     uint64
+	kick     chan struct{}
+	stop     chan struct{}
+	nextWake time.Time // when the scheduler looks next
+}
+
+// queue is the FIFO of the waiters for one name; guarded by Mutex.mu. The
+// first waiter is the only one that talks to the store.
+type queue struct {
+	waiters []*waiter
+}
+
+type waiter struct {
+	wake chan struct{} // buffered 1: a hint to look again
+}
+
+func (w *waiter) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// New builds a Mutex. It connects nothing: the store is reached at the first
+// acquisition. Invalid options return an *OptionError naming the field.
+func New(opts Options) (*Mutex, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Driver == nil {
+		opts.Driver = memory.New()
+	}
+	m := &Mutex{
+		opts:   opts,
+		drv:    opts.Driver,
+		feat:   drivers.FeaturesOf(opts.Driver),
+		log:    opts.Logger.With(zap.String("store", opts.Name)),
+		queues: map[string]*queue{},
+		held:   map[string]*Lock{},
+		kick:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+	}
+	m.renewer, _ = opts.Driver.(drivers.Renewer)
+	m.bg, m.bgCancel = context.WithCancel(context.Background())
+	return m, nil
+}
+
+// Name returns the store's name.
+func (m *Mutex) Name() string { return m.opts.Name }
+
+// Driver returns the store's driver.
+func (m *Mutex) Driver() drivers.Driver { return m.drv }
+
+// Features returns the store's features.
+func (m *Mutex) Features() drivers.Features { return m.feat }
+
+// TryAcquire makes one attempt to acquire the lock name. It returns a nil
+// Lock and a nil error when another holder has it — this Mutex included, or
+// waiters queued in this Mutex for it (TryAcquire does not jump the queue).
+// Only WithTTL is read from opts.
+func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (*Lock, error) {
+	o, err := m.acquireOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		return nil, ErrEmptyName
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if q := m.queues[name]; (q != nil && len(q.waiters) > 0) || m.held[name] != nil {
+		m.mu.Unlock()
+		return nil, nil
+	}
+	w := m.enqueue(name)
+	m.mu.Unlock()
+	defer m.dequeue(name, w)
+
+	m.start(ctx)
+	l, _, err := m.attempt(ctx, name, o.ttl, time.Now(), 0, w)
+	return l, err
+}
+
+// Acquire acquires the lock name, waiting for it up to the Mutex's Timeout
+// (or WithTimeout). It returns an error wrapping ErrTimeout when the time is
+// up, ctx's cause when ctx ends first, a *DriverError when the store fails
+// (the wait stops at the first failure), ErrClosed when the Mutex closes.
+//
+// Waiting polls the store — first after RetryDelay, the delay doubling up to
+// one second, bounded by the holder's remaining ttl when the store tells it —
+// and is cut short by the store's wake-ups when it pushes them. One attempt
+// is always given at least a second to answer, even past the deadline; a
+// lock acquired too late is released.
+func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption) (*Lock, error) {
+	o, err := m.acquireOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		return nil, ErrEmptyName
+	}
+	start := time.Now()
+	var deadline time.Time
+	if o.timeout > 0 {
+		deadline = start.Add(o.timeout)
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	w := m.enqueue(name)
+	m.mu.Unlock()
+	defer m.dequeue(name, w)
+	m.start(ctx)
+
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	// sleep waits for a wake-up, the delay (0: none), the deadline or ctx.
+	sleep := func(delay time.Duration) error {
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return m.timeout(name, o.timeout)
+			}
+			if delay <= 0 || left < delay {
+				delay = left
+			}
+		}
+		var tc <-chan time.Time
+		if delay > 0 {
+			if timer == nil {
+				timer = time.NewTimer(delay)
+			} else {
+				timer.Reset(delay)
+			}
+			tc = timer.C
+		}
+		select {
+		case <-w.wake:
+		case <-tc:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		return nil
+	}
+
+	backoff := m.opts.RetryDelay
+	for {
+		m.mu.Lock()
+		closed, head, busy := m.closed, m.queues[name].waiters[0] == w, m.held[name] != nil
+		m.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		if !head || busy {
+			// Our turn comes with a wake-up: the waiter before us left, or
+			// our own holder released or lost the lock.
+			if err := sleep(0); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		l, res, err := m.attempt(ctx, name, o.ttl, start, o.timeout, w)
+		if l != nil || err != nil {
+			return l, err
+		}
+		delay := jitter(backoff)
+		backoff = min(2*backoff, maxRetryDelay)
+		if res.HolderTTL > 0 && res.HolderTTL < delay {
+			delay = res.HolderTTL + time.Millisecond
+		}
+		if m.feat.BlockingWait {
+			delay = time.Microsecond // the store waited for us
+		}
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return nil, m.timeout(name, o.timeout)
+		}
+		if err := sleep(delay); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (m *Mutex) timeout(name string, timeout time.Duration) error {
+	if timeout == NoWait {
+		return fmt.Errorf("%w: %q is held", ErrTimeout, name)
+	}
+	return fmt.Errorf("%w: %q not acquired within %v", ErrTimeout, name, timeout)
+}
+
+// Do acquires the lock name as Acquire does, runs fn, and releases the lock
+// whether fn returned, failed or panicked (the panic goes on after the
+// release). fn's ctx carries ctx's values and the lock (LockFrom); it is
+// cancelled when the lock is lost (cause wrapping ErrLost) or ctx ends. A
+// failure of the release is ignored: the lock then expires in the store.
+func (m *Mutex) Do(ctx context.Context, name string, fn func(ctx context.Context, l *Lock) error, opts ...AcquireOption) error {
+	l, err := m.Acquire(ctx, name, opts...)
+	if err != nil {
+		return err
+	}
+	return Run(ctx, l, fn)
+}
+
+// Run runs fn holding the acquired lock l, as Do does, and releases l.
+func Run(ctx context.Context, l *Lock, fn func(ctx context.Context, l *Lock) error) error {
+	fnCtx, cancel := context.WithCancelCause(WithLock(ctx, l))
+	stop := context.AfterFunc(l.Context(), func() { cancel(l.Err()) })
+	defer func() {
+		stop()
+		cancel(nil)
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), attemptGrace)
+		_, _ = l.Release(rctx)
+		rcancel()
+	}()
+	return fn(fnCtx, l)
+}
+
+// Held returns the locks this Mutex holds now (not released, not lost), in
+// acquisition order; a new slice on each call.
+func (m *Mutex) Held() []*Lock {
+	m.mu.Lock()
+	out := make([]*Lock, 0, len(m.held))
+	for _, l := range m.held {
+		if l.state == stateHeld {
+			out = append(out, l)
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b *Lock) int { return int(a.seq - b.seq) })
+	return out
+}
+
+// Close releases the locks the Mutex holds (failures ignored, bounded by
+// ctx), ends its waits with ErrClosed, stops its background work and closes
+// the driver. Calls after Close fail with ErrClosed; Close again returns nil.
+func (m *Mutex) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	locks := make([]*Lock, 0, len(m.held))
+	for _, l := range m.held {
+		if l.state == stateHeld {
+			l.state = stateReleasing
+			locks = append(locks, l)
+		}
+	}
+	for _, q := range m.queues {
+		for _, w := range q.waiters {
+			w.signal()
+		}
+	}
+	close(m.stop)
+	m.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, l := range locks {
+		wg.Go(func() {
+			_, _ = m.drv.Release(ctx, l.key, l.token)
+			m.mu.Lock()
+			m.end(l, stateReleased, ErrClosed)
+			m.mu.Unlock()
+		})
+	}
+	wg.Wait()
+	m.bgCancel()
+	m.wg.Wait()
+	m.subMu.Lock()
+	if m.unsub != nil {
+		m.unsub()
+		m.unsub = nil
+	}
+	m.subMu.Unlock()
+	if err := m.drv.Close(ctx); err != nil {
+		return m.driverError("close", "", err)
+	}
+	return nil
+}
+
+// enqueue appends a waiter for name; m.mu held.
+func (m *Mutex) enqueue(name string) *waiter {
+	q := m.queues[name]
+	if q == nil {
+		q = &queue{}
+		m.queues[name] = q
+	}
+	w := &waiter{wake: make(chan struct{}, 1)}
+	q.waiters = append(q.waiters, w)
+	return w
+}
+
+// dequeue removes w (if still queued) and wakes the new head.
+func (m *Mutex) dequeue(name string, w *waiter) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.removeWaiter(name, w)
+}
+
+// removeWaiter removes w from name's queue, waking the next waiter when w
+// was first, and forgets an empty queue; m.mu held.
+func (m *Mutex) removeWaiter(name string, w *waiter) {
+	q := m.queues[name]
+	if q == nil {
+		return
+	}
+	i := slices.Index(q.waiters, w)
+	if i < 0 {
+		return
+	}
+	q.waiters = slices.Delete(q.waiters, i, i+1)
+	if len(q.waiters) == 0 {
+		delete(m.queues, name)
+		return
+	}
+	if i == 0 {
+		q.waiters[0].signal()
+	}
+}
+
+// wakeHead tells the first waiter for name to look again; m.mu held.
+func (m *Mutex) wakeHead(name string) {
+	if q := m.queues[name]; q != nil && len(q.waiters) > 0 {
+		q.waiters[0].signal()
+	}
+}
+
+// end finishes a lock (released, lost, closed) and hands the name to the
+// next waiter; m.mu held.
+func (m *Mutex) end(l *Lock, state lockState, cause error) {
+	if l.state == stateReleased || l.state == stateLost {
+		return
+	}
+	l.state = state
+	l.cause = cause
+	if l.cancel != nil {
+		l.cancel(cause)
+	}
+	if m.held[l.name] == l {
+		delete(m.held, l.name)
+	}
+	m.wakeHead(l.name)
+}
+
+// lose marks a held lock lost; m.mu held.
+func (m *Mutex) lose(l *Lock, reason string) {
+	if l.state != stateHeld {
+		return
+	}
+	m.log.Warn("mutex lock lost", zap.String("lock", l.name), zap.String("reason", reason))
+	m.end(l, stateLost, fmt.Errorf("%w: %q: %s", ErrLost, l.name, reason))
+}
+
+// renewed records a successful acquire/extend/renew call started at start;
+// m.mu held.
+func (m *Mutex) renewed(l *Lock, start time.Time) {
+	l.failures = 0
+	l.expiry = start.Add(l.ttl - drift(l.ttl))
+	l.due = start.Add(l.ttl / 3)
+	if l.due.Before(m.nextWake) {
+		// The scheduler sleeps past this lock's renewal: wake it.
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (m *Mutex) driverError(op, name string, err error) error {
+	m.log.Warn("mutex store failed", zap.String("op", op), zap.String("lock", name), zap.Error(err))
+	return &DriverError{Store: m.opts.Name, Op: op, Lock: name, Err: err}
+}
+
+// nameOf returns the lock name of a store key, or false when the key is
+// not this Mutex's.
+func (m *Mutex) nameOf(key string) (string, bool) {
+	return strings.CutPrefix(key, m.opts.Prefix)
+}
+
+// Waiters returns how many calls of this Mutex are waiting for the lock
+// name (the first one is the one talking to the store).
+func (m *Mutex) Waiters(name string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if q := m.queues[name]; q != nil {
+		return len(q.waiters)
+	}
+	return 0
+}

@@ -1,0 +1,150 @@
+package component
+
+import (
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"go.uber.org/zap"
+)
+
+// Defaults of Options.
+const (
+	DefaultName       = "mutex"
+	DefaultPrefix     = "mutex:"
+	DefaultTTL        = 30 * time.Second
+	DefaultTimeout    = 10 * time.Second
+	DefaultRetryDelay = 50 * time.Millisecond
+
+	// maxRetryDelay caps the doubling of the retry delay.
+	maxRetryDelay = time.Second
+	// attemptGrace is the least time one store attempt is given to answer,
+	// even past the wait's deadline.
+	attemptGrace = time.Second
+)
+
+// Timeouts with a special meaning.
+const (
+	// Forever waits without limit (any negative timeout does).
+	Forever time.Duration = -1
+	// NoWait makes a single attempt (a timeout of one nanosecond: one
+	// attempt, given its grace second to answer). WithTimeout(0) is the same.
+	NoWait time.Duration = 1
+)
+
+// Options configure a Mutex. The zero value is valid: a private in-memory
+// store and the defaults below.
+type Options struct {
+	// Driver is the store holding the locks.
+	// Default: a new memory store, shared by no one else.
+	Driver drivers.Driver
+
+	// Name names the store in logs and errors.
+	// Default: "mutex".
+	Name string
+
+	// Prefix is added before every lock name in the store; it keeps apart
+	// the applications sharing a store. Components with the same store and
+	// prefix share their locks.
+	// Default: "mutex:".
+	Prefix string
+
+	// TTL is how long a lock stays held without a renewal. The Mutex renews
+	// held locks every TTL/3, so a lock only expires when its holder is gone
+	// or cannot reach the store. Must be at least 10 ms.
+	// Default: 30 s.
+	TTL time.Duration
+
+	// Timeout bounds Acquire's wait. Zero means the default; a negative
+	// value (Forever) waits without limit; NoWait makes one attempt.
+	// Default: 10 s.
+	Timeout time.Duration
+
+	// RetryDelay is the delay before the second attempt of a wait; it
+	// doubles after each attempt up to 1 s, each delay drawn at random
+	// between its half and its whole. Wake-ups from stores that push them
+	// cut it short. Must not be negative.
+	// Default: 50 ms.
+	RetryDelay time.Duration
+
+	// Logger logs lost locks, failing renewals and store errors, with the
+	// store and lock names (never credentials).
+	// Default: no logging.
+	Logger *zap.Logger
+}
+
+// withDefaults validates o and fills in its defaults.
+func (o Options) withDefaults() (Options, error) {
+	switch {
+	case o.TTL < 0:
+		return o, &OptionError{Field: "TTL", Msg: "must be positive"}
+	case o.TTL > 0 && o.TTL < 10*time.Millisecond:
+		return o, &OptionError{Field: "TTL", Msg: "must be at least 10ms"}
+	case o.RetryDelay < 0:
+		return o, &OptionError{Field: "RetryDelay", Msg: "must not be negative"}
+	}
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.TTL == 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.RetryDelay == 0 {
+		o.RetryDelay = DefaultRetryDelay
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return o, nil
+}
+
+// AcquireOption overrides an option of one acquisition.
+type AcquireOption func(*acquireOptions)
+
+type acquireOptions struct {
+	ttl     time.Duration
+	timeout time.Duration
+	err     error
+}
+
+// WithTTL sets the lock's time to live (at least 10 ms) instead of the
+// Mutex's TTL.
+func WithTTL(ttl time.Duration) AcquireOption {
+	return func(o *acquireOptions) {
+		if ttl < 10*time.Millisecond {
+			o.err = &OptionError{Field: "TTL", Msg: "must be at least 10ms"}
+			return
+		}
+		o.ttl = ttl
+	}
+}
+
+// WithTimeout sets how long Acquire waits instead of the Mutex's Timeout:
+// zero makes one attempt, a negative value (Forever) waits without limit.
+func WithTimeout(timeout time.Duration) AcquireOption {
+	return func(o *acquireOptions) {
+		if timeout == 0 {
+			timeout = NoWait
+		}
+		o.timeout = timeout
+	}
+}
+
+func (m *Mutex) acquireOptions(opts []AcquireOption) (acquireOptions, error) {
+	o := acquireOptions{ttl: m.opts.TTL, timeout: m.opts.Timeout}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o, o.err
+}
+
+// drift is the margin by which the Mutex considers a lock expired before the
+// store does, for clock drift between client and store (as Redlock does).
+func drift(ttl time.Duration) time.Duration {
+	return ttl/100 + 2*time.Millisecond
+}
