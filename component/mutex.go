@@ -41,12 +41,12 @@ type Mutex struct {
 	subRetry time.Time
 	unsub    func()
 
-	mu      sync.Mutex
-	closed  bool
-	started bool
-	queues  map[string]*queue
-	held    map[string]*Lock
-	seq     uint64
+	mu       sync.Mutex
+	closed   bool
+	started  bool
+	queues   map[string]*queue
+	held     map[string]*Lock
+	seq      uint64
 	kick     chan struct{}
 	stop     chan struct{}
 	nextWake time.Time // when the scheduler looks next
