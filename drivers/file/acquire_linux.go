@@ -1,0 +1,141 @@
+//go:build linux
+
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// bufs holds record buffers, so that calls allocate little.
+var bufs = sync.Pool{New: func() any { return new([recMax]byte) }}
+
+// Acquire makes one attempt to take req.Key for req.Token, for req.TTL.
+//
+// Under the file's guard byte it reads the record; the lock is free when the
+// record names no holder, when the holder's expiry has passed, or when the
+// holder's liveness byte is not locked (its process died or its driver was
+// closed). Taking it grants fence+1, locks the liveness byte 1+fence on a
+// descriptor kept open until release, and writes the record.
+func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	if err := ctx.Err(); err != nil {
+		return drivers.AcquireResult{}, context.Cause(ctx)
+	}
+	if err := checkToken(req.Token); err != nil {
+		return drivers.AcquireResult{}, err
+	}
+	if req.TTL <= 0 {
+		return drivers.AcquireResult{}, fmt.Errorf("mutexfx/file: ttl %v must be positive", req.TTL)
+	}
+	if err := d.checkOpen(); err != nil {
+		return drivers.AcquireResult{}, err
+	}
+	buf := bufs.Get().(*[recMax]byte)
+	defer bufs.Put(buf)
+
+	name := fileName(req.Key)
+	if d.recentlyBusy(name) {
+		// Look without opening for writing first: closing a descriptor open
+		// for writing wakes every waiter watching the directory, and waiters
+		// retrying on a wake-up must not wake each other in a loop.
+		if ttl, busy, err := d.peekBusy(req.Key, buf[:]); err != nil {
+			return drivers.AcquireResult{}, err
+		} else if busy {
+			d.markBusy(name, req.Key)
+			return drivers.AcquireResult{HolderTTL: ttl}, nil
+		}
+	}
+
+	fd, err := d.open(req.Key, true)
+	if err != nil {
+		return drivers.AcquireResult{}, err
+	}
+	res, keep, err := d.acquireLocked(ctx, fd, req, buf[:])
+	if !keep {
+		_ = unix.Close(fd) // also drops the guard byte
+	}
+	if err == nil && !res.Acquired {
+		d.markBusy(name, req.Key)
+	}
+	return res, err
+}
+
+// acquireLocked does the acquisition on the open lock file fd. keep reports
+// that fd now belongs to a holder and must stay open.
+func (d *Driver) acquireLocked(ctx context.Context, fd int, req drivers.AcquireRequest, buf []byte) (res drivers.AcquireResult, keep bool, err error) {
+	if err := lockState(ctx, fd, d.opts.BusyTimeout); err != nil {
+		return res, false, err
+	}
+	var rec record
+	if err := readRecord(fd, buf, &rec); err != nil {
+		return res, false, err
+	}
+	now, err := now()
+	if err != nil {
+		return res, false, err
+	}
+	if rec.held() && rec.expiry > now {
+		alive, err := lockedByOther(fd, rec.liveOff)
+		if err != nil {
+			return res, false, err
+		}
+		if alive {
+			return drivers.AcquireResult{HolderTTL: remaining(rec.expiry, now)}, false, nil
+		}
+	}
+	if rec.fence >= maxFence {
+		return res, false, fmt.Errorf("mutexfx/file: fence exhausted")
+	}
+	fence := rec.fence + 1
+	live := int64(fence) + 1
+	ok, err := tryLock(fd, live)
+	if err != nil {
+		return res, false, err
+	}
+	if !ok {
+		return res, false, fmt.Errorf("mutexfx/file: liveness byte %d unexpectedly locked by another process", live)
+	}
+	rec = record{fence: fence, expiry: addTTL(now, req.TTL), liveOff: live, pid: d.pid}
+	if err := writeRecord(fd, buf, &rec, req.Token); err != nil {
+		return res, false, err
+	}
+	if d.opts.Sync {
+		if err := unix.Fdatasync(fd); err != nil {
+			return res, false, fmt.Errorf("fdatasync lock file: %w", err)
+		}
+	}
+	if err := unlock(fd, stateByte); err != nil {
+		return res, false, err
+	}
+	if !d.addHolder(req.Key, req.Token, &holder{fd: fd, fence: fence}) {
+		return res, false, ErrClosed
+	}
+	return drivers.AcquireResult{Acquired: true, Fence: fence}, true, nil
+}
+
+// peekBusy reads key's record without the guard byte (on a read-only
+// descriptor) and reports whether a live holder has it and for how long.
+// A record torn by a concurrent write fails its checksum and is read again;
+// a wrong "not busy" only costs the full locked attempt.
+func (d *Driver) peekBusy(key string, buf []byte) (ttl time.Duration, busy bool, err error) {
+	fd, err := unix.Open(d.path(key), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("open lock file: %w", err)
+	}
+	defer unix.Close(fd)
+	info, held, err := inspectFD(fd, buf)
+	if err != nil || !held {
+		return 0, false, nil // let the locked attempt decide (and report)
+	}
+	return info.TTL, true, nil
+}

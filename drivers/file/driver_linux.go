@@ -1,0 +1,249 @@
+//go:build linux
+
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// Compile-time checks of the capabilities the driver implements.
+var (
+	_ drivers.Driver     = (*Driver)(nil)
+	_ drivers.Renewer    = (*Driver)(nil)
+	_ drivers.Inspector  = (*Driver)(nil)
+	_ drivers.Subscriber = (*Driver)(nil)
+	_ drivers.Describer  = (*Driver)(nil)
+)
+
+// Driver keeps locks in a directory of lock files. It is safe for concurrent
+// use; instances on the same directory, in one process or in several, exclude
+// each other. Each lock it holds keeps one file descriptor open.
+type Driver struct {
+	opts Options
+	pid  uint32
+
+	dirMu    sync.Mutex
+	dirReady bool
+
+	mu     sync.Mutex
+	closed bool
+	held   map[heldKey]*holder
+	busy   map[string]busyEntry // lock file name → key, for keys found held recently
+	subs   map[int]func(drivers.Event)
+	nextID int
+	watch  *watcher
+}
+
+type heldKey struct{ key, token string }
+
+// holder is a lock this driver holds: the open file description keeping its
+// liveness byte locked.
+type holder struct {
+	mu    sync.Mutex // serialises operations on fd (OFD locks do not exclude their own description)
+	fd    int        // -1 once closed
+	fence uint64
+}
+
+// New returns a driver on opts.Dir. It validates opts and touches nothing:
+// the directory is created and files are opened on first use.
+func New(opts Options) (*Driver, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{
+		opts: opts,
+		pid:  uint32(os.Getpid()),
+		held: make(map[heldKey]*holder),
+		busy: make(map[string]busyEntry),
+		subs: make(map[int]func(drivers.Event)),
+	}, nil
+}
+
+// Features: expiring locks with fencing, host clock, shared by one host.
+func (d *Driver) Features() drivers.Features {
+	return drivers.Features{Expiring: true, ServerTime: false, Fencing: true, Scope: "host"}
+}
+
+// path returns the lock file of key.
+func (d *Driver) path(key string) string {
+	var b strings.Builder
+	b.Grow(len(d.opts.Dir) + 1 + maxStem + 70)
+	b.WriteString(d.opts.Dir)
+	b.WriteByte('/')
+	b.WriteString(fileName(key))
+	return b.String()
+}
+
+// ensureDir creates the directory on first use.
+func (d *Driver) ensureDir() error {
+	d.dirMu.Lock()
+	defer d.dirMu.Unlock()
+	if d.dirReady {
+		return nil
+	}
+	if err := os.MkdirAll(d.opts.Dir, d.opts.DirMode); err != nil {
+		return fmt.Errorf("create lock directory: %w", err)
+	}
+	d.dirReady = true
+	return nil
+}
+
+// open opens key's lock file for reading and writing; with create, it
+// creates the file (and the directory) when missing. Without create a
+// missing file gives an error satisfying errors.Is(err, unix.ENOENT).
+func (d *Driver) open(key string, create bool) (int, error) {
+	if create {
+		if err := d.ensureDir(); err != nil {
+			return -1, err
+		}
+	}
+	flags := unix.O_RDWR | unix.O_CLOEXEC | unix.O_NOFOLLOW
+	if create {
+		flags |= unix.O_CREAT
+	}
+	p := d.path(key)
+	fd, err := unix.Open(p, flags, uint32(d.opts.FileMode))
+	if errors.Is(err, unix.ENOENT) && create {
+		// The directory was removed under us: create it again once.
+		d.dirMu.Lock()
+		d.dirReady = false
+		d.dirMu.Unlock()
+		if err := d.ensureDir(); err != nil {
+			return -1, err
+		}
+		fd, err = unix.Open(p, flags, uint32(d.opts.FileMode))
+	}
+	if err != nil {
+		return -1, fmt.Errorf("open lock file %s: %w", p, err)
+	}
+	return fd, nil
+}
+
+// readRecord reads and decodes the record of the file open at fd into r,
+// using buf (recMax bytes).
+func readRecord(fd int, buf []byte, r *record) error {
+	n, err := unix.Pread(fd, buf[:recMax], 0)
+	if err != nil {
+		return fmt.Errorf("read lock file: %w", err)
+	}
+	return decode(buf[:n], r)
+}
+
+// writeRecord encodes r into buf and writes it at the start of the file.
+func writeRecord(fd int, buf []byte, r *record, token string) error {
+	out := encode(buf, r, token)
+	n, err := unix.Pwrite(fd, out, 0)
+	if err == nil && n != len(out) {
+		err = fmt.Errorf("short write (%d of %d bytes)", n, len(out))
+	}
+	if err != nil {
+		return fmt.Errorf("write lock file: %w", err)
+	}
+	return nil
+}
+
+func checkToken(token string) error {
+	if token == "" {
+		return errors.New("mutexfx/file: empty token")
+	}
+	if len(token) > MaxTokenLen {
+		return fmt.Errorf("mutexfx/file: token of %d bytes, over the maximum %d", len(token), MaxTokenLen)
+	}
+	return nil
+}
+
+func (d *Driver) checkOpen() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Close closes the file descriptors of the locks the driver still holds
+// (which frees them for other processes at once, as the end of the process
+// would) and stops the wake-up watcher. Later calls fail with ErrClosed.
+func (d *Driver) Close(ctx context.Context) error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	hs := d.held
+	d.held = nil
+	w := d.watch
+	d.watch = nil
+	clear(d.subs)
+	d.mu.Unlock()
+	for _, h := range hs {
+		h.mu.Lock()
+		h.close()
+		h.mu.Unlock()
+	}
+	if w != nil {
+		w.stop()
+	}
+	return nil
+}
+
+// close closes the holder's descriptor; h.mu is held.
+func (h *holder) close() {
+	if h.fd >= 0 {
+		_ = unix.Close(h.fd)
+		h.fd = -1
+	}
+}
+
+// addHolder records a lock just acquired. It reports false when the driver
+// was closed meanwhile (the caller then closes fd, freeing the lock).
+func (d *Driver) addHolder(key, token string, h *holder) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	d.held[heldKey{key, token}] = h
+	return true
+}
+
+// holderOf returns the holder of key for token in this driver, or nil.
+func (d *Driver) holderOf(key, token string) *holder {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.held[heldKey{key, token}]
+}
+
+// dropHolder forgets h (when it is still the holder recorded for key/token)
+// and closes its descriptor; h.mu is held.
+func (d *Driver) dropHolder(key, token string, h *holder) {
+	d.mu.Lock()
+	if d.held[heldKey{key, token}] == h {
+		delete(d.held, heldKey{key, token})
+	}
+	d.mu.Unlock()
+	h.close()
+}
+
+// now returns the monotonic time, or an error.
+func now() (int64, error) { return monoNow() }
+
+// remaining converts a record's expiry to a positive duration from now.
+func remaining(expiry, now int64) time.Duration {
+	if expiry <= now {
+		return 0
+	}
+	return time.Duration(expiry - now)
+}

@@ -1,0 +1,245 @@
+//go:build linux
+
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// Release frees key if token holds it and reports whether it did (false when
+// the lock expired, was taken over or was already released). The fence stays
+// in the file. The holder's descriptor is closed in every case, even when the
+// call fails, which frees the lock for other processes as a dead holder's.
+func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, context.Cause(ctx)
+	}
+	if err := d.checkOpen(); err != nil {
+		return false, err
+	}
+	buf := bufs.Get().(*[recMax]byte)
+	defer bufs.Put(buf)
+	var ok bool
+	var err error
+	if h := d.holderOf(key, token); h != nil {
+		h.mu.Lock()
+		if h.fd >= 0 {
+			ok, err = d.releaseLocked(ctx, h.fd, token, buf[:])
+			d.dropHolder(key, token, h)
+			h.mu.Unlock()
+			return d.released(key, ok, err)
+		}
+		h.mu.Unlock()
+	}
+	// Not held through this driver: another instance's token, or a stale
+	// one. Work on a descriptor of our own.
+	fd, err := d.open(key, false)
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	ok, err = d.releaseLocked(ctx, fd, token, buf[:])
+	_ = unix.Close(fd)
+	return d.released(key, ok, err)
+}
+
+// released tells subscribers of this driver that key was released.
+func (d *Driver) released(key string, ok bool, err error) (bool, error) {
+	if ok && err == nil {
+		d.emit(drivers.Event{Kind: drivers.Released, Key: key})
+	}
+	return ok, err
+}
+
+// releaseLocked clears the record of fd if token holds it. The guard byte is
+// left locked: the caller closes fd.
+func (d *Driver) releaseLocked(ctx context.Context, fd int, token string, buf []byte) (bool, error) {
+	if err := lockState(ctx, fd, d.opts.BusyTimeout); err != nil {
+		return false, err
+	}
+	var rec record
+	if err := readRecord(fd, buf, &rec); err != nil {
+		return false, err
+	}
+	if !rec.held() || string(rec.token) != token {
+		return false, nil
+	}
+	now, err := now()
+	if err != nil {
+		return false, err
+	}
+	// Clear the record even when it expired: nobody else took it, and a free
+	// record reads better than an expired one.
+	if err := writeRecord(fd, buf, &record{fence: rec.fence}, ""); err != nil {
+		return false, err
+	}
+	return rec.expiry > now, nil
+}
+
+// Extend sets key's expiry to ttl from now if token holds it and its ttl has
+// not run out, and reports whether it did. A holder found gone has its
+// descriptor closed.
+func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, context.Cause(ctx)
+	}
+	if ttl <= 0 {
+		return false, fmt.Errorf("mutexfx/file: ttl %v must be positive", ttl)
+	}
+	if err := d.checkOpen(); err != nil {
+		return false, err
+	}
+	buf := bufs.Get().(*[recMax]byte)
+	defer bufs.Put(buf)
+	return d.extend(ctx, key, token, ttl, buf[:])
+}
+
+func (d *Driver) extend(ctx context.Context, key, token string, ttl time.Duration, buf []byte) (bool, error) {
+	if h := d.holderOf(key, token); h != nil {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.fd >= 0 {
+			ok, err := d.extendLocked(ctx, h.fd, token, ttl, buf, false)
+			if err == nil && !ok {
+				d.dropHolder(key, token, h)
+			}
+			return ok, err
+		}
+	}
+	fd, err := d.open(key, false)
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(fd)
+	return d.extendLocked(ctx, fd, token, ttl, buf, true)
+}
+
+// extendLocked extends the record of fd if token holds it. With foreign (fd
+// is not the holder's descriptor) it also checks that the holder's
+// liveness byte is still locked, so that it never extends a lock whose
+// holder is gone.
+func (d *Driver) extendLocked(ctx context.Context, fd int, token string, ttl time.Duration, buf []byte, foreign bool) (bool, error) {
+	if err := lockState(ctx, fd, d.opts.BusyTimeout); err != nil {
+		return false, err
+	}
+	ok, err := d.extendRecord(fd, token, ttl, buf, foreign)
+	if uerr := unlock(fd, stateByte); err == nil && uerr != nil {
+		err = uerr
+	}
+	return ok && err == nil, err
+}
+
+func (d *Driver) extendRecord(fd int, token string, ttl time.Duration, buf []byte, foreign bool) (bool, error) {
+	var rec record
+	if err := readRecord(fd, buf, &rec); err != nil {
+		return false, err
+	}
+	if !rec.held() || string(rec.token) != token {
+		return false, nil
+	}
+	now, err := now()
+	if err != nil {
+		return false, err
+	}
+	if rec.expiry <= now {
+		return false, nil
+	}
+	if foreign {
+		alive, err := lockedByOther(fd, rec.liveOff)
+		if err != nil || !alive {
+			return false, err
+		}
+	}
+	rec.expiry = addTTL(now, ttl)
+	if err := writeRecord(fd, buf, &rec, token); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Renew extends every lease in order, returning one result per lease. Each
+// lease costs four system calls on the descriptor its holder keeps open; a
+// ctx that ends fails the leases not yet renewed.
+func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	out := make([]drivers.RenewResult, len(leases))
+	if err := d.checkOpen(); err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	buf := bufs.Get().(*[recMax]byte)
+	defer bufs.Put(buf)
+	for i, l := range leases {
+		if err := ctx.Err(); err != nil {
+			out[i].Err = context.Cause(ctx)
+			continue
+		}
+		if l.TTL <= 0 {
+			out[i].Err = fmt.Errorf("mutexfx/file: ttl %v must be positive", l.TTL)
+			continue
+		}
+		out[i].Held, out[i].Err = d.extend(ctx, l.Key, l.Token, l.TTL, buf[:])
+	}
+	return out
+}
+
+// Inspect returns key's holder, fence and remaining ttl, or ok false when
+// the lock is free, expired or its holder is dead. It reads without taking
+// the guard byte, on a read-only descriptor, and creates nothing.
+func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return drivers.LockInfo{}, false, context.Cause(ctx)
+	}
+	if err := d.checkOpen(); err != nil {
+		return drivers.LockInfo{}, false, err
+	}
+	fd, err := unix.Open(d.path(key), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return drivers.LockInfo{}, false, nil
+	}
+	if err != nil {
+		return drivers.LockInfo{}, false, fmt.Errorf("open lock file: %w", err)
+	}
+	defer unix.Close(fd)
+	buf := bufs.Get().(*[recMax]byte)
+	defer bufs.Put(buf)
+	return inspectFD(fd, buf[:])
+}
+
+// inspectFD reads the record of fd without the guard byte. A record torn by
+// a concurrent write is read again, a few times.
+func inspectFD(fd int, buf []byte) (drivers.LockInfo, bool, error) {
+	var rec record
+	var err error
+	for range 8 {
+		if err = readRecord(fd, buf, &rec); !errors.Is(err, ErrCorrupt) {
+			break
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
+	if err != nil {
+		return drivers.LockInfo{}, false, err
+	}
+	now, err := now()
+	if err != nil || !rec.held() || rec.expiry <= now {
+		return drivers.LockInfo{}, false, err
+	}
+	alive, err := lockedByOther(fd, rec.liveOff)
+	if err != nil || !alive {
+		return drivers.LockInfo{}, false, err
+	}
+	return drivers.LockInfo{Token: string(rec.token), Fence: rec.fence, TTL: remaining(rec.expiry, now)}, true, nil
+}

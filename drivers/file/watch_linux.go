@@ -1,0 +1,198 @@
+//go:build linux
+
+package file
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// busyFor is how long a lock found held stays in the busy map: its releases
+// by other processes are reported, and attempts peek before opening for
+// writing.
+const busyFor = time.Minute
+
+// busyEntry is a lock this driver found held recently.
+type busyEntry struct {
+	key string
+	at  time.Time
+}
+
+// Subscribe calls fn with a Released event when a lock is released: at once
+// for releases through this driver instance, and, for locks this driver
+// found held in the last minute, when any process of the host closes the
+// lock file after writing to it (a release, or the death of a holder) —
+// through inotify on the directory, started at the first contention. Lost
+// events are never sent. Events are hints; spurious ones happen.
+func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	id := d.nextID
+	d.nextID++
+	d.subs[id] = fn
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			d.mu.Lock()
+			delete(d.subs, id)
+			var w *watcher
+			if len(d.subs) == 0 {
+				w, d.watch = d.watch, nil
+			}
+			d.mu.Unlock()
+			if w != nil {
+				w.stop()
+			}
+		})
+	}, nil
+}
+
+// emit calls every subscriber with e, outside d.mu.
+func (d *Driver) emit(e drivers.Event) {
+	d.mu.Lock()
+	if len(d.subs) == 0 {
+		d.mu.Unlock()
+		return
+	}
+	fns := make([]func(drivers.Event), 0, len(d.subs))
+	for _, fn := range d.subs {
+		fns = append(fns, fn)
+	}
+	d.mu.Unlock()
+	for _, fn := range fns {
+		fn(e)
+	}
+}
+
+// recentlyBusy reports whether the lock file name was found held recently.
+func (d *Driver) recentlyBusy(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.busy[name]
+	return ok && time.Since(e.at) < busyFor
+}
+
+// markBusy records that key (file name) was found held, and starts the
+// directory watcher if someone subscribed.
+func (d *Driver) markBusy(name, key string) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	if len(d.busy) >= 1024 {
+		for n, e := range d.busy {
+			if now.Sub(e.at) >= busyFor {
+				delete(d.busy, n)
+			}
+		}
+	}
+	d.busy[name] = busyEntry{key: key, at: now}
+	start := d.watch == nil && len(d.subs) > 0
+	var w *watcher
+	if start {
+		w = &watcher{d: d, done: make(chan struct{})}
+		d.watch = w
+	}
+	d.mu.Unlock()
+	if start {
+		// The watcher is optional: when it cannot start, waiters poll.
+		w.start(d.opts.Dir)
+	}
+}
+
+// keyOf returns the key of a lock file found held recently.
+func (d *Driver) keyOf(name []byte) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.busy[string(name)]
+	if !ok || time.Since(e.at) >= busyFor {
+		return "", false
+	}
+	return e.key, true
+}
+
+// watcher reads inotify close-after-write events of the lock directory. Its
+// goroutine is owned by the driver and ends when stop closes the descriptor.
+type watcher struct {
+	d       *Driver
+	mu      sync.Mutex
+	f       *os.File
+	stopped bool
+	done    chan struct{} // closed when run returns; only waited if f is set
+}
+
+// start opens the inotify descriptor and starts the goroutine, unless stop
+// came first. On failure nothing runs and waiters poll.
+func (w *watcher) start(dir string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return
+	}
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CLOSE_WRITE); err != nil {
+		_ = unix.Close(fd)
+		return
+	}
+	// A non-blocking descriptor gives a File read through the runtime poller,
+	// so Close ends a pending Read.
+	w.f = os.NewFile(uintptr(fd), "inotify:"+dir)
+	go w.run(w.f)
+}
+
+// stop closes the descriptor and waits for the goroutine to end.
+func (w *watcher) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	f := w.f
+	w.mu.Unlock()
+	if f != nil {
+		_ = f.Close()
+		<-w.done
+	}
+}
+
+func (w *watcher) run(f *os.File) {
+	defer close(w.done)
+	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
+	for {
+		n, err := f.Read(buf)
+		if err != nil {
+			return
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			end := off + unix.SizeofInotifyEvent + int(ev.Len)
+			if end > n {
+				break
+			}
+			name := buf[off+unix.SizeofInotifyEvent : end]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if key, ok := w.d.keyOf(name); ok {
+				w.d.emit(drivers.Event{Kind: drivers.Released, Key: key})
+			}
+			off = end
+		}
+	}
+}
