@@ -1,0 +1,248 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// advisory holds GET_LOCK locks, each on its own pinned connection: a
+// waiter blocking in GET_LOCK never delays another lock's statements, and a
+// broken connection loses only its own lock.
+type advisory struct {
+	d *Driver
+
+	mu   sync.Mutex
+	held map[string]*heldLock // by key
+
+	monitorOnce sync.Once
+	monitorWG   sync.WaitGroup
+}
+
+// heldLock is one advisory lock and the connection holding it.
+type heldLock struct {
+	key, token, name string
+	fence            uint64
+	connID           int64
+
+	mu   sync.Mutex // serialises the use of conn
+	conn *sql.Conn
+	done bool // released or lost: conn is gone
+}
+
+func (a *advisory) init(d *Driver) {
+	a.d = d
+	a.held = map[string]*heldLock{}
+}
+
+// Advisory statements; every value is a parameter, the fence object name
+// is validated configuration.
+const (
+	// advSequenceSQL takes the lock and, only when it got it, the next fence
+	// from the sequence, in one SELECT. 1 = acquired, 0 = busy, NULL =
+	// GET_LOCK failed (killed, error).
+	advSequenceSQL = `SELECT CASE GET_LOCK(?, ? / 1000) WHEN 1 THEN NEXTVAL(%s) WHEN 0 THEN 0 END, CONNECTION_ID()`
+	// advCounterSQL takes the lock and increments the key's counter row in
+	// one statement; LAST_INSERT_ID is the fence, 0 when GET_LOCK failed.
+	advCounterSQL = `INSERT INTO %s (name_hash, fence)
+SELECT ?, LAST_INSERT_ID(1) FROM DUAL WHERE GET_LOCK(?, ? / 1000) = 1
+ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)`
+)
+
+func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	if err := checkToken(req.Token); err != nil {
+		return drivers.AcquireResult{}, err
+	}
+	d := a.d
+	name := lockName(req.Key)
+	// Block in the server at most Wait, and never past ctx's deadline: a
+	// query cancelled by ctx costs its connection.
+	wait := max(req.Wait, 0)
+	if dl, ok := ctx.Deadline(); ok {
+		wait = max(min(wait, time.Until(dl)-20*time.Millisecond), 0)
+	}
+	waitMS := wait.Milliseconds()
+
+	conn, err := d.db.Conn(ctx)
+	if err != nil {
+		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
+	}
+	var fence, connID int64
+	switch d.fenceSource() {
+	case FenceSequence:
+		var f sql.NullInt64
+		err = conn.QueryRowContext(ctx, fmt.Sprintf(advSequenceSQL, d.s.fenceTable), name, waitMS).Scan(&f, &connID)
+		if err == nil && !f.Valid {
+			err = errors.New("GET_LOCK returned NULL")
+		}
+		fence = f.Int64
+	default:
+		var res sql.Result
+		res, err = conn.ExecContext(ctx, fmt.Sprintf(advCounterSQL, d.s.fenceTable), keyHash(req.Key), name, waitMS)
+		if err == nil {
+			fence, err = res.LastInsertId()
+		}
+		if err == nil && fence > 0 {
+			err = conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&connID)
+		}
+	}
+	if err != nil {
+		// The statement may have taken the lock before failing: drop the
+		// connection so that the server frees whatever it holds.
+		discard(conn)
+		if missingTable(err) {
+			d.schemaGone()
+		}
+		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
+	}
+	if fence <= 0 {
+		conn.Close() // back to the pool: it holds nothing
+		return drivers.AcquireResult{}, nil
+	}
+	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: uint64(fence), connID: connID, conn: conn}
+	a.mu.Lock()
+	a.held[req.Key] = h
+	a.mu.Unlock()
+	a.monitorOnce.Do(a.startMonitor)
+	if d.isClosed() { // raced with Close, which may have missed h
+		h.mu.Lock()
+		if !h.done {
+			h.done = true
+			a.forget(h)
+			discard(conn)
+		}
+		h.mu.Unlock()
+		return drivers.AcquireResult{}, ErrClosed
+	}
+	return drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
+}
+
+// get returns the live lock key held by token, or nil.
+func (a *advisory) get(key, token string) *heldLock {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if h := a.held[key]; h != nil && h.token == token {
+		return h
+	}
+	return nil
+}
+
+func (a *advisory) release(ctx context.Context, key, token string) (bool, error) {
+	h := a.get(key, token)
+	if h == nil {
+		return false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return false, nil
+	}
+	var r sql.NullInt64
+	err := h.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", h.name).Scan(&r)
+	a.forget(h)
+	h.done = true
+	if err != nil {
+		// Dropping the connection frees the lock in the server, but
+		// whether it was still held is unknown.
+		discard(h.conn)
+		return false, fmt.Errorf("mysql: release: %w", err)
+	}
+	if r.Int64 != 1 {
+		discard(h.conn)
+		return false, nil
+	}
+	h.conn.Close()
+	a.d.emit(drivers.Event{Kind: drivers.Released, Key: key})
+	return true, nil
+}
+
+// extend checks, on the lock's own connection, that the server still
+// counts it as the holder. Any failure on that connection drops it (so the
+// server frees the lock) and reports the lock lost.
+func (a *advisory) extend(ctx context.Context, key, token string) (bool, error) {
+	if a.d.isClosed() {
+		return false, ErrClosed
+	}
+	h := a.get(key, token)
+	if h == nil {
+		return false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return false, nil
+	}
+	var ok sql.NullBool
+	err := h.conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", h.name).Scan(&ok)
+	if err == nil && ok.Valid && ok.Bool {
+		return true, nil
+	}
+	a.loseLocked(h)
+	return false, nil
+}
+
+// lose marks h lost (its connection broke or no longer holds the lock):
+// forgets it, drops its connection and tells the subscribers.
+func (a *advisory) lose(h *heldLock) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a.loseLocked(h)
+}
+
+func (a *advisory) loseLocked(h *heldLock) {
+	if h.done {
+		return
+	}
+	h.done = true
+	a.forget(h)
+	discard(h.conn)
+	a.d.emit(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
+}
+
+func (a *advisory) forget(h *heldLock) {
+	a.mu.Lock()
+	if a.held[h.key] == h {
+		delete(a.held, h.key)
+	}
+	a.mu.Unlock()
+}
+
+// close drops every pinned connection (the server frees their locks) and
+// waits for the monitor, which ends with d.closed.
+func (a *advisory) close() {
+	a.monitorOnce.Do(func() {}) // no monitor after close
+	a.monitorWG.Wait()
+	a.mu.Lock()
+	hs := make([]*heldLock, 0, len(a.held))
+	for _, h := range a.held {
+		hs = append(hs, h)
+	}
+	clear(a.held)
+	a.mu.Unlock()
+	for _, h := range hs {
+		h.mu.Lock()
+		if !h.done {
+			h.done = true
+			discard(h.conn)
+		}
+		h.mu.Unlock()
+	}
+}
+
+// discard closes conn's session instead of returning it to the pool.
+func discard(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = conn.Close()
+}

@@ -1,0 +1,283 @@
+// Package mysql is the MySQL / MariaDB driver of mutexfx.
+//
+// In advisory mode (the default) a lock is a GET_LOCK held by a connection
+// the driver pins for it: it ends with that connection and is per server.
+// In table mode a lock is a row whose expiry is computed by the database's
+// clock; it works on clusters. See Options and docs/mysql.md.
+package mysql
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/mutexfx/mutexfx/config"
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// ErrClosed is returned by calls on a closed Driver.
+var ErrClosed = errors.New("mysql: driver closed")
+
+// Driver holds locks in MySQL or MariaDB. It is safe for concurrent use.
+type Driver struct {
+	db    *sql.DB
+	ownDB bool
+	s     settings
+
+	closeOnce sync.Once
+	closed    chan struct{}
+
+	schemaMu sync.Mutex
+	schemaOK bool
+	fence    string // advisory: resolved fence source
+
+	adv advisory
+
+	subMu  sync.Mutex
+	subs   map[int]func(drivers.Event)
+	nextID int
+}
+
+var (
+	_ drivers.Driver     = (*Driver)(nil)
+	_ drivers.Renewer    = (*Driver)(nil)
+	_ drivers.Subscriber = (*Driver)(nil)
+	_ drivers.Describer  = (*Driver)(nil)
+)
+
+// New validates opts and returns a driver with its own connection pool. It
+// connects nothing: the first call does. Close closes the pool.
+func New(opts Options) (*Driver, error) {
+	s, err := opts.validate()
+	if err != nil {
+		return nil, prefixed(err)
+	}
+	cfg, err := opts.mysqlConfig(s)
+	if err != nil {
+		return nil, prefixed(err)
+	}
+	connector, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %s", scrubPassword(err.Error(), cfg.Passwd))
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(s.maxOpen)
+	db.SetMaxIdleConns(s.maxIdle)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return newDriver(db, true, s), nil
+}
+
+// NewWithDB returns a driver using db, a pool the application already has.
+// The driver never closes db (Close only returns or discards the
+// connections it pinned). Only the options about locks apply (Mode, Table,
+// FenceTable, Fence, ProbeInterval, RenewBatch, Retries); connection options
+// must be empty. db must run in autocommit mode (the default) and should be
+// opened with interpolateParams=true (one round trip per statement instead
+// of three) and without clientFoundRows.
+func NewWithDB(db *sql.DB, opts Options) (*Driver, error) {
+	if db == nil {
+		return nil, errors.New("mysql: nil *sql.DB")
+	}
+	s, err := opts.validate()
+	if err != nil {
+		return nil, prefixed(err)
+	}
+	for key, v := range map[string]string{"dsn": opts.DSN, "host": opts.Host, "database": opts.Database, "username": opts.Username, "password": opts.Password, "tls": opts.TLS} {
+		if v != "" {
+			return nil, prefixed(config.Errorf(key, "not allowed with an existing *sql.DB"))
+		}
+	}
+	if opts.Port != 0 || opts.MaxOpenConns != 0 || opts.MaxIdleConns != 0 || opts.DialTimeout != 0 || opts.PreparedStatements {
+		return nil, prefixed(config.Errorf("", "connection options are not allowed with an existing *sql.DB"))
+	}
+	return newDriver(db, false, s), nil
+}
+
+func newDriver(db *sql.DB, own bool, s settings) *Driver {
+	d := &Driver{db: db, ownDB: own, s: s, closed: make(chan struct{}), subs: map[int]func(drivers.Event){}}
+	d.adv.init(d)
+	return d
+}
+
+// prefixed puts "mysql: " before non-configuration errors; *config.Error
+// stays as is so that the factory can put the key path in front.
+func prefixed(err error) error {
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	return fmt.Errorf("mysql: %w", err)
+}
+
+// Features reports the mode's properties.
+func (d *Driver) Features() drivers.Features {
+	if d.s.mode == ModeTable {
+		return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, Scope: "cluster"}
+	}
+	return drivers.Features{Expiring: false, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server"}
+}
+
+// Acquire makes one attempt to take req.Key for req.Token.
+func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	if d.isClosed() {
+		return drivers.AcquireResult{}, ErrClosed
+	}
+	if err := d.ensureSchema(ctx); err != nil {
+		return drivers.AcquireResult{}, err
+	}
+	if d.s.mode == ModeTable {
+		return d.tableAcquire(ctx, req)
+	}
+	return d.adv.acquire(ctx, req)
+}
+
+// Release frees key if token holds it.
+func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
+	if d.s.mode == ModeTable {
+		if d.isClosed() {
+			return false, ErrClosed
+		}
+		return d.tableRelease(ctx, key, token)
+	}
+	return d.adv.release(ctx, key, token)
+}
+
+// Extend renews key for token (table mode) or checks that its connection
+// still holds it (advisory mode, where ttl is ignored).
+func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	if d.s.mode == ModeTable {
+		if d.isClosed() {
+			return false, ErrClosed
+		}
+		return d.tableExtend(ctx, key, token, ttl)
+	}
+	return d.adv.extend(ctx, key, token)
+}
+
+// Renew extends (table mode) or checks (advisory mode) many leases, with
+// one statement per RenewBatch leases.
+func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	if d.isClosed() {
+		out := make([]drivers.RenewResult, len(leases))
+		for i := range out {
+			out[i].Err = ErrClosed
+		}
+		return out
+	}
+	if d.s.mode == ModeTable {
+		return d.tableRenew(ctx, leases)
+	}
+	return d.adv.renew(ctx, leases)
+}
+
+// Subscribe calls fn with Lost events (advisory mode: a held lock's
+// connection broke or was killed) and Released events (a lock released
+// through this driver) until cancel is called or the driver is closed.
+func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
+	if d.isClosed() {
+		return nil, ErrClosed
+	}
+	d.subMu.Lock()
+	id := d.nextID
+	d.nextID++
+	d.subs[id] = fn
+	d.subMu.Unlock()
+	return func() {
+		d.subMu.Lock()
+		delete(d.subs, id)
+		d.subMu.Unlock()
+	}, nil
+}
+
+func (d *Driver) emit(ev drivers.Event) {
+	d.subMu.Lock()
+	fns := make([]func(drivers.Event), 0, len(d.subs))
+	for _, fn := range d.subs {
+		fns = append(fns, fn)
+	}
+	d.subMu.Unlock()
+	for _, fn := range fns {
+		fn(ev)
+	}
+}
+
+// Close stops the driver's goroutine, drops the connections it pinned (the
+// server then frees their advisory locks) and closes its own pool. A pool
+// given to NewWithDB stays open.
+func (d *Driver) Close(ctx context.Context) error {
+	var err error
+	d.closeOnce.Do(func() {
+		close(d.closed)
+		d.adv.close()
+		d.subMu.Lock()
+		clear(d.subs)
+		d.subMu.Unlock()
+		if d.ownDB {
+			err = d.db.Close()
+		}
+	})
+	return err
+}
+
+func (d *Driver) isClosed() bool {
+	select {
+	case <-d.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// keyHash is the SHA-256 of a key: the table's primary key and the source
+// of advisory lock names, so that any key (any length, any case) maps to a
+// fixed-size, case-exact value.
+func keyHash(key string) []byte {
+	h := sha256.Sum256([]byte(key))
+	return h[:]
+}
+
+// lockName is the GET_LOCK name of key: "mutexfx:" and the first 48 hex
+// digits (192 bits) of its SHA-256, 56 characters, under the 64-character
+// limit, distinct for keys differing only in case.
+func lockName(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return "mutexfx:" + hex.EncodeToString(h[:24])
+}
+
+// retry runs f again while it fails with a deadlock or a lock wait timeout,
+// at most d.s.retries more times.
+func (d *Driver) retry(ctx context.Context, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if err == nil || attempt >= d.s.retries || !retryable(err) {
+			return err
+		}
+		t := time.NewTimer(time.Duration(attempt+1) * 5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// retryable reports deadlocks (1213) and lock wait timeouts (1205).
+func retryable(err error) bool {
+	var me *gomysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
+// missingTable reports "table doesn't exist" (1146), after which the schema
+// is created again.
+func missingTable(err error) bool {
+	var me *gomysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1146
+}

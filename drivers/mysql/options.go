@@ -1,0 +1,325 @@
+package mysql
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/mutexfx/mutexfx/config"
+)
+
+// Modes of the driver.
+const (
+	// ModeAdvisory holds each lock with GET_LOCK on a connection the driver
+	// pins for it. Locks end with their connection and are per server.
+	ModeAdvisory = "advisory"
+	// ModeTable holds each lock as a row with an expiry computed by the
+	// database clock. Works on clusters (Galera, Group Replication).
+	ModeTable = "table"
+)
+
+// Fence sources of the advisory mode.
+const (
+	// FenceAuto picks FenceSequence on MariaDB and FenceCounter elsewhere.
+	FenceAuto = "auto"
+	// FenceSequence takes fences from a MariaDB SEQUENCE (10.3+) in the same
+	// SELECT as GET_LOCK: no row write, no fsync per acquisition.
+	FenceSequence = "sequence"
+	// FenceCounter keeps one counter row per key, incremented by the same
+	// INSERT … SELECT … WHERE GET_LOCK(…) statement (MySQL 8 has no
+	// sequences). Costs a commit per acquisition.
+	FenceCounter = "counter"
+)
+
+// Defaults of Options.
+const (
+	DefaultTable         = "mutexfx_locks"
+	DefaultFenceTable    = "mutexfx_fence"
+	DefaultProbeInterval = 500 * time.Millisecond
+	DefaultRenewBatch    = 1000
+	DefaultRetries       = 3
+	DefaultDialTimeout   = 5 * time.Second
+	DefaultMaxIdleConns  = 16
+)
+
+// Options configure a Driver. The zero value connects as root without
+// password to 127.0.0.1:3306 in advisory mode. Configuration keys are the
+// koanf tags.
+type Options struct {
+	// DSN is a go-sql-driver/mysql data source name
+	// ("user:pass@tcp(host:3306)/db?tls=true"). When set, Host, Port,
+	// Database, Username, Password and TLS must be empty. Default "": built
+	// from those fields.
+	DSN string `koanf:"dsn"`
+	// Host is the server's host name or address. Default "127.0.0.1".
+	Host string `koanf:"host"`
+	// Port is the server's TCP port. Default 3306.
+	Port int `koanf:"port"`
+	// Database is the database holding the driver's tables and sequence.
+	// Default "": the user's default database (needed for fences and
+	// table mode, so set it).
+	Database string `koanf:"database"`
+	// Username to connect as. Default "root".
+	Username string `koanf:"username"`
+	// Password of Username. Never logged nor put in errors. Default "".
+	Password string `koanf:"password"`
+	// TLS is go-sql-driver's tls parameter: "" or "false" (plain),
+	// "true" (verified), "skip-verify", "preferred", or the name of a
+	// config registered with mysql.RegisterTLSConfig. Default "".
+	TLS string `koanf:"tls"`
+
+	// Mode is ModeAdvisory (default) or ModeTable.
+	Mode string `koanf:"mode"`
+	// Table is the lock table of table mode (an identifier: letters,
+	// digits, _ and $, at most 64 characters, optionally "db.table").
+	// Created if missing. Default "mutexfx_locks".
+	Table string `koanf:"table"`
+	// FenceTable names the advisory mode's fence sequence or counter table
+	// (same rules as Table). Created if missing. Default "mutexfx_fence".
+	FenceTable string `koanf:"fence_table"`
+	// Fence is the advisory mode's fence source: FenceAuto (default),
+	// FenceSequence or FenceCounter.
+	Fence string `koanf:"fence"`
+	// ProbeInterval is how often the advisory mode checks, in one round
+	// trip for all held locks, that each is still held by its connection
+	// (a KILLed connection or a restarted server is reported lost within
+	// about this time). Default 500ms.
+	ProbeInterval time.Duration `koanf:"probe_interval"`
+	// RenewBatch is the most leases renewed by one statement in table
+	// mode (and probed by one query in advisory mode). Default 1000.
+	RenewBatch int `koanf:"renew_batch"`
+	// Retries is how many times a statement failing with a deadlock (1213)
+	// or a lock wait timeout (1205) is retried. Default 3; -1 for none.
+	Retries int `koanf:"retries"`
+	// DialTimeout bounds each connection attempt. Default 5s.
+	DialTimeout time.Duration `koanf:"dial_timeout"`
+	// MaxOpenConns caps the driver's own pool. In advisory mode every held
+	// lock and every waiting Acquire pins one connection, so this caps
+	// them too. Default 0: no cap (the server's max_connections).
+	MaxOpenConns int `koanf:"max_open_conns"`
+	// MaxIdleConns is how many idle connections the pool keeps. Default 16.
+	MaxIdleConns int `koanf:"max_idle_conns"`
+	// PreparedStatements sends parameters with server-side prepared
+	// statements (prepare, execute, close: 3 round trips per statement)
+	// instead of go-sql-driver's client-side interpolation (1 round trip,
+	// still escaped by the driver, never concatenated by mutexfx). Only for
+	// connections the driver opens. Default false.
+	PreparedStatements bool `koanf:"prepared_statements"`
+}
+
+// String describes the options with the password redacted, so that
+// printing them never leaks it.
+func (o Options) String() string {
+	c := o
+	if c.Password != "" {
+		c.Password = "xxxxx"
+	}
+	if c.DSN != "" {
+		c.DSN = redactDSN(c.DSN)
+	}
+	type plain Options // no String method: no recursion
+	return fmt.Sprintf("%+v", plain(c))
+}
+
+var identRe = regexp.MustCompile(`^[A-Za-z0-9_$]{1,64}$`)
+
+// quoteIdent validates a table name ("t" or "db.t") and returns it quoted
+// with backticks. Identifiers are the only text mutexfx puts in SQL; they
+// come from configuration and are validated, never from lock names.
+func quoteIdent(name string) (string, error) {
+	parts := strings.Split(name, ".")
+	if len(parts) > 2 {
+		return "", fmt.Errorf("invalid identifier %q: at most db.table", name)
+	}
+	for i, p := range parts {
+		if !identRe.MatchString(p) || strings.Trim(p, "0123456789") == "" {
+			return "", fmt.Errorf("invalid identifier %q: use 1 to 64 letters, digits, _ or $, not only digits", name)
+		}
+		parts[i] = "`" + p + "`"
+	}
+	return strings.Join(parts, "."), nil
+}
+
+// settings are validated Options.
+type settings struct {
+	mode, fence        string
+	table, fenceTable  string // quoted
+	probe, dialTimeout time.Duration
+	batch, retries     int
+	maxOpen, maxIdle   int
+	prepared           bool
+}
+
+// validate checks o and applies defaults. Its errors are *config.Error
+// whose Path is the offending key, relative to the driver block.
+func (o Options) validate() (settings, error) {
+	s := settings{
+		mode: o.Mode, fence: o.Fence, probe: o.ProbeInterval, dialTimeout: o.DialTimeout,
+		batch: o.RenewBatch, retries: o.Retries, maxOpen: o.MaxOpenConns, maxIdle: o.MaxIdleConns,
+		prepared: o.PreparedStatements,
+	}
+	switch s.mode {
+	case "":
+		s.mode = ModeAdvisory
+	case ModeAdvisory, ModeTable:
+	default:
+		return s, config.Errorf("mode", "must be %q or %q, not %q", ModeAdvisory, ModeTable, o.Mode)
+	}
+	switch s.fence {
+	case "":
+		s.fence = FenceAuto
+	case FenceAuto, FenceSequence, FenceCounter:
+	default:
+		return s, config.Errorf("fence", "must be %q, %q or %q, not %q", FenceAuto, FenceSequence, FenceCounter, o.Fence)
+	}
+	var err error
+	if s.table, err = quoteIdent(or(o.Table, DefaultTable)); err != nil {
+		return s, config.Errorf("table", "%v", err)
+	}
+	if s.fenceTable, err = quoteIdent(or(o.FenceTable, DefaultFenceTable)); err != nil {
+		return s, config.Errorf("fence_table", "%v", err)
+	}
+	if s.probe < 0 {
+		return s, config.Errorf("probe_interval", "must not be negative")
+	}
+	if s.probe == 0 {
+		s.probe = DefaultProbeInterval
+	}
+	if s.dialTimeout < 0 {
+		return s, config.Errorf("dial_timeout", "must not be negative")
+	}
+	if s.dialTimeout == 0 {
+		s.dialTimeout = DefaultDialTimeout
+	}
+	if s.batch < 0 {
+		return s, config.Errorf("renew_batch", "must not be negative")
+	}
+	if s.batch == 0 {
+		s.batch = DefaultRenewBatch
+	}
+	switch {
+	case s.retries < -1:
+		return s, config.Errorf("retries", "must be -1 (none) or more")
+	case s.retries == -1:
+		s.retries = 0
+	case s.retries == 0:
+		s.retries = DefaultRetries
+	}
+	if s.maxOpen < 0 {
+		return s, config.Errorf("max_open_conns", "must not be negative")
+	}
+	if s.maxIdle < 0 {
+		return s, config.Errorf("max_idle_conns", "must not be negative")
+	}
+	if s.maxIdle == 0 {
+		s.maxIdle = DefaultMaxIdleConns
+	}
+	return s, nil
+}
+
+// mysqlConfig builds the go-sql-driver configuration of a pool the driver
+// owns. Errors never contain the password.
+func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
+	var cfg *gomysql.Config
+	if o.DSN != "" {
+		for key, v := range map[string]string{"host": o.Host, "database": o.Database, "username": o.Username, "password": o.Password, "tls": o.TLS} {
+			if v != "" {
+				return nil, config.Errorf(key, "not allowed with dsn")
+			}
+		}
+		if o.Port != 0 {
+			return nil, config.Errorf("port", "not allowed with dsn")
+		}
+		c, err := gomysql.ParseDSN(o.DSN)
+		if err != nil {
+			return nil, config.Errorf("dsn", "invalid: %s", scrubDSN(err.Error(), o.DSN))
+		}
+		cfg = c
+	} else {
+		if o.Port < 0 || o.Port > 65535 {
+			return nil, config.Errorf("port", "must be 1 to 65535")
+		}
+		cfg = gomysql.NewConfig()
+		cfg.Net = "tcp"
+		cfg.Addr = net.JoinHostPort(or(o.Host, "127.0.0.1"), strconv.Itoa(orInt(o.Port, 3306)))
+		cfg.User = or(o.Username, "root")
+		cfg.Passwd = o.Password
+		cfg.DBName = o.Database
+		if o.TLS != "" {
+			cfg.TLSConfig = o.TLS
+			// validate now (connects nothing) so that a bad value is a
+			// configuration error naming the key.
+			if _, err := gomysql.NewConnector(cfg); err != nil {
+				return nil, config.Errorf("tls", "%s", scrubPassword(err.Error(), o.Password))
+			}
+		}
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = s.dialTimeout
+	}
+	cfg.InterpolateParams = !s.prepared
+	// Affected rows must count changed rows; the statements rely on it.
+	cfg.ClientFoundRows = false
+	// A connection idle for wait_timeout is closed by the server, and its
+	// advisory locks with it: held locks' connections may idle long.
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	if _, ok := cfg.Params["wait_timeout"]; !ok {
+		cfg.Params["wait_timeout"] = "31536000"
+	}
+	// The driver reports its errors itself; go-sql-driver's own log lines
+	// (to stderr) would only duplicate them.
+	cfg.Logger = &gomysql.NopLogger{}
+	return cfg, nil
+}
+
+// scrubDSN removes the password of dsn from msg.
+func scrubDSN(msg, dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	if at < 0 {
+		return msg
+	}
+	_, pass, _ := strings.Cut(dsn[:at], ":")
+	return scrubPassword(msg, pass)
+}
+
+// scrubPassword removes password from msg.
+func scrubPassword(msg, password string) string {
+	if password == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, password, "xxxxx")
+}
+
+// redactDSN replaces the password of a DSN with xxxxx.
+func redactDSN(dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	if at < 0 {
+		return dsn
+	}
+	user, _, ok := strings.Cut(dsn[:at], ":")
+	if !ok {
+		return dsn
+	}
+	return user + ":xxxxx" + dsn[at:]
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func orInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}

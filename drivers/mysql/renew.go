@@ -1,0 +1,113 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// tableRenew extends leases with one UPDATE per RenewBatch leases of the
+// same ttl. When the UPDATE changed fewer rows than it was given, one
+// SELECT tells which leases are still held.
+func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	out := make([]drivers.RenewResult, len(leases))
+	byTTL := map[time.Duration][]int{}
+	var order []time.Duration
+	for i, l := range leases {
+		if l.TTL <= 0 {
+			out[i].Err = fmt.Errorf("mysql: ttl %v must be positive in table mode", l.TTL)
+			continue
+		}
+		if _, ok := byTTL[l.TTL]; !ok {
+			order = append(order, l.TTL)
+		}
+		byTTL[l.TTL] = append(byTTL[l.TTL], i)
+	}
+	for _, ttl := range order {
+		idx := byTTL[ttl]
+		for start := 0; start < len(idx); start += d.s.batch {
+			chunk := idx[start:min(start+d.s.batch, len(idx))]
+			d.renewChunk(ctx, leases, chunk, ttl, out)
+		}
+	}
+	return out
+}
+
+func (d *Driver) renewChunk(ctx context.Context, leases []drivers.Lease, chunk []int, ttl time.Duration, out []drivers.RenewResult) {
+	fail := func(err error) {
+		for _, i := range chunk {
+			out[i].Err = fmt.Errorf("mysql: renew: %w", err)
+		}
+	}
+	hashes := make([][]byte, len(chunk))
+	args := make([]any, 0, 1+3*len(chunk))
+	args = append(args, ttl.Microseconds())
+	for j, i := range chunk {
+		hashes[j] = keyHash(leases[i].Key)
+		args = append(args, hashes[j])
+	}
+	for j, i := range chunk {
+		args = append(args, hashes[j], leases[i].Token)
+	}
+	marks := strings.Repeat("?,", len(chunk))
+	marks = marks[:len(marks)-1]
+	pairs := strings.Repeat("(?,?),", len(chunk))
+	pairs = pairs[:len(pairs)-1]
+	query := fmt.Sprintf(`UPDATE %s SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+WHERE name_hash IN (%s) AND (name_hash, token) IN (%s) AND expires_at >= UTC_TIMESTAMP(6)`, d.s.table, marks, pairs)
+	var changed int64
+	err := d.retry(ctx, func() error {
+		res, err := d.db.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		changed, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		fail(err)
+		return
+	}
+	if changed == int64(len(chunk)) {
+		for _, i := range chunk {
+			out[i].Held = true
+		}
+		return
+	}
+	// Some leases were not renewed: read who holds what. A row renewed
+	// above has expires_at in the future; one that was not is expired or
+	// held by another token.
+	rows, err := d.db.QueryContext(ctx, fmt.Sprintf(
+		`SELECT name_hash, token, expires_at >= UTC_TIMESTAMP(6) FROM %s WHERE name_hash IN (%s)`, d.s.table, marks),
+		args[1:1+len(chunk)]...)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer rows.Close()
+	type state struct {
+		token string
+		live  bool
+	}
+	found := map[string]state{}
+	for rows.Next() {
+		var h []byte
+		var st state
+		if err := rows.Scan(&h, &st.token, &st.live); err != nil {
+			fail(err)
+			return
+		}
+		found[string(h)] = st
+	}
+	if err := rows.Err(); err != nil {
+		fail(err)
+		return
+	}
+	for j, i := range chunk {
+		st, ok := found[string(hashes[j])]
+		out[i].Held = ok && st.live && st.token == leases[i].Token
+	}
+}

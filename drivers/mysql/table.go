@@ -1,0 +1,126 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// heldMark offsets the holder's remaining microseconds that a failed
+// acquisition returns through LAST_INSERT_ID, so that they cannot be taken
+// for a fence (fences stay far below 2^62).
+const heldMark = 1 << 62
+
+// Table mode statements. The clock is always the database's
+// (UTC_TIMESTAMP(6): the same for every session whatever its time_zone);
+// a lock is expired when expires_at < now. %s is the validated, quoted
+// table name; every value is a parameter.
+const (
+	// tableAcquireSQL inserts the row or takes over an expired one. It
+	// answers through LAST_INSERT_ID (in the OK packet, so one round trip,
+	// without relying on affected-row counts): 1 = inserted, fence 1;
+	// 2..2^62 = taken over, that fence; >= 2^62 = held by another,
+	// remaining µs + 2^62. Assignments run left to right, so expires_at,
+	// which the conditions read, is assigned last.
+	tableAcquireSQL = `INSERT INTO %[1]s (name_hash, token, fence, expires_at, name)
+VALUES (?, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?)
+ON DUPLICATE KEY UPDATE
+ fence = IF(expires_at < UTC_TIMESTAMP(6), LAST_INSERT_ID(fence + 1),
+  IF(LAST_INSERT_ID(%[2]d + GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 0)) > 0, fence, fence)),
+ token = IF(expires_at < UTC_TIMESTAMP(6), VALUES(token), token),
+ name = IF(expires_at < UTC_TIMESTAMP(6), VALUES(name), name),
+ expires_at = IF(expires_at < UTC_TIMESTAMP(6), VALUES(expires_at), expires_at)`
+
+	// tableReleaseSQL frees the row if token holds it, keeping the row
+	// (and its fence). LAST_INSERT_ID(fence) >= 1 tells that it matched.
+	tableReleaseSQL = `UPDATE %s SET token = '', expires_at = '1000-01-01 00:00:00', fence = LAST_INSERT_ID(fence)
+WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
+
+	// tableExtendSQL sets the expiry to ttl from now if token holds it.
+	tableExtendSQL = `UPDATE %s SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, fence = LAST_INSERT_ID(fence)
+WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
+)
+
+func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	if err := checkToken(req.Token); err != nil {
+		return drivers.AcquireResult{}, err
+	}
+	if req.TTL <= 0 {
+		return drivers.AcquireResult{}, fmt.Errorf("mysql: ttl %v must be positive in table mode", req.TTL)
+	}
+	var id int64
+	err := d.tableExec(ctx, fmt.Sprintf(tableAcquireSQL, d.s.table, heldMark), func(id0 int64) { id = id0 },
+		keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key)
+	if err != nil {
+		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
+	}
+	switch {
+	case id >= heldMark:
+		return drivers.AcquireResult{HolderTTL: time.Duration(id-heldMark) * time.Microsecond}, nil
+	case id >= 1:
+		return drivers.AcquireResult{Acquired: true, Fence: uint64(id)}, nil
+	default:
+		return drivers.AcquireResult{}, errors.New("mysql: acquire: no answer in LAST_INSERT_ID (statement rewritten by a proxy?)")
+	}
+}
+
+func (d *Driver) tableRelease(ctx context.Context, key, token string) (bool, error) {
+	var id int64
+	err := d.tableExec(ctx, fmt.Sprintf(tableReleaseSQL, d.s.table), func(id0 int64) { id = id0 }, keyHash(key), token)
+	if err != nil {
+		return false, fmt.Errorf("mysql: release: %w", err)
+	}
+	if id >= 1 {
+		d.emit(drivers.Event{Kind: drivers.Released, Key: key})
+	}
+	return id >= 1, nil
+}
+
+func (d *Driver) tableExtend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	if ttl <= 0 {
+		return false, fmt.Errorf("mysql: ttl %v must be positive in table mode", ttl)
+	}
+	var id int64
+	err := d.tableExec(ctx, fmt.Sprintf(tableExtendSQL, d.s.table), func(id0 int64) { id = id0 }, ttl.Microseconds(), keyHash(key), token)
+	if err != nil {
+		return false, fmt.Errorf("mysql: extend: %w", err)
+	}
+	return id >= 1, nil
+}
+
+// tableExec runs one statement with retries, creating the table again if
+// it was dropped, and passes the OK packet's LAST_INSERT_ID to got.
+func (d *Driver) tableExec(ctx context.Context, query string, got func(int64), args ...any) error {
+	recreated := false
+	return d.retry(ctx, func() error {
+		res, err := d.db.ExecContext(ctx, query, args...)
+		if err != nil && missingTable(err) && !recreated {
+			recreated = true
+			d.schemaGone()
+			if err := d.ensureSchema(ctx); err != nil {
+				return err
+			}
+			res, err = d.db.ExecContext(ctx, query, args...)
+		}
+		if err != nil {
+			return err
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		got(id)
+		return nil
+	})
+}
+
+// checkToken rejects tokens the token column cannot hold.
+func checkToken(token string) error {
+	if token == "" || len(token) > 255 {
+		return fmt.Errorf("mysql: token of %d bytes: must be 1 to 255", len(token))
+	}
+	return nil
+}
