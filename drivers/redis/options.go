@@ -119,13 +119,13 @@ func (o Options) settings() (settings, error) {
 		s.fenceTTL = DefaultFenceTTL
 	}
 	if s.fenceTTL < time.Millisecond {
-		return s, fmt.Errorf("%w: fenceTTL must be at least 1ms", ErrOptions)
+		return s, fmt.Errorf("%w: fenceTTL: must be at least 1ms", ErrOptions)
 	}
 	if s.renewBatch == 0 {
 		s.renewBatch = DefaultRenewBatch
 	}
 	if s.renewBatch < 0 {
-		return s, fmt.Errorf("%w: renewBatch must be positive", ErrOptions)
+		return s, fmt.Errorf("%w: renewBatch: must be positive", ErrOptions)
 	}
 	return s, nil
 }
@@ -147,7 +147,7 @@ func (o Options) universal() (*goredis.UniversalOptions, error) {
 	default:
 		for _, a := range o.Addrs {
 			if strings.TrimSpace(a) == "" {
-				return nil, fmt.Errorf("%w: addrs has an empty address", ErrOptions)
+				return nil, fmt.Errorf("%w: addrs: has an empty address", ErrOptions)
 			}
 		}
 		u.Addrs = append([]string(nil), o.Addrs...)
@@ -160,12 +160,12 @@ func (o Options) universal() (*goredis.UniversalOptions, error) {
 	}
 	if o.DB != 0 {
 		if o.Cluster {
-			return nil, fmt.Errorf("%w: db must be 0 in cluster mode", ErrOptions)
+			return nil, fmt.Errorf("%w: db: must be 0 in cluster mode", ErrOptions)
 		}
 		u.DB = o.DB
 	}
 	if o.DB < 0 {
-		return nil, fmt.Errorf("%w: db must not be negative", ErrOptions)
+		return nil, fmt.Errorf("%w: db: must not be negative", ErrOptions)
 	}
 	u.MasterName = o.MasterName
 	u.SentinelPassword = o.SentinelPassword

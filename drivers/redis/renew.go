@@ -46,7 +46,7 @@ func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 		}
 	}
 	if err != nil {
-		err = d.health.observe(ctx, err)
+		_ = d.health.observe(ctx, err)
 	}
 	for _, g := range groups {
 		vals, gerr := g.cmd.Slice()

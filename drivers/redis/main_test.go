@@ -1,0 +1,32 @@
+package redis
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+func TestMain(m *testing.M) {
+	if role := testutil.ChildRole(); role != "" {
+		os.Exit(runChild(role))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// standalone returns a driver on the shared Redis server, closed at the end
+// of the test.
+func standalone(t testing.TB, opts Options) *Driver {
+	t.Helper()
+	if opts.URL == "" && len(opts.Addrs) == 0 {
+		opts.Addrs = []string{testutil.RedisAddr()}
+	}
+	d, err := New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Close(t.Context()) })
+	return d
+}
