@@ -45,7 +45,7 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drive
 		// Look without opening for writing first: closing a descriptor open
 		// for writing wakes every waiter watching the directory, and waiters
 		// retrying on a wake-up must not wake each other in a loop.
-		if ttl, busy, err := d.peekBusy(req.Key, buf[:]); err != nil {
+		if ttl, busy, err := d.peekBusy(name, buf[:]); err != nil {
 			return drivers.AcquireResult{}, err
 		} else if busy {
 			d.markBusy(name, req.Key)
@@ -53,7 +53,7 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drive
 		}
 	}
 
-	fd, err := d.open(req.Key, true)
+	fd, err := d.open(name, true)
 	if err != nil {
 		return drivers.AcquireResult{}, err
 	}
@@ -120,12 +120,12 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, req drivers.AcquireR
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, true, nil
 }
 
-// peekBusy reads key's record without the guard byte (on a read-only
+// peekBusy reads the record of lock file name without the guard byte (on a read-only
 // descriptor) and reports whether a live holder has it and for how long.
 // A record torn by a concurrent write fails its checksum and is read again;
 // a wrong "not busy" only costs the full locked attempt.
-func (d *Driver) peekBusy(key string, buf []byte) (ttl time.Duration, busy bool, err error) {
-	fd, err := unix.Open(d.path(key), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+func (d *Driver) peekBusy(name string, buf []byte) (ttl time.Duration, busy bool, err error) {
+	fd, err := unix.Open(d.path(name), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return 0, false, nil
 	}

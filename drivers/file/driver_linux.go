@@ -75,13 +75,13 @@ func (d *Driver) Features() drivers.Features {
 	return drivers.Features{Expiring: true, ServerTime: false, Fencing: true, Scope: "host"}
 }
 
-// path returns the lock file of key.
-func (d *Driver) path(key string) string {
+// path returns the path of the lock file named name (see fileName).
+func (d *Driver) path(name string) string {
 	var b strings.Builder
 	b.Grow(len(d.opts.Dir) + 1 + maxStem + 70)
 	b.WriteString(d.opts.Dir)
 	b.WriteByte('/')
-	b.WriteString(fileName(key))
+	b.WriteString(name)
 	return b.String()
 }
 
@@ -99,10 +99,10 @@ func (d *Driver) ensureDir() error {
 	return nil
 }
 
-// open opens key's lock file for reading and writing; with create, it
+// open opens the lock file named name for reading and writing; with create, it
 // creates the file (and the directory) when missing. Without create a
 // missing file gives an error satisfying errors.Is(err, unix.ENOENT).
-func (d *Driver) open(key string, create bool) (int, error) {
+func (d *Driver) open(name string, create bool) (int, error) {
 	if create {
 		if err := d.ensureDir(); err != nil {
 			return -1, err
@@ -112,7 +112,7 @@ func (d *Driver) open(key string, create bool) (int, error) {
 	if create {
 		flags |= unix.O_CREAT
 	}
-	p := d.path(key)
+	p := d.path(name)
 	fd, err := unix.Open(p, flags, uint32(d.opts.FileMode))
 	if errors.Is(err, unix.ENOENT) && create {
 		// The directory was removed under us: create it again once.

@@ -10,8 +10,9 @@ const maxStem = 60
 
 // fileName maps a lock key to the name of its lock file: a readable stem
 // (the key's ASCII letters, digits, '-' and '_', every other byte replaced by
-// '_', at most 60 bytes), '-', the hex SHA-256 of the whole key and ".lock".
-// The name never contains '/', NUL or a leading dot, is at most 130 bytes
+// '_', as is a leading '-'; at most 60 bytes), '-', the hex SHA-256 of the
+// whole key and ".lock". The name never contains '/', NUL, a leading dot or
+// dash, is at most 130 bytes
 // long, and two different keys (including keys differing only in case, on a
 // case-insensitive file system) get different names because the hash is
 // lower-case hex of the exact bytes.
@@ -25,7 +26,7 @@ func fileName(key string) string {
 	for i := 0; i < len(key) && i < maxStem; i++ {
 		c := key[i]
 		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-' && i > 0:
 			buf = append(buf, c)
 		default:
 			buf = append(buf, '_')

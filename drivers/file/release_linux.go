@@ -40,7 +40,7 @@ func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 	}
 	// Not held through this driver: another instance's token, or a stale
 	// one. Work on a descriptor of our own.
-	fd, err := d.open(key, false)
+	fd, err := d.open(fileName(key), false)
 	if errors.Is(err, unix.ENOENT) {
 		return false, nil
 	}
@@ -115,7 +115,7 @@ func (d *Driver) extend(ctx context.Context, key, token string, ttl time.Duratio
 			return ok, err
 		}
 	}
-	fd, err := d.open(key, false)
+	fd, err := d.open(fileName(key), false)
 	if errors.Is(err, unix.ENOENT) {
 		return false, nil
 	}
@@ -206,7 +206,7 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 	if err := d.checkOpen(); err != nil {
 		return drivers.LockInfo{}, false, err
 	}
-	fd, err := unix.Open(d.path(key), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	fd, err := unix.Open(d.path(fileName(key)), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return drivers.LockInfo{}, false, nil
 	}
