@@ -38,7 +38,8 @@ type Driver struct {
 	schemaOK bool
 	fence    string // advisory: resolved fence source
 
-	adv advisory
+	adv   advisory
+	watch watcher
 
 	subMu  sync.Mutex
 	subs   map[int]func(drivers.Event)
@@ -103,6 +104,7 @@ func NewWithDB(db *sql.DB, opts Options) (*Driver, error) {
 func newDriver(db *sql.DB, own bool, s settings) *Driver {
 	d := &Driver{db: db, ownDB: own, s: s, closed: make(chan struct{}), subs: map[int]func(drivers.Event){}}
 	d.adv.init(d)
+	d.watch.init(d)
 	return d
 }
 
@@ -179,7 +181,9 @@ func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 
 // Subscribe calls fn with Lost events (advisory mode: a held lock's
 // connection broke or was killed) and Released events (a lock released
-// through this driver) until cancel is called or the driver is closed.
+// through this driver; in table mode also a key this driver found held that
+// became free, seen by polling every PollInterval) until cancel is called or
+// the driver is closed.
 func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
 	if d.isClosed() {
 		return nil, ErrClosed
@@ -194,6 +198,13 @@ func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(),
 		delete(d.subs, id)
 		d.subMu.Unlock()
 	}, nil
+}
+
+// subscribed reports whether anyone listens to events.
+func (d *Driver) subscribed() bool {
+	d.subMu.Lock()
+	defer d.subMu.Unlock()
+	return len(d.subs) > 0
 }
 
 func (d *Driver) emit(ev drivers.Event) {
@@ -216,6 +227,7 @@ func (d *Driver) Close(ctx context.Context) error {
 	d.closeOnce.Do(func() {
 		close(d.closed)
 		d.adv.close()
+		d.watch.close()
 		d.subMu.Lock()
 		clear(d.subs)
 		d.subMu.Unlock()

@@ -41,6 +41,7 @@ const (
 	DefaultTable         = "mutexfx_locks"
 	DefaultFenceTable    = "mutexfx_fence"
 	DefaultProbeInterval = 500 * time.Millisecond
+	DefaultPollInterval  = 10 * time.Millisecond
 	DefaultRenewBatch    = 1000
 	DefaultRetries       = 3
 	DefaultDialTimeout   = 5 * time.Second
@@ -90,6 +91,11 @@ type Options struct {
 	// (a KILLed connection or a restarted server is reported lost within
 	// about this time). Default 500ms.
 	ProbeInterval time.Duration `koanf:"probe_interval"`
+	// PollInterval is how often table mode checks, in one query, whether
+	// the keys its waiters found held became free, to wake them at once
+	// (only while a component is subscribed and someone waits). Default
+	// 10ms.
+	PollInterval time.Duration `koanf:"poll_interval"`
 	// RenewBatch is the most leases renewed by one statement in table
 	// mode (and probed by one query in advisory mode). Default 1000.
 	RenewBatch int `koanf:"renew_batch"`
@@ -147,19 +153,19 @@ func quoteIdent(name string) (string, error) {
 
 // settings are validated Options.
 type settings struct {
-	mode, fence        string
-	table, fenceTable  string // quoted
-	probe, dialTimeout time.Duration
-	batch, retries     int
-	maxOpen, maxIdle   int
-	prepared           bool
+	mode, fence              string
+	table, fenceTable        string // quoted
+	probe, poll, dialTimeout time.Duration
+	batch, retries           int
+	maxOpen, maxIdle         int
+	prepared                 bool
 }
 
 // validate checks o and applies defaults. Its errors are *config.Error
 // whose Path is the offending key, relative to the driver block.
 func (o Options) validate() (settings, error) {
 	s := settings{
-		mode: o.Mode, fence: o.Fence, probe: o.ProbeInterval, dialTimeout: o.DialTimeout,
+		mode: o.Mode, fence: o.Fence, probe: o.ProbeInterval, poll: o.PollInterval, dialTimeout: o.DialTimeout,
 		batch: o.RenewBatch, retries: o.Retries, maxOpen: o.MaxOpenConns, maxIdle: o.MaxIdleConns,
 		prepared: o.PreparedStatements,
 	}
@@ -189,6 +195,12 @@ func (o Options) validate() (settings, error) {
 	}
 	if s.probe == 0 {
 		s.probe = DefaultProbeInterval
+	}
+	if s.poll < 0 {
+		return s, config.Errorf("poll_interval", "must not be negative")
+	}
+	if s.poll == 0 {
+		s.poll = DefaultPollInterval
 	}
 	if s.dialTimeout < 0 {
 		return s, config.Errorf("dial_timeout", "must not be negative")

@@ -59,8 +59,10 @@ func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (
 	}
 	switch {
 	case id >= heldMark:
+		d.watch.add(req.Key)
 		return drivers.AcquireResult{HolderTTL: time.Duration(id-heldMark) * time.Microsecond}, nil
 	case id >= 1:
+		d.watch.remove(req.Key)
 		return drivers.AcquireResult{Acquired: true, Fence: uint64(id)}, nil
 	default:
 		return drivers.AcquireResult{}, errors.New("mysql: acquire: no answer in LAST_INSERT_ID (statement rewritten by a proxy?)")

@@ -1,0 +1,3 @@
+package mysql
+
+func runChild(role string) int { return 2 }
