@@ -45,6 +45,9 @@ type Lock struct {
 // Name returns the lock's name, without the store's prefix.
 func (l *Lock) Name() string { return l.name }
 
+// Key returns the lock's key in the store: the Mutex's prefix and the name.
+func (l *Lock) Key() string { return l.key }
+
 // Token returns the random token (at least 128 bits) that identifies this
 // holder in the store.
 func (l *Lock) Token() string { return l.token }

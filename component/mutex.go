@@ -97,6 +97,9 @@ func New(opts Options) (*Mutex, error) {
 // Name returns the store's name.
 func (m *Mutex) Name() string { return m.opts.Name }
 
+// Prefix returns the prefix of the lock names in the store.
+func (m *Mutex) Prefix() string { return m.opts.Prefix }
+
 // Driver returns the store's driver.
 func (m *Mutex) Driver() drivers.Driver { return m.drv }
 

@@ -1,0 +1,234 @@
+// Package config reads and validates mutexfx's koanf configuration: a block
+// per store under one key (mutex by default), keys mirroring the component's
+// options.
+//
+//	mutex:
+//	  orders:
+//	    driver: {type: redis, url: "redis://127.0.0.1:6379"}
+//	    prefix: "orders:"
+//	    ttl: 30s          # Go duration, or integer milliseconds
+//	    timeout: 10s      # 0: one attempt; -1 or "infinite": no limit
+//	    retryDelay: 50ms
+//	    default: true     # also provided unnamed
+//
+// Every error names the full key path ("mutex.orders.ttl: must be at least
+// 10ms"); unknown keys are errors.
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/knadh/koanf/v2"
+)
+
+// DefaultPath is the key under which stores are configured.
+const DefaultPath = "mutex"
+
+// DefaultStore is the name of the store used when nothing is configured, and
+// the default store's name when no store says default: true.
+const DefaultStore = "mutex"
+
+// NoWait is the Timeout of a store configured with timeout: 0 (one attempt);
+// it equals component.NoWait.
+const NoWait = time.Duration(1)
+
+// Config is the parsed configuration of every store.
+type Config struct {
+	// Stores, sorted by name.
+	Stores []Store
+	// Default is the name of the store also provided unnamed, or "" when
+	// there is none (several stores, none named "mutex" or marked default).
+	Default string
+}
+
+// Store is one store's configuration. Zero durations mean the component's
+// defaults.
+type Store struct {
+	// Name is the store's key ("orders").
+	Name string
+	// Path is its key path ("mutex.orders"), for errors.
+	Path       string
+	Driver     Driver
+	Prefix     string
+	TTL        time.Duration
+	Timeout    time.Duration // NoWait for 0, Forever for no limit, 0 when unset
+	RetryDelay time.Duration
+	Default    bool
+}
+
+// Driver is a store's driver block.
+type Driver struct {
+	// Type is the driver type ("memory", "file", "redis", …). Default memory.
+	Type string
+	// Client names a client the application already has in its fx graph,
+	// for drivers that can use one; empty otherwise.
+	Client string
+	// Options are the block's other keys, decoded by the driver.
+	Options map[string]any
+	// Path is the block's key path ("mutex.orders.driver").
+	Path string
+}
+
+// Load reads the stores under path (DefaultPath when empty) of k. Nothing
+// configured gives one memory store named DefaultStore.
+func Load(k *koanf.Koanf, path string) (Config, error) {
+	if path == "" {
+		path = DefaultPath
+	}
+	var raw any
+	if k != nil {
+		raw = k.Get(path)
+	}
+	if raw == nil {
+		st := Store{Name: DefaultStore, Path: Join(path, DefaultStore), Driver: Driver{Type: "memory", Path: Join(path, DefaultStore+".driver")}}
+		return Config{Stores: []Store{st}, Default: DefaultStore}, nil
+	}
+	block, ok := raw.(map[string]any)
+	if !ok {
+		return Config{}, Errorf(path, "must be a map of stores, got %T", raw)
+	}
+	var cfg Config
+	for _, name := range sortedKeys(block) {
+		st, err := loadStore(Join(path, name), name, block[name])
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Stores = append(cfg.Stores, st)
+	}
+	if len(cfg.Stores) == 0 {
+		return Config{}, Errorf(path, "no store configured")
+	}
+	for _, st := range cfg.Stores {
+		if st.Default {
+			if cfg.Default != "" {
+				return Config{}, Errorf(Join(st.Path, "default"), "store %q is already the default", cfg.Default)
+			}
+			cfg.Default = st.Name
+		}
+	}
+	if cfg.Default == "" {
+		if i := slices.IndexFunc(cfg.Stores, func(s Store) bool { return s.Name == DefaultStore }); i >= 0 || len(cfg.Stores) == 1 {
+			cfg.Default = cfg.Stores[max(i, 0)].Name
+		}
+	}
+	return cfg, nil
+}
+
+// storeKeys are a store block's keys, lower-cased (environment variables
+// arrive lower-cased: retrydelay).
+var storeKeys = []string{"default", "driver", "prefix", "retrydelay", "timeout", "ttl"}
+
+func loadStore(path, name string, raw any) (Store, error) {
+	st := Store{Name: name, Path: path, Driver: Driver{Type: "memory", Path: Join(path, "driver")}}
+	if name == "" || strings.ContainsAny(name, " \t\n") {
+		return st, Errorf(path, "invalid store name %q", name)
+	}
+	block, ok := raw.(map[string]any)
+	if !ok {
+		return st, Errorf(path, "must be a map with driver, prefix, ttl, timeout, retryDelay; got %T", raw)
+	}
+	// Sorted, so that of two spellings of a key (retryDelay from a file,
+	// retrydelay from the environment) the lower-case one wins.
+	for _, key := range sortedKeys(block) {
+		p, v := Join(path, key), block[key]
+		var err error
+		switch strings.ToLower(key) {
+		case "driver":
+			st.Driver, err = loadDriver(p, v)
+		case "prefix":
+			s, ok := v.(string)
+			switch {
+			case !ok:
+				err = Errorf(p, "must be a string")
+			case s == "":
+				err = Errorf(p, "must not be empty")
+			}
+			st.Prefix = s
+		case "ttl":
+			st.TTL, err = duration(p, v)
+			if err == nil && st.TTL < 10*time.Millisecond {
+				err = Errorf(p, "must be at least 10ms")
+			}
+		case "timeout":
+			st.Timeout, err = duration(p, v)
+			if err == nil && st.Timeout == 0 {
+				st.Timeout = NoWait
+			}
+		case "retrydelay":
+			st.RetryDelay, err = duration(p, v)
+			if err == nil && st.RetryDelay < 0 {
+				err = Errorf(p, "must not be negative")
+			}
+		case "default":
+			st.Default, ok = v.(bool)
+			if !ok {
+				err = Errorf(p, "must be true or false")
+			}
+		default:
+			err = Errorf(p, "unknown key (known: %s)", strings.Join(storeKeys, ", "))
+		}
+		if err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+func loadDriver(path string, v any) (Driver, error) {
+	d := Driver{Path: path, Options: map[string]any{}}
+	switch x := v.(type) {
+	case string: // driver: memory
+		d.Type = x
+	case map[string]any:
+		for k, val := range x {
+			switch strings.ToLower(k) {
+			case "type":
+				s, ok := val.(string)
+				if !ok {
+					return d, Errorf(Join(path, k), "must be a string")
+				}
+				d.Type = s
+			case "client":
+				s, ok := val.(string)
+				if !ok || s == "" {
+					return d, Errorf(Join(path, k), "must name a client in the fx graph")
+				}
+				d.Client = s
+			default:
+				d.Options[k] = val
+			}
+		}
+	default:
+		return d, Errorf(path, "must be a driver type or a map with a type, got %T", v)
+	}
+	if d.Type == "" {
+		d.Type = "memory"
+	}
+	return d, nil
+}
+
+func duration(path string, v any) (time.Duration, error) {
+	d, err := ParseDuration(v)
+	if err != nil {
+		return 0, Errorf(path, "%v", err)
+	}
+	return d, nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// String describes the store without its driver options (which may hold
+// credentials).
+func (s Store) String() string {
+	return fmt.Sprintf("store %q (driver %s)", s.Name, s.Driver.Type)
+}

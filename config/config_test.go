@@ -1,0 +1,194 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
+	"go.uber.org/goleak"
+
+	"github.com/mutexfx/mutexfx/config"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func load(t *testing.T, y string) *koanf.Koanf {
+	t.Helper()
+	k := koanf.New(".")
+	if err := k.Load(rawbytes.Provider([]byte(y)), yaml.Parser()); err != nil {
+		t.Fatalf("yaml: %v", err)
+	}
+	return k
+}
+
+func TestLoad(t *testing.T) {
+	k := load(t, `
+mutex:
+  orders:
+    driver: {type: file, dir: /tmp/locks}
+    prefix: "orders:"
+    ttl: 5000
+    timeout: 0
+    retryDelay: 25ms
+  reports:
+    driver: memory
+    ttl: 1m
+    timeout: infinite
+    default: true
+`)
+	cfg, err := config.Load(k, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Default != "reports" || len(cfg.Stores) != 2 {
+		t.Fatalf("cfg = %+v", cfg)
+	}
+	o := cfg.Stores[0]
+	if o.Name != "orders" || o.Path != "mutex.orders" || o.Driver.Type != "file" || o.Driver.Path != "mutex.orders.driver" ||
+		o.Driver.Options["dir"] != "/tmp/locks" || o.Prefix != "orders:" {
+		t.Fatalf("orders = %+v", o)
+	}
+	// Integers are milliseconds (koanf alone would read 5000 ns), 0 is one
+	// attempt.
+	if o.TTL != 5*time.Second || o.Timeout != config.NoWait || o.RetryDelay != 25*time.Millisecond {
+		t.Fatalf("orders durations = %v %v %v", o.TTL, o.Timeout, o.RetryDelay)
+	}
+	r := cfg.Stores[1]
+	if r.Driver.Type != "memory" || r.TTL != time.Minute || r.Timeout != config.Forever {
+		t.Fatalf("reports = %+v", r)
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	cases := []struct {
+		yaml, def string
+		stores    int
+	}{
+		{``, "mutex", 1},                                        // nothing configured: one memory store
+		{"mutex:\n  jobs: {}\n", "jobs", 1},                     // the only store
+		{"mutex:\n  a: {}\n  mutex: {}\n", "mutex", 2},          // the store named mutex
+		{"mutex:\n  a: {}\n  b: {}\n", "", 2},                   // none
+		{"mutex:\n  a: {}\n  b: {default: true}\n", "b", 2},     // marked
+		{"other:\n  x: 1\nmutex:\n  a: {ttl: 1s}\n", "a", 1},    // other keys untouched
+		{"mutex:\n  a: {driver: {client: rdb}}\n", "a", 1},      // memory by default
+		{"mutex:\n  a: {driver: {type: redis}}\n", "a", 1},      // any type: checked by the module
+		{"mutex:\n  a: {timeout: -1, retrydelay: 0}\n", "a", 1}, // env-style lower case
+	}
+	for _, c := range cases {
+		cfg, err := config.Load(load(t, c.yaml), "")
+		if err != nil {
+			t.Errorf("%q: %v", c.yaml, err)
+			continue
+		}
+		if cfg.Default != c.def || len(cfg.Stores) != c.stores {
+			t.Errorf("%q: default %q, %d stores; want %q, %d", c.yaml, cfg.Default, len(cfg.Stores), c.def, c.stores)
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	cases := []struct{ yaml, want string }{
+		{"mutex:\n  orders: {ttl: 0}\n", "mutex.orders.ttl: must be at least 10ms"},
+		{"mutex:\n  orders: {ttl: -5}\n", "mutex.orders.ttl: must be at least 10ms"},
+		{"mutex:\n  orders: {ttl: 5ns}\n", "mutex.orders.ttl: must be at least 10ms"},
+		{"mutex:\n  orders: {ttl: soon}\n", `mutex.orders.ttl: invalid duration "soon"`},
+		{"mutex:\n  orders: {ttl: [1]}\n", "mutex.orders.ttl: invalid duration of type"},
+		{"mutex:\n  orders: {tll: 1s}\n", "mutex.orders.tll: unknown key"},
+		{"mutex:\n  orders: {retryDelay: -1ms}\n", "mutex.orders.retryDelay: must not be negative"},
+		{"mutex:\n  orders: {prefix: ''}\n", "mutex.orders.prefix: must not be empty"},
+		{"mutex:\n  orders: {prefix: 3}\n", "mutex.orders.prefix: must be a string"},
+		{"mutex:\n  orders: {default: yes please}\n", "mutex.orders.default: must be true or false"},
+		{"mutex:\n  orders: 3\n", "mutex.orders: must be a map"},
+		{"mutex: 3\n", "mutex: must be a map of stores"},
+		{"mutex: {}\n", "mutex: no store configured"},
+		{"mutex:\n  orders: {driver: 3}\n", "mutex.orders.driver: must be a driver type or a map"},
+		{"mutex:\n  orders: {driver: {type: 3}}\n", "mutex.orders.driver.type: must be a string"},
+		{"mutex:\n  orders: {driver: {client: ''}}\n", "mutex.orders.driver.client: must name a client"},
+		{"mutex:\n  a: {default: true}\n  b: {default: true}\n", `mutex.b.default: store "a" is already the default`},
+	}
+	for _, c := range cases {
+		_, err := config.Load(load(t, c.yaml), "")
+		var cerr *config.Error
+		if err == nil || !errors.As(err, &cerr) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: error %v; want prefix %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+func TestEnvOverride(t *testing.T) {
+	k := load(t, "mutex:\n  orders: {ttl: 30s, retryDelay: 50ms}\n")
+	t.Setenv("APP_MUTEX__ORDERS__TTL", "2500")
+	t.Setenv("APP_MUTEX__ORDERS__RETRYDELAY", "10ms")
+	err := k.Load(env.Provider(".", env.Opt{
+		Prefix: "APP_",
+		TransformFunc: func(k, v string) (string, any) {
+			return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(k, "APP_")), "__", "."), v
+		},
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(k, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// retryDelay (YAML) and retrydelay (env) are one key: koanf keeps both
+	// spellings and the lower-case one, the environment's, wins.
+	st := cfg.Stores[0]
+	if st.TTL != 2500*time.Millisecond || st.RetryDelay != 10*time.Millisecond {
+		t.Fatalf("from env: ttl %v, retryDelay %v; want 2.5s, 10ms", st.TTL, st.RetryDelay)
+	}
+}
+
+func TestDecode(t *testing.T) {
+	type opts struct {
+		Dir     string        `koanf:"dir"`
+		Timeout time.Duration `koanf:"timeout"`
+		Pool    int           `koanf:"poolSize"`
+	}
+	var o opts
+	err := config.Decode("mutex.a.driver", map[string]any{"dir": "/x", "timeout": 1500, "poolsize": "4"}, &o)
+	if err != nil || o.Dir != "/x" || o.Timeout != 1500*time.Millisecond || o.Pool != 4 {
+		t.Fatalf("Decode = %+v, %v", o, err)
+	}
+	cases := []struct {
+		in   map[string]any
+		want string
+	}{
+		{map[string]any{"dri": "/x"}, "mutex.a.driver.dri: unknown key"},
+		{map[string]any{"timeout": "later"}, "mutex.a.driver.timeout: "},
+		{map[string]any{"poolSize": "many"}, "mutex.a.driver.poolSize: "},
+	}
+	for _, c := range cases {
+		err := config.Decode("mutex.a.driver", c.in, &opts{})
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("Decode(%v) = %v; want prefix %q", c.in, err, c.want)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	cases := []struct {
+		in   any
+		want time.Duration
+	}{
+		{"30s", 30 * time.Second}, {30000, 30 * time.Second}, {int64(5), 5 * time.Millisecond},
+		{"250", 250 * time.Millisecond}, {1.5, 1500 * time.Microsecond}, {"forever", config.Forever},
+		{"Infinite", config.Forever}, {-1, config.Forever}, {uint8(2), 2 * time.Millisecond}, {time.Second, time.Second},
+	}
+	for _, c := range cases {
+		if got, err := config.ParseDuration(c.in); err != nil || got != c.want {
+			t.Errorf("ParseDuration(%#v) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []any{"soon", true, 1e300, nil} {
+		if _, err := config.ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%#v) accepted", bad)
+		}
+	}
+}

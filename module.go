@@ -1,0 +1,126 @@
+// Package mutexfx gives a piece of work to one holder at a time — between
+// goroutines, the processes of a host, or every instance of a service — as
+// an fx module configured with koanf.
+//
+//	fx.New(
+//		mutexfx.Module(k), // one *mutexfx.Mutex per store under "mutex"
+//		fx.Invoke(func(m *mutexfx.Mutex) { ... }),
+//	)
+//
+// The lock component itself is package component (usable without fx), the
+// stores are in drivers/..., the configuration in config.
+package mutexfx
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/knadh/koanf/v2"
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+
+	"github.com/mutexfx/mutexfx/config"
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/lifecycle"
+)
+
+// storesGroup is the private value group of the built stores.
+const storesGroup = `group:"mutexfx.stores"`
+
+// store is one built store, for the Registry.
+type store struct {
+	name string
+	m    *Mutex
+}
+
+// Module builds the fx options of the stores configured in k (under
+// "mutex", or WithPath): one *Mutex per store, named by its key
+// (`name:"orders"`); the default store (marked default: true, else the
+// store named "mutex", else the only store) also unnamed; and a *Registry.
+// Nothing configured gives one memory store named "mutex".
+//
+// The configuration is read now, so invalid configuration fails fx.New with
+// an error naming the key path. Stores connect at their first acquisition;
+// on stop they release their locks and close within the stop deadline. The
+// application's *zap.Logger is used when the graph has one.
+func Module(k *koanf.Koanf, opts ...Option) fx.Option {
+	o := newModuleOptions(opts)
+	cfg, err := config.Load(k, o.path)
+	if err != nil {
+		return fx.Error(err)
+	}
+	options := []fx.Option{
+		fx.Supply(cfg, fx.Private),
+		fx.Provide(fx.Annotate(newRegistry, fx.ParamTags(``, storesGroup))),
+	}
+	for _, st := range cfg.Stores {
+		f := o.factory(st.Driver.Type)
+		if f == nil {
+			return fx.Error(notFound(st.Driver))
+		}
+		ctor, tags, err := storeConstructor(st, f)
+		if err != nil {
+			return fx.Error(err)
+		}
+		options = append(options, fx.Provide(fx.Annotate(ctor,
+			fx.ParamTags(tags...),
+			fx.ResultTags(fmt.Sprintf(`name:%q`, st.Name), storesGroup))))
+		if st.Name == cfg.Default {
+			options = append(options, fx.Provide(fx.Annotate(
+				func(m *Mutex) *Mutex { return m },
+				fx.ParamTags(fmt.Sprintf(`name:%q`, st.Name)))))
+		}
+	}
+	return fx.Module("mutexfx", options...)
+}
+
+func newRegistry(cfg config.Config, stores []store) *Registry {
+	m := make(map[string]*Mutex, len(stores))
+	for _, s := range stores {
+		m[s.name] = s.m
+	}
+	return NewRegistry(m, cfg.Default)
+}
+
+// storeConstructor builds the fx constructor of one store:
+//
+//	func(fx.Lifecycle, *zap.Logger [optional], client [named, when configured]) (*Mutex, store, error)
+//
+// The client's type is only known from the driver's factory, hence reflect.
+func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error) {
+	in := []reflect.Type{reflect.TypeFor[fx.Lifecycle](), loggerType}
+	tags := []string{``, `optional:"true"`}
+	if st.Driver.Client != "" {
+		if f.ClientType == nil {
+			return nil, nil, config.Errorf(config.Join(st.Driver.Path, "client"), "driver %q cannot use an existing client", st.Driver.Type)
+		}
+		in = append(in, f.ClientType)
+		tags = append(tags, fmt.Sprintf(`name:%q`, st.Driver.Client))
+	}
+	out := []reflect.Type{reflect.TypeFor[*Mutex](), reflect.TypeFor[store](), reflect.TypeFor[error]()}
+	fn := reflect.MakeFunc(reflect.FuncOf(in, out, false), func(args []reflect.Value) []reflect.Value {
+		lc := args[0].Interface().(fx.Lifecycle)
+		log, _ := args[1].Interface().(*zap.Logger)
+		var client any
+		if len(args) > 2 {
+			client = args[2].Interface()
+		}
+		m, err := newFxStore(lc, st, f, log, client)
+		errv := reflect.Zero(out[2])
+		if err != nil {
+			errv = reflect.ValueOf(&err).Elem()
+		}
+		return []reflect.Value{reflect.ValueOf(m), reflect.ValueOf(store{name: st.Name, m: m}), errv}
+	})
+	return fn.Interface(), tags, nil
+}
+
+// newFxStore builds a store and ties it to the application's lifecycle.
+func newFxStore(lc fx.Lifecycle, st config.Store, f *drivers.Factory, log *zap.Logger, client any) (*Mutex, error) {
+	m, err := NewStore(st, f, log, client)
+	if err != nil {
+		return nil, err
+	}
+	lifecycle.Register(lc, m)
+	return m, nil
+}

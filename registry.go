@@ -1,0 +1,194 @@
+package mutexfx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/knadh/koanf/v2"
+	"go.uber.org/zap"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/config"
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/file"
+	"github.com/mutexfx/mutexfx/drivers/memory"
+)
+
+// ErrStoreNotFound reports a store name that is not configured.
+var ErrStoreNotFound = errors.New("mutexfx: store not found")
+
+// Registry holds the configured stores by name.
+type Registry struct {
+	stores map[string]*Mutex
+	def    string
+}
+
+// NewRegistry returns a registry of stores; def names the default store
+// ("" for none).
+func NewRegistry(stores map[string]*Mutex, def string) *Registry {
+	return &Registry{stores: maps.Clone(stores), def: def}
+}
+
+// Get returns the store name, or an error wrapping ErrStoreNotFound that
+// lists the configured stores.
+func (r *Registry) Get(name string) (*Mutex, error) {
+	if m, ok := r.stores[name]; ok {
+		return m, nil
+	}
+	return nil, fmt.Errorf("%w: %q (configured: %s)", ErrStoreNotFound, name, strings.Join(r.Names(), ", "))
+}
+
+// Default returns the default store, or an error wrapping ErrStoreNotFound
+// when none is configured.
+func (r *Registry) Default() (*Mutex, error) {
+	if r.def == "" {
+		return nil, fmt.Errorf("%w: no default store (mark one with default: true)", ErrStoreNotFound)
+	}
+	return r.Get(r.def)
+}
+
+// Names returns the store names, sorted.
+func (r *Registry) Names() []string {
+	return slices.Sorted(maps.Keys(r.stores))
+}
+
+// Close closes every store (see Mutex.Close), returning their errors joined.
+func (r *Registry) Close(ctx context.Context) error {
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, m := range r.stores {
+		wg.Go(func() {
+			if err := m.Close(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Open builds every store configured in k without fx: for applications that
+// use koanf but not fx. Stores whose driver names an existing client
+// (driver.client) cannot be built here: use NewStore with the client. Close
+// the Registry when done.
+func Open(k *koanf.Koanf, opts ...Option) (*Registry, error) {
+	o := newModuleOptions(opts)
+	cfg, err := config.Load(k, o.path)
+	if err != nil {
+		return nil, err
+	}
+	stores := map[string]*Mutex{}
+	for _, st := range cfg.Stores {
+		m, err := NewStore(st, o.factory(st.Driver.Type), o.logger, nil)
+		if err != nil {
+			for _, m := range stores {
+				_ = m.Close(context.Background())
+			}
+			return nil, err
+		}
+		stores[st.Name] = m
+	}
+	return NewRegistry(stores, cfg.Default), nil
+}
+
+// NewStore builds the Mutex of one configured store with its driver's
+// factory (nil when the type is not linked: the error then names the
+// package to import), a logger (nil: none) and, for driver.client, the
+// application's client. It connects nothing.
+func NewStore(st config.Store, f *drivers.Factory, log *zap.Logger, client any) (*Mutex, error) {
+	if f == nil {
+		return nil, notFound(st.Driver)
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if st.Driver.Client != "" && client == nil {
+		return nil, config.Errorf(config.Join(st.Driver.Path, "client"), "client %q not given", st.Driver.Client)
+	}
+	drv, err := f.New(drivers.Spec{
+		Path:    st.Driver.Path,
+		Options: st.Driver.Options,
+		Client:  client,
+		Logger:  log.With(zap.String("store", st.Name)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return component.New(component.Options{
+		Driver:     drv,
+		Name:       st.Name,
+		Prefix:     st.Prefix,
+		TTL:        st.TTL,
+		Timeout:    st.Timeout,
+		RetryDelay: st.RetryDelay,
+		Logger:     log,
+	})
+}
+
+func notFound(d config.Driver) error {
+	pkg := drivers.PackageOf(d.Type)
+	if pkg == "" {
+		return fmt.Errorf("%s: %w: unknown driver type %q (mutexfx ships memory, file, redis, postgres, mysql)", config.Join(d.Path, "type"), drivers.ErrDriverNotFound, d.Type)
+	}
+	return fmt.Errorf("%s: %w: driver %q is not linked into this binary: import %q and pass its Factory() to mutexfx.WithDrivers",
+		config.Join(d.Path, "type"), drivers.ErrDriverNotFound, d.Type, pkg)
+}
+
+// Option configures Module and Open.
+type Option func(*moduleOptions)
+
+type moduleOptions struct {
+	path      string
+	factories map[string]drivers.Factory
+	logger    *zap.Logger
+}
+
+func newModuleOptions(opts []Option) moduleOptions {
+	o := moduleOptions{path: config.DefaultPath, factories: map[string]drivers.Factory{}}
+	for _, f := range []drivers.Factory{memory.Factory(), file.Factory()} {
+		o.factories[f.Type] = f
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+func (o moduleOptions) factory(typ string) *drivers.Factory {
+	if f, ok := o.factories[typ]; ok {
+		return &f
+	}
+	return nil
+}
+
+// WithPath reads the stores under path instead of "mutex".
+func WithPath(path string) Option {
+	return func(o *moduleOptions) { o.path = path }
+}
+
+// WithDrivers links driver types beyond the built-in memory and file ones,
+// for example WithDrivers(redis.Factory()).
+func WithDrivers(factories ...drivers.Factory) Option {
+	return func(o *moduleOptions) {
+		for _, f := range factories {
+			o.factories[f.Type] = f
+		}
+	}
+}
+
+// WithLogger sets the logger of Open (Module takes the application's
+// *zap.Logger from the fx graph when there is one).
+func WithLogger(log *zap.Logger) Option {
+	return func(o *moduleOptions) { o.logger = log }
+}
+
+var loggerType = reflect.TypeFor[*zap.Logger]()
