@@ -1,0 +1,340 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// ErrClosed is returned by calls on a closed Driver.
+var ErrClosed = errors.New("postgres: driver closed")
+
+var (
+	_ drivers.Driver     = (*Driver)(nil)
+	_ drivers.Renewer    = (*Driver)(nil)
+	_ drivers.Subscriber = (*Driver)(nil)
+	_ drivers.Describer  = (*Driver)(nil)
+	_ drivers.Inspector  = (*Driver)(nil)
+)
+
+// Driver keeps locks in PostgreSQL, as advisory locks (ModeAdvisory) or as
+// rows of a table (ModeTable). It is safe for concurrent use.
+type Driver struct {
+	opts  Options
+	names names
+	sql   statements
+
+	poolCfg  *pgxpool.Config // owned pool's config; nil with NewWithPool
+	connCfg  *pgx.ConnConfig // pinned and LISTEN connections
+	ownsPool bool
+
+	poolMu sync.Mutex
+	pool   *pgxpool.Pool
+
+	schemaMu    sync.Mutex
+	schemaReady bool
+
+	mu      sync.Mutex
+	closed  bool
+	held    map[int64]*advLock // advisory mode: locks held or being taken
+	main    *session           // advisory: takes locks without waiting
+	waiters []*session         // advisory: blocking waits, then hold
+	dialing int                // advisory: waiter sessions being opened
+	subs    map[int]*subscription
+	nextSub int
+
+	dialSem chan struct{} // one connect of the main session at a time
+}
+
+// New returns a Driver for opts. It validates them and connects nothing: the
+// first call does.
+func New(opts Options) (*Driver, error) {
+	opts = opts.withDefaults()
+	n, err := opts.validate()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := opts.poolConfig()
+	if err != nil {
+		return nil, err
+	}
+	d := newDriver(opts, n, cfg.ConnConfig)
+	d.poolCfg, d.ownsPool = cfg, true
+	return d, nil
+}
+
+// NewWithPool returns a Driver using pool, which it never closes. Table mode
+// runs its statements on the pool. Advisory mode (and every subscription's
+// LISTEN connection) opens its own connections with the pool's connection
+// configuration (pool.Config().ConnConfig): they do not count against the
+// pool's MaxConns and the pool's BeforeConnect/AfterConnect hooks do not run
+// for them. Connection fields of opts (URL, Host, ...) must be empty.
+func NewWithPool(pool *pgxpool.Pool, opts Options) (*Driver, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: nil pool", ErrOptions)
+	}
+	if opts.URL != "" || opts.Host != "" || opts.Port != 0 || opts.Database != "" ||
+		opts.Username != "" || opts.Password != "" || opts.SSLMode != "" || opts.TLS != nil {
+		return nil, fmt.Errorf("%w: connection options are not used with an existing pool", ErrOptions)
+	}
+	opts = opts.withDefaults()
+	n, err := opts.validate()
+	if err != nil {
+		return nil, err
+	}
+	d := newDriver(opts, n, pool.Config().ConnConfig)
+	d.pool = pool
+	return d, nil
+}
+
+func newDriver(opts Options, n names, cc *pgx.ConnConfig) *Driver {
+	return &Driver{
+		opts:    opts,
+		names:   n,
+		sql:     buildStatements(n, opts),
+		connCfg: cc,
+		held:    map[int64]*advLock{},
+		subs:    map[int]*subscription{},
+		dialSem: make(chan struct{}, 1),
+	}
+}
+
+// Mode returns the driver's mode, ModeAdvisory or ModeTable.
+func (d *Driver) Mode() string { return d.opts.Mode }
+
+// Features reports session locks with server-side waits in advisory mode,
+// expiring locks in table mode; both use the server's clock and fence.
+func (d *Driver) Features() drivers.Features {
+	if d.opts.Mode == ModeAdvisory {
+		return drivers.Features{Expiring: false, ServerTime: true, Fencing: true,
+			BlockingWait: d.opts.MaxSessions > 1, Scope: "server"}
+	}
+	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, Scope: "server"}
+}
+
+// Acquire makes one attempt to take req.Key for req.Token.
+func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	if err := d.check(ctx); err != nil {
+		return drivers.AcquireResult{}, err
+	}
+	if d.opts.Mode == ModeAdvisory {
+		return d.advAcquire(ctx, req)
+	}
+	return d.tableAcquire(ctx, req)
+}
+
+// Release frees key if token holds it and notifies the channel.
+func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
+	if err := d.check(ctx); err != nil {
+		return false, err
+	}
+	if d.opts.Mode == ModeAdvisory {
+		return d.advRelease(ctx, key, token)
+	}
+	return d.tableRelease(ctx, key, token)
+}
+
+// Extend renews key for ttl (table mode) or checks that the session still
+// holds it (advisory mode).
+func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	if err := d.check(ctx); err != nil {
+		return false, err
+	}
+	if d.opts.Mode == ModeAdvisory {
+		return d.advExtend(ctx, key, token)
+	}
+	return d.tableExtend(ctx, key, token, ttl)
+}
+
+// Renew renews (table mode) or checks (advisory mode) many leases, with one
+// statement per 10,000 leases (table) or per pinned connection (advisory).
+func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	if err := d.check(ctx); err != nil {
+		out := make([]drivers.RenewResult, len(leases))
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	if d.opts.Mode == ModeAdvisory {
+		return d.advRenew(ctx, leases)
+	}
+	return d.tableRenew(ctx, leases)
+}
+
+// Inspect describes key's holder. In advisory mode the token and fence are
+// known only for locks this driver holds; a lock held by another session is
+// reported with an empty Token.
+func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
+	if err := d.check(ctx); err != nil {
+		return drivers.LockInfo{}, false, err
+	}
+	if d.opts.Mode == ModeAdvisory {
+		return d.advInspect(ctx, key)
+	}
+	return d.tableInspect(ctx, key)
+}
+
+// Close ends the subscriptions, closes the pinned connections (which frees
+// their advisory locks) and the pool the driver created. It does not close a
+// pool given to NewWithPool. Later calls fail with ErrClosed.
+func (d *Driver) Close(ctx context.Context) error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	subs := d.subs
+	d.subs = map[int]*subscription{}
+	sessions := append([]*session{}, d.waiters...)
+	if d.main != nil {
+		sessions = append(sessions, d.main)
+	}
+	d.main, d.waiters = nil, nil
+	d.held = map[int64]*advLock{}
+	d.mu.Unlock()
+	for _, s := range subs {
+		s.stop()
+	}
+	var errs []error
+	for _, s := range sessions {
+		if err := s.close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.poolMu.Lock()
+	if d.ownsPool && d.pool != nil {
+		d.pool.Close()
+	}
+	d.poolMu.Unlock()
+	return errors.Join(errs...)
+}
+
+func (d *Driver) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// getPool returns the pool, creating the owned one at first use. Creating a
+// pool connects nothing.
+func (d *Driver) getPool() (*pgxpool.Pool, error) {
+	d.poolMu.Lock()
+	defer d.poolMu.Unlock()
+	if d.pool != nil {
+		return d.pool, nil
+	}
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	p, err := pgxpool.NewWithConfig(context.Background(), d.poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: pool: %w", err)
+	}
+	d.pool = p
+	return p, nil
+}
+
+// ensureSchema creates the fence sequence (and, in table mode, the table)
+// when missing, once per driver, serialised between drivers by a
+// transaction-level advisory lock.
+func (d *Driver) ensureSchema(ctx context.Context, begin func(context.Context) (pgx.Tx, error)) error {
+	d.schemaMu.Lock()
+	defer d.schemaMu.Unlock()
+	if d.schemaReady {
+		return nil
+	}
+	tx, err := begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var seq, table *string
+	err = tx.QueryRow(ctx, "SELECT pg_advisory_xact_lock($1), to_regclass($2)::text, to_regclass($3)::text",
+		ddlLockKey, d.names.sequence, d.names.table).Scan(nil, &seq, &table)
+	if err != nil {
+		return err
+	}
+	if seq == nil {
+		if _, err := tx.Exec(ctx, d.sql.createSequence); err != nil {
+			return err
+		}
+	}
+	if table == nil && d.opts.Mode == ModeTable {
+		if _, err := tx.Exec(ctx, d.sql.createTable); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	d.schemaReady = true
+	return nil
+}
+
+// schemaLost forgets that the schema exists, after an undefined_table error.
+func (d *Driver) schemaLost() {
+	d.schemaMu.Lock()
+	d.schemaReady = false
+	d.schemaMu.Unlock()
+}
+
+// ddlLockKey serialises the drivers' CREATE statements (any constant works:
+// a collision only makes two DDL transactions wait for each other).
+const ddlLockKey int64 = 0x6d75746578667800 // "mutexfx\x00"
+
+// sqlState returns err's SQLSTATE, or "".
+func sqlState(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// retryable reports serialization failures and deadlocks.
+func retryable(err error) bool {
+	switch sqlState(err) {
+	case "40001", "40P01":
+		return true
+	}
+	return false
+}
+
+// retry runs f until it succeeds, fails for good, or fails retryably five
+// times, with a short growing pause between attempts.
+func retry(ctx context.Context, f func() error) error {
+	delay := time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := f()
+		if err == nil || !retryable(err) || attempt == 5 {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay *= 2
+	}
+}

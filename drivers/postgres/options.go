@@ -1,0 +1,283 @@
+package postgres
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Modes of the driver (Options.Mode).
+const (
+	// ModeAdvisory keeps each lock as a session-level advisory lock on a
+	// connection the driver owns. Locks do not expire; they end with the
+	// connection.
+	ModeAdvisory = "advisory"
+	// ModeTable keeps each lock as a row with an expiry computed with the
+	// database's clock. Works through transaction-pooling poolers.
+	ModeTable = "table"
+)
+
+// Defaults of Options.
+const (
+	DefaultTable          = "mutexfx_locks"
+	DefaultChannel        = "mutexfx"
+	DefaultMaxSessions    = 8
+	DefaultMaxConns       = 8
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultStallTimeout   = 3 * time.Second
+)
+
+// ErrOptions reports invalid Options; the error returned by New wraps it.
+var ErrOptions = errors.New("postgres: invalid options")
+
+// Options configures a Driver. The zero value connects to localhost:5432 in
+// advisory mode. Connection fields set next to URL override the URL's values.
+type Options struct {
+	// URL is a PostgreSQL URL ("postgres://user:pw@host:5432/db?sslmode=
+	// disable") or a key=value DSN. Default: none; the fields below are used.
+	URL string `koanf:"url"`
+	// Host is the server's host name, IP address or unix socket directory.
+	// Default: "localhost" (or the URL's).
+	Host string `koanf:"host"`
+	// Port is the server's TCP port. Default: 5432 (or the URL's).
+	Port int `koanf:"port"`
+	// Database is the database name. Default: the user name (PostgreSQL's).
+	Database string `koanf:"database"`
+	// Username is the role to connect as. Default: the OS user (libpq's).
+	Username string `koanf:"username"`
+	// Password is the role's password. Never logged nor put in errors.
+	// Default: none.
+	Password string `koanf:"password"`
+	// SSLMode is libpq's sslmode (disable, allow, prefer, require,
+	// verify-ca, verify-full). Only without URL (put it in the URL then).
+	// Default: "prefer".
+	SSLMode string `koanf:"sslMode"`
+	// TLS, when set, is the TLS configuration used for every connection
+	// (code only, not configuration). Default: derived from SSLMode.
+	TLS *tls.Config `koanf:"-"`
+
+	// Mode is "advisory" (default) or "table".
+	Mode string `koanf:"mode"`
+	// Table is the lock table (table mode), optionally schema-qualified
+	// ("locks.mutex"). Each part must match [A-Za-z_][A-Za-z0-9_]* and is
+	// used quoted, so case matters. The fencing sequence, in both modes, is
+	// the table's name followed by "_fence". Default: "mutexfx_locks".
+	Table string `koanf:"table"`
+	// Channel is the LISTEN/NOTIFY channel for wake-ups; same rules as a
+	// table name part. Default: "mutexfx".
+	Channel string `koanf:"channel"`
+
+	// Unlogged creates the lock table UNLOGGED when it is missing (table
+	// mode): about 3× faster writes, but a server crash (not a clean
+	// restart) empties the table, freeing every lock at once. The fence
+	// sequence stays logged. Default: false.
+	Unlogged bool `koanf:"unlogged"`
+	// SynchronousCommit, when set, is the synchronous_commit setting of the
+	// driver's own transactions (table mode), for example "off": a server
+	// crash then forgets the last ~0.6 s of acquisitions and releases (a
+	// lock taken may be free again after the crash; fences stay monotonic).
+	// Default: "" (the server's setting).
+	SynchronousCommit string `koanf:"synchronousCommit"`
+
+	// MaxSessions is the number of connections the driver pins for advisory
+	// locks: one holds the locks taken without waiting, the others wait in
+	// the server (AcquireRequest.Wait) and then hold what they got. Default:
+	// 8. Minimum 1 (no server-side waits).
+	MaxSessions int `koanf:"maxSessions"`
+	// MaxConns is the size of the pool the driver creates for table mode.
+	// Ignored with NewWithPool. Default: 8.
+	MaxConns int32 `koanf:"maxConns"`
+	// ConnectTimeout bounds each connection attempt. Default: 5s.
+	ConnectTimeout time.Duration `koanf:"connectTimeout"`
+	// StallTimeout is how long a pinned advisory connection may stay silent
+	// after its statement's ctx ended (the server is first asked to cancel
+	// the statement) before the driver gives it up, losing its locks.
+	// Default: 3s.
+	StallTimeout time.Duration `koanf:"stallTimeout"`
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// parseIdent checks a possibly schema-qualified identifier and returns its
+// parts.
+func parseIdent(s string, qualified bool, maxLen int) (pgx.Identifier, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) > 2 || (!qualified && len(parts) > 1) {
+		return nil, fmt.Errorf("%q: too many dots", s)
+	}
+	for _, p := range parts {
+		if !identRE.MatchString(p) {
+			return nil, fmt.Errorf("%q: each part must match [A-Za-z_][A-Za-z0-9_]*", s)
+		}
+		if len(p) > maxLen {
+			return nil, fmt.Errorf("%q: a part is longer than %d bytes", s, maxLen)
+		}
+	}
+	return pgx.Identifier(parts), nil
+}
+
+// withDefaults returns o with defaults applied.
+func (o Options) withDefaults() Options {
+	if o.Mode == "" {
+		o.Mode = ModeAdvisory
+	}
+	if o.Table == "" {
+		o.Table = DefaultTable
+	}
+	if o.Channel == "" {
+		o.Channel = DefaultChannel
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.ConnectTimeout == 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.StallTimeout == 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
+	return o
+}
+
+// names are the SQL identifiers the driver uses, quoted.
+type names struct {
+	table, sequence, channel string
+}
+
+// validate checks the mode-independent options and derives the names.
+func (o Options) validate() (names, error) {
+	var n names
+	switch o.Mode {
+	case ModeAdvisory, ModeTable:
+	default:
+		return n, fmt.Errorf("%w: mode %q: must be %q or %q", ErrOptions, o.Mode, ModeAdvisory, ModeTable)
+	}
+	// The sequence appends "_fence" (6 bytes) to the table's last part.
+	table, err := parseIdent(o.Table, true, 63-6)
+	if err != nil {
+		return n, fmt.Errorf("%w: table %v", ErrOptions, err)
+	}
+	ch, err := parseIdent(o.Channel, false, 63)
+	if err != nil {
+		return n, fmt.Errorf("%w: channel %v", ErrOptions, err)
+	}
+	seq := append(pgx.Identifier{}, table...)
+	seq[len(seq)-1] += "_fence"
+	if o.MaxSessions < 1 || o.MaxConns < 1 {
+		return n, fmt.Errorf("%w: maxSessions and maxConns must be at least 1", ErrOptions)
+	}
+	if o.ConnectTimeout < 0 || o.StallTimeout < 0 {
+		return n, fmt.Errorf("%w: connectTimeout and stallTimeout must be positive", ErrOptions)
+	}
+	switch o.SynchronousCommit {
+	case "", "on", "off", "local", "remote_write", "remote_apply":
+	default:
+		return n, fmt.Errorf("%w: synchronousCommit %q: must be on, off, local, remote_write or remote_apply", ErrOptions, o.SynchronousCommit)
+	}
+	n.table, n.sequence, n.channel = table.Sanitize(), seq.Sanitize(), ch.Sanitize()
+	return n, nil
+}
+
+// poolConfig builds the connection configuration without connecting. Its
+// errors never contain the password.
+func (o Options) poolConfig() (*pgxpool.Config, error) {
+	conn := o.URL
+	if conn == "" {
+		u := url.URL{Scheme: "postgres", Host: "localhost:5432"}
+		q := url.Values{}
+		q.Set("sslmode", "prefer")
+		if o.SSLMode != "" {
+			q.Set("sslmode", o.SSLMode)
+		}
+		u.RawQuery = q.Encode()
+		conn = u.String()
+	} else if o.SSLMode != "" {
+		return nil, fmt.Errorf("%w: sslMode: set sslmode in the url", ErrOptions)
+	}
+	cfg, err := pgxpool.ParseConfig(conn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: url: %s", ErrOptions, scrub(err.Error(), o.URL, o.Password))
+	}
+	cc := cfg.ConnConfig
+	if o.Host != "" {
+		cc.Host = o.Host
+	}
+	if o.Port != 0 {
+		if o.Port < 0 || o.Port > 65535 {
+			return nil, fmt.Errorf("%w: port %d out of range", ErrOptions, o.Port)
+		}
+		cc.Port = uint16(o.Port)
+	}
+	if o.Database != "" {
+		cc.Database = o.Database
+	}
+	if o.Username != "" {
+		cc.User = o.Username
+	}
+	if o.Password != "" {
+		cc.Password = o.Password
+	}
+	if o.Host != "" || o.Port != 0 {
+		cc.Fallbacks = nil // the URL's fallback hosts no longer apply
+	}
+	if o.TLS != nil {
+		cc.TLSConfig = o.TLS
+		cc.Fallbacks = nil
+	}
+	cc.ConnectTimeout = o.ConnectTimeout
+	cfg.MaxConns = o.MaxConns
+	return cfg, nil
+}
+
+// scrub removes the passwords found in url (URL or key=value form) and pw
+// from msg.
+func scrub(msg, connString, pw string) string {
+	secrets := []string{pw}
+	if u, err := url.Parse(connString); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p, url.QueryEscape(p), url.PathEscape(p))
+		}
+	}
+	if i := strings.Index(connString, "://"); i >= 0 {
+		// an unparsable URL: take what lies between the first ':' after the
+		// scheme and the last '@'
+		rest := connString[i+3:]
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if c := strings.Index(rest[:at], ":"); c >= 0 {
+				secrets = append(secrets, rest[c+1:at])
+			}
+		}
+	}
+	for _, m := range kvPassword.FindAllStringSubmatch(connString, -1) {
+		secrets = append(secrets, strings.Trim(m[1], "'"))
+	}
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "xxxxx")
+		}
+	}
+	return msg
+}
+
+var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)`)
+
+// lockTimeout formats a Wait as a lock_timeout value in milliseconds, at
+// least 1 (0 would mean no limit).
+func lockTimeout(d time.Duration) string {
+	ms := d.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	return strconv.FormatInt(ms, 10)
+}

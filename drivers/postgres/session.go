@@ -1,0 +1,250 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// session is a connection the driver pins for advisory locks. Its statements
+// run one at a time (sem). Its locks (guarded by Driver.mu) end with it.
+type session struct {
+	conn   *pgx.Conn
+	sem    chan struct{} // holds one token while a statement runs
+	waiter bool          // may run blocking waits (not the main session)
+	watch  *watcher
+
+	// guarded by Driver.mu
+	locks map[int64]*advLock
+	dead  bool
+
+	closeOnce sync.Once
+}
+
+// advLock is an advisory lock this driver holds, or is taking (pending).
+type advLock struct {
+	key, token string
+	fence      uint64
+	s          *session
+	pending    bool
+}
+
+// lock takes the session's statement slot, or fails with ctx.
+func (s *session) lock(ctx context.Context) error {
+	select {
+	case s.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *session) unlock() { <-s.sem }
+
+// dial opens a pinned connection. A ctx ending during a statement makes pgx
+// ask the server to cancel it, and only StallTimeout later close the
+// connection, so that a caller's deadline does not drop every lock.
+func (d *Driver) dial(ctx context.Context, waiter bool) (*session, error) {
+	cfg := d.connCfg.Copy()
+	stall := d.opts.StallTimeout
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: stall}
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.ensureSchema(ctx, conn.Begin); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	s := &session{conn: conn, sem: make(chan struct{}, 1), waiter: waiter, locks: map[int64]*advLock{}}
+	s.watch = startWatch(conn.PgConn().Conn(), s.sem, func() { d.broken(s) }, func() {
+		s.closeOnce.Do(func() { _ = conn.Close(context.Background()) })
+	})
+	return s, nil
+}
+
+// broken marks s dead: every lock on it is lost at once and reported to the
+// subscribers. Idempotent.
+func (d *Driver) broken(s *session) {
+	d.mu.Lock()
+	if s.dead {
+		d.mu.Unlock()
+		return
+	}
+	s.dead = true
+	if d.main == s {
+		d.main = nil
+	}
+	for i, w := range d.waiters {
+		if w == s {
+			d.waiters = append(d.waiters[:i], d.waiters[i+1:]...)
+			break
+		}
+	}
+	var lost []drivers.Event
+	for h, l := range s.locks {
+		if d.held[h] == l {
+			delete(d.held, h)
+		}
+		lost = append(lost, drivers.Event{Kind: drivers.Lost, Key: l.key, Token: l.token})
+	}
+	s.locks = map[int64]*advLock{}
+	subs := d.subscribers()
+	d.mu.Unlock()
+	for _, ev := range lost {
+		for _, fn := range subs {
+			fn(ev)
+		}
+	}
+}
+
+// settle is called, holding s's slot, after a statement failed: when the
+// connection is gone the session is broken; it reports whether it is.
+func (d *Driver) settle(s *session) bool {
+	if s.conn.IsClosed() {
+		d.broken(s)
+		s.watch.stop()
+		return true
+	}
+	d.mu.Lock()
+	dead := s.dead
+	d.mu.Unlock()
+	return dead
+}
+
+// kill gives a session up (its locks are lost) and closes it; the caller
+// holds its slot.
+func (d *Driver) kill(ctx context.Context, s *session) {
+	d.broken(s)
+	s.watch.stop()
+	s.closeOnce.Do(func() { _ = s.conn.Close(context.WithoutCancel(ctx)) })
+}
+
+// close stops the watcher and closes the connection once its statement
+// ends (bounded by ctx), which frees its advisory locks in the server.
+func (s *session) close(ctx context.Context) error {
+	s.watch.stop()
+	if err := s.lock(ctx); err != nil {
+		// a statement is stuck: close under it, pgx tolerates it
+		s.closeOnce.Do(func() { _ = s.conn.PgConn().Conn().Close() })
+		return err
+	}
+	defer s.unlock()
+	var err error
+	s.closeOnce.Do(func() { err = s.conn.Close(ctx) })
+	return err
+}
+
+// mainSession returns the main session with its slot taken, opening it at
+// first use or after it broke.
+func (d *Driver) mainSession(ctx context.Context) (*session, error) {
+	for {
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			return nil, ErrClosed
+		}
+		s := d.main
+		d.mu.Unlock()
+		if s != nil {
+			if err := s.lock(ctx); err != nil {
+				return nil, err
+			}
+			if d.alive(s) {
+				return s, nil
+			}
+			s.unlock()
+			continue
+		}
+		select {
+		case d.dialSem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		d.mu.Lock()
+		again := d.main != nil
+		d.mu.Unlock()
+		if !again {
+			s, err := d.dial(ctx, false)
+			if err != nil {
+				<-d.dialSem
+				return nil, err
+			}
+			if !d.adopt(ctx, s, false) {
+				<-d.dialSem
+				return nil, ErrClosed
+			}
+		}
+		<-d.dialSem
+	}
+}
+
+// waiterSession returns, with its slot taken, a session holding no lock on
+// which a blocking wait may run; nil when all MaxSessions are in use.
+func (d *Driver) waiterSession(ctx context.Context) (*session, error) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, ErrClosed
+	}
+	for _, s := range d.waiters {
+		if len(s.locks) > 0 || s.dead {
+			continue
+		}
+		select {
+		case s.sem <- struct{}{}:
+			d.mu.Unlock()
+			return s, nil
+		default:
+		}
+	}
+	if 1+len(d.waiters)+d.dialing >= d.opts.MaxSessions {
+		d.mu.Unlock()
+		return nil, nil
+	}
+	d.dialing++
+	d.mu.Unlock()
+	s, err := d.dial(ctx, true)
+	d.mu.Lock()
+	d.dialing--
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	s.sem <- struct{}{}
+	if !d.adopt(ctx, s, true) {
+		return nil, ErrClosed
+	}
+	return s, nil
+}
+
+// adopt registers a new session, or closes it when the driver closed.
+func (d *Driver) adopt(ctx context.Context, s *session, waiter bool) bool {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		s.watch.stop()
+		s.closeOnce.Do(func() { _ = s.conn.Close(context.WithoutCancel(ctx)) })
+		return false
+	}
+	if waiter {
+		d.waiters = append(d.waiters, s)
+	} else {
+		d.main = s
+	}
+	d.mu.Unlock()
+	return true
+}
+
+func (d *Driver) alive(s *session) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !s.dead && !d.closed
+}

@@ -1,0 +1,113 @@
+package postgres
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"strings"
+)
+
+// statements are the driver's SQL texts, built once from validated, quoted
+// identifiers. Lock names, tokens and durations are always parameters.
+type statements struct {
+	createSequence, createTable string
+
+	// advisory mode
+	tryLock, waitLock, unlock, unlockOne, heldKeys, heldKey, anyHolder string
+
+	// table mode
+	acquire, release, extend, renew, inspect string
+}
+
+// maxPayload is the longest key sent as a NOTIFY payload (PostgreSQL refuses
+// 8000 bytes and more); longer keys are released without a wake-up.
+const maxPayload = 7999
+
+func buildStatements(n names, o Options) statements {
+	unlogged := ""
+	if o.Unlogged {
+		unlogged = "UNLOGGED "
+	}
+	// s is a one-row CTE every table statement joins: it sets
+	// synchronous_commit for the statement's own transaction when asked.
+	s := "s AS (SELECT)"
+	if o.SynchronousCommit != "" {
+		s = fmt.Sprintf("s AS MATERIALIZED (SELECT set_config('synchronous_commit', '%s', true))", o.SynchronousCommit)
+	}
+	seq := strings.ReplaceAll(n.sequence, "'", "''") // never contains one: validated
+	nextval := fmt.Sprintf("nextval('%s')", seq)
+	notify := fmt.Sprintf("CASE WHEN octet_length($%%d) BETWEEN 1 AND %d THEN pg_notify('%s', $%%d) END",
+		maxPayload, strings.Trim(n.channel, `"`))
+	// advisory keys as pg_locks shows them: classid is the high half, objid
+	// the low half, objsubid 1 for the one-bigint form.
+	const lockKey = "((classid::bigint << 32) | objid::bigint)"
+	const ownLocks = "FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted AND pid = pg_backend_pid()"
+	ttl := "now() + $%d::bigint * interval '1 millisecond'"
+	return statements{
+		createSequence: "CREATE SEQUENCE IF NOT EXISTS " + n.sequence,
+		createTable: "CREATE " + unlogged + "TABLE IF NOT EXISTS " + n.table + ` (
+	id bytea PRIMARY KEY,
+	name text NOT NULL,
+	token text NOT NULL,
+	fence bigint NOT NULL,
+	expires_at timestamptz NOT NULL
+)`,
+
+		tryLock: "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS ok) " +
+			"SELECT ok, CASE WHEN ok THEN " + nextval + " ELSE 0 END FROM l",
+		waitLock: "WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2, false) AS v), " +
+			"l AS MATERIALIZED (SELECT pg_advisory_lock($1) FROM t) " +
+			"SELECT " + nextval + " FROM l",
+		unlock: "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock($1) AS ok) " +
+			"SELECT ok, CASE WHEN ok THEN " + fmt.Sprintf(notify, 2, 2) + " END IS NULL FROM u",
+		unlockOne: "SELECT pg_advisory_unlock($1)",
+		heldKeys:  "SELECT " + lockKey + " " + ownLocks,
+		heldKey:   "SELECT EXISTS (SELECT 1 " + ownLocks + " AND " + lockKey + " = $1)",
+		anyHolder: "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted" +
+			" AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND " + lockKey + " = $1)",
+
+		acquire: "WITH " + s + ", ins AS (" +
+			"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
+			"SELECT $1, $2, $3, " + nextval + ", " + fmt.Sprintf(ttl, 4) + " FROM s " +
+			"ON CONFLICT (id) DO UPDATE SET name = excluded.name, token = excluded.token, " +
+			"fence = " + nextval + ", expires_at = excluded.expires_at WHERE l.expires_at <= now() " +
+			"RETURNING l.fence) " +
+			"SELECT true, fence, 0::float8 FROM ins UNION ALL " +
+			"SELECT false, 0, extract(epoch FROM expires_at - now())::float8 * 1000 FROM " + n.table +
+			" WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
+		release: "WITH " + s + ", r AS (UPDATE " + n.table + " SET token = '', expires_at = 'epoch' FROM s " +
+			"WHERE id = $1 AND token = $2 AND expires_at > now() RETURNING 1) " +
+			"SELECT true, " + fmt.Sprintf(notify, 3, 3) + " IS NULL FROM r",
+		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +
+			" FROM s WHERE id = $1 AND token = $2 AND expires_at > now()",
+		renew: "WITH " + s + " UPDATE " + n.table + " AS t SET expires_at = now() + u.ttl * interval '1 millisecond' " +
+			"FROM s, unnest($1::bytea[], $2::text[], $3::bigint[]) AS u(id, token, ttl) " +
+			"WHERE t.id = u.id AND t.token = u.token AND t.expires_at > now() RETURNING t.id, t.token",
+		inspect: "SELECT token, fence, extract(epoch FROM expires_at - now())::float8 * 1000 FROM " + n.table +
+			" WHERE id = $1 AND expires_at > now()",
+	}
+}
+
+// advisoryKey is the 64-bit advisory lock key of a lock key: the first 8
+// bytes of its SHA-256. Two keys with the same hash exclude each other
+// (false contention), nothing worse.
+func advisoryKey(key string) int64 {
+	sum := sha256.Sum256([]byte(key))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// rowID is a lock's primary key in table mode: the SHA-256 of its key, so
+// that keys of any length fit a btree index.
+func rowID(key string) []byte {
+	sum := sha256.Sum256([]byte(key))
+	return sum[:]
+}
+
+// payload is the NOTIFY payload for key: the key, or "" (no wake-up) when
+// it is too long.
+func payload(key string) string {
+	if len(key) > maxPayload {
+		return ""
+	}
+	return key
+}

@@ -1,0 +1,197 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// maxRenewBatch is the largest number of leases renewed by one statement.
+const maxRenewBatch = 10000
+
+// ErrTTL is returned when an acquisition or extension in table mode asks for
+// a ttl below one millisecond.
+var ErrTTL = errors.New("postgres: ttl must be at least 1ms")
+
+// tablePool returns the pool with the schema in place.
+func (d *Driver) tablePool(ctx context.Context) (*pgxpool.Pool, error) {
+	p, err := d.getPool()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.ensureSchema(ctx, p.Begin); err != nil {
+		return nil, fmt.Errorf("postgres: creating %s: %w", d.names.table, err)
+	}
+	return p, nil
+}
+
+// run runs f on the pool, retrying serialization failures and deadlocks, and
+// recreating the schema once if it was dropped.
+func (d *Driver) run(ctx context.Context, f func(p *pgxpool.Pool) error) error {
+	for again := true; ; again = false {
+		p, err := d.tablePool(ctx)
+		if err != nil {
+			return err
+		}
+		err = retry(ctx, func() error { return f(p) })
+		if again && sqlState(err) == "42P01" {
+			d.schemaLost()
+			continue
+		}
+		return err
+	}
+}
+
+func ttlMillis(ttl time.Duration) (int64, error) {
+	ms := ttl.Milliseconds()
+	if ms < 1 {
+		return 0, ErrTTL
+	}
+	return ms, nil
+}
+
+// tableAcquire inserts the row, or takes over an expired one, in one
+// statement that returns the fence, or the holder's remaining ttl.
+func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	ms, err := ttlMillis(req.TTL)
+	if err != nil {
+		return drivers.AcquireResult{}, err
+	}
+	var res drivers.AcquireResult
+	err = d.run(ctx, func(p *pgxpool.Pool) error {
+		var fence int64
+		var left float64
+		err := p.QueryRow(ctx, d.sql.acquire, rowID(req.Key), req.Key, req.Token, ms).Scan(&res.Acquired, &fence, &left)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// the holder's row is not visible to the statement's snapshot
+			// (inserted concurrently): taken, remaining ttl unknown
+			res = drivers.AcquireResult{}
+			return nil
+		}
+		res.Fence = uint64(fence)
+		if left > 0 {
+			res.HolderTTL = time.Duration(left * float64(time.Millisecond))
+		}
+		return err
+	})
+	if err != nil {
+		return drivers.AcquireResult{}, err
+	}
+	return res, nil
+}
+
+// tableRelease marks the row free if token holds it and notifies, in one
+// statement. The row is kept: a later acquisition of the name then takes
+// its fence under the row's lock, after the release, which keeps fences
+// increasing (a fence taken for a new row could be older than a concurrent
+// holder's).
+func (d *Driver) tableRelease(ctx context.Context, key, token string) (bool, error) {
+	var live bool
+	err := d.run(ctx, func(p *pgxpool.Pool) error {
+		live = false
+		err := p.QueryRow(ctx, d.sql.release, rowID(key), token, payload(key)).Scan(&live, nil)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	return live, err
+}
+
+// tableExtend moves the row's expiry to now() + ttl if token holds it.
+func (d *Driver) tableExtend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return false, err
+	}
+	var n int64
+	err = d.run(ctx, func(p *pgxpool.Pool) error {
+		tag, err := p.Exec(ctx, d.sql.extend, rowID(key), token, ms)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n == 1, err
+}
+
+// tableRenew renews every lease with one UPDATE … FROM unnest(…) per
+// maxRenewBatch leases, in name order to keep concurrent renewals from
+// deadlocking.
+func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	out := make([]drivers.RenewResult, len(leases))
+	order := make([]int, len(leases))
+	ids := make([][]byte, len(leases))
+	for i, l := range leases {
+		order[i] = i
+		ids[i] = rowID(l.Key)
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(string(ids[a]), string(ids[b])) })
+	for start := 0; start < len(order); start += maxRenewBatch {
+		batch := order[start:min(start+maxRenewBatch, len(order))]
+		bid := make([][]byte, 0, len(batch))
+		btok := make([]string, 0, len(batch))
+		bttl := make([]int64, 0, len(batch))
+		var bad error
+		for _, i := range batch {
+			ms, err := ttlMillis(leases[i].TTL)
+			if err != nil {
+				bad = err
+			}
+			bid = append(bid, ids[i])
+			btok = append(btok, leases[i].Token)
+			bttl = append(bttl, ms)
+		}
+		renewed := map[string]bool{}
+		err := bad
+		if err == nil {
+			err = d.run(ctx, func(p *pgxpool.Pool) error {
+				clear(renewed)
+				rows, err := p.Query(ctx, d.sql.renew, bid, btok, bttl)
+				if err != nil {
+					return err
+				}
+				defer rows.Close()
+				var id []byte
+				var tok string
+				for rows.Next() {
+					if err := rows.Scan(&id, &tok); err != nil {
+						return err
+					}
+					renewed[string(id)+"\x00"+tok] = true
+				}
+				return rows.Err()
+			})
+		}
+		for _, i := range batch {
+			out[i] = drivers.RenewResult{Held: err == nil && renewed[string(ids[i])+"\x00"+leases[i].Token], Err: err}
+		}
+	}
+	return out
+}
+
+// tableInspect reads the live row of key.
+func (d *Driver) tableInspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
+	var info drivers.LockInfo
+	var ok bool
+	err := d.run(ctx, func(p *pgxpool.Pool) error {
+		var fence int64
+		var left float64
+		err := p.QueryRow(ctx, d.sql.inspect, rowID(key)).Scan(&info.Token, &fence, &left)
+		if errors.Is(err, pgx.ErrNoRows) {
+			ok = false
+			return nil
+		}
+		ok = err == nil
+		info.Fence = uint64(fence)
+		info.TTL = time.Duration(left * float64(time.Millisecond))
+		return err
+	})
+	return info, ok, err
+}
