@@ -1,0 +1,80 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// TestBusyTimeout: a process stuck inside a lock file's critical section
+// (here: a descriptor of the test holding the guard byte) makes calls fail
+// after BusyTimeout, or when their ctx ends, instead of hanging.
+func TestBusyTimeout(t *testing.T) {
+	dir := t.TempDir()
+	const busy = 80 * time.Millisecond
+	d, err := New(Options{Dir: dir, BusyTimeout: busy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Close(context.Background()) }()
+	ctx := context.Background()
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire: %+v, %v", res, err)
+	}
+	fd, err := unix.Open(filepath.Join(dir, fileName("k")), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if ok, err := tryLock(fd, stateByte); !ok || err != nil {
+		t.Fatalf("tryLock: %v, %v", ok, err)
+	}
+	calls := []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"acquire", func(ctx context.Context) error {
+			_, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "b", TTL: time.Minute})
+			return err
+		}},
+		{"extend", func(ctx context.Context) error { _, err := d.Extend(ctx, "k", "a", time.Minute); return err }},
+		{"renew", func(ctx context.Context) error { return d.Renew(ctx, []drivers.Lease{{Key: "k", Token: "a", TTL: time.Minute}})[0].Err }},
+	}
+	for _, c := range calls {
+		t.Run(c.name+"/busy timeout", func(t *testing.T) {
+			start := time.Now()
+			err := c.call(ctx)
+			if !errors.Is(err, ErrBusy) {
+				t.Fatalf("err %v, want ErrBusy", err)
+			}
+			if el := time.Since(start); el < busy || el > busy+time.Second {
+				t.Errorf("gave up after %v, want about %v", el, busy)
+			}
+		})
+		t.Run(c.name+"/ctx", func(t *testing.T) {
+			cctx, cancel := context.WithTimeoutCause(ctx, 20*time.Millisecond, errStuck)
+			defer cancel()
+			if err := c.call(cctx); !errors.Is(err, errStuck) {
+				t.Fatalf("err %v, want the ctx's cause", err)
+			}
+		})
+	}
+	// Once the section is left, the holder still holds.
+	if err := unlock(fd, stateByte); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := d.Extend(ctx, "k", "a", time.Minute); !ok || err != nil {
+		t.Fatalf("Extend after: %v, %v", ok, err)
+	}
+	if ok, err := d.Release(ctx, "k", "a"); !ok || err != nil {
+		t.Fatalf("Release after: %v, %v", ok, err)
+	}
+}
+
+var errStuck = errors.New("stuck")
