@@ -104,6 +104,12 @@ func (a *advisory) renew(ctx context.Context, leases []drivers.Lease) []drivers.
 	for j, h := range hs {
 		i := idx[j]
 		switch {
+		case errs[j] != nil && ctx.Err() != nil:
+			// The caller's deadline passed without an answer: the component
+			// counts the lock lost, so drop its connection too, or the
+			// server would keep the lock for a holder that let it go.
+			a.lose(h)
+			out[i].Err = errs[j]
 		case errs[j] != nil:
 			out[i].Err = errs[j]
 		case held[j]:

@@ -1,0 +1,203 @@
+package mysql
+
+import (
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// TestFaults breaks a throwaway mariadbd (one for all cases: creating one
+// takes about two seconds) under held locks, in both modes.
+func TestFaults(t *testing.T) {
+	srv := testutil.StartMariaDB(t)
+	admin := openDB(t, srv.DSN())
+
+	t.Run("KillAdvisoryConnection", func(t *testing.T) {
+		ctx := ctxT(t)
+		m := newMutex(t, Options{DSN: srv.DSN()}, 30*time.Second)
+		l, err := m.Acquire(ctx, "kill")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		if err := admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(l.Key())).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		if _, err := admin.ExecContext(ctx, "KILL ?", id); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-l.Done():
+		case <-time.After(time.Second):
+			t.Fatalf("lock not lost %v after its connection was killed", time.Since(killed))
+		}
+		if !errors.Is(l.Err(), component.ErrLost) {
+			t.Fatalf("cause %v; want ErrLost", l.Err())
+		}
+		t.Logf("lost %v after KILL", time.Since(killed))
+		// the driver goes on with new connections
+		l2, err := m.Acquire(ctx, "kill")
+		if err != nil {
+			t.Fatalf("Acquire after the kill: %v", err)
+		}
+		if l2.Fence() <= l.Fence() {
+			t.Errorf("fence %d after %d", l2.Fence(), l.Fence())
+		}
+		l2.Release(ctx)
+	})
+
+	t.Run("KillTableConnections", func(t *testing.T) {
+		ctx := ctxT(t)
+		d := openDriver(t, Options{DSN: srv.DSN(), Mode: ModeTable})
+		key, tok := "kill-table", token()
+		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: 10 * time.Second}); err != nil || !res.Acquired {
+			t.Fatalf("Acquire = %+v, %v", res, err)
+		}
+		killAllBut(t, admin)
+		// A row lock is no session's: killing the pool's connections loses
+		// nothing; the next call reconnects.
+		ok, err := d.Extend(ctx, key, tok, 10*time.Second)
+		for i := 0; err != nil && i < 3; i++ { // a pooled connection may be a killed one
+			ok, err = d.Extend(ctx, key, tok, 10*time.Second)
+		}
+		if err != nil || !ok {
+			t.Fatalf("Extend after KILL = %v, %v; want true", ok, err)
+		}
+		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+	})
+
+	t.Run("ProxyStallAdvisory", func(t *testing.T) {
+		ctx := ctxT(t)
+		p := testutil.NewProxy(t, srv.Addr())
+		ttl := 600 * time.Millisecond
+		m := newMutex(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test"}, ttl)
+		l, err := m.Acquire(ctx, "stall")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Stall()
+		stalled := time.Now()
+		select {
+		case <-l.Done():
+		case <-time.After(2 * ttl):
+			t.Fatalf("lock not lost %v after the link stalled (ttl %v)", time.Since(stalled), ttl)
+		}
+		t.Logf("lost %v after the stall", time.Since(stalled))
+		p.Resume()
+		// the holder dropped its connection, so the server frees the lock
+		other := newMutex(t, Options{DSN: srv.DSN()}, ttl)
+		l2, err := other.Acquire(ctx, "stall", component.WithTimeout(5*time.Second))
+		if err != nil {
+			t.Fatalf("lock not freed after the stalled holder gave up: %v", err)
+		}
+		l2.Release(ctx)
+	})
+
+	t.Run("ProxyStallTable", func(t *testing.T) {
+		ctx := ctxT(t)
+		p := testutil.NewProxy(t, srv.Addr())
+		ttl := 600 * time.Millisecond
+		m := newMutex(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", Mode: ModeTable}, ttl)
+		l, err := m.Acquire(ctx, "stall-table")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Stall()
+		t.Cleanup(p.Resume)
+		other := newMutex(t, Options{DSN: srv.DSN(), Mode: ModeTable}, ttl)
+		l2, err := other.Acquire(ctx, "stall-table", component.WithTimeout(5*time.Second))
+		if err != nil {
+			t.Fatalf("the expired lock was not taken: %v", err)
+		}
+		select {
+		case <-l.Done():
+		default:
+			t.Fatalf("the stalled holder still thinks it holds the lock another holder got")
+		}
+		if l2.Fence() <= l.Fence() {
+			t.Errorf("fence %d after %d", l2.Fence(), l.Fence())
+		}
+		l2.Release(ctx)
+	})
+
+	// Restart runs last: it kills the server.
+	t.Run("Restart", func(t *testing.T) {
+		ctx := ctxT(t)
+		adv := newMutex(t, Options{DSN: srv.DSN()}, 30*time.Second)
+		tab := openDriver(t, Options{DSN: srv.DSN(), Mode: ModeTable})
+		la, err := adv.Acquire(ctx, "restart")
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, tok := "restart-table", token()
+		res, err := tab.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})
+		if err != nil || !res.Acquired {
+			t.Fatalf("Acquire = %+v, %v", res, err)
+		}
+		srv.Restart()
+		restarted := time.Now()
+		select {
+		case <-la.Done():
+		case <-time.After(3 * time.Second):
+			t.Fatalf("advisory lock not lost %v after the server restarted", time.Since(restarted))
+		}
+		t.Logf("advisory lock lost %v after the restart", time.Since(restarted))
+		// The table lock survives (InnoDB is durable) and its fence grows on.
+		waitFor(t, 10*time.Second, "the table lock's extend", func() bool {
+			ok, err := tab.Extend(ctx, key, tok, time.Minute)
+			return err == nil && ok
+		})
+		if ok, err := tab.Release(ctx, key, tok); err != nil || !ok {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		res2, err := tab.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token(), TTL: time.Second})
+		if err != nil || !res2.Acquired || res2.Fence <= res.Fence {
+			t.Fatalf("Acquire after restart = %+v, %v; want a fence above %d", res2, err, res.Fence)
+		}
+		// Advisory fences only grow across a restart too (the sequence skips
+		// its cached range).
+		l2, err := adv.Acquire(ctx, "restart", component.WithTimeout(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l2.Fence() <= la.Fence() {
+			t.Errorf("advisory fence %d after %d across a restart", l2.Fence(), la.Fence())
+		}
+		l2.Release(ctx)
+	})
+}
+
+// killAllBut kills every client connection of the server except admin's.
+func killAllBut(t *testing.T, admin *sql.DB) {
+	t.Helper()
+	ctx := ctxT(t)
+	conn, err := admin.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rows, err := conn.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND <> 'Daemon' AND USER <> 'system user'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	for _, id := range ids {
+		_, _ = conn.ExecContext(ctx, "KILL ?", id) // may have ended meanwhile
+	}
+}

@@ -1,0 +1,85 @@
+package mysql
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/mutexfx/mutexfx/component"
+)
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// runID keeps this run's lock names apart from earlier runs' rows.
+var runID = rand.Text()[:8]
+
+func token() string { return rand.Text() }
+
+// openDB opens a pool closed when the test ends; it fails the test when the
+// server does not answer.
+func openDB(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.InterpolateParams = true
+	cfg.Logger = &gomysql.NopLogger{}
+	c, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { db.Close() })
+	if err := db.PingContext(ctxT(t)); err != nil {
+		t.Fatalf("MariaDB at %s: %v", cfg.Addr, err)
+	}
+	return db
+}
+
+// openDriver opens a driver closed when the test ends.
+func openDriver(t testing.TB, opts Options) *Driver {
+	t.Helper()
+	d, err := New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { d.Close(context.Background()) })
+	return d
+}
+
+// newMutex builds a component on a new driver, both closed when the test
+// ends. The components of one test share their prefix, hence their locks.
+func newMutex(t testing.TB, opts Options, ttl time.Duration) *component.Mutex {
+	t.Helper()
+	m, err := component.New(component.Options{Driver: openDriver(t, opts), TTL: ttl, Prefix: "mysqltest:" + runID + ":" + t.Name() + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		m.Close(ctx)
+	})
+	return m
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

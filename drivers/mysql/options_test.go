@@ -1,0 +1,138 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+func TestFactoryErrors(t *testing.T) {
+	const secret = "s3cr3t-Pa55"
+	for _, tc := range []struct {
+		name    string
+		options map[string]any
+		want    string // substring of the error; "" = no error
+	}{
+		{"defaults", map[string]any{}, ""},
+		{"fields", map[string]any{"host": "db", "port": 3307, "database": "x", "username": "u", "password": secret, "mode": "table", "table": "app.locks"}, ""},
+		{"durations as ms", map[string]any{"probe_interval": 250, "poll_interval": "5ms", "dial_timeout": "2s"}, ""},
+		{"unknown key", map[string]any{"adress": "x"}, "mutex.orders.driver.adress: unknown key"},
+		{"bad mode", map[string]any{"mode": "lease"}, "mutex.orders.driver.mode: must be"},
+		{"bad fence", map[string]any{"fence": "clock"}, "mutex.orders.driver.fence: must be"},
+		{"table injection", map[string]any{"table": "locks; DROP TABLE x"}, "mutex.orders.driver.table: invalid identifier"},
+		{"table backtick", map[string]any{"table": "lo`cks"}, "mutex.orders.driver.table: invalid identifier"},
+		{"table three parts", map[string]any{"table": "a.b.c"}, "mutex.orders.driver.table: invalid identifier"},
+		{"table too long", map[string]any{"table": strings.Repeat("t", 65)}, "mutex.orders.driver.table: invalid identifier"},
+		{"fence table", map[string]any{"fence_table": "1"}, "mutex.orders.driver.fence_table: invalid identifier"},
+		{"dsn and host", map[string]any{"dsn": "root@tcp(h:3306)/db", "host": "x"}, "mutex.orders.driver.host: not allowed with dsn"},
+		{"bad port", map[string]any{"port": 70000}, "mutex.orders.driver.port: must be 1 to 65535"},
+		{"negative probe", map[string]any{"probe_interval": "-1s"}, "mutex.orders.driver.probe_interval"},
+		{"bad tls", map[string]any{"tls": "nope", "password": secret}, "mutex.orders.driver.tls"},
+		{"bad dsn with password", map[string]any{"dsn": "root:" + secret + "@tcp(h:3306)/db?timeout=xyz"}, "mutex.orders.driver.dsn: invalid"},
+		{"bad dsn no slash", map[string]any{"dsn": "root:" + secret + "@tcp(h:3306)"}, "mutex.orders.driver.dsn: invalid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := Factory().New(drivers.Spec{Path: "mutex.orders.driver", Options: tc.options, Logger: zap.NewNop()})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("error %v", err)
+				}
+				d.Close(context.Background())
+				return
+			}
+			if err == nil {
+				d.Close(context.Background())
+				t.Fatalf("no error; want %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q; want it to contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error leaks the password: %q", err)
+			}
+		})
+	}
+}
+
+func TestOptionsStringRedacts(t *testing.T) {
+	for _, o := range []Options{
+		{Password: "hunter2hunter2"},
+		{DSN: "app:hunter2hunter2@tcp(db:3306)/x"},
+	} {
+		for _, s := range []string{o.String(), fmt.Sprint(o), fmt.Sprintf("%v", o), fmt.Sprintf("%+v", o)} {
+			if strings.Contains(s, "hunter2hunter2") {
+				t.Errorf("%q leaks the password", s)
+			}
+		}
+	}
+}
+
+// TestConnectionErrorHidesPassword: a refused login names no password.
+func TestConnectionErrorHidesPassword(t *testing.T) {
+	const secret = "Wr0ng-Pa55word"
+	d := openDriver(t, Options{Host: "127.0.0.1", Port: 3306, Username: "mutexfx_nobody", Password: secret, Database: "test", DialTimeout: time.Second})
+	_, err := d.Acquire(ctxT(t), drivers.AcquireRequest{Key: "k", Token: token(), TTL: time.Second})
+	if err == nil {
+		t.Fatal("acquired as a user that does not exist")
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Fatalf("error leaks the password: %v", err)
+	}
+}
+
+// TestExistingDB: a driver on the application's pool (directly and through
+// the factory's client) works and never closes the pool.
+func TestExistingDB(t *testing.T) {
+	db := openDB(t, testutil.MySQLDSN())
+	if got := Factory().ClientType; got != reflect.TypeFor[*sql.DB]() {
+		t.Fatalf("ClientType %v", got)
+	}
+	for _, mode := range []string{ModeAdvisory, ModeTable} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := ctxT(t)
+			d, err := Factory().New(drivers.Spec{Path: "mutex.x.driver", Options: map[string]any{"mode": mode}, Client: db, Logger: zap.NewNop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, tok := "mysqltest:"+runID+":"+t.Name(), token()
+			res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: 5 * time.Second})
+			if err != nil || !res.Acquired {
+				t.Fatalf("Acquire = %+v, %v", res, err)
+			}
+			if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+				t.Fatalf("Release = %v, %v", ok, err)
+			}
+			if err := d.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.PingContext(ctx); err != nil {
+				t.Fatalf("the application's pool was closed: %v", err)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name    string
+		options map[string]any
+		client  any
+		want    string
+	}{
+		{"dsn with client", map[string]any{"dsn": "root@tcp(h)/x"}, db, "mutex.x.driver.dsn: not allowed with an existing *sql.DB"},
+		{"wrong client type", map[string]any{}, "not a db", "mutex.x.driver.client: is a string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Factory().New(drivers.Spec{Path: "mutex.x.driver", Options: tc.options, Client: tc.client, Logger: zap.NewNop()})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v; want %q", err, tc.want)
+			}
+		})
+	}
+}
