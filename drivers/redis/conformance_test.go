@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,17 +39,62 @@ func TestConformanceStandalone(t *testing.T) {
 	}})
 }
 
-func TestConformanceCluster(t *testing.T) {
+// TestCluster runs the conformance suite on a real 3-master Redis Cluster
+// started from the local redis-server, and checks the slot computation and
+// the per-slot renewal there.
+func TestCluster(t *testing.T) {
 	c := testutil.StartRedisCluster(t)
 	opts := Options{Addrs: c.Addrs, Cluster: true}
-	drivertest.Run(t, drivertest.Harness{New: func(t testing.TB) drivers.Driver {
+	t.Run("Conformance", func(t *testing.T) {
+		drivertest.Run(t, drivertest.Harness{New: func(t testing.TB) drivers.Driver {
+			d, err := New(opts)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			if !d.cluster || d.Features().Scope != "cluster" {
+				t.Fatalf("cluster driver reports scope %q", d.Features().Scope)
+			}
+			return d
+		}})
+	})
+	t.Run("KeySlot", func(t *testing.T) {
+		for _, n := range []string{"", "a", "}x", "{a}b", "ü", strings.Repeat("}{", 100)} {
+			for _, k := range []string{lockKey(n), fenceKey(n)} {
+				got, err := testutil.RedisCommand(c.Addrs[0], "CLUSTER", "KEYSLOT", k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != strconv.Itoa(slot(k)) {
+					t.Fatalf("CLUSTER KEYSLOT %q = %s; slot() = %d", k, got, slot(k))
+				}
+			}
+		}
+	})
+	t.Run("RenewPerSlot", func(t *testing.T) {
 		d, err := New(opts)
 		if err != nil {
-			t.Fatalf("New: %v", err)
+			t.Fatal(err)
 		}
-		if !d.cluster || d.Features().Scope != "cluster" {
-			t.Fatalf("cluster driver reports scope %q", d.Features().Scope)
+		defer d.Close(context.Background())
+		ctx := t.Context()
+		var leases []drivers.Lease
+		for i := range 300 {
+			l := drivers.Lease{Key: "redistest:renew:" + strconv.Itoa(i), Token: "t", TTL: 5 * time.Second}
+			if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: l.Key, Token: l.Token, TTL: time.Second}); err != nil || !res.Acquired {
+				t.Fatalf("Acquire = %+v, %v", res, err)
+			}
+			leases = append(leases, l)
 		}
-		return d
-	}})
+		d.Renew(ctx, leases) // loads the script on every node
+		rt := &roundTrips{}
+		d.Client().AddHook(rt)
+		for i, r := range d.Renew(ctx, leases) {
+			if r.Err != nil || !r.Held {
+				t.Fatalf("lease %d: %+v", i, r)
+			}
+		}
+		if n := rt.n.Load(); n != 1 {
+			t.Fatalf("%d pipelines for 300 leases; want 1 (one round trip per node)", n)
+		}
+	})
 }

@@ -115,7 +115,9 @@ func (d *Driver) Close(ctx context.Context) error {
 		d.mu.Unlock()
 		d.cancel()
 		if sub != nil {
-			sub.stop()
+			if err := sub.stop(ctx); err != nil {
+				d.closeErr = fmt.Errorf("redis: close: subscription: %w", err)
+			}
 		}
 		done := make(chan struct{})
 		go func() { d.wg.Wait(); close(done) }()

@@ -22,6 +22,9 @@ var ErrUnavailable = errors.New("redis: unreachable, reconnecting")
 // probeInterval is the pause between two probes of a down server.
 const probeInterval = 200 * time.Millisecond
 
+// probeTimeout bounds one probe (and so how long Close may wait for it).
+const probeTimeout = time.Second
+
 // health tracks whether the server was reachable at the last call.
 type health struct {
 	d       *Driver
@@ -73,7 +76,7 @@ func (h *health) observe(ctx context.Context, err error) error {
 func (h *health) probe() {
 	defer h.d.wg.Done()
 	for {
-		ctx, cancel := context.WithTimeout(h.d.ctx, DefaultDialTimeout)
+		ctx, cancel := context.WithTimeout(h.d.ctx, probeTimeout)
 		err := h.d.client.Ping(ctx).Err()
 		cancel()
 		if err == nil {

@@ -64,7 +64,9 @@ func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(),
 			}
 			d.mu.Unlock()
 			if last {
-				sub.stop()
+				ctx, cancel := context.WithTimeout(context.Background(), DefaultCommandTimeout)
+				defer cancel()
+				_ = sub.stop(ctx)
 			}
 		})
 	}, nil
@@ -104,9 +106,21 @@ func (s *subscription) run(ctx context.Context, channel string) {
 	}
 }
 
-// stop closes the Pub/Sub and waits for the delivery goroutine.
-func (s *subscription) stop() {
+// stop closes the Pub/Sub and waits for the delivery goroutine, or for ctx.
+// A SUBSCRIBE stuck on a silent server holds the Pub/Sub until the command
+// timeout; the goroutine then ends on its own.
+func (s *subscription) stop(ctx context.Context) error {
 	s.cancel()
-	_ = s.ps.Close()
-	<-s.done
+	closed := make(chan struct{})
+	go func() {
+		_ = s.ps.Close()
+		close(closed)
+	}()
+	select {
+	case <-s.done:
+		<-closed
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

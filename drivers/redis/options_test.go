@@ -1,0 +1,229 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+const secret = "s3cr3t-Pa55"
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"nothing", Options{}, "url or addrs is required"},
+		{"both", Options{URL: "redis://h", Addrs: []string{"h:1"}}, "not both"},
+		{"scheme", Options{URL: "http://u:" + secret + "@h:1"}, `scheme must be redis or rediss, not "http"`},
+		{"bad port", Options{URL: "redis://u:" + secret + "@h:port/0"}, "url: invalid port"},
+		{"bad db", Options{URL: "redis://u:" + secret + "@h:1/abc"}, "invalid database number"},
+		{"bad path", Options{URL: "redis://u:" + secret + "@h:1/0/1"}, "invalid URL path"},
+		{"bad query", Options{URL: "redis://u:" + secret + "@h:1/0?colour=" + secret}, "url:"},
+		{"bad cluster url", Options{URL: "redis://u:" + secret + "@h:x", Cluster: true}, "url:"},
+		{"control char", Options{URL: "redis://u:" + secret + "@h\x7f:1"}, "url:"},
+		{"empty addr", Options{Addrs: []string{" "}}, "addrs: has an empty address"},
+		{"cluster and sentinel", Options{Addrs: []string{"h:1"}, Cluster: true, MasterName: "m"}, "exclude each other"},
+		{"cluster db", Options{Addrs: []string{"h:1"}, Cluster: true, DB: 2}, "db: must be 0 in cluster mode"},
+		{"negative db", Options{Addrs: []string{"h:1"}, DB: -1}, "db: must not be negative"},
+		{"negative timeout", Options{Addrs: []string{"h:1"}, DialTimeout: -1}, "must not be negative"},
+		{"missing CA", Options{Addrs: []string{"h:1"}, TLSCAFile: "/nonexistent/ca.pem"}, "tlsCAFile:"},
+		{"renew batch", Options{Addrs: []string{"h:1"}, RenewBatch: -1}, "renewBatch: must be positive"},
+		{"fence ttl", Options{Addrs: []string{"h:1"}, FenceTTL: time.Microsecond}, "fenceTTL: must be at least 1ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := New(tt.opts)
+			if err == nil {
+				_ = d.Close(context.Background())
+				t.Fatalf("New succeeded; want an error containing %q", tt.want)
+			}
+			if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q; want ErrOptions containing %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("error %q contains the password", err)
+			}
+		})
+	}
+}
+
+func TestNewAcceptsGoodOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		addr string
+		tls  bool
+		db   int
+	}{
+		{"url", Options{URL: "redis://u:" + secret + "@h:7000/3"}, "h:7000", false, 3},
+		{"rediss", Options{URL: "rediss://h"}, "h:6379", true, 0},
+		{"addrs tls", Options{Addrs: []string{"h:1"}, TLS: true, DB: 1}, "h:1", true, 1},
+		{"cluster url", Options{URL: "redis://h:1?addr=h:2", Cluster: true}, "h:1", false, 0},
+		{"sentinel", Options{Addrs: []string{"s:26379"}, MasterName: "mymaster"}, "s:26379", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := tt.opts.universal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Addrs[0] != tt.addr || (u.TLSConfig != nil) != tt.tls || u.DB != tt.db {
+				t.Fatalf("options %+v: addrs %v tls %v db %d", tt.opts, u.Addrs, u.TLSConfig != nil, u.DB)
+			}
+			if u.DialTimeout != DefaultDialTimeout || u.DialerRetries != 1 || u.MaxRetries != -1 || !u.ContextTimeoutEnabled {
+				t.Fatalf("defaults not applied: %+v", u)
+			}
+			d, err := New(tt.opts) // connects nothing: the hosts do not exist
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestFactory(t *testing.T) {
+	tests := []struct {
+		name    string
+		options map[string]any
+		client  any
+		want    string // error substring; "" for success
+	}{
+		{"unknown key", map[string]any{"adress": "h:1"}, nil, "mutex.orders.driver.adress: unknown key"},
+		{"bad duration", map[string]any{"addrs": []any{"h:1"}, "dialTimeout": "soon"}, nil, "mutex.orders.driver.dialTimeout"},
+		{"bad url", map[string]any{"url": "redis://u:" + secret + "@h:port"}, nil, "mutex.orders.driver.url: invalid port"},
+		{"missing", map[string]any{}, nil, "mutex.orders.driver: url or addrs is required"},
+		{"url", map[string]any{"url": "redis://h:1/2", "dialTimeout": 250}, nil, ""},
+		{"client", map[string]any{"channel": "c"}, goredis.NewClient(&goredis.Options{Addr: "h:1"}), ""},
+		{"client with url", map[string]any{"url": "redis://h"}, goredis.NewClient(&goredis.Options{Addr: "h:1"}), "mutex.orders.driver.url: cannot be set with client"},
+		{"wrong client", map[string]any{}, "not a client", "mutex.orders.driver.client: is a string"},
+	}
+	f := Factory()
+	if f.Type != "redis" || f.ClientType.String() != "redis.UniversalClient" || drivers.PackageOf(f.Type) == "" {
+		t.Fatalf("factory %+v", f)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if c, ok := tt.client.(*goredis.Client); ok {
+				defer c.Close()
+			}
+			d, err := f.New(drivers.Spec{Path: "mutex.orders.driver", Options: tt.options, Client: tt.client, Logger: zap.NewNop()})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = d.Close(context.Background())
+				return
+			}
+			if err == nil {
+				_ = d.Close(context.Background())
+				t.Fatalf("no error; want %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), secret) {
+				t.Fatalf("error %q; want %q and no password", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestNewWithClientDoesNotCloseIt: the application's client survives the
+// driver.
+func TestNewWithClientDoesNotCloseIt(t *testing.T) {
+	c := goredis.NewClient(&goredis.Options{Addr: testutil.RedisAddr()})
+	defer c.Close()
+	d, err := NewWithClient(c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "redistest:" + t.Name(), Token: "t", TTL: time.Second})
+	if err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	if _, err := d.Release(ctx, "redistest:"+t.Name(), "t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("client closed by the driver: %v", err)
+	}
+	if _, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "t", TTL: time.Second}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Acquire after Close = %v; want ErrClosed", err)
+	}
+}
+
+// TestUnreachable: the constructor connects nothing; the first call fails
+// with a clear error (ErrDriver through the component) after at most the
+// dial timeout, and the calls during the reconnection fail at once.
+func TestUnreachable(t *testing.T) {
+	// A listener that never accepts: connects hang in the backlog or dial
+	// completes and the handshake gets no answer.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tests := []struct {
+		name  string
+		addr  string
+		dial  time.Duration
+		bound time.Duration
+	}{
+		{"refused", "127.0.0.1:" + itoa(testutil.FreePort(t)), 0, time.Second},
+		{"silent", ln.Addr().String(), 300 * time.Millisecond, 4 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := New(Options{Addrs: []string{tt.addr}, DialTimeout: tt.dial, Password: secret})
+			if err != nil {
+				t.Fatalf("New connected or failed: %v", err)
+			}
+			m, err := component.New(component.Options{Driver: d, Prefix: "redistest:", TTL: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close(context.Background())
+			start := time.Now()
+			_, err = m.Acquire(context.Background(), "unreachable", component.WithTimeout(component.NoWait))
+			first := time.Since(start)
+			if !errors.Is(err, component.ErrDriver) {
+				t.Fatalf("first Acquire = %v; want ErrDriver", err)
+			}
+			if first > tt.bound || strings.Contains(err.Error(), secret) {
+				t.Fatalf("first Acquire failed after %v (bound %v): %v", first, tt.bound, err)
+			}
+			// A call with no deadline of its own is bounded by the dial and
+			// command timeouts (5 s and 3 s by default).
+			start = time.Now()
+			_, err = d.Acquire(context.Background(), drivers.AcquireRequest{Key: "k", Token: "t", TTL: time.Second})
+			if err == nil || time.Since(start) > DefaultDialTimeout+time.Second {
+				t.Fatalf("call without deadline = %v after %v", err, time.Since(start))
+			}
+			start = time.Now()
+			_, err = d.Acquire(context.Background(), drivers.AcquireRequest{Key: "k", Token: "t", TTL: time.Second})
+			if !errors.Is(err, ErrUnavailable) || time.Since(start) > 50*time.Millisecond {
+				t.Fatalf("call while reconnecting = %v after %v; want ErrUnavailable at once", err, time.Since(start))
+			}
+			t.Logf("first call failed after %v: %v", first.Round(time.Millisecond), err)
+		})
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
