@@ -1,0 +1,85 @@
+package synchronized
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/mutexfx/mutexfx/component"
+)
+
+// Middleware returns net/http middleware that runs the next handler holding
+// the lock named by tmpl, whose fields are the request's path values
+// (r.PathValue): "order:{id}" with the pattern "POST /orders/{id}/pay".
+// Wrap the handler registered on the http.ServeMux (not the mux itself:
+// outside it, path values are unset), after the authentication middleware.
+//
+// A malformed tmpl, or Options naming no store, fail here. Per request:
+//   - a field missing or empty: 400 (code E_MUTEX_LOCK_NAME);
+//   - the lock not acquired in time (or held, with NoWait): 409
+//     (E_MUTEX_TIMEOUT);
+//   - the store failing or closed: 503 (E_MUTEX_DRIVER, E_MUTEX_CLOSED);
+//   - the request's ctx ending during the wait (client gone): the wait
+//     stops and nothing is written.
+//
+// The handler's request ctx carries the lock (LockFrom) and is cancelled,
+// with a cause wrapping component.ErrLost, when the lock is lost. The lock
+// is released when the handler returns or panics.
+func Middleware(tmpl string, opts Options) (func(http.Handler) http.Handler, error) {
+	t, err := ParseTemplate(tmpl)
+	if err != nil {
+		return nil, err
+	}
+	return MiddlewareFunc(func(r *http.Request) (string, error) {
+		return t.Execute(func(field string) (string, bool) {
+			v := r.PathValue(field)
+			return v, v != ""
+		})
+	}, opts)
+}
+
+// MiddlewareFunc is Middleware with the lock name computed by name. An error
+// from name (or an empty name) answers 400 (E_MUTEX_LOCK_NAME); the error
+// text is not sent to the client.
+func MiddlewareFunc(name func(r *http.Request) (string, error), opts Options) (func(http.Handler) http.Handler, error) {
+	if name == nil {
+		return nil, fmt.Errorf("%w: nil name function", ErrTemplate)
+	}
+	l, err := opts.locker()
+	if err != nil {
+		return nil, err
+	}
+	return func(next http.Handler) http.Handler {
+		return &handler{l: l, name: name, next: next}
+	}, nil
+}
+
+type handler struct {
+	l    *locker
+	name func(*http.Request) (string, error)
+	next http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name, err := h.name(r)
+	if err == nil && name == "" {
+		err = component.ErrEmptyName
+	}
+	if err != nil {
+		h.l.onErr(w, r, fmt.Errorf("%w: %w", ErrLockName, err))
+		return
+	}
+	ctx := r.Context()
+	lock, err := h.l.acquire(ctx, name)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // the client is gone: nobody reads an answer
+		}
+		h.l.onErr(w, r, err)
+		return
+	}
+	_ = component.Run(ctx, lock, func(lctx context.Context, _ *component.Lock) error {
+		h.next.ServeHTTP(w, r.WithContext(lctx))
+		return nil
+	})
+}

@@ -1,0 +1,126 @@
+package synchronized
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+)
+
+// Resolver finds a lock store by name. *mutexfx.Registry implements it.
+type Resolver interface {
+	Get(name string) (*component.Mutex, error)
+}
+
+// defaulter is implemented by resolvers that know a default store
+// (*mutexfx.Registry does).
+type defaulter interface {
+	Default() (*component.Mutex, error)
+}
+
+// ErrNoStore reports Options that name no usable lock store.
+var ErrNoStore = errors.New("synchronized: no lock store")
+
+// Options configure the HTTP middleware and the action wrapper. The store is
+// Mutex, else Resolver.Get(Store), else the Resolver's default store; it is
+// resolved once, at construction.
+type Options struct {
+	// Mutex is the lock store.
+	// Default: resolved from Resolver.
+	Mutex *component.Mutex
+
+	// Store names the store to get from Resolver when Mutex is nil.
+	// Default: the Resolver's default store (a *mutexfx.Registry's
+	// Default()).
+	Store string
+
+	// Resolver finds Store; a *mutexfx.Registry from the fx module.
+	// Default: none (Mutex is then required).
+	Resolver Resolver
+
+	// Timeout bounds the wait for the lock. A negative value
+	// (component.Forever) waits without limit.
+	// Default: the store's timeout (10 s unless configured).
+	Timeout time.Duration
+
+	// NoWait fails at once (409 for HTTP, ErrTimeout for actions) when the
+	// lock is held, instead of waiting: the reference design's wait: false.
+	// Default: false (wait up to Timeout).
+	NoWait bool
+
+	// TTL is the lock's time to live (at least 10 ms); it is renewed while
+	// the work runs.
+	// Default: the store's ttl (30 s unless configured).
+	TTL time.Duration
+
+	// ErrorHandler writes the HTTP response when no lock could be taken
+	// (HTTP middleware only). It is not called when the client went away.
+	// Default: WriteProblem (409, 400 or 503 with a JSON problem body).
+	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+// locker is the validated form of Options.
+type locker struct {
+	m      *component.Mutex
+	opts   []component.AcquireOption
+	noWait bool
+	onErr  func(http.ResponseWriter, *http.Request, error)
+}
+
+func (o Options) locker() (*locker, error) {
+	m := o.Mutex
+	if m == nil {
+		var err error
+		switch {
+		case o.Resolver == nil:
+			return nil, fmt.Errorf("%w: set Options.Mutex or Options.Resolver", ErrNoStore)
+		case o.Store != "":
+			m, err = o.Resolver.Get(o.Store)
+		default:
+			d, ok := o.Resolver.(defaulter)
+			if !ok {
+				return nil, fmt.Errorf("%w: set Options.Store: the resolver has no default store", ErrNoStore)
+			}
+			m, err = d.Default()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNoStore, err)
+		}
+		if m == nil {
+			return nil, fmt.Errorf("%w: the resolver returned no store for %q", ErrNoStore, o.Store)
+		}
+	}
+	if o.TTL != 0 && o.TTL < 10*time.Millisecond {
+		return nil, &component.OptionError{Field: "TTL", Msg: "must be at least 10ms"}
+	}
+	l := &locker{m: m, noWait: o.NoWait, onErr: o.ErrorHandler}
+	if l.onErr == nil {
+		l.onErr = WriteProblem
+	}
+	if o.TTL != 0 {
+		l.opts = append(l.opts, component.WithTTL(o.TTL))
+	}
+	if o.Timeout != 0 && !o.NoWait {
+		l.opts = append(l.opts, component.WithTimeout(o.Timeout))
+	}
+	return l, nil
+}
+
+// acquire takes the lock name: one attempt with NoWait, else a wait.
+func (l *locker) acquire(ctx context.Context, name string) (*component.Lock, error) {
+	if !l.noWait {
+		return l.m.Acquire(ctx, name, l.opts...)
+	}
+	lock, err := l.m.TryAcquire(ctx, name, l.opts...)
+	if err == nil && lock == nil {
+		err = fmt.Errorf("%w: %q is held (no wait)", component.ErrTimeout, name)
+	}
+	return lock, err
+}
+
+// LockFrom returns the lock held for the running handler or action, or nil.
+// Its Context ends when the lock is lost; so does the handler's ctx.
+func LockFrom(ctx context.Context) *component.Lock { return component.LockFrom(ctx) }

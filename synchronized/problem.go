@@ -1,0 +1,68 @@
+package synchronized
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/mutexfx/mutexfx/component"
+)
+
+// Problem codes of the JSON problem bodies written by WriteProblem.
+const (
+	// CodeTimeout: the lock was not acquired in time (409).
+	CodeTimeout = "E_MUTEX_TIMEOUT"
+	// CodeLockName: the request lacks a field of the lock name (400).
+	CodeLockName = "E_MUTEX_LOCK_NAME"
+	// CodeDriver: the lock store failed (503).
+	CodeDriver = "E_MUTEX_DRIVER"
+	// CodeClosed: the lock store is closed, the application stopping (503).
+	CodeClosed = "E_MUTEX_CLOSED"
+	// CodeInternal: any other error (500).
+	CodeInternal = "E_MUTEX"
+)
+
+// Problem is the RFC 9457 body (application/problem+json) written by
+// WriteProblem. It never contains the lock name or the store's error.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+// ProblemOf maps an error of the middleware (or of the action wrapper) to
+// its problem: ErrTimeout → 409, ErrLockName → 400, ErrDriver → 503,
+// ErrClosed → 503, anything else → 500.
+func ProblemOf(err error) Problem {
+	p := Problem{Type: "about:blank"}
+	switch {
+	case errors.Is(err, component.ErrTimeout):
+		p.Status, p.Code, p.Detail = http.StatusConflict, CodeTimeout, "another request holds the lock of this resource; retry later"
+	case errors.Is(err, ErrLockName):
+		p.Status, p.Code, p.Detail = http.StatusBadRequest, CodeLockName, "the request lacks a value naming the lock of this resource"
+	case errors.Is(err, component.ErrClosed):
+		p.Status, p.Code, p.Detail = http.StatusServiceUnavailable, CodeClosed, "the service is stopping"
+	case errors.Is(err, component.ErrDriver):
+		p.Status, p.Code, p.Detail = http.StatusServiceUnavailable, CodeDriver, "the lock store is unavailable"
+	default:
+		p.Status, p.Code, p.Detail = http.StatusInternalServerError, CodeInternal, "the lock could not be acquired"
+	}
+	p.Title = http.StatusText(p.Status)
+	return p
+}
+
+// WriteProblem writes ProblemOf(err) as application/problem+json. A 503
+// carries Retry-After: 1.
+func WriteProblem(w http.ResponseWriter, _ *http.Request, err error) {
+	p := ProblemOf(err)
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	if p.Status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "1")
+	}
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
