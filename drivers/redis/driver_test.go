@@ -206,4 +206,3 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
