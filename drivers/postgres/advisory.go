@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -81,6 +82,9 @@ func (d *Driver) advTake(ctx context.Context, h int64, wait time.Duration) (uint
 			d.schemaLost()
 		}
 		d.failed(ctx, s, h)
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
 		return 0, false, err
 	}
 	if !ok {

@@ -310,13 +310,16 @@ func sqlState(err error) string {
 	return ""
 }
 
-// retryable reports serialization failures and deadlocks.
+// retryable reports serialization failures, deadlocks, and failures that
+// happened before the statement could run: nothing sent yet, or the backend
+// terminated (admin shutdown, crash recovery, starting up) — a pool hands
+// out idle connections whose backend was terminated meanwhile.
 func retryable(err error) bool {
 	switch sqlState(err) {
-	case "40001", "40P01":
+	case "40001", "40P01", "57P01", "57P02", "57P03":
 		return true
 	}
-	return false
+	return pgconn.SafeToRetry(err)
 }
 
 // retry runs f until it succeeds, fails for good, or fails retryably five
