@@ -107,14 +107,16 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, req drivers.AcquireR
 		return res, false, err
 	}
 	if d.opts.Sync {
-		if err := unix.Fdatasync(fd); err != nil {
-			return res, false, fmt.Errorf("fdatasync lock file: %w", err)
+		if err := d.sync(fd, fence == 1); err != nil {
+			return res, false, err
 		}
 	}
 	if err := unlock(fd, stateByte); err != nil {
 		return res, false, err
 	}
-	if !d.addHolder(req.Key, req.Token, &holder{fd: fd, fence: fence}) {
+	h := &holder{fd: fd, fence: fence}
+	h.expiry.Store(rec.expiry)
+	if !d.addHolder(req.Key, req.Token, h) {
 		return res, false, ErrClosed
 	}
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, true, nil
@@ -138,4 +140,24 @@ func (d *Driver) peekBusy(name string, buf []byte) (ttl time.Duration, busy bool
 		return 0, false, nil // let the locked attempt decide (and report)
 	}
 	return info.TTL, true, nil
+}
+
+// sync flushes the lock file's record to disk and, for a file's first
+// acquisition (the file may have just been created), the directory entry.
+func (d *Driver) sync(fd int, first bool) error {
+	if err := unix.Fdatasync(fd); err != nil {
+		return fmt.Errorf("fdatasync lock file: %w", err)
+	}
+	if !first {
+		return nil
+	}
+	dir, err := unix.Open(d.opts.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open lock directory: %w", err)
+	}
+	defer unix.Close(dir)
+	if err := unix.Fsync(dir); err != nil {
+		return fmt.Errorf("fsync lock directory: %w", err)
+	}
+	return nil
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package file
 
 import (
@@ -44,7 +46,9 @@ func TestBusyTimeout(t *testing.T) {
 			return err
 		}},
 		{"extend", func(ctx context.Context) error { _, err := d.Extend(ctx, "k", "a", time.Minute); return err }},
-		{"renew", func(ctx context.Context) error { return d.Renew(ctx, []drivers.Lease{{Key: "k", Token: "a", TTL: time.Minute}})[0].Err }},
+		{"renew", func(ctx context.Context) error {
+			return d.Renew(ctx, []drivers.Lease{{Key: "k", Token: "a", TTL: time.Minute}})[0].Err
+		}},
 	}
 	for _, c := range calls {
 		t.Run(c.name+"/busy timeout", func(t *testing.T) {

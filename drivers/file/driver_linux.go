@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -42,6 +43,7 @@ type Driver struct {
 	subs   map[int]func(drivers.Event)
 	nextID int
 	watch  *watcher
+	adds   int // acquisitions, to sweep expired holders now and then
 }
 
 type heldKey struct{ key, token string }
@@ -49,9 +51,10 @@ type heldKey struct{ key, token string }
 // holder is a lock this driver holds: the open file description keeping its
 // liveness byte locked.
 type holder struct {
-	mu    sync.Mutex // serialises operations on fd (OFD locks do not exclude their own description)
-	fd    int        // -1 once closed
-	fence uint64
+	mu     sync.Mutex // serialises operations on fd (OFD locks do not exclude their own description)
+	fd     int        // -1 once closed
+	fence  uint64
+	expiry atomic.Int64 // monotonic ns, as last written to the record
 }
 
 // New returns a driver on opts.Dir. It validates opts and touches nothing:
@@ -207,15 +210,43 @@ func (h *holder) close() {
 	}
 }
 
+// sweepEvery is how many acquisitions pass between sweeps of the holders.
+const sweepEvery = 64
+
 // addHolder records a lock just acquired. It reports false when the driver
-// was closed meanwhile (the caller then closes fd, freeing the lock).
+// was closed meanwhile (the caller then closes fd, freeing the lock). Every
+// sweepEvery acquisitions it also closes the descriptors of locks whose ttl
+// ran out without a later Extend or Release (a component that lost a lock
+// by its own timer sends neither): their liveness byte protects nothing any
+// more, since an expired record is free to take.
 func (d *Driver) addHolder(key, token string, h *holder) bool {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.closed {
+		d.mu.Unlock()
 		return false
 	}
 	d.held[heldKey{key, token}] = h
+	d.adds++
+	var stale map[heldKey]*holder
+	if d.adds%sweepEvery == 0 {
+		if now, err := now(); err == nil {
+			for k, o := range d.held {
+				if o.expiry.Load() <= now {
+					if stale == nil {
+						stale = make(map[heldKey]*holder)
+					}
+					stale[k] = o
+				}
+			}
+		}
+	}
+	d.mu.Unlock()
+	for k, o := range stale {
+		if o.mu.TryLock() {
+			d.dropHolder(k.key, k.token, o)
+			o.mu.Unlock()
+		}
+	}
 	return true
 }
 

@@ -108,9 +108,12 @@ func (d *Driver) extend(ctx context.Context, key, token string, ttl time.Duratio
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.fd >= 0 {
-			ok, err := d.extendLocked(ctx, h.fd, token, ttl, buf, false)
+			ok, expiry, err := d.extendLocked(ctx, h.fd, token, ttl, buf, false)
 			if err == nil && !ok {
 				d.dropHolder(key, token, h)
+			}
+			if ok {
+				h.expiry.Store(expiry)
 			}
 			return ok, err
 		}
@@ -123,50 +126,52 @@ func (d *Driver) extend(ctx context.Context, key, token string, ttl time.Duratio
 		return false, err
 	}
 	defer unix.Close(fd)
-	return d.extendLocked(ctx, fd, token, ttl, buf, true)
+	ok, _, err := d.extendLocked(ctx, fd, token, ttl, buf, true)
+	return ok, err
 }
 
 // extendLocked extends the record of fd if token holds it. With foreign (fd
 // is not the holder's descriptor) it also checks that the holder's
 // liveness byte is still locked, so that it never extends a lock whose
 // holder is gone.
-func (d *Driver) extendLocked(ctx context.Context, fd int, token string, ttl time.Duration, buf []byte, foreign bool) (bool, error) {
+// It returns the new expiry.
+func (d *Driver) extendLocked(ctx context.Context, fd int, token string, ttl time.Duration, buf []byte, foreign bool) (bool, int64, error) {
 	if err := lockState(ctx, fd, d.opts.BusyTimeout); err != nil {
-		return false, err
+		return false, 0, err
 	}
-	ok, err := d.extendRecord(fd, token, ttl, buf, foreign)
+	ok, expiry, err := d.extendRecord(fd, token, ttl, buf, foreign)
 	if uerr := unlock(fd, stateByte); err == nil && uerr != nil {
 		err = uerr
 	}
-	return ok && err == nil, err
+	return ok && err == nil, expiry, err
 }
 
-func (d *Driver) extendRecord(fd int, token string, ttl time.Duration, buf []byte, foreign bool) (bool, error) {
+func (d *Driver) extendRecord(fd int, token string, ttl time.Duration, buf []byte, foreign bool) (bool, int64, error) {
 	var rec record
 	if err := readRecord(fd, buf, &rec); err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if !rec.held() || string(rec.token) != token {
-		return false, nil
+		return false, 0, nil
 	}
 	now, err := now()
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if rec.expiry <= now {
-		return false, nil
+		return false, 0, nil
 	}
 	if foreign {
 		alive, err := lockedByOther(fd, rec.liveOff)
 		if err != nil || !alive {
-			return false, err
+			return false, 0, err
 		}
 	}
 	rec.expiry = addTTL(now, ttl)
 	if err := writeRecord(fd, buf, &rec, token); err != nil {
-		return false, err
+		return false, 0, err
 	}
-	return true, nil
+	return true, rec.expiry, nil
 }
 
 // Renew extends every lease in order, returning one result per lease. Each
