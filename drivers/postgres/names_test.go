@@ -1,0 +1,79 @@
+package postgres
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// TestNamesAreData takes, wakes on and releases locks whose names would
+// break unparameterised SQL or a naive NOTIFY, in both modes. A 10 KB name
+// is too long for a NOTIFY payload: it is released without a wake-up.
+func TestNamesAreData(t *testing.T) {
+	names := []struct {
+		name   string
+		notify bool
+	}{
+		{`quote ' and '' and "double"`, true},
+		{`back\slash \x00-not-nul $1 %s %% _ *`, true},
+		{"unicode ☃ 東京 ё \u200b emoji 🔒", true},
+		{"semicolon; DROP TABLE mutexfx_locks; --", true},
+		{strings.Repeat("n", 7999 - len("names:")), true},
+		{strings.Repeat("é", 5000), false}, // 10 KB
+	}
+	for _, mode := range []string{ModeAdvisory, ModeTable} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := ctxT(t)
+			a, b := shared(t, Options{Mode: mode}), shared(t, Options{Mode: mode})
+			var mu sync.Mutex
+			released := map[string]bool{}
+			cancel, err := b.Subscribe(ctx, func(ev drivers.Event) {
+				if ev.Kind == drivers.Released {
+					mu.Lock()
+					released[ev.Key] = true
+					mu.Unlock()
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cancel()
+			// the subscription connects in the background: wait until a
+			// release is heard
+			probe := "names:probe:" + t.Name()
+			within(t, 5*time.Second, "subscription ready", func() bool {
+				if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: probe, Token: "p", TTL: time.Minute}); err != nil || !res.Acquired {
+					return false
+				}
+				_, _ = a.Release(ctx, probe, "p")
+				time.Sleep(20 * time.Millisecond)
+				mu.Lock()
+				defer mu.Unlock()
+				return released[probe]
+			})
+			for _, n := range names {
+				key := "names:" + n.name
+				res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "tok", TTL: time.Minute})
+				if err != nil || !res.Acquired {
+					t.Fatalf("Acquire %.30q = %+v, %v", key, res, err)
+				}
+				if res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "other", TTL: time.Minute}); err != nil || res.Acquired {
+					t.Fatalf("second Acquire %.30q = %+v, %v; want held", key, res, err)
+				}
+				if ok, err := a.Release(ctx, key, "tok"); err != nil || !ok {
+					t.Fatalf("Release %.30q = %v, %v", key, ok, err)
+				}
+				if n.notify {
+					within(t, 2*time.Second, "wake-up", func() bool {
+						mu.Lock()
+						defer mu.Unlock()
+						return released[key]
+					})
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,160 @@
+package postgres
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+func TestNewValidates(t *testing.T) {
+	cases := []struct {
+		name string
+		opts Options
+		want string // "" = valid
+	}{
+		{"defaults", Options{}, ""},
+		{"table mode", Options{Mode: ModeTable, Table: "locks.mutex_locks"}, ""},
+		{"bad mode", Options{Mode: "row"}, "mode"},
+		{"table injection", Options{Table: `x"; DROP TABLE y; --`}, "table"},
+		{"table three parts", Options{Table: "a.b.c"}, "table"},
+		{"table too long", Options{Table: strings.Repeat("t", 58)}, "table"},
+		{"table empty part", Options{Table: "a."}, "table"},
+		{"channel qualified", Options{Channel: "a.b"}, "channel"},
+		{"sslmode with url", Options{URL: "postgres://h/db", SSLMode: "disable"}, "sslMode"},
+		{"bad port", Options{Port: 70000}, "port"},
+		{"bad synchronous_commit", Options{SynchronousCommit: "maybe"}, "synchronousCommit"},
+		{"negative sessions", Options{MaxSessions: -1}, "maxSessions"},
+		{"fields", Options{Host: "db", Port: 5433, Database: "app", Username: "u", Password: "p", SSLMode: "require"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := New(tc.opts)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				closeDriver(t, d)
+				return
+			}
+			if err == nil || !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v; want ErrOptions naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPasswordNeverInErrors(t *testing.T) {
+	const pw = "s3cr3t-Pa55"
+	cases := []Options{
+		{URL: "postgres://user:" + pw + "@host:notaport/db"},
+		{URL: "postgres://user:" + pw + "@[::1/db"},
+		{URL: "host=h port=x password=" + pw},
+		{URL: "host=h port=x password='" + pw + "'"},
+		{URL: "postgres://user:" + pw + "@127.0.0.1:1/db?sslmode=bogus"},
+		{Password: pw, Port: 1, Host: "127.0.0.1", SSLMode: "bogus"},
+	}
+	for _, o := range cases {
+		_, err := New(o)
+		if err == nil {
+			t.Fatalf("New(%T) succeeded; want an error", o)
+		}
+		if strings.Contains(err.Error(), pw) {
+			t.Fatalf("error contains the password: %v", err)
+		}
+	}
+	// a connection failure names no password either
+	d, err := New(Options{Host: "127.0.0.1", Port: testutil.FreePort(t), Username: "u", Password: pw, SSLMode: "disable", ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDriver(t, d)
+	for _, mode := range []string{ModeAdvisory, ModeTable} {
+		d.opts.Mode = mode
+		_, err = d.Acquire(ctxT(t), drivers.AcquireRequest{Key: "k", Token: "t", TTL: time.Second})
+		if err == nil || strings.Contains(err.Error(), pw) {
+			t.Fatalf("%s: Acquire on a closed port = %v; want an error without the password", mode, err)
+		}
+	}
+}
+
+func TestFactory(t *testing.T) {
+	f := Factory()
+	if f.Type != "postgres" || f.ClientType != reflect.TypeFor[*pgxpool.Pool]() {
+		t.Fatalf("Factory = %+v", f)
+	}
+	cases := []struct {
+		name    string
+		options map[string]any
+		client  any
+		want    string
+	}{
+		{"ok", map[string]any{"url": testutil.PostgresDSN(), "mode": "table", "stallTimeout": 1500}, nil, ""},
+		{"unknown key", map[string]any{"adress": "x"}, nil, "mutex.orders.driver.adress: unknown key"},
+		{"bad table", map[string]any{"table": "a b"}, nil, "mutex.orders.driver: postgres: invalid options: table"},
+		{"wrong client", nil, "not a pool", "mutex.orders.driver.client"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := f.New(drivers.Spec{Path: "mutex.orders.driver", Options: tc.options, Client: tc.client, Logger: zap.NewNop()})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				pd := d.(*Driver)
+				if pd.opts.StallTimeout != 1500*time.Millisecond || pd.Mode() != ModeTable {
+					t.Fatalf("decoded %+v", pd.opts)
+				}
+				closeDriver(t, d.(*Driver))
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v; want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestExistingPool builds drivers on the application's pool in both modes:
+// they work, and closing them leaves the pool open.
+func TestExistingPool(t *testing.T) {
+	ctx := ctxT(t)
+	pool, err := pgxpool.New(ctx, testutil.PostgresDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	spec := drivers.Spec{Path: "mutex.x.driver", Client: pool, Logger: zap.NewNop()}
+	for _, mode := range []string{ModeAdvisory, ModeTable} {
+		t.Run(mode, func(t *testing.T) {
+			spec.Options = map[string]any{"mode": mode}
+			dd, err := Factory().New(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := dd.(*Driver)
+			key := "pool:" + t.Name() + time.Now().String()
+			res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute})
+			if err != nil || !res.Acquired || res.Fence == 0 {
+				t.Fatalf("Acquire = %+v, %v", res, err)
+			}
+			if ok, err := d.Release(ctx, key, "a"); err != nil || !ok {
+				t.Fatalf("Release = %v, %v", ok, err)
+			}
+			closeDriver(t, d)
+			if err := pool.Ping(ctx); err != nil {
+				t.Fatalf("pool closed by the driver: %v", err)
+			}
+		})
+	}
+	if _, err := NewWithPool(pool, Options{URL: "postgres://x"}); !errors.Is(err, ErrOptions) {
+		t.Fatalf("NewWithPool with a URL = %v; want ErrOptions", err)
+	}
+}
