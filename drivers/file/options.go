@@ -66,7 +66,8 @@ var ErrCorrupt = errors.New("mutexfx/file: corrupt lock file")
 // stopped or hung in the middle of an operation).
 var ErrBusy = errors.New("mutexfx/file: lock file busy")
 
-// Options configure a Driver. The koanf tags are the configuration keys.
+// Options configure a Driver. The koanf tags name the configuration keys
+// Factory reads (where the modes may also be octal strings).
 type Options struct {
 	// Dir is the directory holding the lock files. Required. Every process
 	// sharing the locks uses the same directory, on a local file system of
