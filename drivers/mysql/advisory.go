@@ -48,6 +48,8 @@ const (
 	// from the sequence, in one SELECT. 1 = acquired, 0 = busy, NULL =
 	// GET_LOCK failed (killed, error).
 	advSequenceSQL = `SELECT CASE GET_LOCK(?, ? / 1000) WHEN 1 THEN NEXTVAL(%s) WHEN 0 THEN 0 END, CONNECTION_ID()`
+	// advUUIDShortSQL is advSequenceSQL with UUID_SHORT() for NEXTVAL.
+	advUUIDShortSQL = `SELECT CASE GET_LOCK(?, ? / 1000) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END, CONNECTION_ID()`
 	// advCounterSQL takes the lock and increments the key's counter row in
 	// one statement; LAST_INSERT_ID is the fence, 0 when GET_LOCK failed.
 	advCounterSQL = `INSERT INTO %s (name_hash, fence)
@@ -73,20 +75,27 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
-	var fence, connID int64
-	switch d.fenceSource() {
-	case FenceSequence:
-		var f sql.NullInt64
-		err = conn.QueryRowContext(ctx, fmt.Sprintf(advSequenceSQL, d.s.fenceTable), name, waitMS).Scan(&f, &connID)
+	var fence uint64
+	var connID int64
+	switch src := d.fenceSource(); src {
+	case FenceSequence, FenceUUIDShort:
+		q := advUUIDShortSQL
+		if src == FenceSequence {
+			q = fmt.Sprintf(advSequenceSQL, d.s.fenceTable)
+		}
+		var f sql.Null[uint64]
+		err = conn.QueryRowContext(ctx, q, name, waitMS).Scan(&f, &connID)
 		if err == nil && !f.Valid {
 			err = errors.New("GET_LOCK returned NULL")
 		}
-		fence = f.Int64
+		fence = f.V
 	default:
 		var res sql.Result
 		res, err = conn.ExecContext(ctx, fmt.Sprintf(advCounterSQL, d.s.fenceTable), keyHash(req.Key), name, waitMS)
 		if err == nil {
-			fence, err = res.LastInsertId()
+			var id int64
+			id, err = res.LastInsertId()
+			fence = uint64(id)
 		}
 		if err == nil && fence > 0 {
 			err = conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&connID)
@@ -101,11 +110,11 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		}
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
-	if fence <= 0 {
+	if fence == 0 {
 		conn.Close() // back to the pool: it holds nothing
 		return drivers.AcquireResult{}, nil
 	}
-	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: uint64(fence), connID: connID, conn: conn}
+	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: fence, connID: connID, conn: conn}
 	a.mu.Lock()
 	a.held[req.Key] = h
 	a.mu.Unlock()
@@ -120,7 +129,7 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		h.mu.Unlock()
 		return drivers.AcquireResult{}, ErrClosed
 	}
-	return drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
+	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
 }
 
 // get returns the live lock key held by token, or nil.

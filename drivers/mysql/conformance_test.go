@@ -17,6 +17,7 @@ func TestConformance(t *testing.T) {
 	}{
 		{"Advisory", Options{DSN: testutil.MySQLDSN()}},
 		{"AdvisoryCounterFence", Options{DSN: testutil.MySQLDSN(), Fence: FenceCounter, FenceTable: "mutexfx_test_fence_counter"}},
+		{"AdvisoryUUIDShortFence", Options{DSN: testutil.MySQLDSN(), Fence: FenceUUIDShort}},
 		{"AdvisoryPrepared", Options{DSN: testutil.MySQLDSN(), PreparedStatements: true}},
 		{"Table", Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks"}},
 	} {

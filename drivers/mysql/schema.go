@@ -59,8 +59,15 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 		}
 	}
 	ddl := fenceCounterDDL
-	if fence == FenceSequence {
+	switch fence {
+	case FenceSequence:
 		ddl = fenceSequenceDDL
+	case FenceUUIDShort:
+		ddl = ""
+	}
+	if ddl == "" {
+		d.fence, d.schemaOK = fence, true
+		return nil
 	}
 	if _, err := d.db.ExecContext(ctx, fmt.Sprintf(ddl, d.s.fenceTable)); err != nil {
 		return fmt.Errorf("mysql: create fence %s %s: %w", fence, d.s.fenceTable, err)

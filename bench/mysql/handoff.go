@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers/mysql"
+)
+
+// turn is one acquisition: when Acquire was called and returned, and when
+// the holder started its Release.
+type turn struct{ call, acquired, release int64 }
+
+// handoffs measures, for each mode, 8 workers taking turns on one lock in
+// one process (one component) and in 8 processes (a component each).
+func handoffs() error {
+	fmt.Printf("Hand-off: %d workers, hold %v, %d turns each. gap = next holder's Acquire return − previous holder's Release start; wait = Acquire call to return.\n\n", *procs, *hold, *turns)
+	fmt.Println("| mode | workers in | gap p50 | gap p99 | wait p50 | wait p99 | goal (gap p99) |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, c := range []struct {
+		mode      string
+		processes bool
+		goal      time.Duration
+	}{
+		{mysql.ModeAdvisory, false, 20 * time.Millisecond},
+		{mysql.ModeAdvisory, true, 20 * time.Millisecond},
+		{mysql.ModeTable, false, 20 * time.Millisecond},
+		{mysql.ModeTable, true, 40 * time.Millisecond},
+	} {
+		name := "bench-handoff:" + rand.Text()[:8]
+		var turns []turn
+		var err error
+		if c.processes {
+			turns, err = handoffProcesses(c.mode, name)
+		} else {
+			turns, err = handoffGoroutines(c.mode, name)
+		}
+		if err != nil {
+			return fmt.Errorf("hand-off %s: %w", c.mode, err)
+		}
+		gaps, waits := analyse(turns)
+		where := "1 process"
+		if c.processes {
+			where = fmt.Sprintf("%d processes", *procs)
+		}
+		verdict := "met"
+		if pct(gaps, 99) > c.goal {
+			verdict = "NOT met"
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | ≤ %v: %s |\n", c.mode, where,
+			ms(pct(gaps, 50)), ms(pct(gaps, 99)), ms(pct(waits, 50)), ms(pct(waits, 99)), c.goal, verdict)
+	}
+	return nil
+}
+
+func analyse(turns []turn) (gaps, waits []time.Duration) {
+	slices.SortFunc(turns, func(a, b turn) int { return int(a.acquired - b.acquired) })
+	for i, t := range turns {
+		waits = append(waits, time.Duration(t.acquired-t.call))
+		if i > 0 {
+			gaps = append(gaps, time.Duration(t.acquired-turns[i-1].release))
+		}
+	}
+	return gaps, waits
+}
+
+// work runs turns acquisitions of name on m, starting at start.
+func work(m *component.Mutex, name string, start time.Time, emit func(turn)) error {
+	ctx := context.Background()
+	time.Sleep(time.Until(start))
+	for range *turns {
+		call := time.Now()
+		l, err := m.Acquire(ctx, name, component.WithTimeout(time.Minute))
+		if err != nil {
+			return err
+		}
+		acquired := time.Now()
+		time.Sleep(*hold)
+		release := time.Now()
+		if ok, err := l.Release(ctx); !ok || err != nil {
+			return fmt.Errorf("release %v %v", ok, err)
+		}
+		emit(turn{call.UnixNano(), acquired.UnixNano(), release.UnixNano()})
+	}
+	return nil
+}
+
+func newMutex(mode string) (*component.Mutex, func(), error) {
+	d, err := mysql.New(mysql.Options{DSN: *dsn, Mode: mode, Table: "mutexfx_bench_locks"})
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := component.New(component.Options{Driver: d, Prefix: "bench:", TTL: 10 * time.Second})
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		m.Close(ctx)
+		d.Close(ctx)
+	}, nil
+}
+
+func handoffGoroutines(mode, name string) ([]turn, error) {
+	m, done, err := newMutex(mode)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	// warm up the pool and the schema
+	if l, err := m.Acquire(context.Background(), name); err == nil {
+		l.Release(context.Background())
+	} else {
+		return nil, err
+	}
+	var mu sync.Mutex
+	var out []turn
+	var wg sync.WaitGroup
+	errs := make(chan error, *procs)
+	start := time.Now().Add(100 * time.Millisecond)
+	for range *procs {
+		wg.Go(func() {
+			if err := work(m, name, start, func(t turn) { mu.Lock(); out = append(out, t); mu.Unlock() }); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return out, <-errs
+}
+
+func handoffProcesses(mode, name string) ([]turn, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now().Add(2 * time.Second) // room for the processes to start
+	var mu sync.Mutex
+	var out []turn
+	var wg sync.WaitGroup
+	errs := make(chan error, *procs)
+	for range *procs {
+		cmd := exec.Command(exe, "-handoff-worker", *dsn, mode, name, strconv.Itoa(*turns), hold.String(), strconv.FormatInt(start.UnixNano(), 10))
+		cmd.Stderr = os.Stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		wg.Go(func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				var t turn
+				if _, err := fmt.Sscan(sc.Text(), &t.call, &t.acquired, &t.release); err == nil {
+					mu.Lock()
+					out = append(out, t)
+					mu.Unlock()
+				}
+			}
+			if err := cmd.Wait(); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return out, <-errs
+}
+
+// handoffWorker is one hand-off process: args dsn mode name turns hold start.
+func handoffWorker(args []string) int {
+	if len(args) != 6 {
+		fmt.Fprintln(os.Stderr, "worker: bad arguments", strings.Join(args, " "))
+		return 2
+	}
+	*dsn = args[0]
+	*turns, _ = strconv.Atoi(args[3])
+	*hold, _ = time.ParseDuration(args[4])
+	startNs, _ := strconv.ParseInt(args[5], 10, 64)
+	m, done, err := newMutex(args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	defer done()
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	if err := work(m, args[2], time.Unix(0, startNs), func(t turn) { fmt.Fprintln(w, t.call, t.acquired, t.release) }); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	return 0
+}
