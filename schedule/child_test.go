@@ -1,0 +1,169 @@
+package schedule_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers/file"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+	"github.com/mutexfx/mutexfx/schedule"
+)
+
+// Environment of the "scheduler" child role.
+const (
+	envDir      = "SCHED_DIR"      // the file driver's directory
+	envOut      = "SCHED_OUT"      // the child's report file
+	envOffset   = "SCHED_OFFSET"   // its clock offset, a Go duration
+	envDuration = "SCHED_DURATION" // how long it runs its scheduler
+)
+
+// runChild plays a child role and returns the exit code.
+func runChild(role string) int {
+	if role != "scheduler" {
+		fmt.Fprintf(os.Stderr, "unknown child role %q\n", role)
+		return 2
+	}
+	if err := childScheduler(); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 1
+	}
+	return 0
+}
+
+// childScheduler runs an exclusive job every period on the file driver for
+// the configured duration, writing "start <ns>", "run <planned ns>" and
+// "stop <ns>" lines to its report file.
+func childScheduler() error {
+	offset, err := time.ParseDuration(os.Getenv(envOffset))
+	if err != nil {
+		return err
+	}
+	duration, err := time.ParseDuration(os.Getenv(envDuration))
+	if err != nil {
+		return err
+	}
+	out, err := os.Create(os.Getenv(envOut))
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	var mu sync.Mutex
+	report := func(kind string, t time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, "%s %d\n", kind, t.UnixNano())
+	}
+	drv, err := file.New(file.Options{Dir: os.Getenv(envDir)})
+	if err != nil {
+		return err
+	}
+	m, err := component.New(component.Options{Driver: drv, TTL: 2 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer m.Close(context.Background())
+	s, err := schedule.New(schedule.Options{Mutex: m, Clock: schedule.OffsetClock(offset)},
+		schedule.Job{Name: "report", Every: period, Exclusive: true, Run: func(ctx context.Context) error {
+			p, _ := schedule.Planned(ctx)
+			report("run", p)
+			return nil
+		}})
+	if err != nil {
+		return err
+	}
+	if err := s.Start(context.Background()); err != nil {
+		return err
+	}
+	report("start", time.Now())
+	time.Sleep(duration) // the scenario's length
+	report("stop", time.Now())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.Stop(ctx)
+}
+
+func TestExclusiveThreeProcessesFileDriver(t *testing.T) {
+	for _, skewed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("skewed=%v", skewed), func(t *testing.T) {
+			dir := t.TempDir()
+			var cmds []*exec
+			for i := range 3 {
+				offset := time.Duration(0)
+				if skewed {
+					offset = skews[i]
+				}
+				out := filepath.Join(dir, fmt.Sprintf("child%d.out", i))
+				cmd := testutil.Child(t, "scheduler",
+					envDir+"="+filepath.Join(dir, "locks"), envOut+"="+out,
+					envOffset+"="+offset.String(), envDuration+"="+(12*period).String())
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				cmds = append(cmds, &exec{wait: cmd.Wait, out: out, name: fmt.Sprint("process", i)})
+			}
+			by := map[time.Time][]string{}
+			var from, to time.Time
+			for _, c := range cmds {
+				if err := c.wait(); err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				start, stop := c.read(t, by)
+				if start.After(from) {
+					from = start
+				}
+				if to.IsZero() || stop.Before(to) {
+					to = stop
+				}
+			}
+			checkExactlyOnce(t, by, period, from.Add(period), to.Add(-period))
+		})
+	}
+}
+
+// exec is a child process and its report.
+type exec struct {
+	name string
+	out  string
+	wait func() error
+}
+
+// read adds the child's runs to by and returns when it started and stopped
+// its scheduler.
+func (c *exec) read(t *testing.T, by map[time.Time][]string) (start, stop time.Time) {
+	t.Helper()
+	f, err := os.Open(c.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		kind, ns, _ := strings.Cut(sc.Text(), " ")
+		n, err := strconv.ParseInt(ns, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: bad line %q", c.name, sc.Text())
+		}
+		at := time.Unix(0, n).UTC()
+		switch kind {
+		case "start":
+			start = at
+		case "stop":
+			stop = at
+		case "run":
+			by[at] = append(by[at], c.name)
+		}
+	}
+	if start.IsZero() || stop.IsZero() {
+		t.Fatalf("%s: incomplete report", c.name)
+	}
+	return start, stop
+}

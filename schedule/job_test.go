@@ -1,0 +1,72 @@
+package schedule_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/schedule"
+)
+
+func TestNewRejectsInvalidJobs(t *testing.T) {
+	run := func(context.Context) error { return nil }
+	tests := []struct {
+		name string
+		jobs []schedule.Job
+	}{
+		{"no name", []schedule.Job{{Every: time.Second, Run: run}}},
+		{"no run", []schedule.Job{{Name: "a", Every: time.Second}}},
+		{"neither every nor cron", []schedule.Job{{Name: "a", Run: run}}},
+		{"both every and cron", []schedule.Job{{Name: "a", Every: time.Second, Cron: "* * * * *", Run: run}}},
+		{"every too short", []schedule.Job{{Name: "a", Every: time.Microsecond, Run: run}}},
+		{"negative every", []schedule.Job{{Name: "a", Every: -time.Second, Run: run}}},
+		{"bad cron", []schedule.Job{{Name: "a", Cron: "61 * * * *", Run: run}}},
+		{"six fields", []schedule.Job{{Name: "a", Cron: "0 0 3 * * *", Run: run}}},
+		{"@every", []schedule.Job{{Name: "a", Cron: "@every 5m", Run: run}}},
+		{"duplicate", []schedule.Job{{Name: "a", Every: time.Second, Run: run}, {Name: "a", Cron: "@daily", Run: run}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := schedule.New(schedule.Options{}, tt.jobs...); !errors.Is(err, schedule.ErrInvalidJob) {
+				t.Fatalf("err = %v, want ErrInvalidJob", err)
+			}
+		})
+	}
+	ok := []schedule.Job{
+		{Name: "every", Every: 5 * time.Minute, Run: run},
+		{Name: "cron", Cron: "0 3 * * *", Run: run},
+		{Name: "tz", Cron: "CRON_TZ=Europe/Paris 0 3 * * *", Run: run},
+		{Name: "daily", Cron: "@daily", Run: run},
+	}
+	if _, err := schedule.New(schedule.Options{}, ok...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPlannedInstants(t *testing.T) {
+	utc := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	tests := []struct {
+		name string
+		job  schedule.Job
+		now  time.Time
+		want time.Time
+	}{
+		{"every 5m aligned", schedule.Job{Every: 5 * time.Minute}, utc, time.Date(2024, 5, 6, 7, 10, 0, 0, time.UTC)},
+		{"every 5m on an instant", schedule.Job{Every: 5 * time.Minute}, time.Date(2024, 5, 6, 7, 10, 0, 0, time.UTC), time.Date(2024, 5, 6, 7, 15, 0, 0, time.UTC)},
+		{"every 7s since the epoch", schedule.Job{Every: 7 * time.Second}, time.Unix(700, 1), time.Unix(707, 0)},
+		{"cron 3am", schedule.Job{Cron: "0 3 * * *"}, utc, time.Date(2024, 5, 7, 3, 0, 0, 0, time.UTC)},
+		{"cron tz", schedule.Job{Cron: "CRON_TZ=Asia/Tokyo 0 3 * * *"}, utc, time.Date(2024, 5, 6, 18, 0, 0, 0, time.UTC)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := schedule.NextRun(tt.job, tt.now, time.UTC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Equal(tt.want) {
+				t.Fatalf("next = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

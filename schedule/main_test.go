@@ -1,0 +1,116 @@
+package schedule_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+	"github.com/mutexfx/mutexfx/schedule"
+)
+
+func TestMain(m *testing.M) {
+	if role := testutil.ChildRole(); role != "" {
+		os.Exit(runChild(role))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// runs records the runs of jobs: planned instant → instances that ran it.
+type runs struct {
+	mu sync.Mutex
+	by map[time.Time][]string
+}
+
+func newRuns() *runs { return &runs{by: map[time.Time][]string{}} }
+
+// job returns a job function recording instance's runs.
+func (r *runs) job(instance string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		p, _ := schedule.Planned(ctx)
+		r.mu.Lock()
+		r.by[p.UTC()] = append(r.by[p.UTC()], instance)
+		r.mu.Unlock()
+		return nil
+	}
+}
+
+func (r *runs) snapshot() map[time.Time][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[time.Time][]string, len(r.by))
+	for k, v := range r.by {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// checkExactlyOnce fails unless every instant of period has at most one
+// run, and every instant in [from, to] exactly one.
+func checkExactlyOnce(t *testing.T, by map[time.Time][]string, period time.Duration, from, to time.Time) {
+	t.Helper()
+	for p, who := range by {
+		if len(who) > 1 {
+			t.Errorf("instant %s ran %d times: %v", p.Format("15:04:05.000"), len(who), who)
+		}
+	}
+	n := 0
+	for p := from.Truncate(period).Add(period); !p.After(to); p = p.Add(period) {
+		n++
+		if len(by[p.UTC()]) == 0 {
+			t.Errorf("instant %s did not run", p.Format("15:04:05.000"))
+		}
+	}
+	if n < 3 {
+		t.Fatalf("only %d instants observed: the test window is too short", n)
+	}
+	t.Logf("%d instants in the window, %d instants run in all", n, len(by))
+}
+
+// newMutex returns a Mutex on drv, closed at the test's end.
+func newMutex(t *testing.T, drv drivers.Driver) *component.Mutex {
+	t.Helper()
+	m, err := component.New(component.Options{Driver: drv, TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	return m
+}
+
+// logs returns a logger recording its entries at debug level and above.
+func logs() (*zap.Logger, *observer.ObservedLogs) {
+	core, obs := observer.New(zapcore.DebugLevel)
+	return zap.New(core), obs
+}
+
+// waitFor polls cond until it holds or 10 s passed.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stop stops s within 5 s.
+func stop(t *testing.T, s *schedule.Scheduler) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Stop(ctx); err != nil {
+		t.Error(err)
+	}
+}
