@@ -1,0 +1,104 @@
+package schedule_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/v2"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+
+	"github.com/mutexfx/mutexfx"
+	"github.com/mutexfx/mutexfx/schedule"
+)
+
+// fxConfig configures two memory stores (process-wide, shared by the apps
+// of the test): "locks", the default, and "other".
+func fxConfig(t *testing.T) *koanf.Koanf {
+	t.Helper()
+	k := koanf.New(".")
+	err := k.Load(confmap.Provider(map[string]any{
+		"mutex.locks.prefix":  "schedfx:",
+		"mutex.locks.default": true,
+		"mutex.other.prefix":  "schedfx-other:",
+	}, "."), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestFxThreeAppsExactlyOnce(t *testing.T) {
+	for _, skewed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("skewed=%v", skewed), func(t *testing.T) {
+			r := newRuns()
+			var apps []*fxtest.App
+			for i := range 3 {
+				clock := schedule.OffsetClock(0)
+				if skewed {
+					clock = schedule.OffsetClock(skews[i])
+				}
+				apps = append(apps, fxtest.New(t,
+					fx.NopLogger,
+					mutexfx.Module(fxConfig(t)),
+					schedule.Module,
+					fx.Supply(fx.Annotate(clock, fx.As(new(schedule.Clock)))),
+					schedule.Provide(
+						schedule.Job{Name: "fx-report", Key: fmt.Sprintf("fx-report-%v", skewed), Every: period, Exclusive: true, Run: r.job(fmt.Sprint("app", i))},
+						schedule.Job{Name: "fx-other", Key: fmt.Sprintf("fx-other-%v", skewed), Store: "other", Every: time.Hour, Exclusive: true, Run: r.job("never")},
+					),
+				))
+			}
+			start := time.Now()
+			for _, app := range apps {
+				app.RequireStart()
+			}
+			if took := time.Since(start); took > period/2 {
+				t.Errorf("starting three apps took %v: OnStart must return at once", took)
+			}
+			time.Sleep(12 * period) // the scenario's length
+			end := time.Now()
+			for _, app := range apps {
+				app.RequireStop()
+			}
+			by := r.snapshot()
+			checkExactlyOnce(t, by, period, start.Add(period), end.Add(-period))
+		})
+	}
+}
+
+func TestFxModuleErrors(t *testing.T) {
+	run := func(context.Context) error { return nil }
+	err := fx.ValidateApp(fx.NopLogger, mutexfx.Module(fxConfig(t)), schedule.Module,
+		schedule.Provide(schedule.Job{Name: "ok", Every: time.Second, Exclusive: true, Run: run}))
+	if err != nil {
+		t.Fatalf("ValidateApp: %v", err)
+	}
+	app := fx.New(fx.NopLogger, mutexfx.Module(fxConfig(t)), schedule.Module,
+		schedule.Provide(schedule.Job{Name: "bad", Cron: "nope", Run: run}))
+	if err := app.Err(); !errors.Is(err, schedule.ErrInvalidJob) {
+		t.Fatalf("fx.New with an invalid job: %v", err)
+	}
+}
+
+func TestFxStopWaitsForJob(t *testing.T) {
+	started := make(chan struct{})
+	var sawCancel bool
+	app := fxtest.New(t, fx.NopLogger, mutexfx.Module(fxConfig(t)), schedule.Module,
+		schedule.Provide(schedule.Job{Name: "fx-long", Every: 10 * time.Millisecond, Exclusive: true, Run: func(ctx context.Context) error {
+			close(started)
+			<-ctx.Done()
+			sawCancel = true
+			return nil
+		}}))
+	app.RequireStart()
+	<-started
+	app.RequireStop()
+	if !sawCancel {
+		t.Fatal("the app stopped before its running job returned")
+	}
+}
