@@ -21,7 +21,7 @@ func TestNamesAreData(t *testing.T) {
 		{`back\slash \x00-not-nul $1 %s %% _ *`, true},
 		{"unicode ☃ 東京 ё \u200b emoji 🔒", true},
 		{"semicolon; DROP TABLE mutexfx_locks; --", true},
-		{strings.Repeat("n", 7999 - len("names:")), true},
+		{strings.Repeat("n", 7999-len("names:")), true},
 		{strings.Repeat("é", 5000), false}, // 10 KB
 	}
 	for _, mode := range []string{ModeAdvisory, ModeTable} {

@@ -1,0 +1,303 @@
+// Command postgres benchmarks the mutexfx PostgreSQL driver against the bare
+// statements it is built on, in one run on one server, and prints a Markdown
+// table. Usage (from the bench module):
+//
+//	go run ./postgres [-dsn postgres://postgres@127.0.0.1:5432/test?sslmode=disable] [-n 2000]
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/postgres"
+)
+
+var (
+	dsn     = flag.String("dsn", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL")
+	n       = flag.Int("n", 2000, "iterations of each pair benchmark")
+	handoff = flag.Int("handoff", 60, "acquisitions per hand-off worker")
+	child   = flag.String("child", "", "internal: run as a hand-off worker process in this mode")
+)
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	if *child != "" {
+		childWorker(ctx, *child)
+		return
+	}
+	fmt.Println("| benchmark | p50 | p99 | ratio (p50) |")
+	fmt.Println("|---|---|---|---|")
+	conn := must(pgx.Connect(ctx, *dsn))
+	defer conn.Close(ctx)
+	sel := pair(func() { exec1(ctx, conn, "SELECT 1") })
+	row("bare SELECT 1", sel, nil)
+
+	bareAdv := pair(func() {
+		exec1(ctx, conn, "SELECT pg_try_advisory_lock(42)")
+		exec1(ctx, conn, "SELECT pg_advisory_unlock(42)")
+	})
+	row("bare pg_try_advisory_lock + pg_advisory_unlock", bareAdv, nil)
+	exec1(ctx, conn, "CREATE SEQUENCE IF NOT EXISTS mutexfx_bench_fence")
+	bareFenced := pair(func() {
+		exec1(ctx, conn, "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock(42) AS ok) SELECT ok, CASE WHEN ok THEN nextval('mutexfx_bench_fence') END FROM l")
+		exec1(ctx, conn, "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock(42) AS ok) SELECT ok, CASE WHEN ok THEN pg_notify('mutexfx_bench', 'k') END IS NULL FROM u")
+	})
+	row("bare advisory pair with nextval + pg_notify (the driver's SQL)", bareFenced, bareAdv)
+	adv := newDriver(postgres.Options{URL: *dsn})
+	row("mutexfx advisory Acquire+Release (fence, notify)", driverPair(ctx, adv), bareAdv)
+	m := newMutex(adv, time.Minute)
+	row("mutexfx advisory component TryAcquire+Release", componentPair(ctx, m), bareAdv)
+	_ = m.Close(ctx)
+	_ = adv.Close(ctx)
+
+	for _, v := range []struct {
+		label string
+		opts  postgres.Options
+		setup string
+	}{
+		{"logged", postgres.Options{Table: "mutexfx_bench_logged"}, ""},
+		{"unlogged", postgres.Options{Table: "mutexfx_bench_unlogged", Unlogged: true}, "UNLOGGED"},
+		{"synchronous_commit=off", postgres.Options{Table: "mutexfx_bench_async", SynchronousCommit: "off"}, "ASYNC"},
+	} {
+		bare := bareTablePair(ctx, conn, v.setup)
+		row("bare INSERT…ON CONFLICT…RETURNING + DELETE ("+v.label+")", bare, nil)
+		v.opts.URL, v.opts.Mode = *dsn, postgres.ModeTable
+		d := newDriver(v.opts)
+		row("mutexfx table Acquire+Release ("+v.label+")", driverPair(ctx, d), bare)
+		_ = d.Close(ctx)
+	}
+
+	for _, mode := range []string{postgres.ModeAdvisory, postgres.ModeTable} {
+		d := newDriver(postgres.Options{URL: *dsn, Mode: mode, Table: "mutexfx_bench_logged"})
+		m := newMutex(d, 5*time.Second)
+		waits := handoffWorkers(ctx, m, "handoff-1p-"+mode, 8, *handoff)
+		row("hand-off wait, 8 workers, 1 process, 1 ms hold ("+mode+")", waits, nil)
+		_ = m.Close(ctx)
+		_ = d.Close(ctx)
+		row("hand-off wait, 8 processes, 1 ms hold ("+mode+")", handoffProcesses(mode), nil)
+	}
+	renewal(ctx)
+}
+
+// pair times f n times after a warm-up.
+func pair(f func()) []time.Duration {
+	for range 100 {
+		f()
+	}
+	out := make([]time.Duration, *n)
+	for i := range out {
+		start := time.Now()
+		f()
+		out[i] = time.Since(start)
+	}
+	return out
+}
+
+func exec1(ctx context.Context, c *pgx.Conn, sql string, args ...any) {
+	rows, err := c.Query(ctx, sql, args...)
+	must(0, err)
+	for rows.Next() {
+	}
+	must(0, rows.Err())
+}
+
+func bareTablePair(ctx context.Context, c *pgx.Conn, kind string) []time.Duration {
+	table := "mutexfx_bench_bare"
+	unlogged := ""
+	if kind == "UNLOGGED" {
+		unlogged = "UNLOGGED "
+	}
+	exec1(ctx, c, "DROP TABLE IF EXISTS "+table)
+	exec1(ctx, c, "CREATE "+unlogged+"TABLE "+table+" (id bytea PRIMARY KEY, name text, token text, fence bigint, expires_at timestamptz)")
+	if kind == "ASYNC" {
+		exec1(ctx, c, "SET synchronous_commit = off")
+		defer exec1(ctx, c, "SET synchronous_commit = on")
+	}
+	id := []byte("0123456789abcdef0123456789abcdef")
+	return pair(func() {
+		exec1(ctx, c, "INSERT INTO "+table+" VALUES ($1, 'bench', 'tok', 1, now() + interval '1 minute') "+
+			"ON CONFLICT (id) DO UPDATE SET token = excluded.token WHERE "+table+".expires_at < now() RETURNING fence", id)
+		exec1(ctx, c, "DELETE FROM "+table+" WHERE id = $1 AND token = 'tok'", id)
+	})
+}
+
+func driverPair(ctx context.Context, d *postgres.Driver) []time.Duration {
+	key := "bench:" + rand.Text()
+	return pair(func() {
+		tok := rand.Text()
+		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})
+		if err != nil || !res.Acquired || res.Fence == 0 {
+			panic(fmt.Sprint("acquire: ", res, err))
+		}
+		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+			panic(fmt.Sprint("release: ", ok, err))
+		}
+	})
+}
+
+func componentPair(ctx context.Context, m *component.Mutex) []time.Duration {
+	name := "pair:" + rand.Text()
+	return pair(func() {
+		l, err := m.TryAcquire(ctx, name)
+		if err != nil || l == nil {
+			panic(fmt.Sprint("try: ", err))
+		}
+		must(l.Release(ctx))
+	})
+}
+
+// handoffWorkers runs workers goroutines on m taking name in turn, holding
+// it 1 ms, and returns their waits.
+func handoffWorkers(ctx context.Context, m *component.Mutex, name string, workers, each int) []time.Duration {
+	var mu sync.Mutex
+	var waits []time.Duration
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				start := time.Now()
+				l, err := m.Acquire(ctx, name, component.WithTimeout(30*time.Second))
+				if err != nil {
+					panic(err)
+				}
+				w := time.Since(start)
+				time.Sleep(time.Millisecond)
+				must(l.Release(ctx))
+				mu.Lock()
+				waits = append(waits, w)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return waits
+}
+
+func childWorker(ctx context.Context, mode string) {
+	d := newDriver(postgres.Options{URL: *dsn, Mode: mode, Table: "mutexfx_bench_logged"})
+	m := newMutex(d, 5*time.Second)
+	// wait for the go signal so that every process contends from the start
+	fmt.Println("ready")
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	waits := handoffWorkers(ctx, m, "handoff-8p-"+mode, 1, *handoff)
+	for _, w := range waits {
+		fmt.Println(int64(w))
+	}
+	_ = m.Close(ctx)
+	_ = d.Close(ctx)
+}
+
+func handoffProcesses(mode string) []time.Duration {
+	exe := must(os.Executable())
+	type proc struct {
+		cmd *exec.Cmd
+		out *bufio.Scanner
+		in  interface{ Close() error }
+	}
+	var procs []proc
+	for range 8 {
+		cmd := exec.Command(exe, "-child", mode, "-dsn", *dsn, "-handoff", strconv.Itoa(*handoff))
+		cmd.Stderr = os.Stderr
+		stdout := must(cmd.StdoutPipe())
+		stdin := must(cmd.StdinPipe())
+		must(0, cmd.Start())
+		sc := bufio.NewScanner(stdout)
+		if !sc.Scan() || sc.Text() != "ready" {
+			panic("child not ready")
+		}
+		procs = append(procs, proc{cmd, sc, stdin})
+	}
+	for _, p := range procs {
+		_ = p.in.Close() // go
+	}
+	var waits []time.Duration
+	for _, p := range procs {
+		for p.out.Scan() {
+			v, err := strconv.ParseInt(strings.TrimSpace(p.out.Text()), 10, 64)
+			must(0, err)
+			waits = append(waits, time.Duration(v))
+		}
+		must(0, p.cmd.Wait())
+	}
+	return waits
+}
+
+// renewal holds 10,000 rows in table mode and renews them all once, as the
+// component does every ttl/3.
+func renewal(ctx context.Context) {
+	d := newDriver(postgres.Options{URL: *dsn, Mode: postgres.ModeTable, Table: "mutexfx_bench_logged"})
+	defer d.Close(ctx)
+	const rows = 10000
+	leases := make([]drivers.Lease, rows)
+	var wg sync.WaitGroup
+	prefix := "renew:" + rand.Text() + ":"
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < rows; i += 8 {
+				leases[i] = drivers.Lease{Key: prefix + strconv.Itoa(i), Token: rand.Text(), TTL: time.Minute}
+				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: leases[i].Key, Token: leases[i].Token, TTL: time.Minute})
+				if err != nil || !res.Acquired {
+					panic(fmt.Sprint(res, err))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var times []time.Duration
+	for range 5 {
+		start := time.Now()
+		for _, r := range d.Renew(ctx, leases) {
+			if r.Err != nil || !r.Held {
+				panic(fmt.Sprint(r))
+			}
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	fmt.Printf("| renewal of %d held rows (table, one UPDATE … FROM unnest) | %v | max %v | 1 round trip per period |\n",
+		rows, times[len(times)/2].Round(10*time.Microsecond), times[len(times)-1].Round(10*time.Microsecond))
+	for _, l := range leases {
+		_, _ = d.Release(ctx, l.Key, l.Token)
+	}
+}
+
+func newDriver(o postgres.Options) *postgres.Driver { return must(postgres.New(o)) }
+
+func newMutex(d drivers.Driver, ttl time.Duration) *component.Mutex {
+	return must(component.New(component.Options{Driver: d, Prefix: "bench:", TTL: ttl, RetryDelay: 5 * time.Millisecond}))
+}
+
+// row prints a result line, with the p50 ratio against base when given.
+func row(label string, ds, base []time.Duration) {
+	slices.Sort(ds)
+	p50, p99 := ds[len(ds)/2], ds[len(ds)*99/100]
+	r := ""
+	if base != nil {
+		b := slices.Clone(base)
+		slices.Sort(b)
+		r = fmt.Sprintf("%.2f×", float64(p50)/float64(b[len(b)/2]))
+	}
+	fmt.Printf("| %s | %v | %v | %s |\n", label, p50.Round(time.Microsecond), p99.Round(time.Microsecond), r)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
