@@ -6,30 +6,28 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"go.uber.org/zap"
 )
 
-// attempt makes one acquisition attempt for the queue head w. It returns the
-// lock, or the store's answer when the lock is taken, or an error. The store
-// is given until the wait's deadline (start+timeout) and at least
-// attemptGrace to answer; a lock acquired after that, or after ctx ended, is
-// released in the background.
-func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, start time.Time, timeout time.Duration, w *waiter) (*Lock, drivers.AcquireResult, error) {
-	var res drivers.AcquireResult
+// attempt makes one acquisition attempt, started at now, for the queue head
+// w. It returns the lock, or the store's answer when the lock is taken, or
+// an error. The store is given until the wait's deadline (zero: none) and at
+// least attemptGrace to answer; a lock acquired after that, or after ctx
+// ended, is released in the background.
+func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now time.Time, deadline time.Time, w *waiter) (*Lock, drivers.AcquireResult, error) {
 	token := rand.Text()
 	key := m.opts.Prefix + name
-	now := time.Now()
 
 	limit := now.Add(attemptGrace)
 	var wait time.Duration
-	if timeout > 0 {
-		deadline := start.Add(timeout)
+	if !deadline.IsZero() {
 		if m.feat.BlockingWait {
-			wait = min(deadline.Sub(now), maxRetryDelay)
-			limit = limit.Add(max(wait, 0))
+			wait = max(min(deadline.Sub(now), maxRetryDelay), 0)
+			limit = limit.Add(wait)
 		}
 		if deadline.After(limit) {
 			limit = deadline
@@ -42,12 +40,20 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, sta
 		limit = now.Add(max(attemptGrace, ttl) + wait)
 	}
 
-	actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), limit)
-	stop := context.AfterFunc(ctx, cancel)
-	res, err := m.drv.Acquire(actx, drivers.AcquireRequest{Key: key, Token: token, TTL: ttl, Wait: max(wait, 0)})
-	stop()
-	cancel()
-	late := time.Now().After(limit)
+	req := drivers.AcquireRequest{Key: key, Token: token, TTL: ttl, Wait: wait}
+	var res drivers.AcquireResult
+	var err error
+	late := false
+	if m.feat.InProcess {
+		res, err = m.drv.Acquire(ctx, req)
+	} else {
+		// ctx's end cancels the attempt too; the wait's deadline does not:
+		// the attempt has its grace.
+		actx, cancel := context.WithDeadline(ctx, limit)
+		res, err = m.drv.Acquire(actx, req)
+		late = actx.Err() != nil && ctx.Err() == nil
+		cancel()
+	}
 
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -85,9 +91,9 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, sta
 	if q := m.queues[name]; q != nil && len(q.waiters) > 0 && q.waiters[0] == w {
 		// Leave the queue without waking the next waiter: it would only
 		// find the name held by us.
-		q.waiters = q.waiters[1:]
+		q.waiters = slices.Delete(q.waiters, 0, 1)
 		if len(q.waiters) == 0 {
-			delete(m.queues, name)
+			m.forgetQueue(name, q)
 		}
 	}
 	m.mu.Unlock()

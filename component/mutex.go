@@ -132,7 +132,8 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 	defer m.dequeue(name, w)
 
 	m.start(ctx)
-	l, _, err := m.attempt(ctx, name, o.ttl, time.Now(), 0, w)
+	now := time.Now()
+	l, _, err := m.attempt(ctx, name, o.ttl, now, now, w)
 	return l, err
 }
 
@@ -212,6 +213,7 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 	}
 
 	backoff := m.opts.RetryDelay
+	slept := false
 	for {
 		m.mu.Lock()
 		closed, head, busy := m.closed, m.queues[name].waiters[0] == w, m.held[name] != nil
@@ -222,12 +224,17 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 		if !head || busy {
 			// Our turn comes with a wake-up: the waiter before us left, or
 			// our own holder released or lost the lock.
+			slept = true
 			if err := sleep(0); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		l, res, err := m.attempt(ctx, name, o.ttl, start, o.timeout, w)
+		now := start // the first attempt, made at once, reuses the start time
+		if slept {
+			now = time.Now()
+		}
+		l, res, err := m.attempt(ctx, name, o.ttl, now, deadline, w)
 		if l != nil || err != nil {
 			return l, err
 		}
@@ -242,6 +249,7 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
 			return nil, m.timeout(name, o.timeout)
 		}
+		slept = true
 		if err := sleep(delay); err != nil {
 			return nil, err
 		}
@@ -346,23 +354,44 @@ func (m *Mutex) Close(ctx context.Context) error {
 	return nil
 }
 
+// Queues and waiters are pooled: an uncontended acquisition allocates
+// neither.
+var (
+	queuePool  = sync.Pool{New: func() any { return new(queue) }}
+	waiterPool = sync.Pool{New: func() any { return &waiter{wake: make(chan struct{}, 1)} }}
+)
+
 // enqueue appends a waiter for name; m.mu held.
 func (m *Mutex) enqueue(name string) *waiter {
 	q := m.queues[name]
 	if q == nil {
-		q = &queue{}
+		q = queuePool.Get().(*queue)
 		m.queues[name] = q
 	}
-	w := &waiter{wake: make(chan struct{}, 1)}
+	w := waiterPool.Get().(*waiter)
 	q.waiters = append(q.waiters, w)
 	return w
 }
 
-// dequeue removes w (if still queued) and wakes the new head.
+// dequeue removes w (if still queued), wakes the new head and recycles w:
+// its owner's last use. Waiters are only signalled under m.mu while queued.
 func (m *Mutex) dequeue(name string, w *waiter) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.removeWaiter(name, w)
+	m.mu.Unlock()
+	select {
+	case <-w.wake:
+	default:
+	}
+	waiterPool.Put(w)
+}
+
+// forgetQueue drops an empty queue; m.mu held.
+func (m *Mutex) forgetQueue(name string, q *queue) {
+	delete(m.queues, name)
+	clear(q.waiters[:cap(q.waiters)])
+	q.waiters = q.waiters[:0]
+	queuePool.Put(q)
 }
 
 // removeWaiter removes w from name's queue, waking the next waiter when w
@@ -378,7 +407,7 @@ func (m *Mutex) removeWaiter(name string, w *waiter) {
 	}
 	q.waiters = slices.Delete(q.waiters, i, i+1)
 	if len(q.waiters) == 0 {
-		delete(m.queues, name)
+		m.forgetQueue(name, q)
 		return
 	}
 	if i == 0 {

@@ -136,11 +136,14 @@ func WithTimeout(timeout time.Duration) AcquireOption {
 }
 
 func (m *Mutex) acquireOptions(opts []AcquireOption) (acquireOptions, error) {
-	o := acquireOptions{ttl: m.opts.TTL, timeout: m.opts.Timeout}
-	for _, f := range opts {
-		f(&o)
+	if len(opts) == 0 {
+		return acquireOptions{ttl: m.opts.TTL, timeout: m.opts.Timeout}, nil
 	}
-	return o, o.err
+	o := &acquireOptions{ttl: m.opts.TTL, timeout: m.opts.Timeout}
+	for _, f := range opts {
+		f(o)
+	}
+	return *o, o.err
 }
 
 // drift is the margin by which the Mutex considers a lock expired before the

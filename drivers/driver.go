@@ -173,6 +173,10 @@ type Features struct {
 	// BlockingWait: Acquire honours AcquireRequest.Wait by blocking in the
 	// store, so the component retries at once instead of sleeping.
 	BlockingWait bool
+	// InProcess: the store lives in this process and its calls never block
+	// on I/O, so the component skips the per-attempt deadline it otherwise
+	// sets (a context and a timer per attempt).
+	InProcess bool
 	// Scope says who shares the locks, for logs and docs: "process", "host",
 	// "server", "cluster".
 	Scope string

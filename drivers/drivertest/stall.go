@@ -54,7 +54,12 @@ func (d *stallDriver) hang(ctx context.Context) error {
 	}
 }
 
-func (d *stallDriver) Features() drivers.Features { return drivers.FeaturesOf(d.Driver) }
+// Features are the wrapped driver's, but its calls now block.
+func (d *stallDriver) Features() drivers.Features {
+	f := drivers.FeaturesOf(d.Driver)
+	f.InProcess = false
+	return f
+}
 
 func (d *stallDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	if err := d.hang(ctx); err != nil {

@@ -69,9 +69,9 @@ func newFromSpec(spec drivers.Spec) (drivers.Driver, error) {
 	return shared(), nil
 }
 
-// Features: expiring, process clock, fencing, scope "process".
+// Features: expiring, process clock, fencing, in process, scope "process".
 func (d *Driver) Features() drivers.Features {
-	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, Scope: "process"}
+	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, InProcess: true, Scope: "process"}
 }
 
 // Acquire takes key for req.Token when it is free or expired.

@@ -1,0 +1,340 @@
+package component_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newMutex(t testing.TB, opts component.Options) *component.Mutex {
+	t.Helper()
+	m, err := component.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m
+}
+
+func TestOptionErrors(t *testing.T) {
+	cases := []struct {
+		opts  component.Options
+		field string
+	}{
+		{component.Options{TTL: -time.Second}, "TTL"},
+		{component.Options{TTL: time.Millisecond}, "TTL"},
+		{component.Options{RetryDelay: -1}, "RetryDelay"},
+	}
+	for _, c := range cases {
+		_, err := component.New(c.opts)
+		var oe *component.OptionError
+		if !errors.As(err, &oe) || oe.Field != c.field || !errors.Is(err, component.ErrInvalidOption) {
+			t.Errorf("New(%+v) = %v; want an OptionError on %s", c.opts, err, c.field)
+		}
+	}
+	m := newMutex(t, component.Options{})
+	if _, err := m.Acquire(context.Background(), "x", component.WithTTL(time.Microsecond)); !errors.Is(err, component.ErrInvalidOption) {
+		t.Fatalf("WithTTL(1µs): %v", err)
+	}
+	if _, err := m.TryAcquire(context.Background(), ""); !errors.Is(err, component.ErrEmptyName) {
+		t.Fatalf("TryAcquire(\"\"): %v", err)
+	}
+}
+
+// TestSlowStoreGrace: one attempt is given a second to answer even when the
+// timeout is shorter (zero included).
+func TestSlowStoreGrace(t *testing.T) {
+	f := newFaulty()
+	f.set(func(f *faulty) { f.delay = 300 * time.Millisecond })
+	m := newMutex(t, component.Options{Driver: f})
+	ctx := context.Background()
+	l, err := m.Acquire(ctx, "slow", component.WithTimeout(0))
+	if err != nil {
+		t.Fatalf("a 300 ms store with timeout 0: %v", err)
+	}
+	l.Release(ctx)
+	if l, err := m.TryAcquire(ctx, "slow"); l == nil || err != nil {
+		t.Fatalf("TryAcquire on a 300 ms store: %v, %v", l, err)
+	}
+}
+
+// TestHungStore: a store that does not answer ends the wait after the grace
+// second with ErrTimeout (and ErrDriver), and a lock it grants too late is
+// released.
+func TestHungStore(t *testing.T) {
+	f := newFaulty()
+	f.set(func(f *faulty) { f.delay, f.ignoreCtx = 1500*time.Millisecond, true })
+	m := newMutex(t, component.Options{Driver: f})
+	ctx := context.Background()
+	start := time.Now()
+	_, err := m.Acquire(ctx, "hung", component.WithTimeout(100*time.Millisecond))
+	e := time.Since(start)
+	if !errors.Is(err, component.ErrTimeout) {
+		t.Fatalf("hung store: %v; want ErrTimeout", err)
+	}
+	if e < 1400*time.Millisecond || e > 3*time.Second {
+		t.Fatalf("hung store answered after %v (a store ignoring its ctx answers at 1.5 s)", e)
+	}
+	// The late grant was released: the lock is free in the store.
+	waitUntil(t, "the late lock's cleanup", func() bool {
+		_, held, _ := f.Inspect(ctx, "mutex:hung")
+		return !held && f.releases.Load() >= 1
+	})
+}
+
+func TestCancelDuringAttempt(t *testing.T) {
+	f := newFaulty()
+	f.set(func(f *faulty) { f.delay = time.Hour })
+	m := newMutex(t, component.Options{Driver: f})
+	why := errors.New("shutting down")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(50*time.Millisecond, func() { cancel(why) })
+	start := time.Now()
+	if _, err := m.Acquire(ctx, "x"); !errors.Is(err, why) || time.Since(start) > time.Second {
+		t.Fatalf("Acquire cancelled mid-attempt = %v after %v; want the cause at once", err, time.Since(start))
+	}
+	// Already cancelled: no attempt at all.
+	n := f.acquires.Load()
+	if _, err := m.Acquire(ctx, "x"); !errors.Is(err, why) || f.acquires.Load() != n {
+		t.Fatalf("Acquire with a dead ctx = %v, %d attempts", err, f.acquires.Load()-n)
+	}
+}
+
+// TestBackoff: without wake-ups a waiter polls after retryDelay, doubling.
+func TestBackoff(t *testing.T) {
+	f := newFaulty()
+	holder := newMutex(t, component.Options{Driver: f})
+	waiter := newMutex(t, component.Options{Driver: f, RetryDelay: 50 * time.Millisecond})
+	ctx := context.Background()
+	if _, err := holder.Acquire(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	before := f.acquires.Load()
+	if _, err := waiter.Acquire(ctx, "x", component.WithTimeout(1600*time.Millisecond)); !errors.Is(err, component.ErrTimeout) {
+		t.Fatal(err)
+	}
+	// Delays drawn in [d/2, d] for d = 50, 100, 200, 400, 800, 1000 ms:
+	// between 5 and 11 attempts fit in 1.6 s.
+	if n := f.acquires.Load() - before; n < 5 || n > 11 {
+		t.Fatalf("%d attempts in 1.6 s; want 5-11 with a doubling backoff from 50 ms", n)
+	}
+}
+
+// TestHolderTTLBoundsWait: a waiter polls again when the holder's ttl ends,
+// even when its backoff is longer.
+func TestHolderTTLBoundsWait(t *testing.T) {
+	f := newFaulty()
+	ctx := context.Background()
+	// A holder that crashed: its lock expires in 200 ms, nobody renews it.
+	if res, _ := f.Driver.Acquire(ctx, drivers.AcquireRequest{Key: "mutex:x", Token: "dead", TTL: 200 * time.Millisecond}); !res.Acquired {
+		t.Fatal("setup")
+	}
+	waiter := newMutex(t, component.Options{Driver: f, RetryDelay: 4 * time.Second})
+	start := time.Now()
+	l, err := waiter.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := time.Since(start); e > time.Second {
+		t.Fatalf("acquired %v after the start; the holder's ttl was 200 ms", e)
+	}
+	l.Release(ctx)
+}
+
+func TestRenewalRetriesThenRecovers(t *testing.T) {
+	f := newFaulty()
+	m := newMutex(t, component.Options{Driver: f, TTL: 600 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
+	ctx := context.Background()
+	l, err := m.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.set(func(f *faulty) { f.renewErr = errors.New("connection refused") })
+	waitUntil(t, "failing renewals", func() bool { return f.renews.Load() >= 2 })
+	f.set(func(f *faulty) { f.renewErr = nil })
+	n := f.renews.Load()
+	waitUntil(t, "a renewal after the store came back", func() bool { return f.renews.Load() > n })
+	time.Sleep(700 * time.Millisecond) // longer than the ttl: the property is that it was renewed
+	if !l.Held() || l.Err() != nil {
+		t.Fatalf("lock lost although the store came back before its expiry: %v", l.Err())
+	}
+}
+
+func TestRenewalFailingUntilExpiryLoses(t *testing.T) {
+	f := newFaulty()
+	m := newMutex(t, component.Options{Driver: f, TTL: 300 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
+	l, err := m.Acquire(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	f.set(func(f *faulty) { f.renewErr = errors.New("connection refused") })
+	<-l.Done()
+	if e := time.Since(start); e > 300*time.Millisecond || !errors.Is(l.Err(), component.ErrLost) {
+		t.Fatalf("lost after %v with %v; want ErrLost within the ttl", e, l.Err())
+	}
+}
+
+// TestRenewalBatches: a hundred locks are renewed in a few batches per
+// period, not one call each.
+func TestRenewalBatches(t *testing.T) {
+	f := newFaulty()
+	ttl := 300 * time.Millisecond
+	m := newMutex(t, component.Options{Driver: f, TTL: ttl})
+	ctx := context.Background()
+	for i := range 100 {
+		if _, err := m.Acquire(ctx, "lock-"+strings.Repeat("x", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.renews.Store(0)
+	f.renewLeases.Store(0)
+	time.Sleep(3 * ttl) // nine renewal periods of ttl/3
+	calls, leases := f.renews.Load(), f.renewLeases.Load()
+	if calls > 12 || leases < 700 {
+		t.Fatalf("%d Renew calls for %d leases in 9 periods; want ≤ 12 calls renewing each lock every period", calls, leases)
+	}
+	for _, l := range m.Held() {
+		if !l.Held() {
+			t.Fatalf("%q not held", l.Name())
+		}
+	}
+}
+
+func TestDoCancelledWhenLost(t *testing.T) {
+	store := memory.New()
+	m := newMutex(t, component.Options{Driver: store})
+	err := m.Do(context.Background(), "x", func(ctx context.Context, l *component.Lock) error {
+		store.Revoke(l.Key())
+		<-ctx.Done()
+		return context.Cause(ctx)
+	})
+	if !errors.Is(err, component.ErrLost) {
+		t.Fatalf("Do's fn ctx ended with %v; want ErrLost", err)
+	}
+}
+
+func TestLostEventForAnotherTokenIgnored(t *testing.T) {
+	store := memory.New()
+	a := newMutex(t, component.Options{Driver: store})
+	ctx := context.Background()
+	l, err := a.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another holder's lock of the same name in another prefix is revoked.
+	b := newMutex(t, component.Options{Driver: store, Prefix: "other:"})
+	lb, err := b.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Revoke(lb.Key())
+	<-lb.Done()
+	if !l.Held() {
+		t.Fatal("a lock lost by another prefix's revocation")
+	}
+}
+
+func TestCloseBoundedByCtx(t *testing.T) {
+	f := newFaulty()
+	m, err := component.New(component.Options{Driver: &hangingRelease{faulty: f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Acquire(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	m.Close(ctx)
+	if e := time.Since(start); e > time.Second {
+		t.Fatalf("Close took %v with a 100 ms ctx and a hanging store", e)
+	}
+}
+
+type hangingRelease struct{ *faulty }
+
+func (h *hangingRelease) Release(ctx context.Context, _, _ string) (bool, error) {
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+func TestDriverErrorNamesStore(t *testing.T) {
+	m := newMutex(t, component.Options{Driver: brokenDriver{}, Name: "orders"})
+	_, err := m.Acquire(context.Background(), "order:1")
+	var de *component.DriverError
+	if !errors.As(err, &de) || !errors.Is(err, component.ErrDriver) || de.Store != "orders" || de.Op != "acquire" {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(err.Error(), `store "orders": acquire "order:1": connection refused`) {
+		t.Fatalf("message %q", err)
+	}
+}
+
+type brokenDriver struct{}
+
+func (brokenDriver) Acquire(context.Context, drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	return drivers.AcquireResult{}, errors.New("connection refused")
+}
+func (brokenDriver) Release(context.Context, string, string) (bool, error) { return false, nil }
+func (brokenDriver) Extend(context.Context, string, string, time.Duration) (bool, error) {
+	return false, nil
+}
+func (brokenDriver) Close(context.Context) error { return nil }
+
+// TestRoundRobin: goroutines asking again right after their release are
+// served in turn (no barging).
+func TestRoundRobin(t *testing.T) {
+	m := newMutex(t, component.Options{})
+	ctx := context.Background()
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for range 25 {
+				l, err := m.Acquire(ctx, "x")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				order = append(order, g)
+				mu.Unlock()
+				time.Sleep(100 * time.Microsecond) // the work done holding the lock
+				l.Release(ctx)
+			}
+		})
+	}
+	wg.Wait()
+	// Once all four are queued, the order is a rotation.
+	tail := order[8:92]
+	for i := 4; i < len(tail); i++ {
+		if tail[i] != tail[i-4] {
+			t.Fatalf("not served in turn: %v", order)
+		}
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

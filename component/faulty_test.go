@@ -1,0 +1,93 @@
+package component_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/memory"
+)
+
+// faulty wraps the memory store with injected faults: a delay before each
+// call (which may ignore ctx, as a hung store does), failing renewals, and
+// counters. It hides the memory store's Subscriber, so waiters poll.
+type faulty struct {
+	*memory.Driver
+
+	mu          sync.Mutex
+	delay       time.Duration // before Acquire
+	ignoreCtx   bool          // the delay does not end with ctx
+	renewErr    error         // Renew and Extend fail with it
+	acquires    atomic.Int32
+	releases    atomic.Int32
+	renews      atomic.Int32
+	renewLeases atomic.Int32
+}
+
+func newFaulty() *faulty { return &faulty{Driver: memory.New()} }
+
+// Features are the memory store's, but calls may block: not InProcess.
+func (f *faulty) Features() drivers.Features {
+	feat := f.Driver.Features()
+	feat.InProcess = false
+	return feat
+}
+
+// Subscribe is not offered: the component falls back to polling.
+func (f *faulty) Subscribe() {}
+
+func (f *faulty) set(fn func(f *faulty)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func (f *faulty) wait(ctx context.Context) error {
+	f.mu.Lock()
+	d, ignore := f.delay, f.ignoreCtx
+	f.mu.Unlock()
+	if d == 0 {
+		return nil
+	}
+	if ignore {
+		time.Sleep(d) // a store that answers late whatever the caller wants
+		return nil
+	}
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (f *faulty) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	f.acquires.Add(1)
+	if err := f.wait(ctx); err != nil {
+		return drivers.AcquireResult{}, err
+	}
+	return f.Driver.Acquire(context.WithoutCancel(ctx), req)
+}
+
+func (f *faulty) Release(ctx context.Context, key, token string) (bool, error) {
+	f.releases.Add(1)
+	return f.Driver.Release(ctx, key, token)
+}
+
+func (f *faulty) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	f.renews.Add(1)
+	f.renewLeases.Add(int32(len(leases)))
+	f.mu.Lock()
+	err := f.renewErr
+	f.mu.Unlock()
+	if err != nil {
+		out := make([]drivers.RenewResult, len(leases))
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	return f.Driver.Renew(ctx, leases)
+}

@@ -1,0 +1,86 @@
+// Command quickstart shows mutexfx with no setup (the memory store): try,
+// acquire with a timeout, run a function holding a lock, and the lost
+// signal. It exits 0.
+//
+//	go run ./examples/quickstart
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/mutexfx/mutexfx"
+	"github.com/mutexfx/mutexfx/drivers/memory"
+)
+
+func main() {
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run() error {
+	ctx := context.Background()
+	store := memory.New() // shared by the two components below, like a Redis server
+	a, err := mutexfx.New(mutexfx.Options{Driver: store, Name: "a"})
+	if err != nil {
+		return err
+	}
+	defer a.Close(ctx)
+	b, err := mutexfx.New(mutexfx.Options{Driver: store, Name: "b", Timeout: 200 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer b.Close(ctx)
+
+	// Acquire: wait (up to the timeout) for the lock.
+	lock, err := a.Acquire(ctx, "order:42")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("a holds %q, fencing token %d\n", lock.Name(), lock.Fence())
+
+	// TryAcquire: one attempt, nil when someone else holds it.
+	if other, err := b.TryAcquire(ctx, "order:42"); err != nil || other != nil {
+		return fmt.Errorf("TryAcquire of a held lock = %v, %v", other, err)
+	}
+	fmt.Println("b: TryAcquire says order:42 is taken")
+
+	// Acquire with a timeout: ErrTimeout (HTTP 409 in the middleware).
+	if _, err := b.Acquire(ctx, "order:42"); errors.Is(err, mutexfx.ErrTimeout) {
+		fmt.Println("b: gave up after 200ms:", err)
+	}
+
+	// Release once: the second call reports false.
+	first, _ := lock.Release(ctx)
+	second, _ := lock.Release(ctx)
+	fmt.Printf("a released order:42 (%v), again (%v)\n", first, second)
+
+	// Do: acquire, run, release — even when fn fails or panics.
+	err = b.Do(ctx, "report:daily", func(ctx context.Context, l *mutexfx.Lock) error {
+		fmt.Printf("b runs the daily report holding %q (fence %d)\n", l.Name(), l.Fence())
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	// The lost signal: a lock's context ends with ErrLost when the store no
+	// longer holds it for us (here the store drops it on purpose).
+	lock, err = a.Acquire(ctx, "migration")
+	if err != nil {
+		return err
+	}
+	store.Revoke(lock.Key())
+	select {
+	case <-lock.Done():
+		fmt.Println("a lost \"migration\":", context.Cause(lock.Context()), "- errors.Is ErrLost:", errors.Is(lock.Err(), mutexfx.ErrLost))
+	case <-time.After(5 * time.Second):
+		return errors.New("no lost signal")
+	}
+	fmt.Println("held by a now:", len(a.Held()), "locks")
+	return nil
+}
