@@ -1,0 +1,82 @@
+package fxtest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"go.uber.org/fx"
+	fxt "go.uber.org/fx/fxtest"
+	"go.uber.org/goleak"
+
+	"github.com/mutexfx/mutexfx"
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers/memory"
+	"github.com/mutexfx/mutexfx/fxtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type deps struct {
+	fx.In
+	Default *mutexfx.Mutex
+	Orders  *mutexfx.Mutex `name:"orders"`
+	Jobs    *mutexfx.Mutex `name:"jobs"`
+	Store   *memory.Driver
+}
+
+func TestModule(t *testing.T) {
+	var d deps
+	app := fxt.New(t, fxtest.Module("orders", "jobs"), fx.Populate(&d))
+	if err := fx.ValidateApp(fxtest.Module("orders", "jobs"), fx.Invoke(func(deps) {}), fx.NopLogger); err != nil {
+		t.Fatal(err)
+	}
+	app.RequireStart()
+	defer app.RequireStop()
+	if d.Default != d.Orders || d.Jobs == d.Orders {
+		t.Fatal("the first store is the default")
+	}
+	ctx := context.Background()
+	l, err := d.Orders.Acquire(ctx, "order:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fxtest.RequireHeld(t, d.Orders, "order:1"); got != l {
+		t.Fatalf("RequireHeld = %v", got)
+	}
+	fxtest.RequireNotHeld(t, d.Jobs, "order:1")
+	fxtest.Lose(t, l, d.Orders)
+	if !errors.Is(l.Err(), mutexfx.ErrLost) {
+		t.Fatalf("after Lose: %v", l.Err())
+	}
+	fxtest.RequireNotHeld(t, d.Orders, "order:1")
+	fxtest.RequireFree(t, d.Orders, "order:1")
+}
+
+// Two test apps do not share locks: each Module has its own store.
+func TestModulesArePrivate(t *testing.T) {
+	var a, b *mutexfx.Mutex
+	appA := fxt.New(t, fxtest.Module(), fx.Populate(&a))
+	appB := fxt.New(t, fxtest.Module(), fx.Populate(&b))
+	appA.RequireStart()
+	appB.RequireStart()
+	defer appA.RequireStop()
+	defer appB.RequireStop()
+	ctx := context.Background()
+	if _, err := a.Acquire(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := b.TryAcquire(ctx, "x"); l == nil || err != nil {
+		t.Fatalf("second app's store shares the first's locks: %v, %v", l, err)
+	}
+}
+
+func TestNew(t *testing.T) {
+	m := fxtest.New(t, component.Options{Name: "unit"})
+	l, err := m.Acquire(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fxtest.Lose(t, l, m)
+	fxtest.RequireFree(t, m, "x")
+}
