@@ -22,6 +22,7 @@ import (
 	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
 	"go.uber.org/fx"
+	"go.uber.org/zap/zapcore"
 )
 
 //go:embed config.yaml
@@ -37,7 +38,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "orders:", err)
 		os.Exit(2)
 	}
-	opts := []fx.Option{appOptions(k)}
+	level := zapcore.InfoLevel
+	if *demo {
+		level = zapcore.WarnLevel
+	}
+	opts := []fx.Option{appOptions(k, level)}
 	if *demo {
 		opts = append(opts, fx.Invoke(runDemo))
 	}
