@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// contention summarises one contention run.
+type contention struct {
+	waitP99, waitMax time.Duration
+	sameAgain        float64 // share of acquisitions by the worker that made the previous one
+	perSec           float64
+	err              error // the run failed
+}
+
+// record is one acquisition: when the worker started waiting and when it
+// got the lock (Unix ns, one host's clock), and which worker.
+type record struct {
+	start, got int64
+	id         int
+}
+
+// work acquires name, holds it, releases it, again and again until end.
+func work(ctx context.Context, lk locker, name string, id int, end time.Time) ([]record, error) {
+	var recs []record
+	for time.Now().Before(end) {
+		start := time.Now()
+		unlock, err := lk.lock(ctx, name)
+		if err != nil {
+			return recs, err
+		}
+		recs = append(recs, record{start: start.UnixNano(), got: time.Now().UnixNano(), id: id})
+		time.Sleep(*hold)
+		unlock()
+	}
+	return recs, nil
+}
+
+func contendInProcess(lib string) (contention, error) {
+	lk, err := open(lib, *addr)
+	if err != nil {
+		return contention{}, err
+	}
+	defer lk.close()
+	ctx, cancel := context.WithTimeout(context.Background(), *duration+15*time.Second)
+	defer cancel()
+	name := fmt.Sprintf("contend:%s:%d", lib, time.Now().UnixNano())
+	unlock, err := lk.lock(ctx, name) // warm-up: scripts, pools, subscription
+	if err != nil {
+		return contention{}, err
+	}
+	unlock()
+	end := time.Now().Add(*duration)
+	var mu sync.Mutex
+	var all []record
+	var firstErr error
+	var wg sync.WaitGroup
+	for id := range *workers {
+		wg.Go(func() {
+			recs, err := work(ctx, lk, name, id, end)
+			mu.Lock()
+			defer mu.Unlock()
+			all = append(all, recs...)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return contention{}, firstErr
+	}
+	return summarize(all), nil
+}
+
+// contendProcesses runs the workers in separate processes (this binary
+// with -worker), started together.
+func contendProcesses(lib string) (contention, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return contention{}, err
+	}
+	name := fmt.Sprintf("contend:%s:procs:%d", lib, time.Now().UnixNano())
+	start := time.Now().Add(2 * time.Second) // time to start and warm up
+	var outs []*bytes.Buffer
+	var cmds []*exec.Cmd
+	for id := range *workers {
+		var out bytes.Buffer
+		cmd := exec.Command(exe, "-worker", lib, *addr, name, strconv.FormatInt(start.UnixNano(), 10),
+			duration.String(), hold.String(), strconv.Itoa(id))
+		cmd.Stdout, cmd.Stderr = &out, os.Stderr
+		if err := cmd.Start(); err != nil {
+			return contention{}, err
+		}
+		outs, cmds = append(outs, &out), append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			return contention{}, fmt.Errorf("worker: %w", err)
+		}
+	}
+	var all []record
+	for _, out := range outs {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) != 3 {
+				return contention{}, fmt.Errorf("worker said %q", sc.Text())
+			}
+			id, _ := strconv.Atoi(f[0])
+			s, _ := strconv.ParseInt(f[1], 10, 64)
+			g, _ := strconv.ParseInt(f[2], 10, 64)
+			all = append(all, record{start: s, got: g, id: id})
+		}
+	}
+	return summarize(all), nil
+}
+
+// workerMain is one worker process: lib addr name startUnixNano duration hold id.
+func workerMain(args []string) int {
+	if len(args) != 7 {
+		fmt.Fprintln(os.Stderr, "worker: bad arguments")
+		return 2
+	}
+	lib, a, name := args[0], args[1], args[2]
+	startNs, _ := strconv.ParseInt(args[3], 10, 64)
+	d, _ := time.ParseDuration(args[4])
+	h, _ := time.ParseDuration(args[5])
+	id, _ := strconv.Atoi(args[6])
+	*hold = h
+	lk, err := open(lib, a)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	defer lk.close()
+	ctx, cancel := context.WithTimeout(context.Background(), d+15*time.Second)
+	defer cancel()
+	unlock, err := lk.lock(ctx, fmt.Sprintf("%s:warm:%d", name, id))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	unlock()
+	time.Sleep(time.Until(time.Unix(0, startNs)))
+	recs, err := work(ctx, lk, name, id, time.Unix(0, startNs).Add(d))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	w := bufio.NewWriter(os.Stdout)
+	for _, r := range recs {
+		fmt.Fprintf(w, "%d %d %d\n", r.id, r.start, r.got)
+	}
+	_ = w.Flush()
+	return 0
+}
+
+func summarize(all []record) contention {
+	if len(all) < 2 {
+		return contention{}
+	}
+	slices.SortFunc(all, func(a, b record) int { return int(a.got - b.got) })
+	var waits []time.Duration
+	same := 0
+	for i, r := range all {
+		waits = append(waits, time.Duration(r.got-r.start))
+		if i > 0 && all[i-1].id == r.id {
+			same++
+		}
+	}
+	span := time.Duration(all[len(all)-1].got - all[0].start)
+	return contention{
+		waitP99:   p(waits, 99),
+		waitMax:   p(waits, 100),
+		sameAgain: float64(same) / float64(len(all)-1),
+		perSec:    float64(len(all)) / span.Seconds(),
+	}
+}

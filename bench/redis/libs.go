@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+
+	"github.com/mutexfx/mutexfx/component"
+	mredis "github.com/mutexfx/mutexfx/drivers/redis"
+)
+
+// locker is one library's way to take a lock, waiting for it.
+type locker interface {
+	lock(ctx context.Context, name string) (unlock func(), err error)
+	close()
+}
+
+// libs are the measured libraries, in table order.
+var libs = []string{"mutexfx", "redsync", "redislock", "rueidislock"}
+
+// open returns a locker of lib on addr. Every worker of an in-process run
+// shares it, as an application shares its client or component.
+func open(lib, addr string) (locker, error) {
+	switch lib {
+	case "mutexfx":
+		d, err := mredis.New(mredis.Options{Addrs: []string{addr}})
+		if err != nil {
+			return nil, err
+		}
+		m, err := component.New(component.Options{Driver: d, Prefix: "bench:", TTL: 8 * time.Second, Timeout: component.Forever})
+		if err != nil {
+			return nil, err
+		}
+		return &mutexfxLocker{m: m, d: d}, nil
+	case "redsync":
+		c := goredis.NewClient(&goredis.Options{Addr: addr})
+		return &redsyncLocker{c: c, rs: redsync.New(redsyncgoredis.NewPool(c))}, nil
+	case "redislock":
+		c := goredis.NewClient(&goredis.Options{Addr: addr})
+		return &redislockLocker{c: c, rl: redislock.New(c)}, nil
+	case "rueidislock":
+		l, err := rueidislock.NewLocker(rueidislock.LockerOption{
+			ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
+			KeyMajority:    1,
+			KeyValidity:    8 * time.Second,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &rueidisLocker{l: l}, nil
+	}
+	return nil, fmt.Errorf("unknown library %q", lib)
+}
+
+type mutexfxLocker struct {
+	m *component.Mutex
+	d *mredis.Driver
+}
+
+func (x *mutexfxLocker) lock(ctx context.Context, name string) (func(), error) {
+	l, err := x.m.Acquire(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _, _ = l.Release(ctx) }, nil
+}
+
+func (x *mutexfxLocker) close() {
+	_ = x.m.Close(context.Background())
+	_ = x.d.Close(context.Background())
+}
+
+// redsyncLocker: redsync's defaults (8 s expiry, retry after 50-250 ms)
+// but unlimited tries, so that a worker waits instead of failing.
+type redsyncLocker struct {
+	c  *goredis.Client
+	rs *redsync.Redsync
+}
+
+func (x *redsyncLocker) lock(ctx context.Context, name string) (func(), error) {
+	m := x.rs.NewMutex("bench:"+name, redsync.WithTries(1<<30))
+	if err := m.LockContext(ctx); err != nil {
+		return nil, err
+	}
+	return func() { _, _ = m.UnlockContext(ctx) }, nil
+}
+
+func (x *redsyncLocker) close() { _ = x.c.Close() }
+
+// redislockLocker: Obtain retrying every 10 ms (redislock does not retry
+// by default; its README suggests a linear backoff).
+type redislockLocker struct {
+	c  *goredis.Client
+	rl *redislock.Client
+}
+
+func (x *redislockLocker) lock(ctx context.Context, name string) (func(), error) {
+	l, err := x.rl.Obtain(ctx, "bench:"+name, 8*time.Second, &redislock.Options{RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond)})
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = l.Release(ctx) }, nil
+}
+
+func (x *redislockLocker) close() { _ = x.c.Close() }
+
+// rueidisLocker: one key (KeyMajority 1, a single server), waiting with
+// WithContext (woken by client-side caching invalidations).
+type rueidisLocker struct{ l rueidislock.Locker }
+
+func (x *rueidisLocker) lock(ctx context.Context, name string) (func(), error) {
+	_, cancel, err := x.l.WithContext(ctx, "bench:"+name)
+	if err != nil {
+		return nil, err
+	}
+	return cancel, nil
+}
+
+func (x *rueidisLocker) close() { x.l.Close() }

@@ -1,0 +1,79 @@
+// Command redis measures the mutexfx Redis driver (through the component)
+// against redsync v4, bsm/redislock and rueidislock, side by side in one run
+// on the same Redis server:
+//
+//	cd bench && go run ./redis [-addr 127.0.0.1:6379] [-duration 4s] [-n 2000]
+//
+// It prints one table: acquire+release p50 in multiples of the PING round
+// trip (rounds interleaved across the libraries so that the machine's noise
+// hits all alike); 8 workers contending for one lock holding it 1 ms, in
+// one process (goroutines sharing one component or client) and in 8
+// processes (this binary re-executed), with the wait's p99 and max, how
+// often the worker that just released takes the lock again, and
+// acquisitions per second; and the renewal of 10,000 locks held by one
+// component (round trips per renewal period, CPU of the process).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+var (
+	addr     = flag.String("addr", "127.0.0.1:6379", "Redis server address")
+	n        = flag.Int("n", 2000, "rounds of the latency measurement")
+	workers  = flag.Int("workers", 8, "contending workers")
+	duration = flag.Duration("duration", 4*time.Second, "length of each contention run")
+	hold     = flag.Duration("hold", time.Millisecond, "how long a worker holds the lock")
+	nlocks   = flag.Int("locks", 10000, "held locks of the renewal measurement")
+	ttl      = flag.Duration("ttl", 3*time.Second, "lock ttl of the renewal measurement (renewed every ttl/3)")
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "-worker":
+			os.Exit(workerMain(os.Args[2:]))
+		case "-renewer":
+			os.Exit(renewerMain(os.Args[2:]))
+		}
+	}
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	fmt.Printf("Redis lock benchmark: %s, %d latency rounds, contention %d workers × %v holding %v, %s\n\n",
+		*addr, *n, *workers, *duration, *hold, time.Now().Format(time.RFC3339))
+	lat, err := latencies()
+	if err != nil {
+		return err
+	}
+	var in, procs []contention
+	for _, lib := range libs {
+		// A library failing a run is reported in the table, not fatal.
+		c, err := contendInProcess(lib)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s in process: %v\n", lib, err)
+			c.err = err
+		}
+		in = append(in, c)
+		p, err := contendProcesses(lib)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s in processes: %v\n", lib, err)
+			p.err = err
+		}
+		procs = append(procs, p)
+	}
+	rn, err := renewal()
+	if err != nil {
+		return fmt.Errorf("renewal: %w", err)
+	}
+	printTable(lat, in, procs, rn)
+	return nil
+}
