@@ -36,7 +36,6 @@ type Lock struct {
 	due      time.Time // next renewal
 	expiry   time.Time // tracked expiry: last successful call start + ttl - drift
 	failures int       // consecutive failed renewals
-	renewing bool      // in the renewal batch in flight
 	cause    error     // why it ended
 	ctx      context.Context
 	cancel   context.CancelCauseFunc

@@ -91,11 +91,6 @@ func (s *suite) mutex(t *testing.T, d drivers.Driver, opts component.Options) *c
 	return m
 }
 
-// features returns the driver's features.
-func (s *suite) features(t *testing.T) drivers.Features {
-	return drivers.FeaturesOf(s.driver(t))
-}
-
 // name returns a lock name unique to this run.
 func name(t *testing.T) string {
 	return t.Name() + "/" + rand.Text()[:10]
