@@ -1,0 +1,75 @@
+package mysql
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// TestRetriesLockWaitTimeout: a renewal meeting a row lock held past
+// innodb_lock_wait_timeout (error 1205) is retried and then succeeds; with
+// retries off the error comes back.
+func TestRetriesLockWaitTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		retries int
+	}{{"default", 0}, {"off", -1}} {
+		t.Run(tc.name, func(t *testing.T) { testRetry(t, tc.retries) })
+	}
+}
+
+func testRetry(t *testing.T, retries int) {
+	ctx := ctxT(t)
+	const table = "mutexfx_test_locks"
+	d := openDriver(t, Options{DSN: testutil.MySQLDSN() + "?innodb_lock_wait_timeout=1", Mode: ModeTable, Table: table, Retries: retries})
+	key, tok := "mysqltest:"+runID+":"+t.Name(), token()
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	admin := openDB(t, testutil.MySQLDSN())
+	tx, err := admin.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var fence uint64
+	if err := tx.QueryRowContext(ctx, "SELECT fence FROM "+table+" WHERE name_hash = ? FOR UPDATE", keyHash(key)).Scan(&fence); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		ok, err := d.Extend(ctx, key, tok, time.Minute)
+		done <- result{ok, err}
+	}()
+	if retries < 0 {
+		if r := <-done; r.err == nil || !retryable(r.err) {
+			t.Fatalf("Extend without retries = %v, %v; want error 1205", r.ok, r.err)
+		}
+		return
+	}
+	// Past the first attempt's 1 s lock wait timeout, with a statement
+	// waiting again: that is the retry.
+	waitFor(t, 10*time.Second, "the retried statement to wait for the row lock", func() bool {
+		var waiting int
+		if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start) > 1200*time.Millisecond && waiting > 0
+	})
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.err != nil || !r.ok {
+		t.Fatalf("Extend = %v, %v; want true after a retry", r.ok, r.err)
+	}
+	if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+}
