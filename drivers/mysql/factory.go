@@ -38,7 +38,11 @@ func Factory() drivers.Factory {
 			if err != nil {
 				var ce *config.Error
 				if errors.As(err, &ce) {
-					return nil, config.Errorf(config.Join(spec.Path, ce.Path), "%s", ce.Msg)
+					path := spec.Path
+					if ce.Path != "" {
+						path = config.Join(spec.Path, ce.Path)
+					}
+					return nil, config.Errorf(path, "%s", ce.Msg)
 				}
 				return nil, fmt.Errorf("%s: %w", spec.Path, err)
 			}

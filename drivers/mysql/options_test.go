@@ -126,6 +126,7 @@ func TestExistingDB(t *testing.T) {
 		want    string
 	}{
 		{"dsn with client", map[string]any{"dsn": "root@tcp(h)/x"}, db, "mutex.x.driver.dsn: not allowed with an existing *sql.DB"},
+		{"pool option with client", map[string]any{"max_open_conns": 3}, db, "mutex.x.driver: connection options are not allowed"},
 		{"wrong client type", map[string]any{}, "not a db", "mutex.x.driver.client: is a string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
