@@ -47,9 +47,9 @@ func open(lib, addr string) (locker, error) {
 		return &redislockLocker{c: c, rl: redislock.New(c)}, nil
 	case "rueidislock":
 		l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-			ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
-			KeyMajority:    1,
-			KeyValidity:    8 * time.Second,
+			ClientOption: rueidis.ClientOption{InitAddress: []string{addr}},
+			KeyMajority:  1,
+			KeyValidity:  8 * time.Second,
 		})
 		if err != nil {
 			return nil, err

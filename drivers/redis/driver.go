@@ -12,6 +12,7 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -36,11 +37,13 @@ var ErrClosed = errors.New("redis: driver closed")
 
 // Driver is a lock store on Redis. It is safe for concurrent use.
 type Driver struct {
-	client  goredis.UniversalClient
-	owned   bool // the driver created client and closes it
-	cluster bool
-	set     settings
-	health  *health
+	client   goredis.UniversalClient
+	owned    bool // the driver created client and closes it
+	cluster  bool
+	set      settings
+	health   *health
+	id       string // waiter id in the stores' queues
+	watchers watchers
 
 	ctx    context.Context // cancelled by Close; ends the driver's goroutines
 	cancel context.CancelFunc
@@ -84,20 +87,22 @@ func NewWithClient(c goredis.UniversalClient, opts Options) (*Driver, error) {
 }
 
 func newDriver(c goredis.UniversalClient, owned bool, set settings) *Driver {
-	d := &Driver{client: c, owned: owned, set: set}
+	d := &Driver{client: c, owned: owned, set: set, id: rand.Text()}
 	_, d.cluster = c.(*goredis.ClusterClient)
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.health = newHealth(d)
 	return d
 }
 
-// Features reports expiring locks on the server's clock with fencing.
+// Features reports expiring locks on the server's clock with fencing, and
+// waits in the store (a queue of waiters in Redis, woken by release
+// messages).
 func (d *Driver) Features() drivers.Features {
 	scope := "server"
 	if d.cluster {
 		scope = "cluster"
 	}
-	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, Scope: scope}
+	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: scope}
 }
 
 // Client returns the driver's go-redis client (for diagnostics).

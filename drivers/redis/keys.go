@@ -56,3 +56,11 @@ func crc16(s string) uint16 {
 	}
 	return crc
 }
+
+// queueKey is the Redis key of the lock's waiter queue (a sorted set of
+// waiter ids by arrival time).
+func queueKey(key string) string { return tag(key) + ":queue" }
+
+// liveKey is the Redis key of the queue's liveness hash (waiter id → the
+// server time of its last attempt, in ms).
+func liveKey(key string) string { return tag(key) + ":live" }

@@ -25,15 +25,33 @@ func (d *Driver) run(ctx context.Context, s *goredis.Script, keys []string, args
 	return v, d.health.observe(ctx, err)
 }
 
-// Acquire makes one attempt to take req.Key for req.Token with req.TTL in
-// the server's clock: one script, one round trip.
+// Acquire takes req.Key for req.Token with req.TTL in the server's clock:
+// one script, one round trip. With req.Wait zero it answers at once (and
+// does not overtake queued waiters). With req.Wait positive the driver
+// queues for its turn in Redis and waits up to req.Wait for it, woken by
+// the release messages of its subscription and polling every
+// WaitPollInterval (see Features.BlockingWait).
 func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	if req.TTL <= 0 {
 		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: ttl must be positive, got %v", req.TTL)
 	}
+	if req.Wait <= 0 {
+		return d.acquireOnce(ctx, req, false)
+	}
+	return d.acquireWaiting(ctx, req)
+}
+
+// acquireOnce runs the acquire script once; queue says whether to join the
+// waiters' queue when not acquired.
+func (d *Driver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, queue bool) (drivers.AcquireResult, error) {
 	fenceTTL := max(ttlMillis(d.set.fenceTTL), ttlMillis(req.TTL))
-	v, err := d.run(ctx, acquireScript, []string{lockKey(req.Key), fenceKey(req.Key)},
-		req.Token, ttlMillis(req.TTL), fenceTTL)
+	q := "0"
+	if queue {
+		q = "1"
+	}
+	v, err := d.run(ctx, acquireScript,
+		[]string{lockKey(req.Key), fenceKey(req.Key), queueKey(req.Key), liveKey(req.Key)},
+		req.Token, ttlMillis(req.TTL), fenceTTL, d.id, q, WaiterLiveness.Milliseconds())
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: %w", err)
 	}

@@ -83,14 +83,14 @@ func (d *Driver) startSubscription() *subscription {
 		done:      make(chan struct{}),
 		listeners: map[int]func(drivers.Event){},
 	}
-	go sub.run(ctx, d.set.channel)
+	go sub.run(ctx, d.set.channel, d.wake)
 	return sub
 }
 
 // run subscribes (go-redis remembers the channel and resubscribes after a
 // reconnection even if this first attempt fails) and delivers messages
 // until the Pub/Sub is closed.
-func (s *subscription) run(ctx context.Context, channel string) {
+func (s *subscription) run(ctx context.Context, channel string, wake func(key string)) {
 	defer close(s.done)
 	sctx, cancel := context.WithTimeout(ctx, DefaultDialTimeout)
 	_ = s.ps.Subscribe(sctx, channel)
@@ -98,6 +98,7 @@ func (s *subscription) run(ctx context.Context, channel string) {
 	ch := s.ps.Channel(goredis.WithChannelSize(1024), goredis.WithChannelHealthCheckInterval(3*time.Second))
 	for msg := range ch {
 		ev := drivers.Event{Kind: drivers.Released, Key: msg.Payload}
+		wake(msg.Payload)
 		s.mu.Lock()
 		for _, fn := range s.listeners {
 			fn(ev)
