@@ -92,8 +92,10 @@ func childScheduler() error {
 }
 
 func TestExclusiveThreeProcessesFileDriver(t *testing.T) {
+	t.Parallel()
 	for _, skewed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("skewed=%v", skewed), func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			var cmds []*exec
 			for i := range 3 {

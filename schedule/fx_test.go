@@ -33,8 +33,10 @@ func fxConfig(t *testing.T) *koanf.Koanf {
 }
 
 func TestFxThreeAppsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	for _, skewed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("skewed=%v", skewed), func(t *testing.T) {
+			t.Parallel()
 			r := newRuns()
 			var apps []*fxtest.App
 			for i := range 3 {

@@ -21,8 +21,10 @@ const period = 400 * time.Millisecond
 var skews = []time.Duration{-period / 8, 0, period / 8}
 
 func TestExclusiveThreeInstancesExactlyOnce(t *testing.T) {
+	t.Parallel()
 	for _, skewed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("skewed=%v", skewed), func(t *testing.T) {
+			t.Parallel()
 			drv := memory.New()
 			r := newRuns()
 			var scheds []*schedule.Scheduler
@@ -86,8 +88,7 @@ func TestRunsNeverStack(t *testing.T) {
 	s, err := schedule.New(schedule.Options{Logger: log}, schedule.Job{Name: "slow", Every: 20 * time.Millisecond, Run: func(ctx context.Context) error {
 		n := inflight.Add(1)
 		defer inflight.Add(-1)
-		if n > most.Load() {
-			most.Store(n)
+		for old := most.Load(); n > old && !most.CompareAndSwap(old, n); old = most.Load() {
 		}
 		count.Add(1)
 		select { // the work: longer than three periods
