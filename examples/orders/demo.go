@@ -22,7 +22,7 @@ var demoFailed atomic.Bool
 type demoRequest struct {
 	path  string
 	auth  bool
-	delay time.Duration // sent this long after the start
+	after string // sent once this lock is held (by another request)
 	want  int
 }
 
@@ -46,12 +46,12 @@ func runDemo(lc fx.Lifecycle, sd fx.Shutdowner, srv *Server, o *Orders, m *mutex
 func demo(addr string, o *Orders, m *mutexfx.Mutex) bool {
 	fmt.Printf("orders demo: store %q (%T), server on %s\n\n", m.Name(), m.Driver(), addr)
 	reqs := []demoRequest{
-		{"/orders/42/pay", true, 0, http.StatusOK},
-		{"/orders/42/pay", true, 0, http.StatusOK},
-		{"/orders/42/pay", true, 0, http.StatusOK},
-		{"/orders/7/pay", true, 0, http.StatusOK},
-		{"/orders/42/refund", true, 50 * time.Millisecond, http.StatusConflict},
-		{"/orders/42/pay", false, 0, http.StatusUnauthorized},
+		{"/orders/42/pay", true, "", http.StatusOK},
+		{"/orders/42/pay", true, "", http.StatusOK},
+		{"/orders/42/pay", true, "", http.StatusOK},
+		{"/orders/7/pay", true, "", http.StatusOK},
+		{"/orders/42/refund", true, "order:42", http.StatusConflict},
+		{"/orders/42/pay", false, "", http.StatusUnauthorized},
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
@@ -61,7 +61,9 @@ func demo(addr string, o *Orders, m *mutexfx.Mutex) bool {
 	var wg sync.WaitGroup
 	for _, rq := range reqs {
 		wg.Go(func() {
-			time.Sleep(rq.delay) // the demo's timeline
+			if rq.after != "" {
+				waitHeld(m, rq.after)
+			}
 			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+rq.path, nil)
 			auth := "anonymous"
 			if rq.auth {
@@ -104,4 +106,15 @@ func demo(addr string, o *Orders, m *mutexfx.Mutex) bool {
 		ok = false
 	}
 	return ok
+}
+
+// waitHeld waits (2 s at most) until m holds the lock name.
+func waitHeld(m *mutexfx.Mutex, name string) {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for _, l := range m.Held() {
+			if l.Name() == name {
+				return
+			}
+		}
+	}
 }
