@@ -103,24 +103,25 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 // cleanup releases, in the background and best effort, a lock an attempt
 // may have acquired when its caller no longer wants it.
 func (m *Mutex) cleanup(key, token string) {
-	m.goBackground(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, attemptGrace)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cleanupLocked(key, token)
+}
+
+// cleanupLocked is cleanup with m.mu held. The release runs in a goroutine
+// owned by the Mutex (Close waits for it; its ctx ends at Close); after
+// Close it does nothing.
+func (m *Mutex) cleanupLocked(key, token string) {
+	if m.closed {
+		return
+	}
+	m.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(m.bg, attemptGrace)
 		defer cancel()
 		if _, err := m.drv.Release(ctx, key, token); err != nil {
 			m.log.Debug("mutex cleanup release failed", zap.String("key", key), zap.Error(err))
 		}
 	})
-}
-
-// goBackground runs fn in a goroutine owned by the Mutex (Close waits for
-// it; its ctx ends at Close). After Close it does nothing.
-func (m *Mutex) goBackground(fn func(ctx context.Context)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return
-	}
-	m.wg.Go(func() { fn(m.bg) })
 }
 
 // start starts the renewal scheduler and the store's subscription, once.
