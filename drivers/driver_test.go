@@ -1,0 +1,50 @@
+package drivers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestEventKindString(t *testing.T) {
+	for k, want := range map[drivers.EventKind]string{drivers.Released: "released", drivers.Lost: "lost", 0: "unknown"} {
+		if got := k.String(); got != want {
+			t.Errorf("%d.String() = %q; want %q", k, got, want)
+		}
+	}
+}
+
+// bare implements only the Driver interface.
+type bare struct{}
+
+func (bare) Acquire(context.Context, drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	return drivers.AcquireResult{}, nil
+}
+func (bare) Release(context.Context, string, string) (bool, error)               { return false, nil }
+func (bare) Extend(context.Context, string, string, time.Duration) (bool, error) { return false, nil }
+func (bare) Close(context.Context) error                                         { return nil }
+
+func TestFeaturesOf(t *testing.T) {
+	if f := drivers.FeaturesOf(bare{}); !f.Expiring || !f.Fencing || f.ServerTime || f.InProcess {
+		t.Errorf("default features %+v: want expiring with fencing, client time, not in process", f)
+	}
+	if f := drivers.FeaturesOf(memory.New()); !f.InProcess || f.Scope != "process" {
+		t.Errorf("memory features %+v", f)
+	}
+}
+
+func TestPackageOf(t *testing.T) {
+	if got := drivers.PackageOf("redis"); got != "github.com/mutexfx/mutexfx/drivers/redis" {
+		t.Errorf("PackageOf(redis) = %q", got)
+	}
+	if got := drivers.PackageOf("etcd"); got != "" {
+		t.Errorf("PackageOf(etcd) = %q", got)
+	}
+}
