@@ -14,6 +14,20 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
+// heldByA returns two components on the store, a lock name, and the lock
+// the first holds.
+func (s *suite) heldByA(t *testing.T) (context.Context, *component.Mutex, *component.Mutex, string, *component.Lock) {
+	t.Helper()
+	ctx := ctxT(t)
+	a, b := s.mutex(t, nil, component.Options{}), s.mutex(t, nil, component.Options{})
+	n := name(t)
+	l, err := a.Acquire(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, a, b, n, l
+}
+
 // componentTests check the component's semantics on the driver.
 func (s *suite) componentTests(t *testing.T) {
 	t.Run("MutualExclusion", s.testMutualExclusion)
@@ -121,13 +135,7 @@ func (s *suite) testNotReentrant(t *testing.T) {
 }
 
 func (s *suite) testRenewal(t *testing.T) {
-	ctx := ctxT(t)
-	a, b := s.mutex(t, nil, component.Options{}), s.mutex(t, nil, component.Options{})
-	n := name(t)
-	l, err := a.Acquire(ctx, n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, b, n, l := s.heldByA(t)
 	// Three ttls: without renewals the lock would expire.
 	end := time.Now().Add(3 * s.h.TTL)
 	for time.Now().Before(end) {
@@ -329,13 +337,7 @@ func (s *suite) testFIFO(t *testing.T) {
 }
 
 func (s *suite) testTimeout(t *testing.T) {
-	ctx := ctxT(t)
-	a, b := s.mutex(t, nil, component.Options{}), s.mutex(t, nil, component.Options{})
-	n := name(t)
-	l, err := a.Acquire(ctx, n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, b, n, l := s.heldByA(t)
 	defer l.Release(ctx)
 	for _, timeout := range []time.Duration{0, 300 * time.Millisecond} {
 		start := time.Now()
@@ -354,13 +356,7 @@ func (s *suite) testTimeout(t *testing.T) {
 }
 
 func (s *suite) testCancel(t *testing.T) {
-	ctx := ctxT(t)
-	a, b := s.mutex(t, nil, component.Options{}), s.mutex(t, nil, component.Options{})
-	n := name(t)
-	l, err := a.Acquire(ctx, n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, b, n, l := s.heldByA(t)
 	defer l.Release(ctx)
 	why := errors.New("client went away")
 	cctx, cancel := context.WithCancelCause(ctx)
@@ -371,7 +367,7 @@ func (s *suite) testCancel(t *testing.T) {
 		cancel(why)
 	}()
 	start := time.Now()
-	_, err = b.Acquire(cctx, n, component.WithTimeout(component.Forever))
+	_, err := b.Acquire(cctx, n, component.WithTimeout(component.Forever))
 	if !errors.Is(err, why) {
 		t.Fatalf("cancelled wait: %v; want the ctx's cause", err)
 	}
