@@ -124,26 +124,29 @@ func (m *Mutex) cleanupLocked(key, token string) {
 	})
 }
 
-// start starts the renewal scheduler and the store's subscription, once.
-func (m *Mutex) start(ctx context.Context) {
-	m.mu.Lock()
+// startLocked starts the renewal scheduler, once; m.mu held.
+func (m *Mutex) startLocked() {
 	if !m.started && !m.closed {
 		m.started = true
 		m.wg.Go(m.schedule)
 	}
-	m.mu.Unlock()
-	if sub, ok := m.drv.(drivers.Subscriber); ok {
-		m.subscribe(ctx, sub)
-	}
 }
 
-// subscribe subscribes to the store's events; on failure it logs, lets the
-// waiters poll, and tries again on a later acquisition (30 s later at most
-// once).
-func (m *Mutex) subscribe(ctx context.Context, sub drivers.Subscriber) {
+// subscribe subscribes to the store's events, once. On failure it logs,
+// lets the waiters poll, and tries again at a later acquisition, 30 s later
+// at the soonest.
+func (m *Mutex) subscribe(ctx context.Context) {
+	if m.subbed.Load() {
+		return
+	}
+	sub, ok := m.drv.(drivers.Subscriber)
+	if !ok {
+		m.subbed.Store(true)
+		return
+	}
 	m.subMu.Lock()
 	defer m.subMu.Unlock()
-	if m.subbed || time.Now().Before(m.subRetry) {
+	if m.subbed.Load() || time.Now().Before(m.subRetry) {
 		return
 	}
 	m.mu.Lock()
@@ -160,7 +163,8 @@ func (m *Mutex) subscribe(ctx context.Context, sub drivers.Subscriber) {
 		m.log.Warn("mutex store wake-ups unavailable, polling", zap.Error(err))
 		return
 	}
-	m.subbed, m.unsub = true, unsub
+	m.unsub = unsub
+	m.subbed.Store(true)
 }
 
 // onEvent handles a store event.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -36,8 +37,8 @@ type Mutex struct {
 	bgCancel context.CancelFunc
 	wg       sync.WaitGroup
 
-	subMu    sync.Mutex // serialises subscribing
-	subbed   bool
+	subbed   atomic.Bool // subscribed, or nothing to subscribe to
+	subMu    sync.Mutex  // serialises subscribing
 	subRetry time.Time
 	unsub    func()
 
@@ -128,10 +129,11 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 		return nil, nil
 	}
 	w := m.enqueue(name)
+	m.startLocked()
 	m.mu.Unlock()
 	defer m.dequeue(name, w)
 
-	m.start(ctx)
+	m.subscribe(ctx)
 	now := time.Now()
 	l, _, err := m.attempt(ctx, name, o.ttl, now, now, w)
 	return l, err
@@ -170,9 +172,11 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 		return nil, ErrClosed
 	}
 	w := m.enqueue(name)
+	m.startLocked()
+	head, busy := m.queues[name].waiters[0] == w, m.held[name] != nil
 	m.mu.Unlock()
 	defer m.dequeue(name, w)
-	m.start(ctx)
+	m.subscribe(ctx)
 
 	var timer *time.Timer
 	defer func() {
@@ -214,12 +218,15 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 
 	backoff := m.opts.RetryDelay
 	slept := false
-	for {
-		m.mu.Lock()
-		closed, head, busy := m.closed, m.queues[name].waiters[0] == w, m.held[name] != nil
-		m.mu.Unlock()
-		if closed {
-			return nil, ErrClosed
+	for first := true; ; first = false {
+		if !first {
+			m.mu.Lock()
+			closed := m.closed
+			head, busy = m.queues[name].waiters[0] == w, m.held[name] != nil
+			m.mu.Unlock()
+			if closed {
+				return nil, ErrClosed
+			}
 		}
 		if !head || busy {
 			// Our turn comes with a wake-up: the waiter before us left, or
