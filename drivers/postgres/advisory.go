@@ -67,7 +67,6 @@ func (d *Driver) advTake(ctx context.Context, h int64, wait time.Duration) (uint
 	}
 	defer s.unlock()
 	var fence int64
-	ok := true
 	if wait > 0 {
 		err = s.conn.QueryRow(ctx, d.sql.waitLock, h, lockTimeout(wait)).Scan(&fence)
 		switch sqlState(err) {
@@ -75,7 +74,7 @@ func (d *Driver) advTake(ctx context.Context, h int64, wait time.Duration) (uint
 			return 0, false, nil
 		}
 	} else {
-		err = s.conn.QueryRow(ctx, d.sql.tryLock, h).Scan(&ok, &fence)
+		err = s.conn.QueryRow(ctx, d.sql.tryLock, h).Scan(&fence)
 	}
 	if err != nil {
 		if sqlState(err) == "42P01" {
@@ -87,7 +86,7 @@ func (d *Driver) advTake(ctx context.Context, h int64, wait time.Duration) (uint
 		}
 		return 0, false, err
 	}
-	if !ok {
+	if fence == 0 { // taken (a fence is never 0)
 		return 0, false, nil
 	}
 	d.mu.Lock()
@@ -122,7 +121,7 @@ func (d *Driver) failed(ctx context.Context, s *session, h int64) {
 	defer cancel()
 	for range 64 {
 		var more bool
-		if err := s.conn.QueryRow(cctx, d.sql.unlockOne, h).Scan(&more); err != nil {
+		if err := s.conn.QueryRow(cctx, d.sql.unlock, h).Scan(&more); err != nil {
 			break
 		}
 		if !more {
@@ -144,7 +143,10 @@ func (d *Driver) ownLock(key, token string) (int64, *advLock) {
 	return h, l
 }
 
-// advRelease unlocks on the holding session and notifies, in one statement.
+// advRelease unlocks on the holding session. With server-side waits
+// (MaxSessions > 1) the server hands the lock to its queued waiters, so the
+// unlock is the bare statement; without them it notifies in the same
+// statement, for the waiters that poll.
 func (d *Driver) advRelease(ctx context.Context, key, token string) (bool, error) {
 	h, l := d.ownLock(key, token)
 	if l == nil {
@@ -156,7 +158,12 @@ func (d *Driver) advRelease(ctx context.Context, key, token string) (bool, error
 	}
 	defer s.unlock()
 	var ok bool
-	err := s.conn.QueryRow(ctx, d.sql.unlock, h, payload(key)).Scan(&ok, nil)
+	var err error
+	if d.opts.MaxSessions > 1 {
+		err = s.conn.QueryRow(ctx, d.sql.unlock, h).Scan(&ok)
+	} else {
+		err = s.conn.QueryRow(ctx, d.sql.unlockNotify, h, payload(key)).Scan(&ok, nil)
+	}
 	if err != nil {
 		if d.settle(s) {
 			return false, nil // the session ended: the lock is gone

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -31,6 +32,7 @@ type Driver struct {
 	opts  Options
 	names names
 	sql   statements
+	id    string // table mode: this driver's id, kept in the rows it holds
 
 	poolCfg  *pgxpool.Config // owned pool's config; nil with NewWithPool
 	connCfg  *pgx.ConnConfig // pinned and LISTEN connections
@@ -97,6 +99,7 @@ func NewWithPool(pool *pgxpool.Pool, opts Options) (*Driver, error) {
 
 func newDriver(opts Options, n names, cc *pgx.ConnConfig) *Driver {
 	return &Driver{
+		id:      rand.Text(),
 		opts:    opts,
 		names:   n,
 		sql:     buildStatements(n, opts),
@@ -268,8 +271,11 @@ func (d *Driver) ensureSchema(ctx context.Context, begin func(context.Context) (
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var seq, table *string
-	err = tx.QueryRow(ctx, "SELECT pg_advisory_xact_lock($1), to_regclass($2)::text, to_regclass($3)::text",
-		ddlLockKey, d.names.sequence, d.names.table).Scan(nil, &seq, &table)
+	var cols int
+	err = tx.QueryRow(ctx, "SELECT pg_advisory_xact_lock($1), to_regclass($2)::text, to_regclass($3)::text, "+
+		"(SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($3) AND NOT attisdropped "+
+		"AND attname IN ('owner', 'wanted_at'))",
+		ddlLockKey, d.names.sequence, d.names.table).Scan(nil, &seq, &table, &cols)
 	if err != nil {
 		return err
 	}
@@ -280,6 +286,12 @@ func (d *Driver) ensureSchema(ctx context.Context, begin func(context.Context) (
 	}
 	if table == nil && d.opts.Mode == ModeTable {
 		if _, err := tx.Exec(ctx, d.sql.createTable); err != nil {
+			return err
+		}
+	}
+	if table != nil && cols < 2 && d.opts.Mode == ModeTable {
+		// a table created before the fairness columns existed
+		if _, err := tx.Exec(ctx, d.sql.addColumns); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,8 @@ import (
 // TestNamesAreData takes, wakes on and releases locks whose names would
 // break unparameterised SQL or a naive NOTIFY, in both modes. A 10 KB name
 // is too long for a NOTIFY payload: it is released without a wake-up.
+// Advisory drivers run with MaxSessions 1, the configuration whose releases
+// notify.
 func TestNamesAreData(t *testing.T) {
 	names := []struct {
 		name   string
@@ -27,7 +29,9 @@ func TestNamesAreData(t *testing.T) {
 	for _, mode := range []string{ModeAdvisory, ModeTable} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := ctxT(t)
-			a, b := shared(t, Options{Mode: mode}), shared(t, Options{Mode: mode})
+			// advisory releases notify only without server-side waits
+			// (MaxSessions 1); table releases always do
+			a, b := shared(t, Options{Mode: mode, MaxSessions: 1}), shared(t, Options{Mode: mode, MaxSessions: 1})
 			var mu sync.Mutex
 			released := map[string]bool{}
 			cancel, err := b.Subscribe(ctx, func(ev drivers.Event) {

@@ -10,10 +10,10 @@ import (
 // statements are the driver's SQL texts, built once from validated, quoted
 // identifiers. Lock names, tokens and durations are always parameters.
 type statements struct {
-	createSequence, createTable string
+	createSequence, createTable, addColumns string
 
 	// advisory mode
-	tryLock, waitLock, unlock, unlockOne, heldKeys, heldKey, anyHolder string
+	tryLock, waitLock, unlock, unlockNotify, heldKeys, heldKey, anyHolder string
 
 	// table mode
 	acquire, release, extend, renew, inspect string
@@ -43,6 +43,17 @@ func buildStatements(n names, o Options) statements {
 	const lockKey = "((classid::bigint << 32) | objid::bigint)"
 	const ownLocks = "FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted AND pid = pg_backend_pid()"
 	ttl := "now() + $%d::bigint * interval '1 millisecond'"
+	// Table-mode fairness: take is true when the acquisition ($5 the
+	// driver's id, $6 its FairWindow in ms, 0 when off) may take the
+	// existing row l: it is free, and unless another driver wanted it
+	// while its holder held it and the window since the release (or since
+	// that driver's last attempt) is still open, the acquirer is not the
+	// holder's driver. mark is true when a failed attempt by another
+	// driver records that it waits for the row's holder.
+	take := "(l.expires_at <= now() AND NOT coalesce($6::bigint > 0 AND l.owner = $5 " +
+		"AND l.wanted_at > now() - $6::bigint * interval '1 millisecond', false))"
+	mark := "(l.expires_at > now() AND l.owner <> $5 AND l.wanted_at IS NULL)"
+	left := func(ts string) string { return "extract(epoch FROM " + ts + " - now())::float8 * 1000" }
 	return statements{
 		createSequence: "CREATE SEQUENCE IF NOT EXISTS " + n.sequence,
 		createTable: "CREATE " + unlogged + "TABLE IF NOT EXISTS " + n.table + ` (
@@ -50,32 +61,44 @@ func buildStatements(n names, o Options) statements {
 	name text NOT NULL,
 	token text NOT NULL,
 	fence bigint NOT NULL,
-	expires_at timestamptz NOT NULL
+	expires_at timestamptz NOT NULL,
+	owner text NOT NULL DEFAULT '',
+	wanted_at timestamptz
 )`,
+		addColumns: "ALTER TABLE " + n.table + " ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '', " +
+			"ADD COLUMN IF NOT EXISTS wanted_at timestamptz",
 
-		tryLock: "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS ok) " +
-			"SELECT ok, CASE WHEN ok THEN " + nextval + " ELSE 0 END FROM l",
+		// one expression: the fence (never 0) when the lock was free, else 0
+		tryLock: "SELECT CASE WHEN pg_try_advisory_lock($1) THEN " + nextval + " ELSE 0 END",
 		waitLock: "WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2, false) AS v), " +
 			"l AS MATERIALIZED (SELECT pg_advisory_lock($1) FROM t) " +
 			"SELECT " + nextval + " FROM l",
-		unlock: "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock($1) AS ok) " +
+		unlockNotify: "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock($1) AS ok) " +
 			"SELECT ok, CASE WHEN ok THEN " + fmt.Sprintf(notify, 2, 2) + " END IS NULL FROM u",
-		unlockOne: "SELECT pg_advisory_unlock($1)",
-		heldKeys:  "SELECT " + lockKey + " " + ownLocks,
-		heldKey:   "SELECT EXISTS (SELECT 1 " + ownLocks + " AND " + lockKey + " = $1)",
+		unlock:   "SELECT pg_advisory_unlock($1)",
+		heldKeys: "SELECT " + lockKey + " " + ownLocks,
+		heldKey:  "SELECT EXISTS (SELECT 1 " + ownLocks + " AND " + lockKey + " = $1)",
 		anyHolder: "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted" +
 			" AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND " + lockKey + " = $1)",
 
 		acquire: "WITH " + s + ", ins AS (" +
-			"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
-			"SELECT $1, $2, $3, " + nextval + ", " + fmt.Sprintf(ttl, 4) + " FROM s " +
-			"ON CONFLICT (id) DO UPDATE SET name = excluded.name, token = excluded.token, " +
-			"fence = " + nextval + ", expires_at = excluded.expires_at WHERE l.expires_at <= now() " +
-			"RETURNING l.fence) " +
-			"SELECT true, fence, 0::float8 FROM ins UNION ALL " +
-			"SELECT false, 0, extract(epoch FROM expires_at - now())::float8 * 1000 FROM " + n.table +
-			" WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
-		release: "WITH " + s + ", r AS (UPDATE " + n.table + " SET token = '', expires_at = 'epoch' FROM s " +
+			"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at, owner) " +
+			"SELECT $1, $2, $3, " + nextval + ", " + fmt.Sprintf(ttl, 4) + ", $5 FROM s " +
+			"ON CONFLICT (id) DO UPDATE SET " +
+			"name = CASE WHEN " + take + " THEN excluded.name ELSE l.name END, " +
+			"token = CASE WHEN " + take + " THEN excluded.token ELSE l.token END, " +
+			"fence = CASE WHEN " + take + " THEN " + nextval + " ELSE l.fence END, " +
+			"expires_at = CASE WHEN " + take + " THEN excluded.expires_at ELSE l.expires_at END, " +
+			"owner = CASE WHEN " + take + " THEN excluded.owner ELSE l.owner END, " +
+			"wanted_at = CASE WHEN " + take + " THEN NULL ELSE now() END " +
+			"WHERE (" + take + ") OR (" + mark + ") " +
+			"RETURNING l.token = $3 AS took, l.fence, l.expires_at) " +
+			"SELECT took, CASE WHEN took THEN fence ELSE 0 END, " +
+			"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END FROM ins UNION ALL " +
+			"SELECT false, 0, greatest(" + left("expires_at") + ", " + left("wanted_at + $6::bigint * interval '1 millisecond'") + ") " +
+			"FROM " + n.table + " WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
+		release: "WITH " + s + ", r AS (UPDATE " + n.table + " SET token = '', expires_at = 'epoch', " +
+			"wanted_at = CASE WHEN wanted_at IS NULL THEN NULL ELSE now() END FROM s " +
 			"WHERE id = $1 AND token = $2 AND expires_at > now() RETURNING 1) " +
 			"SELECT true, " + fmt.Sprintf(notify, 3, 3) + " IS NULL FROM r",
 		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +

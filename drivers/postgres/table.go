@@ -58,18 +58,25 @@ func ttlMillis(ttl time.Duration) (int64, error) {
 	return ms, nil
 }
 
-// tableAcquire inserts the row, or takes over an expired one, in one
-// statement that returns the fence, or the holder's remaining ttl.
+// tableAcquire inserts the row, or takes over a free or expired one, in one
+// statement that returns the fence, or the holder's remaining ttl. The same
+// statement keeps the driver that released a lock other drivers wait for
+// from retaking it within FairWindow, and marks the row wanted when it
+// fails for a row held by another driver (see buildStatements).
 func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	ms, err := ttlMillis(req.TTL)
 	if err != nil {
 		return drivers.AcquireResult{}, err
 	}
+	window := max(d.opts.FairWindow.Milliseconds(), 0) // 0: fairness off
+	if d.opts.FairWindow > 0 {
+		window = max(window, 1)
+	}
 	var res drivers.AcquireResult
 	err = d.run(ctx, func(p *pgxpool.Pool) error {
 		var fence int64
 		var left float64
-		err := p.QueryRow(ctx, d.sql.acquire, rowID(req.Key), req.Key, req.Token, ms).Scan(&res.Acquired, &fence, &left)
+		err := p.QueryRow(ctx, d.sql.acquire, rowID(req.Key), req.Key, req.Token, ms, d.id, window).Scan(&res.Acquired, &fence, &left)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// the holder's row is not visible to the statement's snapshot
 			// (inserted concurrently): taken, remaining ttl unknown
