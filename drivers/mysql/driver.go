@@ -8,6 +8,7 @@ package mysql
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -30,6 +31,9 @@ type Driver struct {
 	db    *sql.DB
 	ownDB bool
 	s     settings
+
+	id         []byte // random: this driver in table-mode reservations
+	acquireSQL string // table mode's acquire statement
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -78,7 +82,8 @@ func New(opts Options) (*Driver, error) {
 // NewWithDB returns a driver using db, a pool the application already has.
 // The driver never closes db (Close only returns or discards the
 // connections it pinned). Only the options about locks apply (Mode, Table,
-// FenceTable, Fence, ProbeInterval, RenewBatch, Retries); connection options
+// FenceTable, Fence, ProbeInterval, PollInterval, WaiterLiveness,
+// RenewBatch, Retries); connection options
 // must be empty. db must run in autocommit mode (the default) and should be
 // opened with interpolateParams=true (one round trip per statement instead
 // of three) and without clientFoundRows.
@@ -103,6 +108,9 @@ func NewWithDB(db *sql.DB, opts Options) (*Driver, error) {
 
 func newDriver(db *sql.DB, own bool, s settings) *Driver {
 	d := &Driver{db: db, ownDB: own, s: s, closed: make(chan struct{}), subs: map[int]func(drivers.Event){}}
+	d.id = make([]byte, 16)
+	_, _ = rand.Read(d.id) // never fails (crypto/rand)
+	d.acquireSQL = s.acquireSQL()
 	d.adv.init(d)
 	d.watch.init(d)
 	return d

@@ -46,14 +46,15 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultTable         = "mutexfx_locks"
-	DefaultFenceTable    = "mutexfx_fence"
-	DefaultProbeInterval = 500 * time.Millisecond
-	DefaultPollInterval  = 10 * time.Millisecond
-	DefaultRenewBatch    = 1000
-	DefaultRetries       = 3
-	DefaultDialTimeout   = 5 * time.Second
-	DefaultMaxIdleConns  = 16
+	DefaultTable          = "mutexfx_locks"
+	DefaultFenceTable     = "mutexfx_fence"
+	DefaultProbeInterval  = 500 * time.Millisecond
+	DefaultPollInterval   = 10 * time.Millisecond
+	DefaultWaiterLiveness = 100 * time.Millisecond
+	DefaultRenewBatch     = 1000
+	DefaultRetries        = 3
+	DefaultDialTimeout    = 5 * time.Second
+	DefaultMaxIdleConns   = 16
 )
 
 // Options configure a Driver. The zero value connects as root without
@@ -104,6 +105,16 @@ type Options struct {
 	// (only while a component is subscribed and someone waits). Default
 	// 10ms.
 	PollInterval time.Duration `koanf:"poll_interval"`
+	// WaiterLiveness turns on fair hand-off in table mode and is how long
+	// a waiter keeps its reserved turn without asking again. A failed
+	// acquisition reserves the lock for the longest-waiting driver (one
+	// reservation per key, in the lock's row); while it is live, a free
+	// lock can be taken only by that driver (or an older waiter), so a
+	// process that releases and asks again at once does not overtake the
+	// waiters of other processes. A waiter asks again every WaiterLiveness/4
+	// while reserved; one that crashed or gave up delays the others by at
+	// most WaiterLiveness. Negative turns fair hand-off off. Default 100ms.
+	WaiterLiveness time.Duration `koanf:"waiter_liveness"`
 	// RenewBatch is the most leases renewed by one statement in table
 	// mode (and probed by one query in advisory mode). Default 1000.
 	RenewBatch int `koanf:"renew_batch"`
@@ -164,6 +175,7 @@ type settings struct {
 	mode, fence              string
 	table, fenceTable        string // quoted
 	probe, poll, dialTimeout time.Duration
+	liveness                 time.Duration // 0: fair hand-off off
 	batch, retries           int
 	maxOpen, maxIdle         int
 	prepared                 bool
@@ -175,7 +187,7 @@ func (o Options) validate() (settings, error) {
 	s := settings{
 		mode: o.Mode, fence: o.Fence, probe: o.ProbeInterval, poll: o.PollInterval, dialTimeout: o.DialTimeout,
 		batch: o.RenewBatch, retries: o.Retries, maxOpen: o.MaxOpenConns, maxIdle: o.MaxIdleConns,
-		prepared: o.PreparedStatements,
+		prepared: o.PreparedStatements, liveness: o.WaiterLiveness,
 	}
 	switch s.mode {
 	case "":
@@ -209,6 +221,14 @@ func (o Options) validate() (settings, error) {
 	}
 	if s.poll == 0 {
 		s.poll = DefaultPollInterval
+	}
+	switch {
+	case s.liveness < 0:
+		s.liveness = 0
+	case s.liveness == 0:
+		s.liveness = DefaultWaiterLiveness
+	case s.liveness < time.Millisecond:
+		return s, config.Errorf("waiter_liveness", "must be at least 1ms (or negative: off)")
 	}
 	if s.dialTimeout < 0 {
 		return s, config.Errorf("dial_timeout", "must not be negative")

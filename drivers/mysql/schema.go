@@ -2,23 +2,35 @@ package mysql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	gomysql "github.com/go-sql-driver/mysql"
 )
 
 // lockTableDDL is the table mode's table (documented in docs/mysql.md).
 // name_hash is SHA-256(key): a fixed-size, case-exact primary key for keys
 // of any length; name keeps the key for people reading the table. Rows stay
 // after release (token emptied, expiry in the past) so that the key's fence
-// keeps growing.
+// keeps growing. The wanted_* and taken_by columns hold the key's waiter
+// reservation (fair hand-off, see fair.go).
 const lockTableDDL = `CREATE TABLE IF NOT EXISTS %s (
   name_hash BINARY(32) NOT NULL,
   token VARBINARY(255) NOT NULL,
   fence BIGINT UNSIGNED NOT NULL,
   expires_at DATETIME(6) NOT NULL,
   name MEDIUMBLOB NOT NULL,
+` + fairColumns + `,
   PRIMARY KEY (name_hash)
 ) ENGINE=InnoDB`
+
+// fairColumns are the reservation columns, added by ALTER TABLE to tables
+// created by earlier versions.
+const fairColumns = `  wanted_by VARBINARY(16) NOT NULL DEFAULT '',
+  wanted_since DATETIME(6) NOT NULL DEFAULT '1000-01-01 00:00:00',
+  wanted_until DATETIME(6) NOT NULL DEFAULT '1000-01-01 00:00:00',
+  taken_by VARBINARY(16) NOT NULL DEFAULT ''`
 
 // fenceSequenceDDL is the advisory mode's fence source on MariaDB. CACHE
 // 1000 keeps NEXTVAL from writing (and syncing) on every acquisition; a
@@ -43,6 +55,9 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 	if d.s.mode == ModeTable {
 		if _, err := d.db.ExecContext(ctx, fmt.Sprintf(lockTableDDL, d.s.table)); err != nil {
 			return fmt.Errorf("mysql: create table %s: %w", d.s.table, err)
+		}
+		if err := d.addFairColumns(ctx); err != nil {
+			return err
 		}
 		d.schemaOK = true
 		return nil
@@ -74,6 +89,33 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 	}
 	d.fence = fence
 	d.schemaOK = true
+	return nil
+}
+
+// addFairColumns adds the reservation columns to a lock table created by
+// an earlier version (MySQL 8 has no ADD COLUMN IF NOT EXISTS, hence the
+// look-up; a concurrent driver adding them first is fine).
+func (d *Driver) addFairColumns(ctx context.Context) error {
+	parts := strings.Split(strings.ReplaceAll(d.s.table, "`", ""), ".")
+	var schema any // NULL: the connection's database
+	if len(parts) == 2 {
+		schema = parts[0]
+	}
+	var n int
+	if err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = IFNULL(?, DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME = 'taken_by'`,
+		schema, parts[len(parts)-1]).Scan(&n); err != nil {
+		return fmt.Errorf("mysql: columns of %s: %w", d.s.table, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	adds := strings.ReplaceAll(strings.TrimSpace(fairColumns), ",\n  ", ", ADD COLUMN ")
+	_, err := d.db.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s", d.s.table, adds))
+	var me *gomysql.MySQLError
+	if err != nil && !(errors.As(err, &me) && me.Number == 1060) { // 1060: duplicate column
+		return fmt.Errorf("mysql: add reservation columns to %s: %w", d.s.table, err)
+	}
 	return nil
 }
 

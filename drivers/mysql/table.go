@@ -14,26 +14,11 @@ import (
 // for a fence (fences stay far below 2^62).
 const heldMark = 1 << 62
 
-// Table mode statements. The clock is always the database's
-// (UTC_TIMESTAMP(6): the same for every session whatever its time_zone);
-// a lock is expired when expires_at < now. %s is the validated, quoted
-// table name; every value is a parameter.
+// Table mode statements (acquire: fair.go). The clock is always the
+// database's (UTC_TIMESTAMP(6): the same for every session whatever its
+// time_zone); a lock is expired when expires_at < now. %s is the validated,
+// quoted table name; every value is a parameter.
 const (
-	// tableAcquireSQL inserts the row or takes over an expired one. It
-	// answers through LAST_INSERT_ID (in the OK packet, so one round trip,
-	// without relying on affected-row counts): 1 = inserted, fence 1;
-	// 2..2^62 = taken over, that fence; >= 2^62 = held by another,
-	// remaining µs + 2^62. Assignments run left to right, so expires_at,
-	// which the conditions read, is assigned last.
-	tableAcquireSQL = `INSERT INTO %[1]s (name_hash, token, fence, expires_at, name)
-VALUES (?, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?)
-ON DUPLICATE KEY UPDATE
- fence = IF(expires_at < UTC_TIMESTAMP(6), LAST_INSERT_ID(fence + 1),
-  IF(LAST_INSERT_ID(%[2]d + GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 0)) > 0, fence, fence)),
- token = IF(expires_at < UTC_TIMESTAMP(6), VALUES(token), token),
- name = IF(expires_at < UTC_TIMESTAMP(6), VALUES(name), name),
- expires_at = IF(expires_at < UTC_TIMESTAMP(6), VALUES(expires_at), expires_at)`
-
 	// tableReleaseSQL frees the row if token holds it, keeping the row
 	// (and its fence). LAST_INSERT_ID(fence) >= 1 tells that it matched.
 	tableReleaseSQL = `UPDATE %s SET token = '', expires_at = '1000-01-01 00:00:00', fence = LAST_INSERT_ID(fence)
@@ -52,18 +37,19 @@ func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: ttl %v must be positive in table mode", req.TTL)
 	}
 	var id int64
-	err := d.tableExec(ctx, fmt.Sprintf(tableAcquireSQL, d.s.table, heldMark), func(id0 int64) { id = id0 },
-		keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key)
+	waited := d.watch.waited(req.Key)
+	err := d.tableExec(ctx, d.acquireSQL, func(id0 int64) { id = id0 },
+		keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, waited.Microseconds(), d.id)
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
 	switch {
 	case id >= heldMark:
-		d.watch.add(req.Key)
-		return drivers.AcquireResult{HolderTTL: time.Duration(id-heldMark) * time.Microsecond}, nil
+		d.watch.failed(req.Key)
+		return drivers.AcquireResult{HolderTTL: time.Duration((id-heldMark)&^fairFlag) * time.Microsecond}, nil
 	case id >= 1:
 		d.watch.remove(req.Key)
-		return drivers.AcquireResult{Acquired: true, Fence: uint64(id)}, nil
+		return drivers.AcquireResult{Acquired: true, Fence: uint64(id &^ fairFlag)}, nil
 	default:
 		return drivers.AcquireResult{}, errors.New("mysql: acquire: no answer in LAST_INSERT_ID (statement rewritten by a proxy?)")
 	}
