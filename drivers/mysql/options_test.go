@@ -36,6 +36,8 @@ func TestFactoryErrors(t *testing.T) {
 		{"dsn and host", map[string]any{"dsn": "root@tcp(h:3306)/db", "host": "x"}, "mutex.orders.driver.host: not allowed with dsn"},
 		{"bad port", map[string]any{"port": 70000}, "mutex.orders.driver.port: must be 1 to 65535"},
 		{"negative probe", map[string]any{"probe_interval": "-1s"}, "mutex.orders.driver.probe_interval"},
+		{"waiter liveness off", map[string]any{"waiter_liveness": -1}, ""},
+		{"waiter liveness too short", map[string]any{"waiter_liveness": "500us"}, "mutex.orders.driver.waiter_liveness: must be at least 1ms"},
 		{"bad tls", map[string]any{"tls": "nope", "password": secret}, "mutex.orders.driver.tls"},
 		{"bad dsn with password", map[string]any{"dsn": "root:" + secret + "@tcp(h:3306)/db?timeout=xyz"}, "mutex.orders.driver.dsn: invalid"},
 		{"bad dsn no slash", map[string]any{"dsn": "root:" + secret + "@tcp(h:3306)"}, "mutex.orders.driver.dsn: invalid"},

@@ -1,0 +1,158 @@
+package mysql
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// TestTableReservation: in table mode a driver that releases a lock another
+// driver waits for cannot take it again until the waiter took it (or gave
+// up for WaiterLiveness); with fair hand-off off it can.
+func TestTableReservation(t *testing.T) {
+	const liveness = 200 * time.Millisecond
+	type step struct {
+		who      string // "a" or "b"
+		op       string // "acquire", "release", "pause"
+		acquired bool   // acquire: expected outcome
+	}
+	for _, tc := range []struct {
+		name     string
+		liveness time.Duration
+		steps    []step
+	}{
+		{"releaser yields to the waiter", liveness, []step{
+			{"a", "acquire", true}, {"b", "acquire", false}, {"a", "release", false},
+			{"a", "acquire", false}, {"b", "acquire", true},
+			// b took it through its reservation: b may not retake it at
+			// once either, a (waiting) may
+			{"b", "release", false}, {"b", "acquire", false}, {"a", "acquire", true}, {"a", "release", false},
+		}},
+		{"a waiter that stops asking loses its turn", liveness, []step{
+			{"a", "acquire", true}, {"b", "acquire", false}, {"a", "release", false},
+			{"a", "pause", false}, {"a", "acquire", true},
+		}},
+		{"no waiter, no delay", liveness, []step{
+			{"a", "acquire", true}, {"a", "release", false}, {"a", "acquire", true}, {"a", "release", false}, {"b", "acquire", true},
+		}},
+		{"fair hand-off off", -1, []step{
+			{"a", "acquire", true}, {"b", "acquire", false}, {"a", "release", false}, {"a", "acquire", true},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks", WaiterLiveness: tc.liveness}
+			ds := map[string]*Driver{"a": openDriver(t, opts), "b": openDriver(t, opts)}
+			tokens := map[string]string{}
+			key := "mysqltest:" + runID + ":" + t.Name()
+			for i, s := range tc.steps {
+				d := ds[s.who]
+				switch s.op {
+				case "acquire":
+					tok := token()
+					res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: 10 * time.Second})
+					if err != nil || res.Acquired != s.acquired {
+						t.Fatalf("step %d: %s acquire = %+v, %v; want acquired %v", i, s.who, res, err, s.acquired)
+					}
+					if res.Acquired {
+						tokens[s.who] = tok
+					} else if res.HolderTTL <= 0 || res.HolderTTL > 10*time.Second {
+						t.Fatalf("step %d: HolderTTL %v", i, res.HolderTTL)
+					}
+				case "release":
+					if ok, err := d.Release(ctx, key, tokens[s.who]); err != nil || !ok {
+						t.Fatalf("step %d: %s release = %v, %v", i, s.who, ok, err)
+					}
+				case "pause":
+					time.Sleep(liveness + 50*time.Millisecond) // the reservation's liveness is the thing tested
+				}
+			}
+		})
+	}
+}
+
+// TestTableFairHandoff: workers on separate drivers and components (as in
+// separate processes), each asking again right after releasing, take turns
+// instead of one of them keeping the lock.
+func TestTableFairHandoff(t *testing.T) {
+	const workers, turns = 3, 15
+	ctx := ctxT(t)
+	ms := make([]*component.Mutex, workers)
+	for i := range ms {
+		ms[i] = newMutex(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks"}, 10*time.Second)
+	}
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w, m := range ms {
+		wg.Go(func() {
+			for range turns {
+				l, err := m.Acquire(ctx, "handoff", component.WithTimeout(20*time.Second))
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				order = append(order, w)
+				mu.Unlock()
+				time.Sleep(time.Millisecond) // the hold
+				if ok, err := l.Release(ctx); !ok || err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	longest, run := 0, 0
+	for i := range order {
+		if i > 0 && order[i] == order[i-1] {
+			run++
+		} else {
+			run = 1
+		}
+		longest = max(longest, run)
+	}
+	t.Logf("order %v", order)
+	if longest > 3 {
+		t.Errorf("a worker took the lock %d times in a row: order %v", longest, order)
+	}
+}
+
+// TestTableMigration: a lock table created by an earlier version (without
+// the reservation columns) gets them and works.
+func TestTableMigration(t *testing.T) {
+	ctx := ctxT(t)
+	db := openDB(t, testutil.MySQLDSN())
+	table := "mutexfx_test_old_" + runID
+	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+` (name_hash BINARY(32) NOT NULL, token VARBINARY(255) NOT NULL,
+ fence BIGINT UNSIGNED NOT NULL, expires_at DATETIME(6) NOT NULL, name MEDIUMBLOB NOT NULL, PRIMARY KEY (name_hash)) ENGINE=InnoDB`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.ExecContext(context.Background(), "DROP TABLE "+table) })
+	for _, name := range []string{table, "test." + table} {
+		d := openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: name})
+		key, tok := "mysqltest:"+runID+":migrate", token()
+		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Second}); err != nil || !res.Acquired {
+			t.Fatalf("%s: Acquire = %+v, %v", name, res, err)
+		}
+		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+			t.Fatalf("%s: Release = %v, %v", name, ok, err)
+		}
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?
+ AND COLUMN_NAME IN ('wanted_by', 'wanted_since', 'wanted_until', 'taken_by')`, table).Scan(&n); err != nil || n != 4 {
+		t.Fatalf("reservation columns: %d, %v; want 4", n, err)
+	}
+}
