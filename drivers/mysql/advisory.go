@@ -47,13 +47,14 @@ const (
 	// advSequenceSQL takes the lock and, only when it got it, the next fence
 	// from the sequence, in one SELECT. 1 = acquired, 0 = busy, NULL =
 	// GET_LOCK failed (killed, error).
-	advSequenceSQL = `SELECT CASE GET_LOCK(?, ? / 1000) WHEN 1 THEN NEXTVAL(%s) WHEN 0 THEN 0 END, CONNECTION_ID()`
+	// %[2]s is the timeout: "? / 1000" (a millisecond parameter) or "0".
+	advSequenceSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN NEXTVAL(%[1]s) WHEN 0 THEN 0 END, CONNECTION_ID()`
 	// advUUIDShortSQL is advSequenceSQL with UUID_SHORT() for NEXTVAL.
-	advUUIDShortSQL = `SELECT CASE GET_LOCK(?, ? / 1000) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END, CONNECTION_ID()`
+	advUUIDShortSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END, CONNECTION_ID()`
 	// advCounterSQL takes the lock and increments the key's counter row in
 	// one statement; LAST_INSERT_ID is the fence, 0 when GET_LOCK failed.
 	advCounterSQL = `INSERT INTO %s (name_hash, fence)
-SELECT ?, LAST_INSERT_ID(1) FROM DUAL WHERE GET_LOCK(?, ? / 1000) = 1
+SELECT ?, LAST_INSERT_ID(1) FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
 ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)`
 )
 
@@ -77,21 +78,22 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 	}
 	var fence uint64
 	var connID int64
-	switch src := d.fenceSource(); src {
+	src, q := d.advisorySQL(wait > 0)
+	args := []any{name, waitMS}
+	if wait == 0 {
+		args = args[:1] // the statement says 0: the server parses no division
+	}
+	switch src {
 	case FenceSequence, FenceUUIDShort:
-		q := advUUIDShortSQL
-		if src == FenceSequence {
-			q = fmt.Sprintf(advSequenceSQL, d.s.fenceTable)
-		}
 		var f sql.Null[uint64]
-		err = conn.QueryRowContext(ctx, q, name, waitMS).Scan(&f, &connID)
+		err = conn.QueryRowContext(ctx, q, args...).Scan(&f, &connID)
 		if err == nil && !f.Valid {
 			err = errors.New("GET_LOCK returned NULL")
 		}
 		fence = f.V
 	default:
 		var res sql.Result
-		res, err = conn.ExecContext(ctx, fmt.Sprintf(advCounterSQL, d.s.fenceTable), keyHash(req.Key), name, waitMS)
+		res, err = conn.ExecContext(ctx, q, append([]any{keyHash(req.Key)}, args...)...)
 		if err == nil {
 			var id int64
 			id, err = res.LastInsertId()

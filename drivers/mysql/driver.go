@@ -40,7 +40,8 @@ type Driver struct {
 
 	schemaMu sync.Mutex
 	schemaOK bool
-	fence    string // advisory: resolved fence source
+	fence    string    // advisory: resolved fence source
+	advSQL   [2]string // advisory: its acquire statement without, with a timeout
 
 	adv   advisory
 	watch watcher

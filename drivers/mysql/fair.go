@@ -18,7 +18,7 @@ import (
 // attempts fail and answer the reservation's remaining time.
 //
 // When the reserved driver takes the lock, the reservation becomes
-// anonymous (wanted_by = ''), lasting at most WaiterLiveness/4 more: it
+// anonymous (wanted_by = ”), lasting at most WaiterLiveness/4 more: it
 // then only keeps the taker (taken_by) from taking the lock again, while
 // the other waiters, seeing it anonymous, ask again and the oldest claims
 // it. Without other waiters it runs out and the taker's next acquisition is

@@ -73,6 +73,8 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 			fence = FenceSequence
 		}
 	}
+	tmpl := map[string]string{FenceSequence: advSequenceSQL, FenceUUIDShort: advUUIDShortSQL, FenceCounter: advCounterSQL}[fence]
+	d.advSQL = [2]string{fmt.Sprintf(tmpl, d.s.fenceTable, "0"), fmt.Sprintf(tmpl, d.s.fenceTable, "? / 1000")}
 	ddl := fenceCounterDDL
 	switch fence {
 	case FenceSequence:
@@ -126,9 +128,13 @@ func (d *Driver) schemaGone() {
 	d.schemaMu.Unlock()
 }
 
-// fenceSource returns the resolved advisory fence source.
-func (d *Driver) fenceSource() string {
+// advisorySQL returns the resolved advisory fence source and its acquire
+// statement, with a timeout parameter or none (0).
+func (d *Driver) advisorySQL(wait bool) (fence, query string) {
 	d.schemaMu.Lock()
 	defer d.schemaMu.Unlock()
-	return d.fence
+	if wait {
+		return d.fence, d.advSQL[1]
+	}
+	return d.fence, d.advSQL[0]
 }
