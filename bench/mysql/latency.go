@@ -160,8 +160,10 @@ ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), e
 			op: driverPair(adv, key+":adv")},
 		{name: "mutexfx advisory driver, fence: uuid_short", base: "bare GET_LOCK+RELEASE_LOCK, text", goal: 1.2,
 			op: driverPair(advU, key+":advu")},
-		{name: "its SQL on a pinned conn (sequence fence)", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: pair(tc, "SELECT CASE GET_LOCK(?, 0 / 1000) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql"))},
+		{name: "its SQL on a pinned conn (sequence fence, GET_LOCK(?, 0))", base: "bare GET_LOCK+RELEASE_LOCK, text",
+			op: pair(tc, "SELECT CASE GET_LOCK(?, 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql"))},
+		{name: "same, earlier shape GET_LOCK(?, ? / 1000)", base: "bare GET_LOCK+RELEASE_LOCK, text",
+			op: pair(tc, "SELECT CASE GET_LOCK(?, 0 / 1000) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql0"))},
 		{name: "mutexfx advisory component TryAcquire+Release", base: "bare GET_LOCK+RELEASE_LOCK, text",
 			op: componentPair(advM, id+":advc")},
 		{name: "bare upsert-if-expired + DELETE", base: "SELECT 1 (text protocol)", op: func(ctx context.Context) error {

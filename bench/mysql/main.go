@@ -25,6 +25,7 @@ var (
 	hold  = flag.Duration("hold", time.Millisecond, "how long each hand-off worker holds the lock")
 	turns = flag.Int("turns", 100, "acquisitions per hand-off worker")
 	rows  = flag.Int("rows", 10000, "held locks of the renewal measurement")
+	reps  = flag.Int("reps", 3, "runs of each hand-off configuration")
 )
 
 func main() {

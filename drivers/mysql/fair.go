@@ -79,5 +79,5 @@ func (s settings) anonWindow() time.Duration {
 // fastPoll is how often a driver polls the keys it holds the reservation
 // of (or may claim): the hand-off's race is this short.
 func (s settings) fastPoll() time.Duration {
-	return max(s.poll/5, time.Millisecond)
+	return max(s.poll/10, time.Millisecond)
 }

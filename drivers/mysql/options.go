@@ -102,8 +102,9 @@ type Options struct {
 	ProbeInterval time.Duration `koanf:"probe_interval"`
 	// PollInterval is how often table mode checks, in one query, whether
 	// the keys its waiters found held became free, to wake them at once
-	// (only while a component is subscribed and someone waits). Default
-	// 10ms.
+	// (only while a component is subscribed and someone waits); every
+	// PollInterval/10 (at least 1ms) for the keys whose reservation this
+	// driver holds or may claim (see WaiterLiveness). Default 10ms.
 	PollInterval time.Duration `koanf:"poll_interval"`
 	// WaiterLiveness turns on fair hand-off in table mode and is how long
 	// a waiter keeps its reserved turn without asking again. A failed

@@ -21,9 +21,9 @@ const watchInterest = 2 * time.Second
 // query and sends Released (a prompt to ask again) when a key became free
 // for this driver, when this driver may claim the key's reservation, and,
 // while it holds the reservation, every WaiterLiveness/4 to keep it (see
-// fair.go). It polls every PollInterval, or PollInterval/5 while it holds
-// or may claim a reservation, so that the reserved waiter takes a released
-// lock within a few milliseconds.
+// fair.go). It polls every PollInterval, or PollInterval/10 (at least
+// 1ms) while it holds or may claim a reservation, so that the reserved
+// waiter takes a released lock within a few milliseconds.
 type watcher struct {
 	d *Driver
 
