@@ -32,7 +32,7 @@ type Driver struct {
 	opts  Options
 	names names
 	sql   statements
-	id    string // table mode: this driver's id, kept in the rows it holds
+	id    string // table mode: this driver's id in the rows' waiter queues
 
 	poolCfg  *pgxpool.Config // owned pool's config; nil with NewWithPool
 	connCfg  *pgx.ConnConfig // pinned and LISTEN connections
@@ -52,6 +52,8 @@ type Driver struct {
 	dialing int                // advisory: waiter sessions being opened
 	subs    map[int]*subscription
 	nextSub int
+
+	watchers watchers // table mode: waiting acquisitions, by key
 
 	dialSem chan struct{} // one connect of the main session at a time
 }
@@ -114,13 +116,14 @@ func newDriver(opts Options, n names, cc *pgx.ConnConfig) *Driver {
 func (d *Driver) Mode() string { return d.opts.Mode }
 
 // Features reports session locks with server-side waits in advisory mode,
-// expiring locks in table mode; both use the server's clock and fence.
+// expiring locks with waits in the driver (queued in the row, woken by
+// NOTIFY) in table mode; both use the server's clock and fence.
 func (d *Driver) Features() drivers.Features {
 	if d.opts.Mode == ModeAdvisory {
 		return drivers.Features{Expiring: false, ServerTime: true, Fencing: true,
 			BlockingWait: d.opts.MaxSessions > 1, Scope: "server"}
 	}
-	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, Scope: "server"}
+	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server"}
 }
 
 // Acquire makes one attempt to take req.Key for req.Token.
@@ -274,7 +277,7 @@ func (d *Driver) ensureSchema(ctx context.Context, begin func(context.Context) (
 	var cols int
 	err = tx.QueryRow(ctx, "SELECT pg_advisory_xact_lock($1), to_regclass($2)::text, to_regclass($3)::text, "+
 		"(SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($3) AND NOT attisdropped "+
-		"AND attname IN ('owner', 'wanted_at'))",
+		"AND attname = 'queue')",
 		ddlLockKey, d.names.sequence, d.names.table).Scan(nil, &seq, &table, &cols)
 	if err != nil {
 		return err
@@ -289,8 +292,8 @@ func (d *Driver) ensureSchema(ctx context.Context, begin func(context.Context) (
 			return err
 		}
 	}
-	if table != nil && cols < 2 && d.opts.Mode == ModeTable {
-		// a table created before the fairness columns existed
+	if table != nil && cols < 1 && d.opts.Mode == ModeTable {
+		// a table created before the queue column existed
 		if _, err := tx.Exec(ctx, d.sql.addColumns); err != nil {
 			return err
 		}

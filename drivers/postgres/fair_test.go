@@ -14,122 +14,147 @@ import (
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-// TestTableFairWindow checks, with single driver calls, that a driver
-// releasing a table lock another driver waited for does not retake it
-// within FairWindow, while the waiter (or anyone else) takes it at once.
-func TestTableFairWindow(t *testing.T) {
-	const window = 2 * time.Second // long enough that a loaded machine stays inside it
+// TestTableQueue checks, with single driver calls, the waiter queue of
+// table mode: a driver that waits (Wait > 0) is queued in the row, and a
+// free lock goes to the first live waiter only; a TryAcquire (Wait 0) never
+// queues.
+func TestTableQueue(t *testing.T) {
 	cases := []struct {
-		name        string
-		window      time.Duration
-		otherWaited bool // the other driver failed once while a held it
-		sameWaited  bool // a's own second attempt failed while a held it
-		retake      bool // a's acquisition right after its release succeeds
+		name   string
+		waitB  time.Duration // b's attempt while a holds: 0 is a TryAcquire
+		retake bool          // a's TryAcquire right after its release succeeds
+		bWins  bool          // then b's TryAcquire succeeds
 	}{
-		{"other driver waited: releaser refused", window, true, false, false},
-		{"nobody waited: releaser retakes", window, false, false, true},
-		{"only the releaser's own driver waited: retakes", window, false, true, true},
-		{"fairness off: releaser retakes", -1, true, false, true},
+		{"waiter queued: releaser refused, waiter takes it", time.Millisecond, false, true},
+		{"TryAcquire does not queue: releaser retakes", 0, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t)
-			a := shared(t, Options{Mode: ModeTable, FairWindow: tc.window})
-			b := shared(t, Options{Mode: ModeTable, FairWindow: tc.window})
-			key := fmt.Sprintf("fair:%s:%d", t.Name(), time.Now().UnixNano())
-			take := func(d *Driver, tok string) drivers.AcquireResult {
+			a, b := shared(t, Options{Mode: ModeTable}), shared(t, Options{Mode: ModeTable})
+			key := fmt.Sprintf("queue:%s:%d", t.Name(), time.Now().UnixNano())
+			take := func(d *Driver, tok string, wait time.Duration) drivers.AcquireResult {
 				t.Helper()
-				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})
+				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute, Wait: wait})
 				if err != nil {
 					t.Fatalf("Acquire(%s): %v", tok, err)
 				}
 				return res
 			}
-			if res := take(a, "a1"); !res.Acquired {
+			if res := take(a, "a1", 0); !res.Acquired {
 				t.Fatalf("first Acquire = %+v; want acquired", res)
 			}
-			if tc.otherWaited {
-				if res := take(b, "b1"); res.Acquired {
-					t.Fatal("b acquired a held lock")
-				}
-			}
-			if tc.sameWaited {
-				if res := take(a, "a-waiter"); res.Acquired {
-					t.Fatal("a acquired its own held lock twice")
-				}
+			if res := take(b, "b1", tc.waitB); res.Acquired {
+				t.Fatal("b acquired a held lock")
+			} else if res.HolderTTL <= 0 || res.HolderTTL > time.Minute {
+				t.Fatalf("HolderTTL = %v; want the holder's remaining ttl", res.HolderTTL)
 			}
 			if ok, err := a.Release(ctx, key, "a1"); err != nil || !ok {
 				t.Fatalf("Release = %v, %v", ok, err)
 			}
-			res := take(a, "a2")
-			if res.Acquired != tc.retake {
-				t.Fatalf("releaser's Acquire = %+v; want acquired %v", res, tc.retake)
+			if got := take(a, "a2", 0); got.Acquired != tc.retake {
+				t.Fatalf("releaser's TryAcquire = %+v; want acquired %v", got, tc.retake)
 			}
-			if !tc.retake {
-				if res.HolderTTL <= 0 || res.HolderTTL > window {
-					t.Fatalf("refused with HolderTTL %v; want the rest of the %v window", res.HolderTTL, window)
-				}
-				// the waiter takes it at once, and its holding starts a new
-				// round: a's failed attempt now marks the row for a
-				got := take(b, "b2")
-				if !got.Acquired {
-					t.Fatalf("waiter's Acquire = %+v; want acquired", got)
-				}
-				if again := take(a, "a3"); again.Acquired {
-					t.Fatal("a acquired the lock b holds")
-				}
-				if ok, err := b.Release(ctx, key, "b2"); err != nil || !ok {
-					t.Fatalf("b Release = %v, %v", ok, err)
-				}
-				if again := take(b, "b3"); again.Acquired {
-					t.Fatal("b retook within the window the lock a waited for")
-				}
-				if again := take(a, "a4"); !again.Acquired || again.Fence <= got.Fence {
-					t.Fatalf("a's Acquire after b's release = %+v; want acquired with a fence above %d", again, got.Fence)
-				}
+			if got := take(b, "b2", 0); got.Acquired != tc.bWins {
+				t.Fatalf("waiter's TryAcquire = %+v; want acquired %v", got, tc.bWins)
 			}
 		})
 	}
 }
 
-// TestTableFairWindowExpires checks that a waiter that gave up costs the
-// releasing driver one window, no more.
-func TestTableFairWindowExpires(t *testing.T) {
+// TestTableQueueDeadWaiter checks that a queued waiter that never comes
+// back holds the others up for WaiterLiveness at most.
+func TestTableQueueDeadWaiter(t *testing.T) {
 	ctx := ctxT(t)
-	const window = 300 * time.Millisecond
-	a := shared(t, Options{Mode: ModeTable, FairWindow: window})
-	b := shared(t, Options{Mode: ModeTable, FairWindow: window})
-	key := fmt.Sprintf("fair:expires:%d", time.Now().UnixNano())
-	req := func(tok string) drivers.AcquireRequest {
-		return drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}
+	a, b := shared(t, Options{Mode: ModeTable}), shared(t, Options{Mode: ModeTable})
+	key := fmt.Sprintf("queue:dead:%d", time.Now().UnixNano())
+	req := func(tok string, wait time.Duration) drivers.AcquireRequest {
+		return drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute, Wait: wait}
 	}
-	if res, err := a.Acquire(ctx, req("a1")); err != nil || !res.Acquired {
+	if res, err := a.Acquire(ctx, req("a1", 0)); err != nil || !res.Acquired {
 		t.Fatalf("Acquire = %+v, %v", res, err)
 	}
-	if res, err := b.Acquire(ctx, req("b1")); err != nil || res.Acquired {
-		t.Fatalf("b Acquire = %+v, %v; want taken", res, err)
+	if res, err := b.Acquire(ctx, req("b1", time.Millisecond)); err != nil || res.Acquired {
+		t.Fatalf("b Acquire = %+v, %v; want queued, not acquired", res, err)
 	}
+	queuedAt := time.Now()
 	if ok, err := a.Release(ctx, key, "a1"); err != nil || !ok {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
-	released := time.Now()
-	// b never comes back: a gets the lock once the window is over
-	took := within(t, 5*time.Second, "the releaser retakes after the window", func() bool {
-		res, err := a.Acquire(ctx, req("a2"))
+	// b never comes back: a gets the lock once b's entry is stale
+	within(t, 5*time.Second, "the releaser retakes after the waiter's liveness", func() bool {
+		res, err := a.Acquire(ctx, req("a2", 0))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res.Acquired
 	})
-	if took < window-50*time.Millisecond {
-		t.Fatalf("retaken %v after the release; want after the %v window", took, window)
+	took := time.Since(queuedAt)
+	t.Logf("retaken %v after the waiter's last attempt (liveness %v)", took, WaiterLiveness)
+	if took < WaiterLiveness-50*time.Millisecond {
+		t.Fatalf("retaken %v after the waiter's last attempt; want after %v", took, WaiterLiveness)
 	}
-	t.Logf("retaken %v after the release (window %v)", time.Since(released), window)
+}
+
+// TestTableQueueOrder checks that waiting drivers get a table lock in the
+// order they queued, whatever order their wake-ups come in.
+func TestTableQueueOrder(t *testing.T) {
+	ctx := ctxT(t)
+	holder := shared(t, Options{Mode: ModeTable})
+	key := fmt.Sprintf("queue:order:%d", time.Now().UnixNano())
+	if res, err := holder.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "h", TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	c, err := pgx.Connect(ctx, testutil.PostgresDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	const waiters = 4
+	for i := range waiters {
+		d := shared(t, Options{Mode: ModeTable})
+		wg.Go(func() {
+			tok := fmt.Sprint("w", i)
+			for {
+				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute, Wait: time.Second})
+				if err != nil {
+					t.Errorf("waiter %d: %v", i, err)
+					return
+				}
+				if res.Acquired {
+					break
+				}
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+				t.Errorf("waiter %d: Release = %v, %v", i, ok, err)
+			}
+		})
+		within(t, 5*time.Second, fmt.Sprintf("waiter %d queued", i), func() bool {
+			var queued bool
+			err := c.QueryRow(ctx, "SELECT queue ? $2 FROM mutexfx_locks WHERE id = $1", rowID(key), d.id).Scan(&queued)
+			return err == nil && queued
+		})
+	}
+	if ok, err := holder.Release(ctx, key, "h"); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	wg.Wait()
+	for i, w := range order {
+		if w != i {
+			t.Fatalf("acquisition order %v; want the queue's order", order)
+		}
+	}
 }
 
 // TestTableNoBarging runs two components on two drivers (as two processes
-// would) taking one lock in turn with a short hold: with FairWindow each
-// release hands the lock to the other side's waiter, so the lock alternates
+// would) taking one lock in turn with a short hold: the other side's waiter
+// is queued before the releasing side asks again, so the lock alternates
 // between the drivers instead of staying with the releasing one.
 func TestTableNoBarging(t *testing.T) {
 	ctx := ctxT(t)
@@ -173,7 +198,7 @@ func TestTableNoBarging(t *testing.T) {
 }
 
 // TestTableSchemaUpgrade checks that a lock table created without the
-// fairness columns (owner, wanted_at) gets them at first use.
+// queue column gets it at first use.
 func TestTableSchemaUpgrade(t *testing.T) {
 	ctx := ctxT(t)
 	c, err := pgx.Connect(ctx, testutil.PostgresDSN())
@@ -197,8 +222,8 @@ func TestTableSchemaUpgrade(t *testing.T) {
 	if err != nil || !res.Acquired {
 		t.Fatalf("Acquire on an old table = %+v, %v", res, err)
 	}
-	var owner string
-	if err := c.QueryRow(ctx, "SELECT owner FROM "+table).Scan(&owner); err != nil || owner != d.id {
-		t.Fatalf("owner = %q, %v; want the driver's id %q", owner, err, d.id)
+	var queue string
+	if err := c.QueryRow(ctx, "SELECT queue::text FROM "+table).Scan(&queue); err != nil || queue != "{}" {
+		t.Fatalf("queue = %q, %v; want {}", queue, err)
 	}
 }

@@ -33,7 +33,6 @@ const (
 	DefaultMaxConns       = 8
 	DefaultConnectTimeout = 5 * time.Second
 	DefaultStallTimeout   = 3 * time.Second
-	DefaultFairWindow     = 50 * time.Millisecond
 )
 
 // ErrOptions reports invalid Options; the error returned by New wraps it.
@@ -87,17 +86,6 @@ type Options struct {
 	// lock taken may be free again after the crash; fences stay monotonic).
 	// Default: "" (the server's setting).
 	SynchronousCommit string `koanf:"synchronousCommit"`
-
-	// FairWindow (table mode) keeps a driver from retaking a lock it just
-	// released while another driver was waiting for it: for this long after
-	// the release (or after the other driver's last failed attempt, if
-	// later) the releasing driver's acquisitions answer "taken", so that the
-	// waiters elsewhere, woken by the release's NOTIFY, get it first; any
-	// other driver may take it at once. A waiter that gave up costs the
-	// releasing driver at most one window. Negative disables it (then a
-	// releasing process usually retakes the lock before remote waiters
-	// arrive). Default: 50ms.
-	FairWindow time.Duration `koanf:"fairWindow"`
 
 	// MaxSessions is the number of connections the driver pins for advisory
 	// locks: one holds the locks taken without waiting, the others wait in
@@ -158,9 +146,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StallTimeout == 0 {
 		o.StallTimeout = DefaultStallTimeout
-	}
-	if o.FairWindow == 0 {
-		o.FairWindow = DefaultFairWindow
 	}
 	return o
 }

@@ -43,16 +43,37 @@ func buildStatements(n names, o Options) statements {
 	const lockKey = "((classid::bigint << 32) | objid::bigint)"
 	const ownLocks = "FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted AND pid = pg_backend_pid()"
 	ttl := "now() + $%d::bigint * interval '1 millisecond'"
-	// Table-mode fairness: take is true when the acquisition ($5 the
-	// driver's id, $6 its FairWindow in ms, 0 when off) may take the
-	// existing row l: it is free, and unless another driver wanted it
-	// while its holder held it and the window since the release (or since
-	// that driver's last attempt) is still open, the acquirer is not the
-	// holder's driver. mark is true when a failed attempt by another
-	// driver records that it waits for the row's holder.
-	take := "(l.expires_at <= now() AND NOT coalesce($6::bigint > 0 AND l.owner = $5 " +
-		"AND l.wanted_at > now() - $6::bigint * interval '1 millisecond', false))"
-	mark := "(l.expires_at > now() AND l.owner <> $5 AND l.wanted_at IS NULL)"
+	// Table-mode turns. A row's queue holds the drivers waiting for it (a
+	// blocking Acquire: $6 true), as {driver id: [arrival ms, last attempt
+	// ms]} in the server's clock. An entry is live while its driver retried
+	// within the last $7 ms; the head is the live entry that arrived first.
+	// take(a): the row a is free and no live waiter queued before the
+	// acquirer ($5). queued(a): the acquirer's entry, refreshed. pruned(a):
+	// the live entries but the acquirer's. fresh(a): the acquirer's entry
+	// was refreshed within the last quarter of $7, so a failed attempt need
+	// not write. An attempt that can neither take the row nor needs to
+	// refresh its entry only reads it: ON CONFLICT DO UPDATE would lock the
+	// row even when its WHERE is false, making every failed poll a durable
+	// commit.
+	const nowMS = "(extract(epoch FROM now()) * 1000)"
+	live := "(e.v->>1)::float8 > " + nowMS + " - $7::bigint"
+	head := func(a string) string {
+		return "(SELECT e.k FROM jsonb_each(" + a + ".queue) AS e(k, v) WHERE " + live +
+			" ORDER BY (e.v->>0)::float8, e.k LIMIT 1)"
+	}
+	take := func(a string) string {
+		return "(" + a + ".expires_at <= now() AND CASE WHEN " + a + ".queue = '{}' THEN true " +
+			"ELSE coalesce(" + head(a) + " = $5::text, true) END)"
+	}
+	fresh := func(a string) string {
+		return "coalesce((" + a + ".queue->$5::text->>1)::float8 > " + nowMS + " - $7::bigint / 4, false)"
+	}
+	write := func(a string) string { return "(" + take(a) + " OR ($6::bool AND NOT " + fresh(a) + "))" }
+	queued := "l.queue || jsonb_build_object($5::text, jsonb_build_array(" +
+		"CASE WHEN (l.queue->$5::text->>1)::float8 > " + nowMS + " - $7::bigint " +
+		"THEN (l.queue->$5::text->>0)::float8 ELSE " + nowMS + " END, " + nowMS + "))"
+	pruned := "CASE WHEN l.queue = '{}' THEN l.queue ELSE coalesce((SELECT jsonb_object_agg(e.k, e.v) " +
+		"FROM jsonb_each(l.queue) AS e(k, v) WHERE " + live + " AND e.k <> $5::text), '{}') END"
 	left := func(ts string) string { return "extract(epoch FROM " + ts + " - now())::float8 * 1000" }
 	return statements{
 		createSequence: "CREATE SEQUENCE IF NOT EXISTS " + n.sequence,
@@ -62,11 +83,9 @@ func buildStatements(n names, o Options) statements {
 	token text NOT NULL,
 	fence bigint NOT NULL,
 	expires_at timestamptz NOT NULL,
-	owner text NOT NULL DEFAULT '',
-	wanted_at timestamptz
+	queue jsonb NOT NULL DEFAULT '{}'
 )`,
-		addColumns: "ALTER TABLE " + n.table + " ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '', " +
-			"ADD COLUMN IF NOT EXISTS wanted_at timestamptz",
+		addColumns: "ALTER TABLE " + n.table + " ADD COLUMN IF NOT EXISTS queue jsonb NOT NULL DEFAULT '{}'",
 
 		// one expression: the fence (never 0) when the lock was free, else 0
 		tryLock: "SELECT CASE WHEN pg_try_advisory_lock($1) THEN " + nextval + " ELSE 0 END",
@@ -82,23 +101,22 @@ func buildStatements(n names, o Options) statements {
 			" AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND " + lockKey + " = $1)",
 
 		acquire: "WITH " + s + ", ins AS (" +
-			"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at, owner) " +
-			"SELECT $1, $2, $3, " + nextval + ", " + fmt.Sprintf(ttl, 4) + ", $5 FROM s " +
+			"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
+			"SELECT $1, $2, $3, " + nextval + ", " + fmt.Sprintf(ttl, 4) + " FROM s " +
+			"WHERE NOT EXISTS (SELECT 1 FROM " + n.table + " AS c WHERE c.id = $1 AND NOT " + write("c") + ") " +
 			"ON CONFLICT (id) DO UPDATE SET " +
-			"name = CASE WHEN " + take + " THEN excluded.name ELSE l.name END, " +
-			"token = CASE WHEN " + take + " THEN excluded.token ELSE l.token END, " +
-			"fence = CASE WHEN " + take + " THEN " + nextval + " ELSE l.fence END, " +
-			"expires_at = CASE WHEN " + take + " THEN excluded.expires_at ELSE l.expires_at END, " +
-			"owner = CASE WHEN " + take + " THEN excluded.owner ELSE l.owner END, " +
-			"wanted_at = CASE WHEN " + take + " THEN NULL ELSE now() END " +
-			"WHERE (" + take + ") OR (" + mark + ") " +
+			"name = CASE WHEN " + take("l") + " THEN excluded.name ELSE l.name END, " +
+			"token = CASE WHEN " + take("l") + " THEN excluded.token ELSE l.token END, " +
+			"fence = CASE WHEN " + take("l") + " THEN " + nextval + " ELSE l.fence END, " +
+			"expires_at = CASE WHEN " + take("l") + " THEN excluded.expires_at ELSE l.expires_at END, " +
+			"queue = CASE WHEN " + take("l") + " THEN " + pruned + " ELSE " + queued + " END " +
+			"WHERE " + write("l") + " " +
 			"RETURNING l.token = $3 AS took, l.fence, l.expires_at) " +
 			"SELECT took, CASE WHEN took THEN fence ELSE 0 END, " +
 			"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END FROM ins UNION ALL " +
-			"SELECT false, 0, greatest(" + left("expires_at") + ", " + left("wanted_at + $6::bigint * interval '1 millisecond'") + ") " +
-			"FROM " + n.table + " WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
-		release: "WITH " + s + ", r AS (UPDATE " + n.table + " SET token = '', expires_at = 'epoch', " +
-			"wanted_at = CASE WHEN wanted_at IS NULL THEN NULL ELSE now() END FROM s " +
+			"SELECT false, 0, " + left("expires_at") + " FROM " + n.table +
+			" WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
+		release: "WITH " + s + ", r AS (UPDATE " + n.table + " SET token = '', expires_at = 'epoch' FROM s " +
 			"WHERE id = $1 AND token = $2 AND expires_at > now() RETURNING 1) " +
 			"SELECT true, " + fmt.Sprintf(notify, 3, 3) + " IS NULL FROM r",
 		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +

@@ -103,6 +103,7 @@ func (d *Driver) listenOnce(ctx context.Context, fn func(drivers.Event)) {
 			return
 		}
 		if n.Payload != "" {
+			d.wake(n.Payload)
 			fn(drivers.Event{Kind: drivers.Released, Key: n.Payload})
 		}
 	}

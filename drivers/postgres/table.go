@@ -58,25 +58,31 @@ func ttlMillis(ttl time.Duration) (int64, error) {
 	return ms, nil
 }
 
-// tableAcquire inserts the row, or takes over a free or expired one, in one
-// statement that returns the fence, or the holder's remaining ttl. The same
-// statement keeps the driver that released a lock other drivers wait for
-// from retaking it within FairWindow, and marks the row wanted when it
-// fails for a row held by another driver (see buildStatements).
+// tableAcquire takes the lock in one statement; with req.Wait it waits for
+// its turn (tableAcquireWaiting).
 func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	if req.Wait > 0 {
+		return d.tableAcquireWaiting(ctx, req)
+	}
+	return d.tableAcquireOnce(ctx, req, false)
+}
+
+// tableAcquireOnce inserts the row, or takes over a free or expired one
+// when no live waiter queued before this driver, in one statement that
+// returns the fence, or the holder's remaining ttl. With queue, an attempt
+// that fails queues this driver (or proves its entry alive).
+func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireRequest, queue bool) (drivers.AcquireResult, error) {
 	ms, err := ttlMillis(req.TTL)
 	if err != nil {
 		return drivers.AcquireResult{}, err
 	}
-	window := max(d.opts.FairWindow.Milliseconds(), 0) // 0: fairness off
-	if d.opts.FairWindow > 0 {
-		window = max(window, 1)
-	}
+	live := WaiterLiveness.Milliseconds()
 	var res drivers.AcquireResult
 	err = d.run(ctx, func(p *pgxpool.Pool) error {
 		var fence int64
 		var left float64
-		err := p.QueryRow(ctx, d.sql.acquire, rowID(req.Key), req.Key, req.Token, ms, d.id, window).Scan(&res.Acquired, &fence, &left)
+		err := p.QueryRow(ctx, d.sql.acquire, rowID(req.Key), req.Key, req.Token, ms, d.id, queue, live).
+			Scan(&res.Acquired, &fence, &left)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// the holder's row is not visible to the statement's snapshot
 			// (inserted concurrently): taken, remaining ttl unknown
@@ -84,6 +90,7 @@ func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (
 			return nil
 		}
 		res.Fence = uint64(fence)
+		res.HolderTTL = 0
 		if left > 0 {
 			res.HolderTTL = time.Duration(left * float64(time.Millisecond))
 		}

@@ -1,0 +1,114 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// Waiting in table mode (Features.BlockingWait).
+const (
+	// WaitPollInterval is how often a waiting Acquire retries in table mode
+	// when no NOTIFY wakes it; each retry also keeps its place in the
+	// row's waiter queue.
+	WaitPollInterval = 100 * time.Millisecond
+	// WaiterLiveness is how long a queued waiter keeps its turn without
+	// retrying: a waiter that crashed or gave up delays the others by at
+	// most this long.
+	WaiterLiveness = 400 * time.Millisecond
+)
+
+// watchers wakes the waiting Acquire calls of a key when its release is
+// heard.
+type watchers struct {
+	mu    sync.Mutex
+	byKey map[string]map[chan struct{}]struct{}
+	once  sync.Once // starts the driver's own subscription
+}
+
+// tableAcquireWaiting retries the acquisition, queued in the row for its
+// turn, until it gets the lock, req.Wait passes or ctx ends (then it answers
+// not acquired with the last result and no error). It registers for
+// wake-ups before its first attempt, so that a release between that attempt
+// and the wait is not missed.
+func (d *Driver) tableAcquireWaiting(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	deadline := time.Now().Add(req.Wait)
+	wake := d.watch(req.Key)
+	defer d.unwatch(req.Key, wake)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		res, err := d.tableAcquireOnce(ctx, req, true)
+		if err != nil || res.Acquired {
+			return res, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return res, nil
+		}
+		delay := min(left, WaitPollInterval)
+		if res.HolderTTL > 0 && res.HolderTTL < delay {
+			delay = res.HolderTTL + time.Millisecond
+		}
+		if timer == nil {
+			timer = time.NewTimer(delay)
+		} else {
+			timer.Reset(delay)
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+		case <-ctx.Done():
+			return res, nil
+		}
+	}
+}
+
+// watch registers a wake-up channel for key and makes sure the driver
+// listens for releases (its own subscription, ended by Close).
+func (d *Driver) watch(key string) chan struct{} {
+	w := &d.watchers
+	w.once.Do(func() {
+		_, _ = d.Subscribe(context.Background(), func(drivers.Event) {})
+	})
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.byKey == nil {
+		w.byKey = map[string]map[chan struct{}]struct{}{}
+	}
+	if w.byKey[key] == nil {
+		w.byKey[key] = map[chan struct{}]struct{}{}
+	}
+	w.byKey[key][ch] = struct{}{}
+	w.mu.Unlock()
+	return ch
+}
+
+func (d *Driver) unwatch(key string, ch chan struct{}) {
+	w := &d.watchers
+	w.mu.Lock()
+	delete(w.byKey[key], ch)
+	if len(w.byKey[key]) == 0 {
+		delete(w.byKey, key)
+	}
+	w.mu.Unlock()
+}
+
+// wake wakes the waiting Acquire calls of key.
+func (d *Driver) wake(key string) {
+	w := &d.watchers
+	w.mu.Lock()
+	for ch := range w.byKey[key] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	w.mu.Unlock()
+}
