@@ -60,8 +60,8 @@ func TestFenceSeededFromServerTime(t *testing.T) {
 }
 
 // TestOneSubscription: however many subscribers, a driver holds one
-// Pub/Sub connection; every subscriber hears every release; the last
-// cancel closes it.
+// Pub/Sub connection, on its own channel; every subscriber hears the
+// releases passed to its waiters; the last cancel closes it.
 func TestOneSubscription(t *testing.T) {
 	ch := "redistest:" + t.Name()
 	d := standalone(t, Options{Channel: ch})
@@ -84,13 +84,25 @@ func TestOneSubscription(t *testing.T) {
 		}
 		cancels = append(cancels, cancel)
 	}
-	waitFor(t, "one subscriber on the channel", func() bool { return numSub(t, d, ch) == 1 })
-	key := "redistest:{weird}name\x00?"
-	if _, err := other.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "t", TTL: time.Second}); err != nil {
-		t.Fatal(err)
+	waitFor(t, "one subscriber on the channel", func() bool { return numSub(t, d, d.channel()) == 1 })
+	key := "redistest:{weird}name\x00?" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	if res, err := other.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "t", TTL: 5 * time.Second}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
 	}
+	got := make(chan drivers.AcquireResult, 1)
+	go func() {
+		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "w", TTL: 5 * time.Second, Wait: 5 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- res
+	}()
+	waitFor(t, "the waiter queued", func() bool { return d.Client().ZCard(ctx, queueKey(key)).Val() == 1 })
 	if ok, err := other.Release(ctx, key, "t"); err != nil || !ok {
 		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	if res := <-got; !res.Acquired {
+		t.Fatalf("waiter: %+v", res)
 	}
 	waitFor(t, "every subscriber hears the release", func() bool {
 		mu.Lock()
@@ -102,14 +114,27 @@ func TestOneSubscription(t *testing.T) {
 		}
 		return true
 	})
-	if numSub(t, d, ch) != 1 {
-		t.Fatalf("%d subscriptions; want 1", numSub(t, d, ch))
+	d.Release(ctx, key, "w")
+	d.Client().Del(ctx, fenceKey(key))
+	if numSub(t, d, d.channel()) != 1 {
+		t.Fatalf("%d subscriptions; want 1", numSub(t, d, d.channel()))
 	}
 	for _, c := range cancels {
 		c()
 		c() // idempotent
 	}
-	waitFor(t, "the subscription closes with the last cancel", func() bool { return numSub(t, d, ch) == 0 })
+	// The driver's own listener (started by the waiting Acquire) keeps the
+	// subscription until Close.
+	d.Close(ctx)
+	waitFor(t, "the subscription closes with Close", func() bool { return numSub(t, other, d.channel()) == 0 })
+	// Without waits, the last cancel closes it.
+	cancel, err := other.Subscribe(ctx, func(drivers.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "other subscribed", func() bool { return numSub(t, other, other.channel()) == 1 })
+	cancel()
+	waitFor(t, "the subscription closes with the last cancel", func() bool { return numSub(t, other, other.channel()) == 0 })
 }
 
 func numSub(t *testing.T, d *Driver, ch string) int64 {

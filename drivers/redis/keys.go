@@ -25,8 +25,15 @@ func tag(key string) string {
 // lockKey is the Redis key holding the lock's token.
 func lockKey(key string) string { return tag(key) }
 
+// Suffixes of a lock's other keys, appended to its tag.
+const (
+	fenceSuffix = ":fence"
+	queueSuffix = ":queue"
+	liveSuffix  = ":live"
+)
+
 // fenceKey is the Redis key of the lock's fence counter.
-func fenceKey(key string) string { return tag(key) + ":fence" }
+func fenceKey(key string) string { return tag(key) + fenceSuffix }
 
 // slot is the Redis Cluster hash slot of a Redis key (CRC16/XMODEM of its
 // hash tag, modulo 16384).
@@ -59,8 +66,8 @@ func crc16(s string) uint16 {
 
 // queueKey is the Redis key of the lock's waiter queue (a sorted set of
 // waiter ids by arrival time).
-func queueKey(key string) string { return tag(key) + ":queue" }
+func queueKey(key string) string { return tag(key) + queueSuffix }
 
 // liveKey is the Redis key of the queue's liveness hash (waiter id → the
 // server time of its last attempt, in ms).
-func liveKey(key string) string { return tag(key) + ":live" }
+func liveKey(key string) string { return tag(key) + liveSuffix }

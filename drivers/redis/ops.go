@@ -49,8 +49,9 @@ func (d *Driver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, qu
 	if queue {
 		q = "1"
 	}
+	t := tag(req.Key)
 	v, err := d.run(ctx, acquireScript,
-		[]string{lockKey(req.Key), fenceKey(req.Key), queueKey(req.Key), liveKey(req.Key)},
+		[]string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix},
 		req.Token, ttlMillis(req.TTL), fenceTTL, d.id, q, WaiterLiveness.Milliseconds())
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: %w", err)
@@ -74,15 +75,47 @@ func (d *Driver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, qu
 	return res, nil
 }
 
-// Release deletes key if token holds it and publishes the key on the
-// release channel, in one round trip.
+// Release deletes key if token holds it, in one round trip. When waiters
+// are queued for key, the same script passes the lock on to the first live
+// one (see queueLua).
 func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
-	v, err := d.run(ctx, releaseScript, []string{lockKey(key)}, token, d.set.channel, key)
+	t := tag(key)
+	v, err := d.run(ctx, releaseScript, []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix},
+		token, d.set.channel+":", key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL))
 	if err != nil {
 		return false, fmt.Errorf("redis: release: %w", err)
 	}
 	n, _ := v.(int64)
 	return n == 1, nil
+}
+
+// leave ends a waiting attempt for req that got no lock: no release will
+// hand it the lock after this. If one did meanwhile, leave returns the
+// lock as acquired, or with release set releases it (passing it on) and
+// returns not acquired.
+func (d *Driver) leave(ctx context.Context, req drivers.AcquireRequest, release bool) (drivers.AcquireResult, error) {
+	t := tag(req.Key)
+	r := "0"
+	if release {
+		r = "1"
+	}
+	v, err := d.run(ctx, leaveScript, []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix},
+		req.Token, d.set.channel+":", req.Key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL), d.id, r)
+	if err != nil {
+		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: leaving the queue: %w", err)
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) != 2 {
+		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: leaving the queue: unexpected reply %T", v)
+	}
+	if flag, _ := a[0].(int64); flag == 1 {
+		n, _ := a[1].(int64)
+		if n <= 0 {
+			return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: bad fence %d", n)
+		}
+		return drivers.AcquireResult{Acquired: true, Fence: uint64(n)}, nil
+	}
+	return drivers.AcquireResult{}, nil
 }
 
 // Extend sets key's ttl from now (server clock) if token holds it.

@@ -7,87 +7,185 @@ import goredis "github.com/redis/go-redis/v9"
 // with EVALSHA and falls back to EVAL when the server answers NOSCRIPT (a
 // restarted server has an empty script cache).
 
-// acquireScript takes the lock if it is free and it is the caller's turn,
-// and returns {1, fence}; else {0, holder's remaining ttl in ms (0 when the
-// lock is free but reserved for an earlier waiter)}.
+// queueLua defines the functions of the queue-aware scripts. Scripts run
+// their common, uncontended path first and define these only when they
+// need them (defining them costs the server time on every call).
 //
-// Turns: a caller that means to wait (ARGV[5] = "1") is queued under its
-// waiter id (one per driver instance: the component sends one attempt per
-// name at a time) in arrival order; while live waiters are queued, a free
-// lock goes to the first of them only, so a holder releasing and acquiring
-// again does not overtake the others. A waiter is live while it retried
-// within the last ARGV[6] ms; dead ones are dropped when they reach the
-// head. Without queued waiters the script is a plain SET NX.
+// Turns: a caller that means to wait is queued under its waiter id (one
+// per driver instance: the component sends one attempt per name at a time)
+// in arrival order, in a sorted set (id → arrival ms, made unique so that
+// waiters arriving within one ms keep their order) beside a hash with,
+// per id, the server ms of its last attempt (field id), the token and ttl
+// of its current attempt (fields "t:"..id, "x:"..id). A waiter is live
+// while it retried within the last `live` ms; head drops dead ones when
+// they reach the front. Scripts write after reading TIME, which needs
+// effects replication (the default since Redis 5).
 //
-// Fences: when the counter is missing (new name, expired counter, or a
-// server restarted without persistence) it is seeded from the server's
-// clock in microseconds, so fences keep growing as long as a name is
-// acquired less than once per microsecond on average.
+// Fences: INCR of the counter; a result of 1 means the counter was missing
+// (new name, expired counter, or a server restarted without persistence):
+// seed then sets it from the server's clock in microseconds, so fences keep
+// growing as long as a name is acquired less than once per microsecond on
+// average.
 //
-//	KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue (zset), KEYS[4] queue liveness (hash)
-//	ARGV[1] token, ARGV[2] ttl (ms), ARGV[3] counter ttl (ms),
-//	ARGV[4] waiter id, ARGV[5] "1" to queue when not acquired, ARGV[6] waiter liveness (ms)
-var acquireScript = goredis.NewScript(`
-if redis.replicate_commands then redis.replicate_commands() end
+// pass hands a just released lock to the first live waiter, told on its
+// driver's own channel so that only that process wakes:
+//
+//   - hand-off, when that waiter's driver is subscribed on this node and
+//     the waiter registered its current attempt (token, ttl): the lock is
+//     set for that token here, with the waiter's ttl and the next fence,
+//     the waiter leaves the queue, and the message
+//     "g<fence>,<token length>,<token><key>" tells it that it holds the
+//     lock, so it needs no round trip of its own. A waiter that gave up
+//     first unregistered its token (leaveScript), and a crashed process has
+//     no subscription, so neither is handed a lock.
+//   - else the message "w<key>" wakes it to retry.
+const queueLua = `
 local function now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local live = tonumber(ARGV[6])
-local free = redis.call('EXISTS', KEYS[1]) == 0
-local queued = redis.call('EXISTS', KEYS[3]) == 1
-local ms
-local turn = true
-if free and queued then
-  ms = now()
+local function seed(key, ttl)
+  local t = redis.call('TIME')
+  redis.call('SET', key, t[1] .. string.format('%06d', tonumber(t[2])))
+  local f = redis.call('INCR', key)
+  redis.call('PEXPIRE', key, ttl)
+  return f
+end
+local function fence(key, ttl)
+  local f = redis.call('INCR', key)
+  if f == 1 then return seed(key, ttl) end
+  redis.call('PEXPIRE', key, ttl)
+  return f
+end
+local function forget(queue, seen, h)
+  redis.call('ZREM', queue, h)
+  redis.call('HDEL', seen, h, 't:' .. h, 'x:' .. h)
+end
+local function head(queue, seen, ms, live)
   while true do
-    local h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-    if not h then break end
-    if tonumber(redis.call('HGET', KEYS[4], h) or '0') >= ms - live then
-      turn = h == ARGV[4]
-      break
-    end
-    redis.call('ZREM', KEYS[3], h)
-    redis.call('HDEL', KEYS[4], h)
+    local h = redis.call('ZRANGE', queue, 0, 0)[1]
+    if not h then return nil end
+    if tonumber(redis.call('HGET', seen, h) or '0') >= ms - live then return h end
+    forget(queue, seen, h)
   end
 end
-if free and turn then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  if queued then
-    redis.call('ZREM', KEYS[3], ARGV[4])
-    redis.call('HDEL', KEYS[4], ARGV[4])
+local function pass(lock, fkey, queue, seen, prefix, key, live, fttl)
+  local h = head(queue, seen, now(), live)
+  if not h then return end
+  local ch = prefix .. h
+  local tok = redis.call('HGET', seen, 't:' .. h)
+  local ttl = redis.call('HGET', seen, 'x:' .. h)
+  if tok and ttl and redis.call('PUBSUB', 'NUMSUB', ch)[2] > 0 then
+    redis.call('SET', lock, tok, 'PX', ttl)
+    forget(queue, seen, h)
+    local f = fence(fkey, math.max(fttl, tonumber(ttl)))
+    redis.call('PUBLISH', ch, 'g' .. string.format('%d', f) .. ',' .. #tok .. ',' .. tok .. key)
+  else
+    redis.call('PUBLISH', ch, 'w' .. key)
   end
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    local t = redis.call('TIME')
-    redis.call('SET', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))
+end
+`
+
+// acquireScript takes the lock if it is free and it is the caller's turn,
+// and returns {1, fence}; else {0, holder's remaining ttl in ms (0 when the
+// lock is free but reserved for an earlier waiter)}. A lock already held
+// by the caller's token was handed to it by a release: {1, its fence}.
+//
+// Without a queue (the common case) it is SET NX PX, INCR and PEXPIRE of
+// the counter. While live waiters are queued, a free lock goes to the
+// first of them only, so a holder releasing and acquiring again does not
+// overtake the others. A caller that means to wait (ARGV[5] = "1") and did
+// not get the lock is queued (or proves itself alive) with its token and
+// ttl.
+//
+//	KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue (zset), KEYS[4] queue hash
+//	ARGV[1] token, ARGV[2] ttl (ms), ARGV[3] counter ttl (ms),
+//	ARGV[4] waiter id, ARGV[5] "1" to queue when not acquired, ARGV[6] waiter liveness (ms)
+var acquireScript = goredis.NewScript(`
+local seeding = false
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    local f = redis.call('INCR', KEYS[2])
+    if f > 1 then
+      redis.call('PEXPIRE', KEYS[2], ARGV[3])
+      return {1, f}
+    end
+    seeding = true
+  elseif ARGV[5] ~= '1' then
+    return {0, redis.call('PTTL', KEYS[1])}
   end
-  local f = redis.call('INCR', KEYS[2])
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
-  return {1, f}
+end
+` + queueLua + `
+if seeding then return {1, seed(KEYS[2], ARGV[3])} end
+local live = tonumber(ARGV[6])
+local id = ARGV[4]
+local ms = now()
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+  forget(KEYS[3], KEYS[4], id)
+  return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
+end
+if not v then
+  local h = head(KEYS[3], KEYS[4], ms, live)
+  if h == nil or h == id then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    forget(KEYS[3], KEYS[4], id)
+    return {1, fence(KEYS[2], ARGV[3])}
+  end
 end
 if ARGV[5] == '1' then
-  ms = ms or now()
-  redis.call('ZADD', KEYS[3], 'NX', ms, ARGV[4])
-  redis.call('HSET', KEYS[4], ARGV[4], ms)
+  if not redis.call('ZSCORE', KEYS[3], id) then
+    local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')[2]
+    redis.call('ZADD', KEYS[3], math.max(ms, tonumber(last or '0') + 1), id)
+  end
+  redis.call('HSET', KEYS[4], id, ms, 't:' .. id, ARGV[1], 'x:' .. id, ARGV[2])
   redis.call('PEXPIRE', KEYS[3], live)
   redis.call('PEXPIRE', KEYS[4], live)
 end
-if free then return {0, 0} end
+if not v then return {0, 0} end
 return {0, redis.call('PTTL', KEYS[1])}
 `)
 
-// releaseScript deletes the lock if token holds it and publishes the key
-// on the release channel. Returns 1 if it did, else 0.
+// releaseScript deletes the lock if token holds it and returns 1, else 0.
+// An uncontended release does nothing more; when waiters are queued, the
+// lock is passed on (see queueLua).
 //
-//	KEYS[1] lock
-//	ARGV[1] token, ARGV[2] channel, ARGV[3] the component's key
+//	KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue, KEYS[4] queue hash
+//	ARGV[1] token, ARGV[2] channel prefix (the waiter id is appended),
+//	ARGV[3] the component's key, ARGV[4] waiter liveness (ms), ARGV[5] counter ttl (ms)
 var releaseScript = goredis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], ARGV[3])
-  return 1
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+if redis.call('EXISTS', KEYS[3]) == 0 then return 1 end
+` + queueLua + passLua + `
+return 1
+`)
+
+// passLua passes a just released lock on (releaseScript, leaveScript).
+const passLua = `
+pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))`
+
+// leaveScript ends a waiting attempt that got no lock in time. It first
+// unregisters the attempt's token, so that no later release hands it the
+// lock (the waiter keeps its place in the queue for its next attempt).
+// Then, if a release handed it the lock meanwhile, it returns {1, fence}:
+// the caller holds it; or, with ARGV[7] = "1", it releases that lock at
+// once, passing it on as releaseScript does, and returns {0, 0}. Else
+// {0, 0}.
+//
+//	KEYS and ARGV[1..5] as releaseScript
+//	ARGV[6] waiter id, ARGV[7] "1" to release a lock handed over
+var leaveScript = goredis.NewScript(`
+local id = ARGV[6]
+if redis.call('HGET', KEYS[4], 't:' .. id) == ARGV[1] then
+  redis.call('HDEL', KEYS[4], 't:' .. id, 'x:' .. id)
 end
-return 0
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
+if ARGV[7] ~= '1' then return {1, tonumber(redis.call('GET', KEYS[2]) or '0')} end
+redis.call('DEL', KEYS[1])
+if redis.call('EXISTS', KEYS[3]) == 0 then return {0, 0} end
+` + queueLua + passLua + `
+return {0, 0}
 `)
 
 // extendScript sets the lock's ttl if token holds it. Returns 1 or 0.

@@ -10,8 +10,8 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// subscription is the driver's one Pub/Sub connection on the release
-// channel, shared by every Subscribe call. go-redis reconnects and
+// subscription is the driver's one Pub/Sub connection on its own release
+// channel (Channel + ":" + its waiter id), shared by every Subscribe call. go-redis reconnects and
 // resubscribes it after a network error.
 type subscription struct {
 	ps     *goredis.PubSub
@@ -23,9 +23,12 @@ type subscription struct {
 	next      int
 }
 
-// Subscribe calls fn with a Released event whenever a lock is released by
-// any driver on the same channel (the key is the component's key). The
-// driver holds one Pub/Sub connection however many subscribers it has; it
+// Subscribe calls fn with a Released event whenever a lock is released
+// while this driver's waiter is the first live one queued for it (the key
+// is the component's key): releases are published only to the process
+// whose turn it is, so that the others sleep on. Uncontended releases
+// publish nothing. The driver holds one Pub/Sub connection however many
+// subscribers it has; it
 // is opened by the first Subscribe, in the background (Subscribe does not
 // wait for the network), and closed with the last cancel or Close. Events
 // are hints: messages published while the connection is down are lost.
@@ -83,22 +86,28 @@ func (d *Driver) startSubscription() *subscription {
 		done:      make(chan struct{}),
 		listeners: map[int]func(drivers.Event){},
 	}
-	go sub.run(ctx, d.set.channel, d.wake)
+	go sub.run(ctx, d.channel(), d.message)
 	return sub
 }
+
+// channel is the driver's own release channel.
+func (d *Driver) channel() string { return d.set.channel + ":" + d.id }
 
 // run subscribes (go-redis remembers the channel and resubscribes after a
 // reconnection even if this first attempt fails) and delivers messages
 // until the Pub/Sub is closed.
-func (s *subscription) run(ctx context.Context, channel string, wake func(key string)) {
+func (s *subscription) run(ctx context.Context, channel string, handle func(payload string) (string, bool)) {
 	defer close(s.done)
 	sctx, cancel := context.WithTimeout(ctx, DefaultDialTimeout)
 	_ = s.ps.Subscribe(sctx, channel)
 	cancel()
 	ch := s.ps.Channel(goredis.WithChannelSize(1024), goredis.WithChannelHealthCheckInterval(3*time.Second))
 	for msg := range ch {
-		ev := drivers.Event{Kind: drivers.Released, Key: msg.Payload}
-		wake(msg.Payload)
+		key, ok := handle(msg.Payload)
+		if !ok {
+			continue
+		}
+		ev := drivers.Event{Kind: drivers.Released, Key: key}
 		s.mu.Lock()
 		for _, fn := range s.listeners {
 			fn(ev)

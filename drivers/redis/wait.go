@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,95 +16,195 @@ const (
 	// release message wakes it; each retry also proves the waiter alive.
 	WaitPollInterval = 100 * time.Millisecond
 	// WaiterLiveness is how long a queued waiter keeps its turn without
-	// retrying: a waiter that crashed or gave up delays the others by at
-	// most this long.
+	// retrying: a waiter that hangs delays the others by at most this long
+	// (one that gave up or crashed is passed over at once).
 	WaiterLiveness = 400 * time.Millisecond
 )
 
-// watchers wakes the waiting Acquire calls of a key when its release is
-// heard.
+// watchers wakes the waiting Acquire calls of a key when a release message
+// for them is heard, and hands them the locks passed to them.
 type watchers struct {
 	mu    sync.Mutex
-	byKey map[string]map[chan struct{}]struct{}
+	byKey map[string]map[*watch]struct{}
 	once  sync.Once // starts the driver's own subscription
+}
+
+// watch is one waiting Acquire call.
+type watch struct {
+	token string
+	wake  chan struct{} // buffered 1: look again
+	fence uint64        // set (under watchers.mu) when a release handed the lock to token
+}
+
+// granted returns the fence of a lock handed to w, or 0.
+func (d *Driver) granted(w *watch) uint64 {
+	d.watchers.mu.Lock()
+	defer d.watchers.mu.Unlock()
+	return w.fence
 }
 
 // acquireWaiting retries the acquire script, queued for its turn, until it
 // gets the lock, req.Wait passes or ctx ends (then it answers not acquired
-// with the last result and no error).
+// with the last result and no error). A release may hand it the lock
+// directly (its message carries the fence: no round trip of our own). It
+// registers for messages before its first attempt, so that a release
+// between that attempt and the wait is not missed; on its way out it
+// unregisters its token in Redis (leave), so that no release hands a lock
+// to a call that has returned.
 func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	deadline := time.Now().Add(req.Wait)
-	wake := d.watch(req.Key)
-	defer d.unwatch(req.Key, wake)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
+	w := d.watch(req.Key, req.Token)
+	defer d.unwatch(req.Key, w)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		res, err := d.acquireOnce(ctx, req, true)
-		if err != nil || res.Acquired {
+		if err != nil {
+			d.leaveLater(req)
 			return res, err
+		}
+		if res.Acquired {
+			return res, nil
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return res, nil
+			return d.leaveNow(ctx, req, res)
 		}
 		delay := min(left, WaitPollInterval)
 		if res.HolderTTL > 0 && res.HolderTTL < delay {
 			delay = res.HolderTTL + time.Millisecond
 		}
-		timer.Reset(delay)
+		if timer == nil {
+			timer = time.NewTimer(delay)
+		} else {
+			timer.Reset(delay) // Go 1.23+ timers: no stale value to drain
+		}
 		select {
-		case <-wake:
-			if !timer.Stop() {
-				<-timer.C
+		case <-w.wake:
+			if f := d.granted(w); f != 0 {
+				return drivers.AcquireResult{Acquired: true, Fence: f}, nil
 			}
 		case <-timer.C:
 		case <-ctx.Done():
+			d.leaveLater(req)
 			return res, nil
 		}
 	}
 }
 
-// watch registers a wake-up channel for key and makes sure the driver
-// hears releases.
-func (d *Driver) watch(key string) chan struct{} {
-	w := &d.watchers
-	w.once.Do(func() {
+// leaveNow ends a wait whose time is up: the lock when a release handed it
+// over meanwhile, else last (not acquired).
+func (d *Driver) leaveNow(ctx context.Context, req drivers.AcquireRequest, last drivers.AcquireResult) (drivers.AcquireResult, error) {
+	res, err := d.leave(ctx, req, false)
+	if err != nil {
+		d.leaveLater(req)
+		return last, nil
+	}
+	if !res.Acquired {
+		return last, nil
+	}
+	return res, nil
+}
+
+// leaveLater unregisters req's token in the background after its call
+// ended without the lock (ctx ended, or the store failed), releasing a lock
+// handed to it meanwhile. Best effort, bounded by DefaultCommandTimeout; a
+// lock handed over that this cannot release expires after req.TTL. Close
+// waits for it.
+func (d *Driver) leaveLater(req drivers.AcquireRequest) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.wg.Add(1)
+	d.mu.Unlock()
+	go func() {
+		defer d.wg.Done()
+		ctx, cancel := context.WithTimeout(d.ctx, DefaultCommandTimeout)
+		defer cancel()
+		_, _ = d.leave(ctx, req, true)
+	}()
+}
+
+// watch registers a waiting call for key and makes sure the driver hears
+// its release messages.
+func (d *Driver) watch(key, token string) *watch {
+	ws := &d.watchers
+	ws.once.Do(func() {
 		// The driver's own listener; it lives until Close.
 		_, _ = d.Subscribe(d.ctx, func(drivers.Event) {})
 	})
-	ch := make(chan struct{}, 1)
-	w.mu.Lock()
-	if w.byKey == nil {
-		w.byKey = map[string]map[chan struct{}]struct{}{}
+	w := &watch{token: token, wake: make(chan struct{}, 1)}
+	ws.mu.Lock()
+	if ws.byKey == nil {
+		ws.byKey = map[string]map[*watch]struct{}{}
 	}
-	if w.byKey[key] == nil {
-		w.byKey[key] = map[chan struct{}]struct{}{}
+	if ws.byKey[key] == nil {
+		ws.byKey[key] = map[*watch]struct{}{}
 	}
-	w.byKey[key][ch] = struct{}{}
-	w.mu.Unlock()
-	return ch
+	ws.byKey[key][w] = struct{}{}
+	ws.mu.Unlock()
+	return w
 }
 
-func (d *Driver) unwatch(key string, ch chan struct{}) {
-	w := &d.watchers
-	w.mu.Lock()
-	delete(w.byKey[key], ch)
-	if len(w.byKey[key]) == 0 {
-		delete(w.byKey, key)
+func (d *Driver) unwatch(key string, w *watch) {
+	ws := &d.watchers
+	ws.mu.Lock()
+	delete(ws.byKey[key], w)
+	if len(ws.byKey[key]) == 0 {
+		delete(ws.byKey, key)
 	}
-	w.mu.Unlock()
+	ws.mu.Unlock()
 }
 
-// wake wakes the waiting Acquire calls of key.
-func (d *Driver) wake(key string) {
-	w := &d.watchers
-	w.mu.Lock()
-	for ch := range w.byKey[key] {
+// message handles a release message (see queueLua for the format): it
+// hands a lock passed on to its waiting call, or wakes the waiting calls
+// of the key. It returns the key, and false for a malformed message.
+func (d *Driver) message(payload string) (string, bool) {
+	key, token, fence, ok := parseMessage(payload)
+	if !ok {
+		return "", false
+	}
+	ws := &d.watchers
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for w := range ws.byKey[key] {
+		if fence != 0 {
+			if w.token != token {
+				continue
+			}
+			w.fence = fence
+		}
 		select {
-		case ch <- struct{}{}:
+		case w.wake <- struct{}{}:
 		default:
 		}
 	}
-	w.mu.Unlock()
+	return key, true
+}
+
+// parseMessage reads "w<key>" (fence 0) or "g<fence>,<token length>,<token><key>".
+func parseMessage(p string) (key, token string, fence uint64, ok bool) {
+	if p == "" {
+		return "", "", 0, false
+	}
+	switch p[0] {
+	case 'w':
+		return p[1:], "", 0, true
+	case 'g':
+		fs, rest, ok1 := strings.Cut(p[1:], ",")
+		ls, rest, ok2 := strings.Cut(rest, ",")
+		f, err1 := strconv.ParseUint(fs, 10, 64)
+		n, err2 := strconv.Atoi(ls)
+		if !ok1 || !ok2 || err1 != nil || err2 != nil || f == 0 || n < 0 || n > len(rest) {
+			return "", "", 0, false
+		}
+		return rest[n:], rest[:n], f, true
+	}
+	return "", "", 0, false
 }
