@@ -42,29 +42,43 @@ func main() {
 	}
 	fmt.Println("| benchmark | p50 | p99 | ratio (p50) |")
 	fmt.Println("|---|---|---|---|")
-	conn := must(pgx.Connect(ctx, *dsn))
-	defer conn.Close(ctx)
-	sel := pair(func() { exec1(ctx, conn, "SELECT 1") })
-	row("bare SELECT 1", sel, nil)
-
-	bareAdv := pair(func() {
-		exec1(ctx, conn, "SELECT pg_try_advisory_lock(42)")
-		exec1(ctx, conn, "SELECT pg_advisory_unlock(42)")
+	// Every pair benchmark gets its own connection or driver; they are
+	// measured interleaved, in rounds of 10 pairs each, so that the noise of
+	// a shared machine falls on all of them alike.
+	var cases []pairCase
+	add := func(label string, base int, f func()) int {
+		cases = append(cases, pairCase{label: label, base: base, f: f})
+		return len(cases) - 1
+	}
+	conn := func() *pgx.Conn {
+		c := must(pgx.Connect(ctx, *dsn))
+		closers = append(closers, func() { _ = c.Close(ctx) })
+		return c
+	}
+	c := conn()
+	add("bare SELECT 1", -1, func() { exec1(ctx, c, "SELECT 1") })
+	exec1(ctx, c, "CREATE SEQUENCE IF NOT EXISTS mutexfx_bench_fence")
+	c1 := conn()
+	bareAdv := add("bare pg_try_advisory_lock + pg_advisory_unlock", -1, func() {
+		exec1(ctx, c1, "SELECT pg_try_advisory_lock(42)")
+		exec1(ctx, c1, "SELECT pg_advisory_unlock(42)")
 	})
-	row("bare pg_try_advisory_lock + pg_advisory_unlock", bareAdv, nil)
-	exec1(ctx, conn, "CREATE SEQUENCE IF NOT EXISTS mutexfx_bench_fence")
-	bareFenced := pair(func() {
-		exec1(ctx, conn, "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock(42) AS ok) SELECT ok, CASE WHEN ok THEN nextval('mutexfx_bench_fence') END FROM l")
-		exec1(ctx, conn, "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock(42) AS ok) SELECT ok, CASE WHEN ok THEN pg_notify('mutexfx_bench', 'k') END IS NULL FROM u")
+	c2 := conn()
+	add("bare advisory pair with nextval (the driver's SQL)", bareAdv, func() {
+		exec1(ctx, c2, "SELECT CASE WHEN pg_try_advisory_lock(43) THEN nextval('mutexfx_bench_fence') ELSE 0 END")
+		exec1(ctx, c2, "SELECT pg_advisory_unlock(43)")
 	})
-	row("bare advisory pair with nextval + pg_notify (the driver's SQL)", bareFenced, bareAdv)
-	adv := newDriver(postgres.Options{URL: *dsn})
-	row("mutexfx advisory Acquire+Release (fence, notify)", driverPair(ctx, adv), bareAdv)
-	m := newMutex(adv, time.Minute)
-	row("mutexfx advisory component TryAcquire+Release", componentPair(ctx, m), bareAdv)
-	_ = m.Close(ctx)
-	_ = adv.Close(ctx)
-
+	c3 := conn()
+	add("bare advisory pair with nextval + pg_notify (maxSessions 1)", bareAdv, func() {
+		exec1(ctx, c3, "SELECT CASE WHEN pg_try_advisory_lock(44) THEN nextval('mutexfx_bench_fence') ELSE 0 END")
+		exec1(ctx, c3, "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock(44) AS ok) SELECT ok, CASE WHEN ok THEN pg_notify('mutexfx_bench', 'k') END IS NULL FROM u")
+	})
+	add("mutexfx advisory Acquire+Release (fence)", bareAdv, driverPair(ctx, newDriver(postgres.Options{URL: *dsn})))
+	add("mutexfx advisory Acquire+Release (fence, notify: maxSessions 1)", bareAdv,
+		driverPair(ctx, newDriver(postgres.Options{URL: *dsn, MaxSessions: 1})))
+	m := newMutex(newDriver(postgres.Options{URL: *dsn}), time.Minute)
+	closers = append(closers, func() { _ = m.Close(ctx) })
+	add("mutexfx advisory component TryAcquire+Release", bareAdv, componentPair(ctx, m))
 	for _, v := range []struct {
 		label string
 		opts  postgres.Options
@@ -74,17 +88,30 @@ func main() {
 		{"unlogged", postgres.Options{Table: "mutexfx_bench_unlogged", Unlogged: true}, "UNLOGGED"},
 		{"synchronous_commit=off", postgres.Options{Table: "mutexfx_bench_async", SynchronousCommit: "off"}, "ASYNC"},
 	} {
-		bare := bareTablePair(ctx, conn, v.setup)
-		row("bare INSERT…ON CONFLICT…RETURNING + DELETE ("+v.label+")", bare, nil)
-		v.opts.URL, v.opts.Mode = *dsn, postgres.ModeTable
-		d := newDriver(v.opts)
-		row("mutexfx table Acquire+Release ("+v.label+")", driverPair(ctx, d), bare)
-		_ = d.Close(ctx)
+		bare := add("bare INSERT…ON CONFLICT…RETURNING + DELETE ("+v.label+")", -1, bareTablePair(ctx, conn(), v.setup))
+		// a channel nobody listens on: the row measures the statements
+		v.opts.URL, v.opts.Mode, v.opts.Channel = *dsn, postgres.ModeTable, "mutexfx_bench_quiet"
+		add("mutexfx table Acquire+Release ("+v.label+")", bare, driverPair(ctx, newDriver(v.opts)))
+		if v.label == "logged" {
+			// as in an application: a component LISTENs on the channel, so
+			// every release wakes its connection
+			v.opts.Channel = "mutexfx_bench_heard"
+			listener := newDriver(v.opts)
+			cancel := must(listener.Subscribe(ctx, func(drivers.Event) {}))
+			closers = append(closers, cancel)
+			add("mutexfx table Acquire+Release (logged, a LISTEN on the channel)", bare, driverPair(ctx, newDriver(v.opts)))
+			closers = append(closers, func() { _ = listener.Close(ctx) })
+		}
+	}
+	runPairs(cases)
+	for _, f := range closers {
+		f()
 	}
 
 	for _, mode := range []string{postgres.ModeAdvisory, postgres.ModeTable} {
 		d := newDriver(postgres.Options{URL: *dsn, Mode: mode, Table: "mutexfx_bench_logged"})
 		m := newMutex(d, 5*time.Second)
+		warm(ctx, d)
 		waits := handoffWorkers(ctx, m, "handoff-1p-"+mode, 8, *handoff)
 		row("hand-off wait, 8 workers, 1 process, 1 ms hold ("+mode+")", waits, nil)
 		_ = m.Close(ctx)
@@ -94,18 +121,42 @@ func main() {
 	renewal(ctx)
 }
 
-// pair times f n times after a warm-up.
-func pair(f func()) []time.Duration {
-	for range 100 {
-		f()
+// closers close the pair benchmarks' connections and drivers.
+var closers []func()
+
+// pairCase is one pair benchmark; base indexes the case its ratio is taken
+// against (-1: none).
+type pairCase struct {
+	label string
+	base  int
+	f     func()
+	times []time.Duration
+}
+
+// runPairs warms every case up, times n runs of each, interleaved in rounds
+// of 10, and prints their rows.
+func runPairs(cases []pairCase) {
+	for i := range cases {
+		for range 100 {
+			cases[i].f()
+		}
 	}
-	out := make([]time.Duration, *n)
-	for i := range out {
-		start := time.Now()
-		f()
-		out[i] = time.Since(start)
+	for len(cases[0].times) < *n {
+		for i := range cases {
+			for range 10 {
+				start := time.Now()
+				cases[i].f()
+				cases[i].times = append(cases[i].times, time.Since(start))
+			}
+		}
 	}
-	return out
+	for _, c := range cases {
+		var base []time.Duration
+		if c.base >= 0 {
+			base = cases[c.base].times
+		}
+		row(c.label, c.times, base)
+	}
 }
 
 func exec1(ctx context.Context, c *pgx.Conn, sql string, args ...any) {
@@ -116,8 +167,11 @@ func exec1(ctx context.Context, c *pgx.Conn, sql string, args ...any) {
 	must(0, rows.Err())
 }
 
-func bareTablePair(ctx context.Context, c *pgx.Conn, kind string) []time.Duration {
-	table := "mutexfx_bench_bare"
+func bareTablePair(ctx context.Context, c *pgx.Conn, kind string) func() {
+	table := "mutexfx_bench_bare_" + strings.ToLower(kind)
+	if kind == "" {
+		table += "logged"
+	}
 	unlogged := ""
 	if kind == "UNLOGGED" {
 		unlogged = "UNLOGGED "
@@ -125,20 +179,20 @@ func bareTablePair(ctx context.Context, c *pgx.Conn, kind string) []time.Duratio
 	exec1(ctx, c, "DROP TABLE IF EXISTS "+table)
 	exec1(ctx, c, "CREATE "+unlogged+"TABLE "+table+" (id bytea PRIMARY KEY, name text, token text, fence bigint, expires_at timestamptz)")
 	if kind == "ASYNC" {
-		exec1(ctx, c, "SET synchronous_commit = off")
-		defer exec1(ctx, c, "SET synchronous_commit = on")
+		exec1(ctx, c, "SET synchronous_commit = off") // this connection only
 	}
 	id := []byte("0123456789abcdef0123456789abcdef")
-	return pair(func() {
+	return func() {
 		exec1(ctx, c, "INSERT INTO "+table+" VALUES ($1, 'bench', 'tok', 1, now() + interval '1 minute') "+
 			"ON CONFLICT (id) DO UPDATE SET token = excluded.token WHERE "+table+".expires_at < now() RETURNING fence", id)
 		exec1(ctx, c, "DELETE FROM "+table+" WHERE id = $1 AND token = 'tok'", id)
-	})
+	}
 }
 
-func driverPair(ctx context.Context, d *postgres.Driver) []time.Duration {
+func driverPair(ctx context.Context, d *postgres.Driver) func() {
+	closers = append(closers, func() { _ = d.Close(context.Background()) })
 	key := "bench:" + rand.Text()
-	return pair(func() {
+	return func() {
 		tok := rand.Text()
 		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})
 		if err != nil || !res.Acquired || res.Fence == 0 {
@@ -147,18 +201,18 @@ func driverPair(ctx context.Context, d *postgres.Driver) []time.Duration {
 		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
 			panic(fmt.Sprint("release: ", ok, err))
 		}
-	})
+	}
 }
 
-func componentPair(ctx context.Context, m *component.Mutex) []time.Duration {
+func componentPair(ctx context.Context, m *component.Mutex) func() {
 	name := "pair:" + rand.Text()
-	return pair(func() {
+	return func() {
 		l, err := m.TryAcquire(ctx, name)
 		if err != nil || l == nil {
 			panic(fmt.Sprint("try: ", err))
 		}
 		must(l.Release(ctx))
-	})
+	}
 }
 
 // handoffWorkers runs workers goroutines on m taking name in turn, holding
@@ -188,9 +242,45 @@ func handoffWorkers(ctx context.Context, m *component.Mutex, name string, worker
 	return waits
 }
 
+// warm has d take a private lock, queue for it (Wait > 0) and release it
+// until d's LISTEN connection hears the release (table mode only: there a
+// release notifies when a driver is queued; advisory waiters wait in the
+// server), so that a measurement does not include connecting it.
+func warm(ctx context.Context, d *postgres.Driver) {
+	if d.Mode() != postgres.ModeTable {
+		return
+	}
+	key := "warm:" + rand.Text()
+	heard := make(chan struct{}, 1)
+	cancel := must(d.Subscribe(ctx, func(ev drivers.Event) {
+		if ev.Kind == drivers.Released && ev.Key == key {
+			select {
+			case heard <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	defer cancel()
+	for {
+		req := drivers.AcquireRequest{Key: key, Token: "holder", TTL: time.Minute}
+		if res := must(d.Acquire(ctx, req)); !res.Acquired {
+			panic("warm-up lock taken")
+		}
+		req.Token, req.Wait = "waiter", time.Millisecond
+		must(d.Acquire(ctx, req))
+		must(d.Release(ctx, key, "holder"))
+		select {
+		case <-heard:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 func childWorker(ctx context.Context, mode string) {
 	d := newDriver(postgres.Options{URL: *dsn, Mode: mode, Table: "mutexfx_bench_logged"})
 	m := newMutex(d, 5*time.Second)
+	warm(ctx, d)
 	// wait for the go signal so that every process contends from the start
 	fmt.Println("ready")
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')

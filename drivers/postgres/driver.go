@@ -50,8 +50,9 @@ type Driver struct {
 	main    *session           // advisory: takes locks without waiting
 	waiters []*session         // advisory: blocking waits, then hold
 	dialing int                // advisory: waiter sessions being opened
-	subs    map[int]*subscription
+	subs    map[int]func(drivers.Event)
 	nextSub int
+	lis     *listener // the LISTEN goroutine, from its first use to Close
 
 	watchers watchers // table mode: waiting acquisitions, by key
 
@@ -107,7 +108,7 @@ func newDriver(opts Options, n names, cc *pgx.ConnConfig) *Driver {
 		sql:     buildStatements(n, opts),
 		connCfg: cc,
 		held:    map[int64]*advLock{},
-		subs:    map[int]*subscription{},
+		subs:    map[int]func(drivers.Event){},
 		dialSem: make(chan struct{}, 1),
 	}
 }
@@ -189,7 +190,7 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 	return d.tableInspect(ctx, key)
 }
 
-// Close ends the subscriptions, closes the pinned connections (which frees
+// Close ends the subscriptions and the LISTEN connection, closes the pinned connections (which frees
 // their advisory locks) and the pool the driver created. It does not close a
 // pool given to NewWithPool. Later calls fail with ErrClosed.
 func (d *Driver) Close(ctx context.Context) error {
@@ -199,8 +200,8 @@ func (d *Driver) Close(ctx context.Context) error {
 		return nil
 	}
 	d.closed = true
-	subs := d.subs
-	d.subs = map[int]*subscription{}
+	lis := d.lis
+	d.subs = map[int]func(drivers.Event){}
 	sessions := append([]*session{}, d.waiters...)
 	if d.main != nil {
 		sessions = append(sessions, d.main)
@@ -208,8 +209,8 @@ func (d *Driver) Close(ctx context.Context) error {
 	d.main, d.waiters = nil, nil
 	d.held = map[int64]*advLock{}
 	d.mu.Unlock()
-	for _, s := range subs {
-		s.stop()
+	if lis != nil {
+		lis.stop()
 	}
 	var errs []error
 	for _, s := range sessions {

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -226,4 +228,109 @@ func TestTableSchemaUpgrade(t *testing.T) {
 	if err := c.QueryRow(ctx, "SELECT queue::text FROM "+table).Scan(&queue); err != nil || queue != "{}" {
 		t.Fatalf("queue = %q, %v; want {}", queue, err)
 	}
+}
+
+// TestTableRowDeletedDuringAcquire deletes a free row in a transaction that
+// commits while an acquisition waits on it: the acquisition's snapshot saw
+// the row (so it took no fence for an insert) but it inserts a new row; the
+// fence must still be taken and above the previous one.
+func TestTableRowDeletedDuringAcquire(t *testing.T) {
+	ctx := ctxT(t)
+	d := shared(t, Options{Mode: ModeTable})
+	key := fmt.Sprintf("deleted:%d", time.Now().UnixNano())
+	first, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "t1", TTL: time.Minute})
+	if err != nil || !first.Acquired {
+		t.Fatalf("Acquire = %+v, %v", first, err)
+	}
+	if ok, err := d.Release(ctx, key, "t1"); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	admin, err := pgx.Connect(ctx, testutil.PostgresDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	tx, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "DELETE FROM mutexfx_locks WHERE id = $1", rowID(key)); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		res drivers.AcquireResult
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "t2", TTL: time.Minute})
+		got <- result{res, err}
+	}()
+	within(t, 5*time.Second, "the acquisition waits for the deleting transaction", func() bool {
+		var waiting bool
+		err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "+
+			"AND query LIKE 'WITH s AS%' AND datname = current_database())").Scan(&waiting)
+		return err == nil && waiting
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil || !r.res.Acquired || r.res.Fence <= first.Fence {
+		t.Fatalf("Acquire after the row's deletion = %+v, %v; want acquired with a fence above %d", r.res, r.err, first.Fence)
+	}
+	info, ok, err := d.Inspect(ctx, key)
+	if err != nil || !ok || info.Fence != r.res.Fence {
+		t.Fatalf("Inspect = %+v, %v, %v; want the fence %d in the row", info, ok, err, r.res.Fence)
+	}
+}
+
+// TestTableReleaseNotifiesWaitersOnly checks that a table release notifies
+// only when a driver is queued for the row. NOTIFYs reach listeners in
+// commit order, so once the second (waited-for) release is heard, the first
+// (uncontended) one would have been heard before it.
+func TestTableReleaseNotifiesWaitersOnly(t *testing.T) {
+	ctx := ctxT(t)
+	a, b := shared(t, Options{Mode: ModeTable}), shared(t, Options{Mode: ModeTable})
+	var mu sync.Mutex
+	var heard []string
+	cancel, err := b.Subscribe(ctx, func(ev drivers.Event) {
+		if ev.Kind == drivers.Released {
+			mu.Lock()
+			heard = append(heard, ev.Key)
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	stamp := time.Now().UnixNano()
+	within(t, 5*time.Second, "a waited-for release heard", func() bool {
+		alone, waited := fmt.Sprintf("notify:alone:%d", stamp), fmt.Sprintf("notify:waited:%d", stamp)
+		stamp++
+		for _, key := range []string{alone, waited} {
+			if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
+				t.Fatalf("Acquire %s = %+v, %v", key, res, err)
+			}
+			if key == waited {
+				waitFor(ctx, b, key)
+			}
+			if ok, err := a.Release(ctx, key, "a"); err != nil || !ok {
+				t.Fatalf("Release %s = %v, %v", key, ok, err)
+			}
+		}
+		// the subscription connects in the background: until it does,
+		// nothing is heard and the pair is tried again
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range heard {
+			if strings.HasPrefix(k, "notify:alone:") {
+				t.Fatalf("an uncontended release notified: %q", k)
+			}
+		}
+		return slices.Contains(heard, waited)
+	})
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +14,8 @@ import (
 // break unparameterised SQL or a naive NOTIFY, in both modes. A 10 KB name
 // is too long for a NOTIFY payload: it is released without a wake-up.
 // Advisory drivers run with MaxSessions 1, the configuration whose releases
-// notify.
+// notify; in table mode the second driver waits (Wait > 0), which queues it
+// in the row, so that the release notifies.
 func TestNamesAreData(t *testing.T) {
 	names := []struct {
 		name   string
@@ -52,6 +54,7 @@ func TestNamesAreData(t *testing.T) {
 				if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: probe, Token: "p", TTL: time.Minute}); err != nil || !res.Acquired {
 					return false
 				}
+				waitFor(ctx, b, probe)
 				_, _ = a.Release(ctx, probe, "p")
 				time.Sleep(20 * time.Millisecond)
 				mu.Lock()
@@ -64,7 +67,7 @@ func TestNamesAreData(t *testing.T) {
 				if err != nil || !res.Acquired {
 					t.Fatalf("Acquire %.30q = %+v, %v", key, res, err)
 				}
-				if res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "other", TTL: time.Minute}); err != nil || res.Acquired {
+				if res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "other", TTL: time.Minute, Wait: time.Millisecond}); err != nil || res.Acquired {
 					t.Fatalf("second Acquire %.30q = %+v, %v; want held", key, res, err)
 				}
 				if ok, err := a.Release(ctx, key, "tok"); err != nil || !ok {
@@ -80,4 +83,10 @@ func TestNamesAreData(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitFor makes d wait for key for a millisecond: in table mode that queues
+// d in the row, so that the release notifies.
+func waitFor(ctx context.Context, d *Driver, key string) {
+	_, _ = d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "probe-waiter", TTL: time.Minute, Wait: time.Millisecond})
 }

@@ -16,7 +16,7 @@ type statements struct {
 	tryLock, waitLock, unlock, unlockNotify, heldKeys, heldKey, anyHolder string
 
 	// table mode
-	acquire, release, extend, renew, inspect string
+	acquire, refence, release, extend, renew, inspect string
 }
 
 // maxPayload is the longest key sent as a NOTIFY payload (PostgreSQL refuses
@@ -54,7 +54,11 @@ func buildStatements(n names, o Options) statements {
 	// not write. An attempt that can neither take the row nor needs to
 	// refresh its entry only reads it: ON CONFLICT DO UPDATE would lock the
 	// row even when its WHERE is false, making every failed poll a durable
-	// commit.
+	// commit. The inserted row's fence is taken only when the row is
+	// missing (a wasted nextval costs: a logged sequence writes WAL every
+	// 32 values, and that commit then waits for the flush); when it exists
+	// the update takes the fence under the row's lock, and a row deleted
+	// meanwhile is inserted with fence 0, which refence replaces.
 	const nowMS = "(extract(epoch FROM now()) * 1000)"
 	live := "(e.v->>1)::float8 > " + nowMS + " - $7::bigint"
 	head := func(a string) string {
@@ -102,8 +106,8 @@ func buildStatements(n names, o Options) statements {
 
 		acquire: "WITH " + s + ", ins AS (" +
 			"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
-			"SELECT $1, $2, $3, " + nextval + ", " + fmt.Sprintf(ttl, 4) + " FROM s " +
-			"WHERE NOT EXISTS (SELECT 1 FROM " + n.table + " AS c WHERE c.id = $1 AND NOT " + write("c") + ") " +
+			"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + nextval + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
+			" FROM s LEFT JOIN " + n.table + " AS c ON c.id = $1 WHERE c.id IS NULL OR " + write("c") + " " +
 			"ON CONFLICT (id) DO UPDATE SET " +
 			"name = CASE WHEN " + take("l") + " THEN excluded.name ELSE l.name END, " +
 			"token = CASE WHEN " + take("l") + " THEN excluded.token ELSE l.token END, " +
@@ -116,9 +120,13 @@ func buildStatements(n names, o Options) statements {
 			"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END FROM ins UNION ALL " +
 			"SELECT false, 0, " + left("expires_at") + " FROM " + n.table +
 			" WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
+		refence: "UPDATE " + n.table + " SET fence = " + nextval + " WHERE id = $1 AND token = $2 RETURNING fence",
+		// notifies only when drivers are queued for the row: every waiting
+		// acquisition is, and an uncontended release then writes no NOTIFY
+		// (which every listening backend of the database has to read)
 		release: "WITH " + s + ", r AS (UPDATE " + n.table + " SET token = '', expires_at = 'epoch' FROM s " +
-			"WHERE id = $1 AND token = $2 AND expires_at > now() RETURNING 1) " +
-			"SELECT true, " + fmt.Sprintf(notify, 3, 3) + " IS NULL FROM r",
+			"WHERE id = $1 AND token = $2 AND expires_at > now() RETURNING queue <> '{}' AS waited) " +
+			"SELECT true, CASE WHEN waited THEN " + fmt.Sprintf(notify, 3, 3) + " END IS NULL FROM r",
 		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +
 			" FROM s WHERE id = $1 AND token = $2 AND expires_at > now()",
 		renew: "WITH " + s + " UPDATE " + n.table + " AS t SET expires_at = now() + u.ttl * interval '1 millisecond' " +

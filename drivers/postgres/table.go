@@ -96,6 +96,16 @@ func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireReques
 		}
 		return err
 	})
+	if err == nil && res.Acquired && res.Fence == 0 {
+		// the row was deleted between the statement's snapshot and its
+		// insert: the new row needs its fence
+		err = d.run(ctx, func(p *pgxpool.Pool) error {
+			var fence int64
+			err := p.QueryRow(ctx, d.sql.refence, rowID(req.Key), req.Token).Scan(&fence)
+			res.Fence = uint64(fence)
+			return err
+		})
+	}
 	if err != nil {
 		return drivers.AcquireResult{}, err
 	}

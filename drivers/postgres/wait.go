@@ -25,7 +25,6 @@ const (
 type watchers struct {
 	mu    sync.Mutex
 	byKey map[string]map[chan struct{}]struct{}
-	once  sync.Once // starts the driver's own subscription
 }
 
 // tableAcquireWaiting retries the acquisition, queued in the row for its
@@ -71,12 +70,10 @@ func (d *Driver) tableAcquireWaiting(ctx context.Context, req drivers.AcquireReq
 }
 
 // watch registers a wake-up channel for key and makes sure the driver
-// listens for releases (its own subscription, ended by Close).
+// listens for releases.
 func (d *Driver) watch(key string) chan struct{} {
 	w := &d.watchers
-	w.once.Do(func() {
-		_, _ = d.Subscribe(context.Background(), func(drivers.Event) {})
-	})
+	d.startListener()
 	ch := make(chan struct{}, 1)
 	w.mu.Lock()
 	if w.byKey == nil {
