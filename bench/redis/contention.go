@@ -19,14 +19,16 @@ type contention struct {
 	waitP99, waitMax time.Duration
 	sameAgain        float64 // share of acquisitions by the worker that made the previous one
 	perSec           float64
-	err              error // the run failed
+	handOff          time.Duration // p50 from a holder starting its release to the next holder having the lock
+	err              error         // the run failed
 }
 
-// record is one acquisition: when the worker started waiting and when it
-// got the lock (Unix ns, one host's clock), and which worker.
+// record is one acquisition: when the worker started waiting, when it got
+// the lock and when it started releasing it (Unix ns, one host's clock),
+// and which worker.
 type record struct {
-	start, got int64
-	id         int
+	start, got, rel int64
+	id              int
 }
 
 // work acquires name, holds it, releases it, again and again until end.
@@ -38,9 +40,11 @@ func work(ctx context.Context, lk locker, name string, id int, end time.Time) ([
 		if err != nil {
 			return recs, err
 		}
-		recs = append(recs, record{start: start.UnixNano(), got: time.Now().UnixNano(), id: id})
+		got := time.Now()
 		time.Sleep(*hold)
+		rel := time.Now()
 		unlock()
+		recs = append(recs, record{start: start.UnixNano(), got: got.UnixNano(), rel: rel.UnixNano(), id: id})
 	}
 	return recs, nil
 }
@@ -113,13 +117,14 @@ func contendProcesses(lib string) (contention, error) {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
-			if len(f) != 3 {
+			if len(f) != 4 {
 				return contention{}, fmt.Errorf("worker said %q", sc.Text())
 			}
 			id, _ := strconv.Atoi(f[0])
 			s, _ := strconv.ParseInt(f[1], 10, 64)
 			g, _ := strconv.ParseInt(f[2], 10, 64)
-			all = append(all, record{start: s, got: g, id: id})
+			r, _ := strconv.ParseInt(f[3], 10, 64)
+			all = append(all, record{start: s, got: g, rel: r, id: id})
 		}
 	}
 	return summarize(all), nil
@@ -159,7 +164,7 @@ func workerMain(args []string) int {
 	}
 	w := bufio.NewWriter(os.Stdout)
 	for _, r := range recs {
-		fmt.Fprintf(w, "%d %d %d\n", r.id, r.start, r.got)
+		fmt.Fprintf(w, "%d %d %d %d\n", r.id, r.start, r.got, r.rel)
 	}
 	_ = w.Flush()
 	return 0
@@ -170,12 +175,15 @@ func summarize(all []record) contention {
 		return contention{}
 	}
 	slices.SortFunc(all, func(a, b record) int { return int(a.got - b.got) })
-	var waits []time.Duration
+	var waits, gaps []time.Duration
 	same := 0
 	for i, r := range all {
 		waits = append(waits, time.Duration(r.got-r.start))
 		if i > 0 && all[i-1].id == r.id {
 			same++
+		}
+		if i > 0 {
+			gaps = append(gaps, time.Duration(r.got-all[i-1].rel))
 		}
 	}
 	span := time.Duration(all[len(all)-1].got - all[0].start)
@@ -184,5 +192,6 @@ func summarize(all []record) contention {
 		waitMax:   p(waits, 100),
 		sameAgain: float64(same) / float64(len(all)-1),
 		perSec:    float64(len(all)) / span.Seconds(),
+		handOff:   p(gaps, 50),
 	}
 }

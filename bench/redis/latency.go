@@ -2,20 +2,31 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	mredis "github.com/mutexfx/mutexfx/drivers/redis"
 )
 
-// latency is the acquire+release p50 of each library and the PING p50.
+// latency is the acquire+release p50 of each library and the PING p50,
+// and of the mutexfx driver called directly (the component's share is the
+// difference).
 type latency struct {
-	ping time.Duration
-	p50  map[string]time.Duration
+	ping   time.Duration
+	p50    map[string]time.Duration
+	driver time.Duration
+	// floor is a bare SET NX PX then DEL: two round trips with no token
+	// check and no fence, the least any lock's acquire+release costs.
+	floor time.Duration
 }
 
 // latencies measures PING and, for each library, an uncontended acquire
-// followed by a release, round by round across the libraries.
+// followed by a release, round by round across the libraries (and the
+// mutexfx driver alone), in a rotating order.
 func latencies() (latency, error) {
 	ctx := context.Background()
 	c := goredis.NewClient(&goredis.Options{Addr: *addr})
@@ -29,29 +40,59 @@ func latencies() (latency, error) {
 		defer l.close()
 		lockers[lib] = l
 	}
-	samples := map[string][]time.Duration{}
+	d, err := mredis.New(mredis.Options{Addrs: []string{*addr}})
+	if err != nil {
+		return latency{}, err
+	}
+	defer d.Close(ctx)
 	name := "latency"
-	for i := range *n + 100 {
-		start := time.Now()
-		if err := c.Ping(ctx).Err(); err != nil {
-			return latency{}, err
-		}
-		if i >= 100 { // warm-up rounds load scripts and fill pools
-			samples["ping"] = append(samples["ping"], time.Since(start))
-		}
-		for _, lib := range libs {
-			start := time.Now()
+	dreq := drivers.AcquireRequest{Key: "bench:latency:driver", Token: "bench", TTL: 8 * time.Second}
+	// The measured operations. Each round runs them all, starting one
+	// further along each time: an operation that leaves work behind
+	// (rueidislock releases in the background) must not always slow the
+	// same next one.
+	type op struct {
+		name string
+		run  func() error
+	}
+	ops := []op{{"ping", func() error { return c.Ping(ctx).Err() }}}
+	for _, lib := range libs {
+		ops = append(ops, op{lib, func() error {
 			unlock, err := lockers[lib].lock(ctx, name)
 			if err != nil {
-				return latency{}, err
+				return err
 			}
 			unlock()
-			if i >= 100 {
-				samples[lib] = append(samples[lib], time.Since(start))
+			return nil
+		}})
+	}
+	ops = append(ops, op{"driver", func() error {
+		if res, err := d.Acquire(ctx, dreq); err != nil || !res.Acquired {
+			return fmt.Errorf("driver acquire: %+v, %v", res, err)
+		}
+		_, err := d.Release(ctx, dreq.Key, dreq.Token)
+		return err
+	}})
+	ops = append(ops, op{"floor", func() error {
+		if err := c.SetNX(ctx, "bench:latency:floor", "x", 8*time.Second).Err(); err != nil {
+			return err
+		}
+		return c.Del(ctx, "bench:latency:floor").Err()
+	}})
+	samples := map[string][]time.Duration{}
+	for i := range *n + 100 {
+		for j := range ops {
+			o := ops[(i+j)%len(ops)]
+			start := time.Now()
+			if err := o.run(); err != nil {
+				return latency{}, fmt.Errorf("%s: %w", o.name, err)
+			}
+			if i >= 100 { // warm-up rounds load scripts and fill pools
+				samples[o.name] = append(samples[o.name], time.Since(start))
 			}
 		}
 	}
-	res := latency{ping: p(samples["ping"], 50), p50: map[string]time.Duration{}}
+	res := latency{ping: p(samples["ping"], 50), p50: map[string]time.Duration{}, driver: p(samples["driver"], 50), floor: p(samples["floor"], 50)}
 	for _, lib := range libs {
 		res.p50[lib] = p(samples[lib], 50)
 	}

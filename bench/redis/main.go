@@ -2,11 +2,13 @@
 // against redsync v4, bsm/redislock and rueidislock, side by side in one run
 // on the same Redis server:
 //
-//	cd bench && go run ./redis [-addr 127.0.0.1:6379] [-duration 4s] [-n 2000]
+//	cd bench && go run ./redis [-addr 127.0.0.1:6379] [-duration 4s] [-n 2000] [-repeat 3]
 //
-// It prints one table: acquire+release p50 in multiples of the PING round
-// trip (rounds interleaved across the libraries so that the machine's noise
-// hits all alike); 8 workers contending for one lock holding it 1 ms, in
+// It prints one table (with -repeat, the medians of the runs, each run's
+// main numbers printed before it): acquire+release p50 in multiples of the
+// PING round trip (rounds interleaved across the libraries so that the
+// machine's noise hits all alike; also the mutexfx driver called without
+// the component); 8 workers contending for one lock holding it 1 ms, in
 // one process (goroutines sharing one component or client) and in 8
 // processes (this binary re-executed), with the wait's p99 and max, how
 // often the worker that just released takes the lock again, and
@@ -29,6 +31,7 @@ var (
 	hold     = flag.Duration("hold", time.Millisecond, "how long a worker holds the lock")
 	nlocks   = flag.Int("locks", 10000, "held locks of the renewal measurement")
 	ttl      = flag.Duration("ttl", 3*time.Second, "lock ttl of the renewal measurement (renewed every ttl/3)")
+	repeat   = flag.Int("repeat", 1, "runs of the latency and contention measurements; the table shows their medians")
 )
 
 func main() {
@@ -48,32 +51,39 @@ func main() {
 }
 
 func run() error {
-	fmt.Printf("Redis lock benchmark: %s, %d latency rounds, contention %d workers × %v holding %v, %s\n\n",
-		*addr, *n, *workers, *duration, *hold, time.Now().Format(time.RFC3339))
-	lat, err := latencies()
-	if err != nil {
-		return err
-	}
-	var in, procs []contention
-	for _, lib := range libs {
-		// A library failing a run is reported in the table, not fatal.
-		c, err := contendInProcess(lib)
+	fmt.Printf("Redis lock benchmark: %s, %d latency rounds, contention %d workers × %v holding %v, %d run(s), %s\n\n",
+		*addr, *n, *workers, *duration, *hold, *repeat, time.Now().Format(time.RFC3339))
+	var lats []latency
+	var ins, procss [][]contention
+	for r := range max(*repeat, 1) {
+		lat, err := latencies()
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "bench: %s in process: %v\n", lib, err)
-			c.err = err
+			return err
 		}
-		in = append(in, c)
-		p, err := contendProcesses(lib)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "bench: %s in processes: %v\n", lib, err)
-			p.err = err
+		var in, procs []contention
+		for _, lib := range libs {
+			// A library failing a run is reported in the table, not fatal.
+			c, err := contendInProcess(lib)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: %s in process: %v\n", lib, err)
+				c.err = err
+			}
+			in = append(in, c)
+			p, err := contendProcesses(lib)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: %s in processes: %v\n", lib, err)
+				p.err = err
+			}
+			procs = append(procs, p)
 		}
-		procs = append(procs, p)
+		printRun(r, lat, in, procs)
+		lats, ins, procss = append(lats, lat), append(ins, in), append(procss, procs)
 	}
 	rn, err := renewal()
 	if err != nil {
 		return fmt.Errorf("renewal: %w", err)
 	}
-	printTable(lat, in, procs, rn)
+	fmt.Println()
+	printTable(medianLatency(lats), medianContention(ins), medianContention(procss), rn)
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -19,6 +20,10 @@ func printTable(lat latency, in, procs []contention, rn renewalResult) {
 		cells = append(cells, fmt.Sprintf("%.2f× (%v)", ratio(lat.p50[lib], lat.ping), lat.p50[lib].Round(time.Microsecond)))
 	}
 	row(fmt.Sprintf("acquire+release p50, × PING p50 (%v)", lat.ping.Round(time.Microsecond)), check(ratio(lat.p50["mutexfx"], lat.ping) <= 2.2, "≤ 2.2"), cells...)
+	row("the same, mutexfx driver alone (component's share)", "(reported)",
+		fmt.Sprintf("%.2f× (%v)", ratio(lat.driver, lat.ping), lat.driver.Round(time.Microsecond)), "n/a", "n/a", "n/a")
+	fl := fmt.Sprintf("%.2f× (%v)", ratio(lat.floor, lat.ping), lat.floor.Round(time.Microsecond))
+	row("floor: bare SET NX PX + DEL, same client as PING (no token check, no fence)", "(reported)", fl, "—", "—", "—")
 	best := func(cs []contention) float64 {
 		b := 0.0
 		for _, c := range cs[1:] {
@@ -35,21 +40,23 @@ func printTable(lat latency, in, procs []contention, rn renewalResult) {
 		{"8 goroutines, one process", in, 15 * time.Millisecond, 30 * time.Millisecond, 0.25},
 		{"8 processes", procs, 40 * time.Millisecond, 100 * time.Millisecond, 0.25},
 	} {
-		var p99s, same, rate []string
+		var p99s, same, rate, gap []string
 		for _, c := range set.cs {
 			if c.err != nil {
-				p99s, same, rate = append(p99s, "failed"), append(same, "failed"), append(rate, "failed")
+				p99s, same, rate, gap = append(p99s, "failed"), append(same, "failed"), append(rate, "failed"), append(gap, "failed")
 				continue
 			}
 			p99s = append(p99s, fmt.Sprintf("%v / %v", ms(c.waitP99), ms(c.waitMax)))
 			same = append(same, fmt.Sprintf("%.0f%%", 100*c.sameAgain))
 			rate = append(rate, fmt.Sprintf("%.0f", c.perSec))
+			gap = append(gap, fmt.Sprintf("%.0f µs", float64(c.handOff)/float64(time.Microsecond)))
 		}
 		m := set.cs[0]
 		row(set.label+": wait p99 / max", check(m.err == nil && m.waitP99 <= set.p99 && m.waitMax <= set.max,
 			fmt.Sprintf("≤ %v / ≤ %v", set.p99, set.max)), p99s...)
 		row(set.label+": same worker again", check(m.sameAgain <= set.sameAgainLimit, "≤ 25%"), same...)
 		row(set.label+": acquisitions/s", check(m.perSec >= best(set.cs), "≥ best peer"), rate...)
+		row(set.label+": hand-off p50 (release starts → next holder has it)", "(reported)", gap...)
 	}
 	na := []string{"n/a", "n/a", "n/a"}
 	row(fmt.Sprintf("%d locks held: renewal round trips per period", rn.locks), check(rn.roundTripsPerPeriod <= 10, "≤ 10"),
@@ -72,4 +79,75 @@ func check(ok bool, goal string) string {
 		return goal + " ✓"
 	}
 	return goal + " ✗"
+}
+
+// printRun prints one run's main numbers, so that the spread behind the
+// medians shows.
+func printRun(r int, lat latency, in, procs []contention) {
+	fmt.Printf("run %d: PING %v;", r+1, lat.ping.Round(time.Microsecond))
+	for i, lib := range libs {
+		fmt.Printf(" %s %.2f×", lib, ratio(lat.p50[lib], lat.ping))
+		for _, c := range []contention{in[i], procs[i]} {
+			if c.err != nil {
+				fmt.Print(" failed")
+				continue
+			}
+			fmt.Printf(" %.0f/s p99 %s same %.0f%% hand-off %.0fµs", c.perSec, ms(c.waitP99), 100*c.sameAgain, float64(c.handOff)/float64(time.Microsecond))
+		}
+		fmt.Print(";")
+	}
+	fmt.Printf(" mutexfx driver alone %.2f×; floor %.2f×\n", ratio(lat.driver, lat.ping), ratio(lat.floor, lat.ping))
+}
+
+// medianLatency is, per library, the median ratio over the runs,
+// expressed against the median PING.
+func medianLatency(ls []latency) latency {
+	ping := median(ls, func(l latency) float64 { return float64(l.ping) })
+	out := latency{ping: time.Duration(ping), p50: map[string]time.Duration{}}
+	for _, lib := range libs {
+		r := median(ls, func(l latency) float64 { return ratio(l.p50[lib], l.ping) })
+		out.p50[lib] = time.Duration(r * ping)
+	}
+	out.driver = time.Duration(ping * median(ls, func(l latency) float64 { return ratio(l.driver, l.ping) }))
+	out.floor = time.Duration(ping * median(ls, func(l latency) float64 { return ratio(l.floor, l.ping) }))
+	return out
+}
+
+// medianContention is, per library, the median of each figure over the
+// runs that did not fail (failed when all did).
+func medianContention(runs [][]contention) []contention {
+	out := make([]contention, len(libs))
+	for i := range libs {
+		var ok []contention
+		for _, run := range runs {
+			if run[i].err == nil {
+				ok = append(ok, run[i])
+			} else {
+				out[i].err = run[i].err
+			}
+		}
+		if len(ok) == 0 {
+			continue
+		}
+		out[i] = contention{
+			waitP99:   time.Duration(median(ok, func(c contention) float64 { return float64(c.waitP99) })),
+			waitMax:   time.Duration(median(ok, func(c contention) float64 { return float64(c.waitMax) })),
+			sameAgain: median(ok, func(c contention) float64 { return c.sameAgain }),
+			handOff:   time.Duration(median(ok, func(c contention) float64 { return float64(c.handOff) })),
+			perSec:    median(ok, func(c contention) float64 { return c.perSec }),
+		}
+	}
+	return out
+}
+
+func median[T any](xs []T, f func(T) float64) float64 {
+	vs := make([]float64, len(xs))
+	for i, x := range xs {
+		vs[i] = f(x)
+	}
+	slices.Sort(vs)
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2]
+	}
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
 }

@@ -1,11 +1,13 @@
 // Package redis is the mutexfx driver for Redis (standalone, Sentinel or
-// Cluster; Redis 4+ or Valkey), built on go-redis v9.
+// Cluster; Redis 5+ or Valkey), built on go-redis v9.
 //
 // Every operation is one Lua script, so one round trip: acquire (set if
 // absent with the ttl in the server's clock, fence from a per-name counter
-// seeded from the server's clock), release (compare-and-delete, then publish
-// the name so that waiters wake at once), extend (compare-and-expire) and a
-// batched renewal of many locks (one script per Cluster slot, pipelined).
+// seeded from the server's clock), release (compare-and-delete; with
+// waiters queued, the lock is passed to the first of them in the same
+// script and that waiter's process alone is told), extend
+// (compare-and-expire) and a batched renewal of many locks (one script per
+// Cluster slot, pipelined).
 // A lock name and its counter share a hash tag, so every script touches one
 // slot. See the package's Options for the configuration keys.
 package redis

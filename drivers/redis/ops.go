@@ -28,9 +28,10 @@ func (d *Driver) run(ctx context.Context, s *goredis.Script, keys []string, args
 // Acquire takes req.Key for req.Token with req.TTL in the server's clock:
 // one script, one round trip. With req.Wait zero it answers at once (and
 // does not overtake queued waiters). With req.Wait positive the driver
-// queues for its turn in Redis and waits up to req.Wait for it, woken by
-// the release messages of its subscription and polling every
-// WaitPollInterval (see Features.BlockingWait).
+// queues for its turn in Redis and waits up to req.Wait for it: the
+// release that makes it first in line hands it the lock (the message on
+// the driver's subscription carries the fence) or wakes it to retry; it
+// also retries every WaitPollInterval (see Features.BlockingWait).
 func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	if req.TTL <= 0 {
 		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: ttl must be positive, got %v", req.TTL)

@@ -20,7 +20,8 @@ const (
 	// DefaultCommandTimeout bounds a command's network reads and writes
 	// when the caller's context has no earlier deadline.
 	DefaultCommandTimeout = 3 * time.Second
-	// DefaultChannel is the Pub/Sub channel releases are published on.
+	// DefaultChannel is the prefix of the Pub/Sub channels of release
+	// messages (see Options.Channel).
 	DefaultChannel = "mutexfx:released"
 	// DefaultFenceTTL is how long a lock's fence counter is kept after its
 	// last acquisition.
@@ -87,8 +88,10 @@ type Options struct {
 	// network error. Default: 0 (none: the component retries with its own
 	// backoff, and a retried acquisition could be refused to itself).
 	MaxRetries int `koanf:"maxRetries"`
-	// Channel is the Pub/Sub channel on which releases are published and
-	// heard. Components sharing locks must use the same channel.
+	// Channel is the prefix of the Pub/Sub channels of release messages:
+	// a driver listens on Channel + ":" + its waiter id, and a release
+	// publishes only to the driver whose waiter is first in line.
+	// Components sharing locks must use the same Channel.
 	// Default: DefaultChannel ("mutexfx:released").
 	Channel string `koanf:"channel"`
 	// FenceTTL is how long a lock name's fence counter is kept after its
