@@ -22,22 +22,14 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	token := rand.Text()
 	key := m.opts.Prefix + name
 
-	limit := now.Add(attemptGrace)
-	var wait time.Duration
-	if !deadline.IsZero() {
-		if m.feat.BlockingWait {
-			wait = max(min(deadline.Sub(now), maxRetryDelay), 0)
-			limit = limit.Add(wait)
-		}
-		if deadline.After(limit) {
-			limit = deadline
-		}
-	} else {
+	wait := m.blockingWait(now, deadline)
+	limit := now.Add(attemptGrace + wait)
+	switch {
+	case deadline.IsZero():
 		// No deadline: the attempt still ends if the store never answers.
-		if m.feat.BlockingWait {
-			wait = maxRetryDelay
-		}
 		limit = now.Add(max(attemptGrace, ttl) + wait)
+	case deadline.After(limit):
+		limit = deadline
 	}
 
 	req := drivers.AcquireRequest{Key: key, Token: token, TTL: ttl, Wait: wait}
@@ -98,6 +90,20 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	}
 	m.mu.Unlock()
 	return l, res, nil
+}
+
+// blockingWait is how long a driver with Features.BlockingWait may block in
+// the store for an attempt started at now: up to the deadline (zero: none),
+// one second at most, so that wake-ups and ctx are looked at in between.
+func (m *Mutex) blockingWait(now, deadline time.Time) time.Duration {
+	switch {
+	case !m.feat.BlockingWait:
+		return 0
+	case deadline.IsZero():
+		return maxRetryDelay
+	default:
+		return max(min(deadline.Sub(now), maxRetryDelay), 0)
+	}
 }
 
 // cleanup releases, in the background and best effort, a lock an attempt

@@ -250,8 +250,10 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 		if res.HolderTTL > 0 && res.HolderTTL < delay {
 			delay = res.HolderTTL + time.Millisecond
 		}
-		if m.feat.BlockingWait {
-			delay = time.Microsecond // the store waited for us
+		if wait := m.blockingWait(now, deadline); wait > 0 && time.Since(now) >= wait/2 {
+			// The store waited for us: ask again at once. (A store that
+			// could not block this time answered at once: back off.)
+			delay = time.Microsecond
 		}
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
 			return nil, m.timeout(name, o.timeout)
