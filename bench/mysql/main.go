@@ -14,8 +14,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"time"
+
+	"github.com/mutexfx/mutexfx/bench/internal/stats"
 )
 
 var (
@@ -54,15 +55,8 @@ func run() error {
 	return renewal()
 }
 
-// pct returns the p-th percentile of ds (sorted in place).
-func pct(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	i := int(float64(len(ds)-1) * p / 100)
-	return ds[i]
-}
+// pct is stats.Percentile.
+var pct = stats.Percentile
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }

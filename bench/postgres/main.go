@@ -24,6 +24,8 @@ import (
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/postgres"
+
+	"github.com/mutexfx/mutexfx/bench/internal/stats"
 )
 
 var (
@@ -381,13 +383,10 @@ func newMutex(d drivers.Driver, ttl time.Duration) *component.Mutex {
 
 // row prints a result line, with the p50 ratio against base when given.
 func row(label string, ds, base []time.Duration) {
-	slices.Sort(ds)
-	p50, p99 := ds[len(ds)/2], ds[len(ds)*99/100]
+	p50, p99 := stats.Percentile(ds, 50), stats.Percentile(ds, 99)
 	r := ""
 	if base != nil {
-		b := slices.Clone(base)
-		slices.Sort(b)
-		r = fmt.Sprintf("%.2f×", float64(p50)/float64(b[len(b)/2]))
+		r = fmt.Sprintf("%.2f×", float64(p50)/float64(stats.Percentile(slices.Clone(base), 50)))
 	}
 	fmt.Printf("| %s | %v | %v | %s |\n", label, p50.Round(time.Microsecond), p99.Round(time.Microsecond), r)
 }

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mutexfx/mutexfx/drivers"
 	mredis "github.com/mutexfx/mutexfx/drivers/redis"
+
+	"github.com/mutexfx/mutexfx/bench/internal/stats"
 )
 
 // latency is the acquire+release p50 of each library and the PING p50,
@@ -99,12 +100,5 @@ func latencies() (latency, error) {
 	return res, nil
 }
 
-// p returns the q-th percentile of ds (sorting ds).
-func p(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	i := int(float64(len(ds)-1) * q / 100)
-	return ds[i]
-}
+// p is stats.Percentile.
+var p = stats.Percentile
