@@ -22,7 +22,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	token := rand.Text()
 	key := m.opts.Prefix + name
 
-	wait := m.blockingWait(now, deadline)
+	wait := m.blockingWait(now, deadline, ttl)
 	limit := now.Add(attemptGrace + wait)
 	switch {
 	case deadline.IsZero():
@@ -94,16 +94,20 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 
 // blockingWait is how long a driver with Features.BlockingWait may block in
 // the store for an attempt started at now: up to the deadline (zero: none),
-// one second at most, so that wake-ups and ctx are looked at in between.
-func (m *Mutex) blockingWait(now, deadline time.Time) time.Duration {
-	switch {
-	case !m.feat.BlockingWait:
+// one second at most, so that wake-ups and ctx are looked at in between,
+// and a third of the ttl at most: a lock granted at the end of the wait is
+// tracked as acquired at its start (its store ttl may have started any time
+// since): handed to its holder, it is then at most due for its first
+// renewal, never already expired.
+func (m *Mutex) blockingWait(now, deadline time.Time, ttl time.Duration) time.Duration {
+	if !m.feat.BlockingWait {
 		return 0
-	case deadline.IsZero():
-		return maxRetryDelay
-	default:
-		return max(min(deadline.Sub(now), maxRetryDelay), 0)
 	}
+	wait := min(maxRetryDelay, ttl/3)
+	if !deadline.IsZero() {
+		wait = max(min(wait, deadline.Sub(now)), 0)
+	}
+	return wait
 }
 
 // cleanup releases, in the background and best effort, a lock an attempt

@@ -250,7 +250,7 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 		if res.HolderTTL > 0 && res.HolderTTL < delay {
 			delay = res.HolderTTL + time.Millisecond
 		}
-		if wait := m.blockingWait(now, deadline); wait > 0 && time.Since(now) >= wait/2 {
+		if wait := m.blockingWait(now, deadline, o.ttl); wait > 0 && time.Since(now) >= wait/2 {
 			// The store waited for us: ask again at once. (A store that
 			// could not block this time answered at once: back off.)
 			delay = time.Microsecond
