@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -350,7 +351,8 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // without a free connection to block on does).
 type blocker struct {
 	*faulty
-	block bool
+	block   bool
+	maxWait atomic.Int64 // longest req.Wait seen
 }
 
 func (b *blocker) Features() drivers.Features {
@@ -360,6 +362,9 @@ func (b *blocker) Features() drivers.Features {
 }
 
 func (b *blocker) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	if int64(req.Wait) > b.maxWait.Load() {
+		b.maxWait.Store(int64(req.Wait))
+	}
 	res, err := b.faulty.Acquire(ctx, req)
 	if err == nil && !res.Acquired && b.block && req.Wait > 0 {
 		select {
@@ -393,5 +398,25 @@ func TestBlockingWaitDrivers(t *testing.T) {
 		if n := f.acquires.Load() - before; n < c.min || n > c.max {
 			t.Errorf("blocking %v: %d attempts in 2.5 s; want %d-%d", c.block, n, c.min, c.max)
 		}
+	}
+}
+
+// TestBlockingWaitBoundedByTTL: a store never blocks longer than a third of
+// the ttl, so that a lock granted at the end of the wait, tracked from the
+// attempt's start, is not already expired.
+func TestBlockingWaitBoundedByTTL(t *testing.T) {
+	f := newFaulty()
+	holder := newMutex(t, component.Options{Driver: f})
+	ctx := context.Background()
+	if _, err := holder.Acquire(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	b := &blocker{faulty: f, block: true}
+	waiter := newMutex(t, component.Options{Driver: b, TTL: 90 * time.Millisecond})
+	if _, err := waiter.Acquire(ctx, "x", component.WithTimeout(300*time.Millisecond)); !errors.Is(err, component.ErrTimeout) {
+		t.Fatal(err)
+	}
+	if w := time.Duration(b.maxWait.Load()); w <= 0 || w > 30*time.Millisecond {
+		t.Fatalf("longest blocking wait %v with a 90 ms ttl; want (0, 30 ms]", w)
 	}
 }
