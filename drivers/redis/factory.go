@@ -77,6 +77,10 @@ func connectionKey(o Options) string {
 		return "addrs"
 	case o.MasterName != "":
 		return "masterName"
+	case o.SentinelUsername != "":
+		return "sentinelUsername"
+	case o.SentinelPassword != "":
+		return "sentinelPassword"
 	case o.Cluster:
 		return "cluster"
 	case o.Username != "":

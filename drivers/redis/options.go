@@ -58,7 +58,11 @@ type Options struct {
 	// Password authenticates; it never appears in errors or logs.
 	// Default: "" (no AUTH).
 	Password string `koanf:"password"`
-	// SentinelPassword authenticates against the Sentinels. Default: "".
+	// SentinelUsername is the ACL user of the Sentinels (Sentinel mode
+	// only). Default: "" (the default user).
+	SentinelUsername string `koanf:"sentinelUsername"`
+	// SentinelPassword authenticates against the Sentinels (Sentinel mode
+	// only); it never appears in errors or logs. Default: "" (no AUTH).
 	SentinelPassword string `koanf:"sentinelPassword"`
 	// DB is the database number (standalone and Sentinel only).
 	// Default: 0.
@@ -143,6 +147,8 @@ func (o Options) universal() (*goredis.UniversalOptions, error) {
 		return nil, fmt.Errorf("%w: url or addrs is required", ErrOptions)
 	case o.Cluster && o.MasterName != "":
 		return nil, fmt.Errorf("%w: cluster and masterName exclude each other", ErrOptions)
+	case o.MasterName == "" && (o.SentinelUsername != "" || o.SentinelPassword != ""):
+		return nil, fmt.Errorf("%w: sentinelUsername and sentinelPassword need masterName (Sentinel mode)", ErrOptions)
 	case o.URL != "":
 		if err := o.fromURL(u); err != nil {
 			return nil, err
@@ -171,6 +177,7 @@ func (o Options) universal() (*goredis.UniversalOptions, error) {
 		return nil, fmt.Errorf("%w: db: must not be negative", ErrOptions)
 	}
 	u.MasterName = o.MasterName
+	u.SentinelUsername = o.SentinelUsername
 	u.SentinelPassword = o.SentinelPassword
 	u.IsClusterMode = o.Cluster
 	if err := o.tls(u); err != nil {

@@ -39,6 +39,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"cluster db", Options{Addrs: []string{"h:1"}, Cluster: true, DB: 2}, "db: must be 0 in cluster mode"},
 		{"negative db", Options{Addrs: []string{"h:1"}, DB: -1}, "db: must not be negative"},
 		{"negative timeout", Options{Addrs: []string{"h:1"}, DialTimeout: -1}, "must not be negative"},
+		{"sentinel password without sentinel", Options{Addrs: []string{"h:1"}, SentinelPassword: secret}, "need masterName"},
 		{"missing CA", Options{Addrs: []string{"h:1"}, TLSCAFile: "/nonexistent/ca.pem"}, "tlsCAFile:"},
 		{"renew batch", Options{Addrs: []string{"h:1"}, RenewBatch: -1}, "renewBatch: must be positive"},
 		{"fence ttl", Options{Addrs: []string{"h:1"}, FenceTTL: time.Microsecond}, "fenceTTL: must be at least 1ms"},

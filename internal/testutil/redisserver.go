@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -23,33 +24,52 @@ import (
 type RedisServer struct {
 	// Addr is "127.0.0.1:port".
 	Addr string
-	// Port is the server's TCP port.
+	// Port is the server's TCP port (its TLS port for a TLS server).
 	Port int
 
-	t     testing.TB
-	dir   string
-	extra []string
+	t    testing.TB
+	dir  string
+	spec redisSpec
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
 }
 
+// redisSpec says how to start a throwaway server.
+type redisSpec struct {
+	conf     string      // config file given first (Sentinel needs one); "" for none
+	sentinel bool        // --sentinel
+	tls      *tls.Config // client config: serve TLS only on Port (plain port 0)
+	auth     []string    // AUTH arguments of the test's own connections
+	extra    []string    // more command-line arguments
+}
+
 // StartRedis starts a redis-server on a free port with extra command-line
 // arguments (for example "--cluster-enabled", "yes") and waits until it
-// answers PING. The test fails when the binary is missing or the server does
+// answers PING (after AUTH when extra has "--requirepass", password). The test fails when the binary is missing or the server does
 // not come up within 10 s.
 func StartRedis(t testing.TB, extra ...string) *RedisServer {
+	t.Helper()
+	return startRedis(t, FreePort(t), t.TempDir(), redisSpec{extra: extra})
+}
+
+// startRedis starts a server on port in dir as spec says.
+func startRedis(t testing.TB, port int, dir string, spec redisSpec) *RedisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server binary not found (scripts/stores.sh installs it): %v", err)
 	}
-	port := FreePort(t)
+	for i := 0; spec.auth == nil && i+1 < len(spec.extra); i++ {
+		if spec.extra[i] == "--requirepass" {
+			spec.auth = []string{spec.extra[i+1]}
+		}
+	}
 	s := &RedisServer{
-		Addr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		Port:  port,
-		t:     t,
-		dir:   t.TempDir(),
-		extra: extra,
+		Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		Port: port,
+		t:    t,
+		dir:  dir,
+		spec: spec,
 	}
 	t.Cleanup(s.Kill)
 	s.start()
@@ -58,11 +78,22 @@ func StartRedis(t testing.TB, extra ...string) *RedisServer {
 
 func (s *RedisServer) start() {
 	s.t.Helper()
-	args := append([]string{
-		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+	var args []string
+	if s.spec.conf != "" {
+		args = append(args, s.spec.conf)
+	}
+	if s.spec.sentinel {
+		args = append(args, "--sentinel")
+	}
+	if s.spec.tls != nil {
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(s.Port))
+	} else {
+		args = append(args, "--port", strconv.Itoa(s.Port))
+	}
+	args = append(args, "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
-		"--logfile", filepath.Join(s.dir, "redis.log"),
-	}, s.extra...)
+		"--logfile", filepath.Join(s.dir, "redis.log"))
+	args = append(args, s.spec.extra...)
 	cmd := exec.Command("redis-server", args...)
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
@@ -72,15 +103,27 @@ func (s *RedisServer) start() {
 	s.mu.Unlock()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if reply, err := RedisCommand(s.Addr, "PING"); err == nil && reply == "PONG" {
+		if reply, err := s.Command("PING"); err == nil && reply == "PONG" {
 			return
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.t.Fatalf("redis-server on %s does not answer; log:\n%s", s.Addr, log)
+			s.t.Fatalf("redis-server on %s does not answer; log:\n%s", s.Addr, s.Log())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Log returns the server's log file (for failure messages).
+func (s *RedisServer) Log() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	return string(b)
+}
+
+// Command sends one command to the server over a fresh connection (TLS and
+// AUTH as the server needs them) and returns a simple or bulk string reply,
+// like RedisCommand.
+func (s *RedisServer) Command(args ...string) (string, error) {
+	return redisDo(s.Addr, s.spec.tls, s.spec.auth, args)
 }
 
 // Kill kills the server with SIGKILL (no shutdown, no save) and waits for
@@ -160,12 +203,36 @@ func StartRedisCluster(t testing.TB) *RedisCluster {
 // connection (RESP2) and returns a simple or bulk string reply. It is for
 // test setup, independent of any client library.
 func RedisCommand(addr string, args ...string) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	return redisDo(addr, nil, nil, args)
+}
+
+// redisDo dials addr (over TLS with tlsConf), sends AUTH auth... first when
+// auth is set, then args, and returns the reply to args.
+func redisDo(addr string, tlsConf *tls.Config, auth, args []string) (string, error) {
+	d := &net.Dialer{Timeout: time.Second}
+	var conn net.Conn
+	var err error
+	if tlsConf != nil {
+		conn, err = tls.DialWithDialer(d, "tcp", addr, tlsConf)
+	} else {
+		conn, err = d.Dial("tcp", addr)
+	}
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(conn)
+	if len(auth) > 0 {
+		if _, err := send(conn, r, append([]string{"AUTH"}, auth...)); err != nil {
+			return "", err
+		}
+	}
+	return send(conn, r, args)
+}
+
+// send writes one command and reads its reply.
+func send(conn net.Conn, r *bufio.Reader, args []string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
@@ -174,7 +241,6 @@ func RedisCommand(addr string, args ...string) (string, error) {
 	if _, err := conn.Write([]byte(b.String())); err != nil {
 		return "", err
 	}
-	r := bufio.NewReader(conn)
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err
