@@ -108,8 +108,8 @@ func TestSentinelAuth(t *testing.T) {
 	}
 }
 
-// TestSentinelFailover: kill -9 the master while locks are held. Sentinel
-// promotes the replica; the holders lose their locks no later than their
+// TestSentinelFailover: kill -9 the master while locks are held. Calls fail
+// at once with ErrDriver until Sentinel promotes the replica; the holders lose their locks no later than their
 // expiry (or keep them only if their renewals reached the new master, which
 // then holds their keys); the same driver then reaches the new master, new
 // acquisitions work, exclude other drivers, and fences keep growing.
@@ -154,6 +154,10 @@ func TestSentinelFailover(t *testing.T) {
 	old := s.Master.Addr
 	killed := time.Now()
 	s.Master.Kill()
+	start := time.Now()
+	if _, err := m.Acquire(ctx, "d", component.WithTimeout(component.NoWait)); !errors.Is(err, component.ErrDriver) || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("Acquire while the master is down = %v after %v; want ErrDriver at once", err, time.Since(start))
+	}
 	lost := 0
 	for _, n := range names {
 		l := held[n]
