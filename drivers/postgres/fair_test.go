@@ -231,58 +231,76 @@ func TestTableSchemaUpgrade(t *testing.T) {
 }
 
 // TestTableRowDeletedDuringAcquire deletes a free row in a transaction that
-// commits while an acquisition waits on it: the acquisition's snapshot saw
-// the row (so it took no fence for an insert) but it inserts a new row; the
-// fence must still be taken and above the previous one.
+// commits while an acquisition waits on it; the fence must still be taken
+// and above the previous one. On the uncontended path the bare UPDATE finds
+// the row gone and the acquire statement inserts it anew. With a (dead)
+// waiter queued in the row, the acquire statement itself waits: its
+// snapshot saw the row (so it took no fence for an insert) but it inserts a
+// new row, whose fence refence takes.
 func TestTableRowDeletedDuringAcquire(t *testing.T) {
-	ctx := ctxT(t)
-	d := shared(t, Options{Mode: ModeTable})
-	key := fmt.Sprintf("deleted:%d", time.Now().UnixNano())
-	first, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "t1", TTL: time.Minute})
-	if err != nil || !first.Acquired {
-		t.Fatalf("Acquire = %+v, %v", first, err)
+	cases := []struct {
+		name    string
+		queue   string // the row's queue before the deletion
+		waiting string // how the waiting statement starts
+	}{
+		{"uncontended path", "{}", "UPDATE %"},
+		{"acquire statement and refence", `{"gone": [0, 0]}`, "WITH s AS%"},
 	}
-	if ok, err := d.Release(ctx, key, "t1"); err != nil || !ok {
-		t.Fatalf("Release = %v, %v", ok, err)
-	}
-	admin, err := pgx.Connect(ctx, testutil.PostgresDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	tx, err := admin.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, "DELETE FROM mutexfx_locks WHERE id = $1", rowID(key)); err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		res drivers.AcquireResult
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "t2", TTL: time.Minute})
-		got <- result{res, err}
-	}()
-	within(t, 5*time.Second, "the acquisition waits for the deleting transaction", func() bool {
-		var waiting bool
-		err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "+
-			"AND query LIKE 'WITH s AS%' AND datname = current_database())").Scan(&waiting)
-		return err == nil && waiting
-	})
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r := <-got
-	if r.err != nil || !r.res.Acquired || r.res.Fence <= first.Fence {
-		t.Fatalf("Acquire after the row's deletion = %+v, %v; want acquired with a fence above %d", r.res, r.err, first.Fence)
-	}
-	info, ok, err := d.Inspect(ctx, key)
-	if err != nil || !ok || info.Fence != r.res.Fence {
-		t.Fatalf("Inspect = %+v, %v, %v; want the fence %d in the row", info, ok, err, r.res.Fence)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			d := shared(t, Options{Mode: ModeTable})
+			key := fmt.Sprintf("deleted:%s:%d", tc.name, time.Now().UnixNano())
+			first, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "t1", TTL: time.Minute})
+			if err != nil || !first.Acquired {
+				t.Fatalf("Acquire = %+v, %v", first, err)
+			}
+			if ok, err := d.Release(ctx, key, "t1"); err != nil || !ok {
+				t.Fatalf("Release = %v, %v", ok, err)
+			}
+			admin, err := pgx.Connect(ctx, testutil.PostgresDSN())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer admin.Close(ctx)
+			if _, err := admin.Exec(ctx, "UPDATE mutexfx_locks SET queue = $2 WHERE id = $1", rowID(key), tc.queue); err != nil {
+				t.Fatal(err)
+			}
+			tx, err := admin.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tx.Rollback(ctx) }()
+			if _, err := tx.Exec(ctx, "DELETE FROM mutexfx_locks WHERE id = $1", rowID(key)); err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				res drivers.AcquireResult
+				err error
+			}
+			got := make(chan result, 1)
+			go func() {
+				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "t2", TTL: time.Minute})
+				got <- result{res, err}
+			}()
+			within(t, 5*time.Second, "the acquisition waits for the deleting transaction", func() bool {
+				var waiting bool
+				err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "+
+					"AND query LIKE $1 AND query LIKE '%mutexfx_locks%' AND datname = current_database())", tc.waiting).Scan(&waiting)
+				return err == nil && waiting
+			})
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-got
+			if r.err != nil || !r.res.Acquired || r.res.Fence <= first.Fence {
+				t.Fatalf("Acquire after the row's deletion = %+v, %v; want acquired with a fence above %d", r.res, r.err, first.Fence)
+			}
+			info, ok, err := d.Inspect(ctx, key)
+			if err != nil || !ok || info.Fence != r.res.Fence {
+				t.Fatalf("Inspect = %+v, %v, %v; want the fence %d in the row", info, ok, err, r.res.Fence)
+			}
+		})
 	}
 }
 

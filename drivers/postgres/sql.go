@@ -16,7 +16,7 @@ type statements struct {
 	tryLock, waitLock, unlock, unlockNotify, heldKeys, heldKey, anyHolder string
 
 	// table mode
-	acquire, refence, release, extend, renew, inspect string
+	take, acquire, refence, release, extend, renew, inspect string
 }
 
 // maxPayload is the longest key sent as a NOTIFY payload (PostgreSQL refuses
@@ -31,8 +31,12 @@ func buildStatements(n names, o Options) statements {
 	// s is a one-row CTE every table statement joins: it sets
 	// synchronous_commit for the statement's own transaction when asked.
 	s := "s AS (SELECT)"
+	// withS and fromS put s in the statements of the uncontended path only
+	// when it sets something: even an empty CTE costs a few µs there.
+	withS, fromS := "", ""
 	if o.SynchronousCommit != "" {
 		s = fmt.Sprintf("s AS MATERIALIZED (SELECT set_config('synchronous_commit', '%s', true))", o.SynchronousCommit)
+		withS, fromS = "WITH "+s+" ", " FROM s"
 	}
 	seq := strings.ReplaceAll(n.sequence, "'", "''") // never contains one: validated
 	nextval := fmt.Sprintf("nextval('%s')", seq)
@@ -104,6 +108,13 @@ func buildStatements(n names, o Options) statements {
 		anyHolder: "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted" +
 			" AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND " + lockKey + " = $1)",
 
+		// the uncontended path: a bare UPDATE of a free row nobody queues
+		// for, its fence taken under the row's lock. It writes nothing when
+		// its WHERE is false (an UPDATE locks only the rows it changes);
+		// then, or when the row is missing, acquire decides.
+		take: withS + "UPDATE " + n.table + " AS l SET name = $2, token = $3, fence = " + nextval +
+			", expires_at = " + fmt.Sprintf(ttl, 4) + fromS +
+			" WHERE l.id = $1 AND l.expires_at <= now() AND l.queue = '{}' RETURNING l.fence",
 		acquire: "WITH " + s + ", ins AS (" +
 			"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
 			"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + nextval + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
@@ -124,9 +135,9 @@ func buildStatements(n names, o Options) statements {
 		// notifies only when drivers are queued for the row: every waiting
 		// acquisition is, and an uncontended release then writes no NOTIFY
 		// (which every listening backend of the database has to read)
-		release: "WITH " + s + ", r AS (UPDATE " + n.table + " SET token = '', expires_at = 'epoch' FROM s " +
-			"WHERE id = $1 AND token = $2 AND expires_at > now() RETURNING queue <> '{}' AS waited) " +
-			"SELECT true, CASE WHEN waited THEN " + fmt.Sprintf(notify, 3, 3) + " END IS NULL FROM r",
+		release: withS + "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" + fromS +
+			" WHERE id = $1 AND token = $2 AND expires_at > now() " +
+			"RETURNING true, CASE WHEN queue <> '{}' THEN " + fmt.Sprintf(notify, 3, 3) + " END IS NULL",
 		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +
 			" FROM s WHERE id = $1 AND token = $2 AND expires_at > now()",
 		renew: "WITH " + s + " UPDATE " + n.table + " AS t SET expires_at = now() + u.ttl * interval '1 millisecond' " +

@@ -64,17 +64,46 @@ func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (
 	if req.Wait > 0 {
 		return d.tableAcquireWaiting(ctx, req)
 	}
-	return d.tableAcquireOnce(ctx, req, false)
+	return d.tableAcquireOnce(ctx, req, false, true)
+}
+
+// tableTake is the uncontended path: one bare UPDATE takes the row when it
+// is free (released or expired) and no driver is queued for it. It answers
+// false, having written nothing, when the row is held, queued for or
+// missing: tableAcquireOnce's statement then decides.
+func (d *Driver) tableTake(ctx context.Context, req drivers.AcquireRequest, ms int64) (uint64, bool, error) {
+	var fence int64
+	var took bool
+	err := d.run(ctx, func(p *pgxpool.Pool) error {
+		err := p.QueryRow(ctx, d.sql.take, rowID(req.Key), req.Key, req.Token, ms).Scan(&fence)
+		took = err == nil
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	return uint64(fence), took, err
 }
 
 // tableAcquireOnce inserts the row, or takes over a free or expired one
 // when no live waiter queued before this driver, in one statement that
 // returns the fence, or the holder's remaining ttl. With queue, an attempt
-// that fails queues this driver (or proves its entry alive).
-func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireRequest, queue bool) (drivers.AcquireResult, error) {
+// that fails queues this driver (or proves its entry alive). With fast, it
+// first tries tableTake, which costs about what a bare UPDATE does: an
+// uncontended acquisition is then one round trip, a contended one two.
+func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireRequest, queue, fast bool) (drivers.AcquireResult, error) {
 	ms, err := ttlMillis(req.TTL)
 	if err != nil {
 		return drivers.AcquireResult{}, err
+	}
+	if fast {
+		fence, took, err := d.tableTake(ctx, req, ms)
+		if err != nil {
+			return drivers.AcquireResult{}, err
+		}
+		if took {
+			return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
+		}
 	}
 	live := WaiterLiveness.Milliseconds()
 	var res drivers.AcquireResult
@@ -112,8 +141,8 @@ func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireReques
 	return res, nil
 }
 
-// tableRelease marks the row free if token holds it and notifies, in one
-// statement. The row is kept: a later acquisition of the name then takes
+// tableRelease marks the row free if token holds it and notifies when
+// drivers are queued for it, in one UPDATE. The row is kept: a later acquisition of the name then takes
 // its fence under the row's lock, after the release, which keeps fences
 // increasing (a fence taken for a new row could be older than a concurrent
 // holder's).

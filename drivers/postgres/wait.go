@@ -42,8 +42,10 @@ func (d *Driver) tableAcquireWaiting(ctx context.Context, req drivers.AcquireReq
 			timer.Stop()
 		}
 	}()
-	for {
-		res, err := d.tableAcquireOnce(ctx, req, true)
+	for fast := true; ; fast = false {
+		// the first attempt tries the uncontended path; once the lock was
+		// taken, attempts go straight to the queueing statement
+		res, err := d.tableAcquireOnce(ctx, req, true, fast)
 		if err != nil || res.Acquired {
 			return res, err
 		}

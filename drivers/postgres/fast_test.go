@@ -1,0 +1,150 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// statementLog records, by name, the driver statements a pool runs.
+type statementLog struct {
+	mu    sync.Mutex
+	names map[string]string // SQL text → name
+	got   []string
+}
+
+func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if name, ok := l.names[data.SQL]; ok {
+		l.got = append(l.got, name)
+	} else {
+		l.got = append(l.got, "other")
+	}
+	return ctx
+}
+
+func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// take returns the statements recorded since the last call.
+func (l *statementLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	got := l.got
+	l.got = nil
+	return got
+}
+
+// TestTableRoundTrips counts the statements of table-mode calls: an
+// uncontended acquisition of a free row and a release are one round trip
+// each; an acquisition that finds the row missing, held or queued for
+// takes a second one (the acquire statement), and a failed TryAcquire
+// writes nothing to the row. Both with the default options and with
+// synchronousCommit and unlogged, whose statements differ.
+func TestTableRoundTrips(t *testing.T) {
+	type step struct {
+		what     string
+		call     func(ctx context.Context, a, b *Driver, key string) (acquired bool, err error)
+		acquired bool
+		stmts    []string
+		readOnly bool // the row's xmin and xmax are unchanged
+	}
+	try := func(tok string) func(context.Context, *Driver, *Driver, string) (bool, error) {
+		return func(ctx context.Context, a, _ *Driver, key string) (bool, error) {
+			res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})
+			if err == nil && res.Acquired && res.Fence == 0 {
+				return false, fmt.Errorf("acquired without a fence")
+			}
+			if err == nil && !res.Acquired && res.HolderTTL <= 0 && tok == "b" {
+				return false, fmt.Errorf("HolderTTL %v; want the holder's remaining ttl", res.HolderTTL)
+			}
+			return res.Acquired, err
+		}
+	}
+	release := func(tok string) func(context.Context, *Driver, *Driver, string) (bool, error) {
+		return func(ctx context.Context, a, _ *Driver, key string) (bool, error) { return a.Release(ctx, key, tok) }
+	}
+	steps := []step{
+		{"first acquisition of a name: the row is missing", try("a1"), true, []string{"take", "acquire"}, false},
+		{"TryAcquire of a held lock", try("b"), false, []string{"take", "acquire"}, true},
+		{"release, nobody queued", release("a1"), true, []string{"release"}, false},
+		{"uncontended acquisition of a released row", try("a2"), true, []string{"take"}, false},
+		{"release again", release("a2"), true, []string{"release"}, false},
+		{"uncontended acquisition again", try("a3"), true, []string{"take"}, false},
+		{"another driver queues (untraced)", func(ctx context.Context, _, b *Driver, key string) (bool, error) {
+			res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "w", TTL: time.Minute, Wait: time.Millisecond})
+			return res.Acquired, err
+		}, false, nil, false},
+		{"release to a queued driver", release("a3"), true, []string{"release"}, false},
+		{"TryAcquire of a free row a driver queues for", try("a4"), false, []string{"take", "acquire"}, true},
+	}
+	for _, opts := range []Options{
+		{Mode: ModeTable},
+		{Mode: ModeTable, Table: "mutexfx_locks_rt_unlogged", Unlogged: true, SynchronousCommit: "off"},
+	} {
+		t.Run(fmt.Sprintf("unlogged=%v,synchronousCommit=%q", opts.Unlogged, opts.SynchronousCommit), func(t *testing.T) {
+			ctx := ctxT(t)
+			log := &statementLog{}
+			cfg, err := pgxpool.ParseConfig(testutil.PostgresDSN())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.ConnConfig.Tracer = log
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			a, err := NewWithPool(pool, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeDriver(t, a)
+			log.names = map[string]string{a.sql.take: "take", a.sql.acquire: "acquire", a.sql.refence: "refence", a.sql.release: "release"}
+			b := shared(t, opts)
+			// the schema, created at first use, is not counted
+			if _, _, err := a.Inspect(ctx, "roundtrips:warm"); err != nil {
+				t.Fatal(err)
+			}
+			key := fmt.Sprintf("roundtrips:%s:%d", t.Name(), time.Now().UnixNano())
+			version := func() string {
+				var v string
+				err := b.run(ctx, func(p *pgxpool.Pool) error {
+					return p.QueryRow(ctx, "SELECT xmin::text || '/' || xmax::text FROM "+a.names.table+" WHERE id = $1", rowID(key)).Scan(&v)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			for _, s := range steps {
+				log.take()
+				var before string
+				if s.readOnly {
+					before = version()
+				}
+				got, err := s.call(ctx, a, b, key)
+				if err != nil || got != s.acquired {
+					t.Fatalf("%s: = %v, %v; want %v", s.what, got, err, s.acquired)
+				}
+				if stmts := log.take(); s.stmts != nil && !slices.Equal(stmts, s.stmts) {
+					t.Fatalf("%s: statements %q; want %q", s.what, stmts, s.stmts)
+				}
+				if s.readOnly {
+					if after := version(); after != before {
+						t.Fatalf("%s: row version %s → %s; want it unwritten", s.what, before, after)
+					}
+				}
+			}
+		})
+	}
+}
