@@ -75,7 +75,7 @@ func (d *Driver) tableTake(ctx context.Context, req drivers.AcquireRequest, ms i
 	var fence int64
 	var took bool
 	err := d.run(ctx, func(p *pgxpool.Pool) error {
-		err := p.QueryRow(ctx, d.sql.take, rowID(req.Key), req.Key, req.Token, ms).Scan(&fence)
+		err := p.QueryRow(ctx, d.sql.take, rowID(req.Key), req.Key, req.Token, ms).Scan(&fence, nil)
 		took = err == nil
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
