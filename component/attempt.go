@@ -54,7 +54,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	case err != nil && (late || errors.Is(err, context.DeadlineExceeded)):
 		m.cleanup(key, token)
 		derr := m.driverError("acquire", name, err)
-		return nil, res, fmt.Errorf("%w: %q: the store did not answer within %v: %w", ErrTimeout, name, limit.Sub(now).Round(time.Millisecond), derr)
+		return nil, res, fmt.Errorf("%w: %q: no answer from the store after %v: %w", ErrTimeout, name, time.Since(now).Round(time.Millisecond), derr)
 	case err != nil:
 		return nil, res, m.driverError("acquire", name, err)
 	case !res.Acquired:
