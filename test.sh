@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: stores, vet, staticcheck, race tests.
-# Usage: scripts/test.sh [go test flags...]
+# Usage: ./test.sh [go test flags...]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")"
 export PATH="$PATH:$(go env GOPATH)/bin"
 
 scripts/stores.sh
