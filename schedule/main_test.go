@@ -2,12 +2,10 @@ package schedule_test
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -18,12 +16,7 @@ import (
 	"github.com/mutexfx/mutexfx/schedule"
 )
 
-func TestMain(m *testing.M) {
-	if role := testutil.ChildRole(); role != "" {
-		os.Exit(runChild(role))
-	}
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testutil.Main(m, runChild) }
 
 // runs records the runs of jobs: planned instant → instances that ran it.
 type runs struct {

@@ -1,17 +1,9 @@
 package mysql
 
 import (
-	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-func TestMain(m *testing.M) {
-	if role := testutil.ChildRole(); role != "" {
-		os.Exit(runChild(role))
-	}
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testutil.Main(m, runChild) }

@@ -2,21 +2,13 @@ package postgres
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-func TestMain(m *testing.M) {
-	if role := testutil.ChildRole(); role != "" {
-		os.Exit(runChild(role))
-	}
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testutil.Main(m, runChild) }
 
 // shared opens a driver on the machine's PostgreSQL (database test) in mode,
 // closed when the test ends.

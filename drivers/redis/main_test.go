@@ -1,20 +1,12 @@
 package redis
 
 import (
-	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-func TestMain(m *testing.M) {
-	if role := testutil.ChildRole(); role != "" {
-		os.Exit(runChild(role))
-	}
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testutil.Main(m, runChild) }
 
 // standalone returns a driver on the shared Redis server, closed at the end
 // of the test.

@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // ChildEnv is the environment variable that tells a re-executed test binary
@@ -40,3 +42,13 @@ func Child(t testing.TB, role string, env ...string) *exec.Cmd {
 // InCI reports whether the tests run in CI (CI=true), where a store test that
 // cannot reach its store must fail rather than skip.
 func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Main is the TestMain of a package whose tests re-execute the test binary:
+// a child plays the role it was started with (runChild returns its exit
+// code); otherwise the tests run under goleak.
+func Main(m *testing.M, runChild func(role string) int) {
+	if role := ChildRole(); role != "" {
+		os.Exit(runChild(role))
+	}
+	goleak.VerifyTestMain(m)
+}
