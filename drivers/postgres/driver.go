@@ -71,7 +71,8 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := newDriver(opts, n, cfg.ConnConfig)
+	// the connections carry synchronousCommit from their startup
+	d := newDriver(opts, n, cfg.ConnConfig, false)
 	d.poolCfg, d.ownsPool = cfg, true
 	return d, nil
 }
@@ -95,17 +96,19 @@ func NewWithPool(pool *pgxpool.Pool, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := newDriver(opts, n, pool.Config().ConnConfig)
+	// the pool's sessions are the application's: synchronousCommit is set
+	// per transaction
+	d := newDriver(opts, n, pool.Config().ConnConfig, true)
 	d.pool = pool
 	return d, nil
 }
 
-func newDriver(opts Options, n names, cc *pgx.ConnConfig) *Driver {
+func newDriver(opts Options, n names, cc *pgx.ConnConfig, txnSync bool) *Driver {
 	return &Driver{
 		id:      rand.Text(),
 		opts:    opts,
 		names:   n,
-		sql:     buildStatements(n, opts),
+		sql:     buildStatements(n, opts, txnSync),
 		connCfg: cc,
 		held:    map[int64]*advLock{},
 		subs:    map[int]func(drivers.Event){},

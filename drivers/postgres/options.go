@@ -84,6 +84,12 @@ type Options struct {
 	// driver's own transactions (table mode), for example "off": a server
 	// crash then forgets the last ~0.6 s of acquisitions and releases (a
 	// lock taken may be free again after the crash; fences stay monotonic).
+	// With New, it is a startup parameter of every connection the driver
+	// opens (PgBouncer refuses it unless its ignore_startup_parameters lists
+	// it, and then drops it: the server's setting applies). With
+	// NewWithPool, each statement sets it for its own transaction only
+	// (set_config(…, true)), leaving the pool's sessions unchanged; this
+	// costs a little per call but works through any pooler.
 	// Default: "" (the server's setting).
 	SynchronousCommit string `koanf:"synchronousCommit"`
 
@@ -236,6 +242,12 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 		cc.Fallbacks = nil
 	}
 	cc.ConnectTimeout = o.ConnectTimeout
+	if o.Mode == ModeTable && o.SynchronousCommit != "" {
+		// a startup parameter: set once per connection, at no cost, and
+		// never sent to a session the driver does not own (see
+		// SynchronousCommit for PgBouncer)
+		cc.RuntimeParams["synchronous_commit"] = o.SynchronousCommit
+	}
 	cfg.MaxConns = o.MaxConns
 	return cfg, nil
 }

@@ -23,20 +23,26 @@ type statements struct {
 // 8000 bytes and more); longer keys are released without a wake-up.
 const maxPayload = 7999
 
-func buildStatements(n names, o Options) statements {
+// buildStatements builds the statements for n and o. With txnSync, the
+// table statements set o.SynchronousCommit for their own transaction
+// (set_config(…, true)): the form for a pool the application gave, whose
+// sessions the driver must not change. Without it, the driver's own
+// connections carry the setting from their startup (Options.poolConfig).
+func buildStatements(n names, o Options, txnSync bool) statements {
 	unlogged := ""
 	if o.Unlogged {
 		unlogged = "UNLOGGED "
 	}
 	// s is a one-row CTE every table statement joins: it sets
-	// synchronous_commit for the statement's own transaction when asked.
+	// synchronous_commit for the statement's own transaction when asked
+	// (txnSync).
 	s := "s AS (SELECT)"
 	// synced is true, and sets synchronous_commit when asked, in the
 	// RETURNING list of the uncontended path's statements: evaluated only
 	// for a row they write, before their commit, it costs there far less
 	// than joining s.
 	synced := "true"
-	if o.SynchronousCommit != "" {
+	if txnSync && o.SynchronousCommit != "" {
 		s = fmt.Sprintf("s AS MATERIALIZED (SELECT set_config('synchronous_commit', '%s', true))", o.SynchronousCommit)
 		synced = fmt.Sprintf("set_config('synchronous_commit', '%s', true) IS NOT NULL", o.SynchronousCommit)
 	}
