@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
@@ -106,6 +107,16 @@ func main() {
 		// a channel nobody listens on: the row measures the statements
 		v.opts.URL, v.opts.Mode, v.opts.Channel = *dsn, postgres.ModeTable, "mutexfx_bench_quiet"
 		add("mutexfx table Acquire+Release ("+v.label+")", bare, driverPair(ctx, newDriver(v.opts)))
+		if v.setup == "ASYNC" {
+			// the same driver on a pool the application gave: the
+			// statements set synchronous_commit per transaction
+			pool := must(pgxpool.New(ctx, *dsn))
+			o := v.opts
+			o.URL = ""
+			add("mutexfx table Acquire+Release ("+v.label+", given pool: set per transaction)", bare,
+				driverPair(ctx, must(postgres.NewWithPool(pool, o))))
+			closers = append(closers, pool.Close) // after the driver's Close
+		}
 		if v.label == "logged" {
 			// as in an application: a component LISTENs on the channel, so
 			// every release wakes its connection
