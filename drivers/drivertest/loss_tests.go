@@ -1,0 +1,133 @@
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// testLostWhenTaken: when another holder has the lock (here it is freed in
+// the store behind the holder's back and taken), the next renewal loses it.
+func (s *suite) testLostWhenTaken(t *testing.T) {
+	ctx := ctxT(t)
+	d := s.driver(t)
+	if !drivers.FeaturesOf(d).Expiring {
+		t.Log("session locks cannot be taken while their session lives; the drivers test broken sessions")
+		return
+	}
+	a, b := s.mutex(t, nil, component.Options{}), s.mutex(t, nil, component.Options{})
+	n := name(t)
+	l, err := a.Acquire(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if ok, err := d.Release(ctx, "drivertest:"+n, l.Token()); !ok || err != nil {
+		t.Fatalf("Release behind the holder's back = %v, %v", ok, err)
+	}
+	l2, err := b.Acquire(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Release(ctx)
+	select {
+	case <-l.Done():
+	case <-time.After(s.h.TTL):
+		t.Fatalf("lock still not lost %v after it was taken", time.Since(start))
+	}
+	if !errors.Is(context.Cause(l.Context()), component.ErrLost) || l.Held() {
+		t.Fatalf("cause %v, held %v; want ErrLost", context.Cause(l.Context()), l.Held())
+	}
+	if ok, err := l.Release(ctx); ok || err != nil {
+		t.Fatalf("Release of a lost lock = %v, %v; want false", ok, err)
+	}
+	if held := a.Held(); len(held) != 0 {
+		t.Fatalf("Held() = %v after the loss", held)
+	}
+}
+
+// testLostWhenStoreStalls: a holder whose store stops answering is told the
+// lock is lost before another holder can get it.
+func (s *suite) testLostWhenStoreStalls(t *testing.T) {
+	ctx := ctxT(t)
+	sd := &stallDriver{Driver: s.h.New(t)}
+	a := s.mutex(t, sd, component.Options{})
+	b := s.mutex(t, nil, component.Options{})
+	n := name(t)
+	l, err := a.Acquire(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sd.stall()
+	t.Cleanup(sd.resume)
+
+	var lostAt atomic.Int64
+	lostDone := make(chan struct{})
+	go func() {
+		<-l.Done()
+		lostAt.Store(time.Now().UnixNano())
+		close(lostDone)
+	}()
+	stalled := time.Now()
+	select {
+	case <-lostDone:
+	case <-time.After(2 * s.h.TTL):
+		t.Fatalf("lock not lost %v after its store stalled (ttl %v)", time.Since(stalled), s.h.TTL)
+	}
+	if !errors.Is(l.Err(), component.ErrLost) {
+		t.Fatalf("cause %v; want ErrLost", l.Err())
+	}
+	if !drivers.FeaturesOf(sd).Expiring {
+		return
+	}
+	l2, err := b.Acquire(ctx, n, component.WithTimeout(5*s.h.TTL))
+	if err != nil {
+		t.Fatalf("the other holder did not get the expired lock: %v", err)
+	}
+	defer l2.Release(ctx)
+	if got := time.Unix(0, lostAt.Load()); !got.Before(l2.AcquiredAt()) {
+		t.Fatalf("lost signal at %v, after another holder acquired at %v", got, l2.AcquiredAt())
+	}
+}
+
+func (s *suite) testWakeUp(t *testing.T) {
+	ctx := ctxT(t)
+	d := s.h.New(t)
+	if _, ok := d.(drivers.Subscriber); !ok {
+		d.Close(ctx)
+		t.Log("the driver pushes no wake-ups: waiters poll")
+		return
+	}
+	a := s.mutex(t, nil, component.Options{TTL: 30 * time.Second})
+	// A retry delay of 5 s: only a wake-up brings the waiter in sooner.
+	b := s.mutex(t, d, component.Options{RetryDelay: 5 * time.Second, TTL: 30 * time.Second})
+	n := name(t)
+	l, err := a.Acquire(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan time.Duration, 1)
+	go func() {
+		l2, err := b.Acquire(ctx, n, component.WithTimeout(20*time.Second))
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+			got <- -1
+			return
+		}
+		got <- time.Since(l2.AcquiredAt())
+		l2.Release(ctx)
+	}()
+	waitFor(t, 5*time.Second, "the waiter to queue", func() bool { return b.Waiters(n) == 1 })
+	time.Sleep(50 * time.Millisecond) // let its first attempt fail and its 2.5-5 s sleep begin
+	released := time.Now()
+	l.Release(ctx)
+	<-got
+	if e := time.Since(released); e > time.Second {
+		t.Fatalf("waiter took %v after the release; a wake-up should bring it in well under its 2.5 s retry delay", e)
+	}
+}
