@@ -98,14 +98,16 @@ func (s *suite) testLostWhenStoreStalls(t *testing.T) {
 func (s *suite) testWakeUp(t *testing.T) {
 	ctx := ctxT(t)
 	d := s.h.New(t)
-	if _, ok := d.(drivers.Subscriber); !ok {
+	sub, ok := d.(drivers.Subscriber)
+	if !ok {
 		d.Close(ctx)
 		t.Log("the driver pushes no wake-ups: waiters poll")
 		return
 	}
 	a := s.mutex(t, nil, component.Options{TTL: 30 * time.Second})
 	// A retry delay of 5 s: only a wake-up brings the waiter in sooner.
-	b := s.mutex(t, d, component.Options{RetryDelay: 5 * time.Second, TTL: 30 * time.Second})
+	cd := &countingDriver{Driver: d, sub: sub}
+	b := s.mutex(t, cd, component.Options{RetryDelay: 5 * time.Second, TTL: 30 * time.Second})
 	n := name(t)
 	l, err := a.Acquire(ctx, n)
 	if err != nil {
@@ -122,12 +124,39 @@ func (s *suite) testWakeUp(t *testing.T) {
 		got <- time.Since(l2.AcquiredAt())
 		l2.Release(ctx)
 	}()
-	waitFor(t, 5*time.Second, "the waiter to queue", func() bool { return b.Waiters(n) == 1 })
-	time.Sleep(50 * time.Millisecond) // let its first attempt fail and its 2.5-5 s sleep begin
+	// Release once the waiter is waiting: its first attempt answered "taken"
+	// (it now sleeps 2.5–5 s unless woken), or, for a store that waits for
+	// it (BlockingWait), its attempt is under way.
+	waitFor(t, 5*time.Second, "the waiter's first attempt", func() bool {
+		if drivers.FeaturesOf(d).BlockingWait {
+			return cd.started.Load() >= 1
+		}
+		return cd.answered.Load() >= 1
+	})
 	released := time.Now()
 	l.Release(ctx)
 	<-got
 	if e := time.Since(released); e > time.Second {
 		t.Fatalf("waiter took %v after the release; a wake-up should bring it in well under its 2.5 s retry delay", e)
 	}
+}
+
+// countingDriver counts a driver's acquisition attempts, keeping its
+// features and its events.
+type countingDriver struct {
+	drivers.Driver
+	sub               drivers.Subscriber
+	started, answered atomic.Int32
+}
+
+func (c *countingDriver) Features() drivers.Features { return drivers.FeaturesOf(c.Driver) }
+
+func (c *countingDriver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
+	return c.sub.Subscribe(ctx, fn)
+}
+
+func (c *countingDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	c.started.Add(1)
+	defer c.answered.Add(1)
+	return c.Driver.Acquire(ctx, req)
 }
