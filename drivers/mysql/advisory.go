@@ -144,21 +144,33 @@ func (a *advisory) get(key, token string) *heldLock {
 	return nil
 }
 
-func (a *advisory) release(ctx context.Context, key, token string) (bool, error) {
+// lockHeld returns token's lock of key with its mutex held (the caller
+// unlocks it), or nil — with ctx's error, if any — when it is not held
+// here (any more).
+func (a *advisory) lockHeld(ctx context.Context, key, token string) (*heldLock, error) {
 	h := a.get(key, token)
 	if h == nil {
-		return false, nil
+		return nil, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return nil, err
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.done {
-		return false, nil
+		h.mu.Unlock()
+		return nil, nil
 	}
+	return h, nil
+}
+
+func (a *advisory) release(ctx context.Context, key, token string) (bool, error) {
+	h, err := a.lockHeld(ctx, key, token)
+	if h == nil {
+		return false, err
+	}
+	defer h.mu.Unlock()
 	var r sql.NullInt64
-	err := h.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", h.name).Scan(&r)
+	err = h.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", h.name).Scan(&r)
 	a.forget(h)
 	h.done = true
 	if err != nil {
@@ -183,20 +195,13 @@ func (a *advisory) extend(ctx context.Context, key, token string) (bool, error) 
 	if a.d.isClosed() {
 		return false, ErrClosed
 	}
-	h := a.get(key, token)
+	h, err := a.lockHeld(ctx, key, token)
 	if h == nil {
-		return false, nil
-	}
-	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.done {
-		return false, nil
-	}
 	var ok sql.NullBool
-	err := h.conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", h.name).Scan(&ok)
+	err = h.conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", h.name).Scan(&ok)
 	if err == nil && ok.Valid && ok.Bool {
 		return true, nil
 	}

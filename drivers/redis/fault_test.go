@@ -23,7 +23,13 @@ const faultTTL = time.Second
 // are closed at the end of the test.
 func newMutex(t testing.TB, addr string) *component.Mutex {
 	t.Helper()
-	d, err := New(Options{Addrs: []string{addr}})
+	return newMutexWith(t, Options{Addrs: []string{addr}})
+}
+
+// newMutexWith is newMutex on a driver built with opts.
+func newMutexWith(t testing.TB, opts Options) *component.Mutex {
+	t.Helper()
+	d, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,21 +116,7 @@ func TestSentinelAuth(t *testing.T) {
 func TestSentinelFailover(t *testing.T) {
 	s := testutil.StartRedisSentinel(t, testutil.SentinelOptions{Replica: true, DownAfter: 300 * time.Millisecond})
 	newSentinelMutex := func() *component.Mutex {
-		d, err := New(Options{Addrs: []string{s.Addr}, MasterName: s.MasterName, DialTimeout: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := component.New(component.Options{Driver: d, Prefix: "redistest:", TTL: faultTTL, RetryDelay: 10 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = m.Close(ctx)
-			_ = d.Close(ctx)
-		})
-		return m
+		return newMutexWith(t, Options{Addrs: []string{s.Addr}, MasterName: s.MasterName, DialTimeout: time.Second})
 	}
 	m := newSentinelMutex()
 	ctx := t.Context()
