@@ -23,6 +23,13 @@ type latency struct {
 	// floor is a bare SET NX PX then DEL: two round trips with no token
 	// check and no fence, the least any lock's acquire+release costs.
 	floor time.Duration
+	// twoPing is two PINGs in a row: the round trips alone of any lock
+	// whose acquire and release are one command each.
+	twoPing time.Duration
+	// wake is the p50 of a Pub/Sub message to another process that sleeps
+	// between messages (wakeFloor): what a fair hand-off to a waiting
+	// process costs at least.
+	wake time.Duration
 }
 
 // latencies measures PING and, for each library, an uncontended acquire
@@ -56,7 +63,12 @@ func latencies() (latency, error) {
 		name string
 		run  func() error
 	}
-	ops := []op{{"ping", func() error { return c.Ping(ctx).Err() }}}
+	ops := []op{{"ping", func() error { return c.Ping(ctx).Err() }}, {"2ping", func() error {
+		if err := c.Ping(ctx).Err(); err != nil {
+			return err
+		}
+		return c.Ping(ctx).Err()
+	}}}
 	for _, lib := range libs {
 		ops = append(ops, op{lib, func() error {
 			unlock, err := lockers[lib].lock(ctx, name)
@@ -93,7 +105,8 @@ func latencies() (latency, error) {
 			}
 		}
 	}
-	res := latency{ping: p(samples["ping"], 50), p50: map[string]time.Duration{}, driver: p(samples["driver"], 50), floor: p(samples["floor"], 50)}
+	res := latency{ping: p(samples["ping"], 50), p50: map[string]time.Duration{}, driver: p(samples["driver"], 50), floor: p(samples["floor"], 50),
+		twoPing: p(samples["2ping"], 50)}
 	for _, lib := range libs {
 		res.p50[lib] = p(samples[lib], 50)
 	}

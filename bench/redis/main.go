@@ -13,7 +13,10 @@
 // processes (this binary re-executed), with the wait's p99 and max, how
 // often the worker that just released takes the lock again, and
 // acquisitions per second; and the renewal of 10,000 locks held by one
-// component (round trips per renewal period, CPU of the process).
+// component (round trips per renewal period, CPU of the process). Two
+// floors measured in the same run frame the goals: two PINGs in a row, and
+// a Pub/Sub message to another process asleep between messages (the least
+// a fair hand-off across processes costs).
 package main
 
 import (
@@ -39,6 +42,8 @@ func main() {
 		switch os.Args[1] {
 		case "-worker":
 			os.Exit(workerMain(os.Args[2:]))
+		case "-wakee":
+			os.Exit(wakeeMain(os.Args[2:]))
 		case "-renewer":
 			os.Exit(renewerMain(os.Args[2:]))
 		}
@@ -59,6 +64,9 @@ func run() error {
 		lat, err := latencies()
 		if err != nil {
 			return err
+		}
+		if lat.wake, err = wakeFloor(); err != nil {
+			return fmt.Errorf("wake-up floor: %w", err)
 		}
 		var in, procs []contention
 		for _, lib := range libs {

@@ -24,6 +24,8 @@ func printTable(lat latency, in, procs []contention, rn renewalResult) {
 		fmt.Sprintf("%.2f× (%v)", ratio(lat.driver, lat.ping), lat.driver.Round(time.Microsecond)), "n/a", "n/a", "n/a")
 	fl := fmt.Sprintf("%.2f× (%v)", ratio(lat.floor, lat.ping), lat.floor.Round(time.Microsecond))
 	row("floor: bare SET NX PX + DEL, same client as PING (no token check, no fence)", "(reported)", fl, "—", "—", "—")
+	row("floor: two PINGs in a row (the round trips alone of a two-command lock)", "(reported)",
+		fmt.Sprintf("%.2f× (%v)", ratio(lat.twoPing, lat.ping), lat.twoPing.Round(time.Microsecond)), "—", "—", "—")
 	best := func(cs []contention) float64 {
 		b := 0.0
 		for _, c := range cs[1:] {
@@ -58,6 +60,8 @@ func printTable(lat latency, in, procs []contention, rn renewalResult) {
 		row(set.label+": acquisitions/s", check(m.perSec >= best(set.cs), "≥ best peer"), rate...)
 		row(set.label+": hand-off p50 (release starts → next holder has it)", "(reported)", gap...)
 	}
+	row(fmt.Sprintf("floor of a fair hand-off across processes: Pub/Sub message to a process asleep %v between messages, p50", *hold),
+		"(reported)", fmt.Sprintf("%.0f µs", float64(lat.wake)/float64(time.Microsecond)), "—", "—", "—")
 	na := []string{"n/a", "n/a", "n/a"}
 	row(fmt.Sprintf("%d locks held: renewal round trips per period", rn.locks), check(rn.roundTripsPerPeriod <= 10, "≤ 10"),
 		append([]string{fmt.Sprintf("%.1f", rn.roundTripsPerPeriod)}, na...)...)
@@ -96,7 +100,8 @@ func printRun(r int, lat latency, in, procs []contention) {
 		}
 		fmt.Print(";")
 	}
-	fmt.Printf(" mutexfx driver alone %.2f×; floor %.2f×\n", ratio(lat.driver, lat.ping), ratio(lat.floor, lat.ping))
+	fmt.Printf(" mutexfx driver alone %.2f×; floor %.2f×; two PINGs %.2f×; wake-up %.0fµs\n", ratio(lat.driver, lat.ping),
+		ratio(lat.floor, lat.ping), ratio(lat.twoPing, lat.ping), float64(lat.wake)/float64(time.Microsecond))
 }
 
 // medianLatency is, per library, the median ratio over the runs,
@@ -110,6 +115,8 @@ func medianLatency(ls []latency) latency {
 	}
 	out.driver = time.Duration(ping * median(ls, func(l latency) float64 { return ratio(l.driver, l.ping) }))
 	out.floor = time.Duration(ping * median(ls, func(l latency) float64 { return ratio(l.floor, l.ping) }))
+	out.twoPing = time.Duration(ping * median(ls, func(l latency) float64 { return ratio(l.twoPing, l.ping) }))
+	out.wake = time.Duration(median(ls, func(l latency) float64 { return float64(l.wake) }))
 	return out
 }
 

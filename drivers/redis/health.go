@@ -94,12 +94,15 @@ func (h *health) probe() {
 }
 
 // isNetworkError reports whether err says the connection failed (as
-// opposed to a server reply or a cancelled context).
+// opposed to a server reply or a cancelled context). Callers rule out the
+// end of their own context first: a deadline error while that context is
+// live is the client's own dial or read timeout (a dial timeout also
+// matches context.DeadlineExceeded), so the server is unreachable.
 func isNetworkError(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, goredis.ErrPoolTimeout) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, goredis.ErrPoolTimeout) {
 		return false
 	}
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -189,6 +190,10 @@ func TestUnreachable(t *testing.T) {
 	}{
 		{"refused", "127.0.0.1:" + itoa(testutil.FreePort(t)), 0, time.Second},
 		{"silent", ln.Addr().String(), 300 * time.Millisecond, 4 * time.Second},
+		// connects time out: go-redis then reports an error that also
+		// matches context.DeadlineExceeded while the caller's context is
+		// live; it must still count as the server being unreachable
+		{"blackholed", blackhole(t), 300 * time.Millisecond, 4 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,3 +233,38 @@ func TestUnreachable(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// blackhole returns the address of a listener whose accept queue is full,
+// so that connecting to it hangs until the dial times out (the kernel drops
+// the SYNs). It is closed at the end of the test.
+func blackhole(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", itoa(sa.(*syscall.SockaddrInet4).Port))
+	// Fill the queue (length backlog + 1), then check that a connect hangs.
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				t.Fatalf("blackhole: dial: %v", err)
+			}
+			return addr
+		}
+		t.Cleanup(func() { _ = c.Close() })
+	}
+}
