@@ -18,15 +18,15 @@ import (
 )
 
 // turn is one acquisition: when Acquire was called and returned, and when
-// the holder started its Release.
-type turn struct{ call, acquired, release int64 }
+// the holder started and ended its Release.
+type turn struct{ call, acquired, release, released int64 }
 
 // handoffs measures, for each mode, 8 workers taking turns on one lock in
 // one process (one component) and in 8 processes (a component each).
 func handoffs() error {
-	fmt.Printf("Hand-off: %d workers, hold %v, %d turns each, each configuration run %d times (median of the runs, [range of wait p99]). gap = next holder's Acquire return − previous holder's Release start; wait = Acquire call to return.\n\n", *procs, *hold, *turns, *reps)
-	fmt.Println("| mode | workers in | fair hand-off | gap p50 | gap p99 | wait p50 | wait p99 [runs] | goal (wait p99) |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Printf("Hand-off: %d workers, hold %v, %d turns each, each configuration run %d times (median of the runs, [range of wait p99]). gap = next holder's Acquire return − previous holder's Release start (= release, the Release call, + after, from its return); wait = Acquire call to return.\n\n", *procs, *hold, *turns, *reps)
+	fmt.Println("| mode | workers in | fair hand-off | gap p50 | gap p99 | release p50 | after p50 | wait p50 | wait p99 [runs] | goal (wait p99) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range []struct {
 		mode      string
 		processes bool
@@ -40,7 +40,10 @@ func handoffs() error {
 		{mysql.ModeTable, true, -1, 40 * time.Millisecond},
 		{mysql.ModeTable, true, 0, 40 * time.Millisecond},
 	} {
-		var g50, g99, w50, w99 []time.Duration
+		if *hmode != "" && c.mode != *hmode {
+			continue
+		}
+		var g50, g99, w50, w99, r50, a50 []time.Duration
 		for range *reps {
 			name := "bench-handoff:" + rand.Text()[:8]
 			var turns []turn
@@ -53,8 +56,9 @@ func handoffs() error {
 			if err != nil {
 				return fmt.Errorf("hand-off %s: %w", c.mode, err)
 			}
-			gaps, waits := analyse(turns)
+			gaps, waits, rels, afters := analyse(turns)
 			g50, g99 = append(g50, pct(gaps, 50)), append(g99, pct(gaps, 99))
+			r50, a50 = append(r50, pct(rels, 50)), append(a50, pct(afters, 50))
 			w50, w99 = append(w50, pct(waits, 50)), append(w99, pct(waits, 99))
 		}
 		where := "1 process"
@@ -76,21 +80,26 @@ func handoffs() error {
 		for i, d := range w99 {
 			runs[i] = fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond))
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s [%s] | ≤ %v: %s |\n", c.mode, where, fair,
-			ms(pct(g50, 50)), ms(pct(g99, 50)), ms(pct(w50, 50)), ms(pct(w99, 50)), strings.Join(runs, ", "), c.goal, verdict)
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s [%s] | ≤ %v: %s |\n", c.mode, where, fair,
+			ms(pct(g50, 50)), ms(pct(g99, 50)), ms(pct(r50, 50)), ms(pct(a50, 50)), ms(pct(w50, 50)), ms(pct(w99, 50)), strings.Join(runs, ", "), c.goal, verdict)
 	}
 	return nil
 }
 
-func analyse(turns []turn) (gaps, waits []time.Duration) {
+// analyse returns the gaps between turns, the waits, the releases'
+// durations and the times from a release's end to the next holder's
+// Acquire return.
+func analyse(turns []turn) (gaps, waits, rels, afters []time.Duration) {
 	slices.SortFunc(turns, func(a, b turn) int { return int(a.acquired - b.acquired) })
 	for i, t := range turns {
 		waits = append(waits, time.Duration(t.acquired-t.call))
+		rels = append(rels, time.Duration(t.released-t.release))
 		if i > 0 {
 			gaps = append(gaps, time.Duration(t.acquired-turns[i-1].release))
+			afters = append(afters, time.Duration(t.acquired-turns[i-1].released))
 		}
 	}
-	return gaps, waits
+	return gaps, waits, rels, afters
 }
 
 // work runs turns acquisitions of name on m, starting at start.
@@ -109,7 +118,7 @@ func work(m *component.Mutex, name string, start time.Time, emit func(turn)) err
 		if ok, err := l.Release(ctx); !ok || err != nil {
 			return fmt.Errorf("release %v %v", ok, err)
 		}
-		emit(turn{call.UnixNano(), acquired.UnixNano(), release.UnixNano()})
+		emit(turn{call.UnixNano(), acquired.UnixNano(), release.UnixNano(), time.Now().UnixNano()})
 	}
 	return nil
 }
@@ -184,7 +193,7 @@ func handoffProcesses(mode, name string, liveness time.Duration) ([]turn, error)
 			sc := bufio.NewScanner(stdout)
 			for sc.Scan() {
 				var t turn
-				if _, err := fmt.Sscan(sc.Text(), &t.call, &t.acquired, &t.release); err == nil {
+				if _, err := fmt.Sscan(sc.Text(), &t.call, &t.acquired, &t.release, &t.released); err == nil {
 					mu.Lock()
 					out = append(out, t)
 					mu.Unlock()
@@ -220,7 +229,7 @@ func handoffWorker(args []string) int {
 	defer done()
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
-	if err := work(m, args[2], time.Unix(0, startNs), func(t turn) { fmt.Fprintln(w, t.call, t.acquired, t.release) }); err != nil {
+	if err := work(m, args[2], time.Unix(0, startNs), func(t turn) { fmt.Fprintln(w, t.call, t.acquired, t.release, t.released) }); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
 	}

@@ -1,7 +1,7 @@
 // Command mysql measures the mutexfx MySQL/MariaDB driver against the bare
 // statements it is built on, side by side in one run:
 //
-//	cd bench && go run ./mysql [-dsn root@tcp(127.0.0.1:3306)/test] [-n 2000]
+//	cd bench && go run ./mysql [-dsn root@tcp(127.0.0.1:3306)/test] [-n 2000] [-only latency,handoff,renewal]
 //
 // Latencies are measured on one pinned connection (bare statements) or
 // through the driver and the component, interleaved round by round so that
@@ -14,6 +14,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mutexfx/mutexfx/bench/internal/stats"
@@ -27,7 +29,12 @@ var (
 	turns = flag.Int("turns", 100, "acquisitions per hand-off worker")
 	rows  = flag.Int("rows", 10000, "held locks of the renewal measurement")
 	reps  = flag.Int("reps", 3, "runs of each hand-off configuration")
+	only  = flag.String("only", "latency,handoff,renewal", "parts to run, comma-separated")
+	hmode = flag.String("handoff-mode", "", "hand-off: run only this mode's configurations (advisory or table)")
 )
+
+// part reports whether -only names part.
+func part(name string) bool { return slices.Contains(strings.Split(*only, ","), name) }
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "-handoff-worker" {
@@ -42,17 +49,24 @@ func main() {
 
 func run() error {
 	fmt.Printf("MySQL driver benchmark: %s, %d rounds, %s\n\n", server(), *n, time.Now().Format(time.RFC3339))
-	lat, err := latencies()
-	if err != nil {
-		return err
+	if part("latency") {
+		lat, err := latencies()
+		if err != nil {
+			return err
+		}
+		printLatencies(lat)
+		fmt.Println()
 	}
-	printLatencies(lat)
-	fmt.Println()
-	if err := handoffs(); err != nil {
-		return err
+	if part("handoff") {
+		if err := handoffs(); err != nil {
+			return err
+		}
+		fmt.Println()
 	}
-	fmt.Println()
-	return renewal()
+	if part("renewal") {
+		return renewal()
+	}
+	return nil
 }
 
 // pct is stats.Percentile.

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -10,19 +11,22 @@ import (
 // MySQL cannot push a release to the waiters of other processes: they poll.
 // Without help, a process that releases and asks again at once finds the row
 // free before any other process's next poll and takes it again ("barging"),
-// so the waiters of other processes may wait many turns. So each row also
-// holds one reservation: the driver that has waited longest (wanted_by,
-// wanted_since) while it keeps asking (wanted_until = last ask +
-// WaiterLiveness). While a reservation is live a free row may be taken only
-// by its driver or by a driver that has waited at least as long; the others'
-// attempts fail and answer the reservation's remaining time.
+// and waiters polling at random moments are served in random order. So each
+// row also holds a FIFO queue of the drivers waiting for it: a driver whose
+// attempt fails is appended (once per wait), and a free row may be taken
+// only by the first live driver of the queue (or by anyone when the queue
+// has no live entry). An entry is live while its driver asked within the
+// last WaiterLiveness: a waiter asks again WaiterLiveness/2 after its entry
+// was last stamped, which stamps it again (an attempt stamps the entry when
+// its stamp is older than 3/8 WaiterLiveness: every write costs a commit). The taker leaves the queue in the same statement.
+// Dead entries at the head are pruned, up to pruneDepth per statement, by
+// whichever attempt meets them.
 //
-// When the reserved driver takes the lock, the reservation becomes
-// anonymous (wanted_by = ”), lasting at most WaiterLiveness/4 more: it
-// then only keeps the taker (taken_by) from taking the lock again, while
-// the other waiters, seeing it anonymous, ask again and the oldest claims
-// it. Without other waiters it runs out and the taker's next acquisition is
-// delayed by at most that.
+// The queue is a VARBINARY of fixed-width entries: the driver's 16-byte
+// random id and the time of its last attempt as 13 ASCII digits of
+// milliseconds since 2000-01-01 in the database's clock (UTC). Its position
+// tells each waiter's driver how soon its turn comes, and so how often to
+// poll (watch.go): the head polls every PollInterval/10.
 //
 // Every decision is made by the one acquire statement: its first assignment
 // computes the outcome from the row as it was and stores it in
@@ -32,52 +36,139 @@ import (
 //
 // The outcome, a BIGINT:
 //
-//	< heldMark                 taken: the fence, plus fairFlag if the taker's own reservation became anonymous
-//	>= heldMark                not taken: heldMark + remaining µs (the holder's ttl, or the reservation's
-//	                           when the row is free but reserved), plus fairFlag if this attempt claimed
-//	                           or refreshed the reservation
-const fairFlag = 1 << 61
+//	bits 0-49    taken: the new fence; not taken: the holder's remaining µs
+//	             (WaiterLiveness when the row is free but others come first)
+//	bit 54       not taken: refresh this driver's entry
+//	bit 55       not taken: append this driver to the queue
+//	bits 56-57   how many dead entries at the head to prune
+//	bit 62       not taken (heldMark)
+const (
+	entryWidth = 16 + 13 // driver id, last attempt (ms, 13 digits)
+	maxQueue   = 256     // entries; a driver finding the queue full waits unqueued
+	pruneDepth = 3       // dead head entries pruned per statement (at most 3: two bits)
+	valueMask  = 1<<50 - 1
+	refreshBit = 1 << 54
+	appendBit  = 1 << 55
+	leadShift  = 56
+)
+
+// nowMS is the database's time in milliseconds since 2000-01-01 (UTC).
+const nowMS = `(TIMESTAMPDIFF(MICROSECOND, '2000-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)`
 
 // tableAcquireSQL inserts the row or takes over an expired one, honouring
-// the reservation; see the comment above. Parameters: name_hash, token,
-// ttl µs, name, waited µs (how long this driver has been waiting for the
-// key, 0 if not), driver id. %[1]s is the quoted table, %[2]d heldMark,
-// %[3]d fairFlag, %[4]d WaiterLiveness µs (0: no reservations), %[5]d the
-// anonymous reservation's most remaining µs. expires_at, which every
-// condition reads, is assigned last; the others follow LAST_INSERT_ID().
-const tableAcquireSQL = `INSERT INTO %[1]s (name_hash, token, fence, expires_at, name, wanted_since, taken_by)
-VALUES (?, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?, UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, ?)
+// the queue; see the comment above. Parameters: name_hash, token, ttl µs,
+// name, driver id. %[1]s is the quoted table, %[2]s the outcome, %[3]s the
+// new queue, %[4]d heldMark. expires_at, which every condition reads, is
+// assigned last.
+const tableAcquireSQL = `INSERT INTO %[1]s (name_hash, token, fence, expires_at, name, taken_by)
+VALUES (?, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?, ?)
 ON DUPLICATE KEY UPDATE
- fence = IF(LAST_INSERT_ID(CASE
-  WHEN expires_at < UTC_TIMESTAMP(6) AND (%[4]d = 0 OR wanted_until < UTC_TIMESTAMP(6) OR wanted_by = VALUES(taken_by)
-   OR (wanted_by = '' AND taken_by <> VALUES(taken_by)) OR (wanted_by <> '' AND VALUES(wanted_since) <= wanted_since))
-  THEN fence + 1 + IF(wanted_until >= UTC_TIMESTAMP(6) AND wanted_by = VALUES(taken_by), %[3]d, 0)
-  ELSE %[2]d + IF(%[4]d > 0 AND (wanted_until < UTC_TIMESTAMP(6) OR wanted_by = VALUES(taken_by)
-   OR (wanted_by = '' AND taken_by <> VALUES(taken_by)) OR (wanted_by <> '' AND VALUES(wanted_since) < wanted_since)), %[3]d, 0)
-   + GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), IF(expires_at < UTC_TIMESTAMP(6), wanted_until, expires_at)), 1)
-  END) < %[2]d, fence + 1, fence),
- token = IF(LAST_INSERT_ID() < %[2]d, VALUES(token), token),
- name = IF(LAST_INSERT_ID() < %[2]d, VALUES(name), name),
- wanted_by = IF(LAST_INSERT_ID() & %[3]d, IF(LAST_INSERT_ID() < %[2]d, '', VALUES(taken_by)), wanted_by),
- wanted_since = IF(LAST_INSERT_ID() >= %[2]d AND LAST_INSERT_ID() & %[3]d, VALUES(wanted_since), wanted_since),
- wanted_until = IF(LAST_INSERT_ID() & %[3]d, IF(LAST_INSERT_ID() < %[2]d,
-  LEAST(wanted_until, UTC_TIMESTAMP(6) + INTERVAL %[5]d MICROSECOND), UTC_TIMESTAMP(6) + INTERVAL %[4]d MICROSECOND), wanted_until),
- taken_by = IF(LAST_INSERT_ID() < %[2]d, VALUES(taken_by), taken_by),
- expires_at = IF(LAST_INSERT_ID() < %[2]d, VALUES(expires_at), expires_at)`
+ fence = IF(LAST_INSERT_ID(%[2]s) < %[4]d, fence + 1, fence),
+ token = IF(LAST_INSERT_ID() < %[4]d, VALUES(token), token),
+ name = IF(LAST_INSERT_ID() < %[4]d, VALUES(name), name),
+ queue = %[3]s,
+ taken_by = IF(LAST_INSERT_ID() < %[4]d, VALUES(taken_by), taken_by),
+ expires_at = IF(LAST_INSERT_ID() < %[4]d, VALUES(expires_at), expires_at)`
+
+// queueSQL holds the SQL expressions on the queue column q of a row, for
+// the driver whose id is the expression me, with liveness L ms.
+type queueSQL struct {
+	q, me string
+	l     int64
+}
+
+// dead is true when entry k exists, is not me and is older than L (the
+// stamps are fixed-width digits: compared as strings, never converted).
+func (s queueSQL) dead(k int) string {
+	return fmt.Sprintf("(LENGTH(%[1]s) >= %[2]d AND SUBSTRING(%[1]s, %[3]d, 16) <> %[4]s AND SUBSTRING(%[1]s, %[5]d, 13) < %[6]s)",
+		s.q, (k+1)*entryWidth, k*entryWidth+1, s.me, k*entryWidth+17, stampSQL(s.l))
+}
+
+// lead is the number of dead entries at the head, up to pruneDepth.
+func (s queueSQL) lead() string { return s.leadFrom(0) }
+
+func (s queueSQL) leadFrom(k int) string {
+	if k == pruneDepth {
+		return fmt.Sprint(pruneDepth)
+	}
+	return fmt.Sprintf("IF(%s, %s, %d)", s.dead(k), s.leadFrom(k+1), k)
+}
+
+// stampSQL is the entry stamp of ago ms before now.
+func stampSQL(ago int64) string {
+	return fmt.Sprintf("LPAD(%s - %d, 13, '0')", nowMS, ago)
+}
+
+// before is the number of entries before me (all of them if I am not queued).
+func (s queueSQL) before() string {
+	return fmt.Sprintf("IF(INSTR(%[1]s, %[2]s) > 0, (INSTR(%[1]s, %[2]s) - 1) DIV %[3]d, LENGTH(%[1]s) DIV %[3]d)", s.q, s.me, entryWidth)
+}
+
+// outcome is the acquire statement's outcome (see above).
+func (s queueSQL) outcome() string {
+	if s.l == 0 {
+		return fmt.Sprintf("IF(expires_at < UTC_TIMESTAMP(6), fence + 1, %d + GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1))", heldMark)
+	}
+	free := "expires_at < UTC_TIMESTAMP(6)"
+	may := fmt.Sprintf("(%s AND %s <= %s)", free, s.before(), s.lead())
+	mine := fmt.Sprintf("INSTR(%s, %s)", s.q, s.me)
+	// Not queued: append, unless the queue is full, or empty while my own
+	// driver holds the row (its process's waiters queue in the component).
+	app := fmt.Sprintf("(%[1]s = 0 AND LENGTH(%[2]s) < %[3]d AND NOT (%[2]s = '' AND NOT %[4]s AND taken_by = %[5]s))",
+		mine, s.q, maxQueue*entryWidth, free, s.me)
+	refresh := fmt.Sprintf("(%[1]s > 0 AND SUBSTRING(%[2]s, %[1]s + 16, 13) < %[3]s)", mine, s.q, stampSQL(s.l*3/8))
+	return fmt.Sprintf(`IF(%[1]s, fence + 1, %[2]d + IF(%[3]s, %[4]d,
+   GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1)) + IF(%[5]s, %[6]d, 0) + IF(%[7]s, %[8]d, 0))
+  + (%[9]s << %[10]d)`,
+		may, heldMark, free, s.l*1000, app, appendBit, refresh, refreshBit, s.lead(), leadShift)
+}
+
+// newQueue is the queue after the statement whose outcome is in
+// LAST_INSERT_ID(): the dead head pruned, then me removed (taken), appended
+// or refreshed.
+func (s queueSQL) newQueue() string {
+	if s.l == 0 {
+		return s.q
+	}
+	base := fmt.Sprintf("SUBSTRING(%s, ((LAST_INSERT_ID() >> %d) & 3) * %d + 1)", s.q, leadShift, entryWidth)
+	at := fmt.Sprintf("INSTR(%s, %s)", base, s.me)
+	stamp := stampSQL(0)
+	return fmt.Sprintf(`IF(LAST_INSERT_ID() < %[1]d, IF(%[2]s > 0, CONCAT(LEFT(%[3]s, %[2]s - 1), SUBSTRING(%[3]s, %[2]s + %[4]d)), %[3]s),
+  IF(LAST_INSERT_ID() & %[5]d, CONCAT(%[3]s, %[6]s, %[7]s),
+  IF(LAST_INSERT_ID() & %[8]d, CONCAT(LEFT(%[3]s, %[2]s + 15), %[7]s, SUBSTRING(%[3]s, %[2]s + %[4]d)), %[3]s)))`,
+		heldMark, at, base, entryWidth, appendBit, s.me, stamp, refreshBit)
+}
 
 // acquireSQL is tableAcquireSQL for the driver's table and settings.
 func (s settings) acquireSQL() string {
-	return fmt.Sprintf(tableAcquireSQL, s.table, heldMark, fairFlag, s.liveness.Microseconds(), s.anonWindow().Microseconds())
+	q := queueSQL{q: "queue", me: "VALUES(taken_by)", l: s.liveness.Milliseconds()}
+	return fmt.Sprintf(tableAcquireSQL, s.table, q.outcome(), q.newQueue(), heldMark)
 }
 
-// anonWindow is how long at most a reservation stays anonymous after its
-// driver took the lock.
-func (s settings) anonWindow() time.Duration {
-	return max(s.liveness/4, 2*s.poll)
+// pollSQL reads the watched keys' rows (watch.go): per row its hash, free,
+// held by this driver, this driver's queue position (-1: not queued),
+// queue length, dead head entries. Parameters: driver id, then the hashes.
+func (s settings) pollSQL(keys int) string {
+	q := queueSQL{q: "queue", me: "m.me", l: s.liveness.Milliseconds()}
+	marks := strings.TrimSuffix(strings.Repeat("?,", keys), ",")
+	return fmt.Sprintf(`SELECT name_hash, expires_at < UTC_TIMESTAMP(6), expires_at >= UTC_TIMESTAMP(6) AND taken_by = m.me,
+ IF(INSTR(queue, m.me) > 0, (INSTR(queue, m.me) - 1) DIV %[1]d, -1), LENGTH(queue) DIV %[1]d, %[2]s
+FROM %[3]s, (SELECT ? AS me) AS m WHERE name_hash IN (%[4]s)`, entryWidth, q.lead(), s.table, marks)
 }
 
-// fastPoll is how often a driver polls the keys it holds the reservation
-// of (or may claim): the hand-off's race is this short.
+// fastPoll is how often a driver polls the keys whose queue it heads: the
+// hand-off's race is this short.
 func (s settings) fastPoll() time.Duration {
 	return max(s.poll/10, time.Millisecond)
+}
+
+// pollEvery is how often a driver polls a key it is queued for at pos (0:
+// the head): fastPoll at the head, then 2, 4, 6 … × fastPoll, at most
+// PollInterval, so that a waiter polls fast by the time its turn comes
+// without every waiter flooding the server.
+func (s settings) pollEvery(pos int) time.Duration {
+	if pos <= 0 {
+		return s.fastPoll()
+	}
+	return min(s.poll, time.Duration(2*pos)*s.fastPoll())
 }

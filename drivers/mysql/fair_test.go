@@ -152,7 +152,7 @@ func TestTableMigration(t *testing.T) {
 	}
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?
- AND COLUMN_NAME IN ('wanted_by', 'wanted_since', 'wanted_until', 'taken_by')`, table).Scan(&n); err != nil || n != 4 {
-		t.Fatalf("reservation columns: %d, %v; want 4", n, err)
+ AND COLUMN_NAME IN ('taken_by', 'queue')`, table).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("fair hand-off columns: %d, %v; want 2", n, err)
 	}
 }

@@ -13,24 +13,26 @@ import (
 // name_hash is SHA-256(key): a fixed-size, case-exact primary key for keys
 // of any length; name keeps the key for people reading the table. Rows stay
 // after release (token emptied, expiry in the past) so that the key's fence
-// keeps growing. The wanted_* and taken_by columns hold the key's waiter
-// reservation (fair hand-off, see fair.go).
+// keeps growing. taken_by (the driver that took the lock last) and queue
+// (the drivers waiting for it) serve fair hand-off (see fair.go).
 const lockTableDDL = `CREATE TABLE IF NOT EXISTS %s (
   name_hash BINARY(32) NOT NULL,
   token VARBINARY(255) NOT NULL,
   fence BIGINT UNSIGNED NOT NULL,
   expires_at DATETIME(6) NOT NULL,
   name MEDIUMBLOB NOT NULL,
-` + fairColumns + `,
+  %s,
+  %s,
   PRIMARY KEY (name_hash)
 ) ENGINE=InnoDB`
 
-// fairColumns are the reservation columns, added by ALTER TABLE to tables
-// created by earlier versions.
-const fairColumns = `  wanted_by VARBINARY(16) NOT NULL DEFAULT '',
-  wanted_since DATETIME(6) NOT NULL DEFAULT '1000-01-01 00:00:00',
-  wanted_until DATETIME(6) NOT NULL DEFAULT '1000-01-01 00:00:00',
-  taken_by VARBINARY(16) NOT NULL DEFAULT ''`
+// fairColumns are the fair hand-off columns, added by ALTER TABLE to
+// tables created by earlier versions (whose reservation columns wanted_by,
+// wanted_since and wanted_until are then left unused).
+var fairColumns = [...]struct{ name, def string }{
+	{"taken_by", "taken_by VARBINARY(16) NOT NULL DEFAULT ''"},
+	{"queue", fmt.Sprintf("queue VARBINARY(%d) NOT NULL DEFAULT ''", maxQueue*entryWidth)},
+}
 
 // fenceSequenceDDL is the advisory mode's fence source on MariaDB. CACHE
 // 1000 keeps NEXTVAL from writing (and syncing) on every acquisition; a
@@ -53,7 +55,7 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 		return nil
 	}
 	if d.s.mode == ModeTable {
-		if _, err := d.db.ExecContext(ctx, fmt.Sprintf(lockTableDDL, d.s.table)); err != nil {
+		if _, err := d.db.ExecContext(ctx, fmt.Sprintf(lockTableDDL, d.s.table, fairColumns[0].def, fairColumns[1].def)); err != nil {
 			return fmt.Errorf("mysql: create table %s: %w", d.s.table, err)
 		}
 		if err := d.addFairColumns(ctx); err != nil {
@@ -94,29 +96,30 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 	return nil
 }
 
-// addFairColumns adds the reservation columns to a lock table created by
-// an earlier version (MySQL 8 has no ADD COLUMN IF NOT EXISTS, hence the
-// look-up; a concurrent driver adding them first is fine).
+// addFairColumns adds the fair hand-off columns missing from a lock table
+// created by an earlier version (MySQL 8 has no ADD COLUMN IF NOT EXISTS,
+// hence the look-up; a concurrent driver adding them first is fine).
 func (d *Driver) addFairColumns(ctx context.Context) error {
 	parts := strings.Split(strings.ReplaceAll(d.s.table, "`", ""), ".")
 	var schema any // NULL: the connection's database
 	if len(parts) == 2 {
 		schema = parts[0]
 	}
-	var n int
-	if err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS
-WHERE TABLE_SCHEMA = IFNULL(?, DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME = 'taken_by'`,
-		schema, parts[len(parts)-1]).Scan(&n); err != nil {
+	var have string
+	if err := d.db.QueryRowContext(ctx, `SELECT CONCAT(',', IFNULL(GROUP_CONCAT(COLUMN_NAME), ''), ',') FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = IFNULL(?, DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME IN ('taken_by', 'queue')`,
+		schema, parts[len(parts)-1]).Scan(&have); err != nil {
 		return fmt.Errorf("mysql: columns of %s: %w", d.s.table, err)
 	}
-	if n > 0 {
-		return nil
-	}
-	adds := strings.ReplaceAll(strings.TrimSpace(fairColumns), ",\n  ", ", ADD COLUMN ")
-	_, err := d.db.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s", d.s.table, adds))
-	var me *gomysql.MySQLError
-	if err != nil && !(errors.As(err, &me) && me.Number == 1060) { // 1060: duplicate column
-		return fmt.Errorf("mysql: add reservation columns to %s: %w", d.s.table, err)
+	for _, c := range fairColumns {
+		if strings.Contains(have, ","+c.name+",") {
+			continue
+		}
+		_, err := d.db.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s", d.s.table, c.def))
+		var me *gomysql.MySQLError
+		if err != nil && !(errors.As(err, &me) && me.Number == 1060) { // 1060: duplicate column
+			return fmt.Errorf("mysql: add column %s to %s: %w", c.name, d.s.table, err)
+		}
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 
 // heldMark offsets the holder's remaining microseconds that a failed
 // acquisition returns through LAST_INSERT_ID, so that they cannot be taken
-// for a fence (fences stay far below 2^62).
+// for a fence (fences stay below 2^50: see fair.go).
 const heldMark = 1 << 62
 
 // Table mode statements (acquire: fair.go). The clock is always the
@@ -37,19 +37,18 @@ func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: ttl %v must be positive in table mode", req.TTL)
 	}
 	var id int64
-	waited := d.watch.waited(req.Key)
 	err := d.tableExec(ctx, d.acquireSQL, func(id0 int64) { id = id0 },
-		keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, waited.Microseconds(), d.id)
+		keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id)
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
 	switch {
 	case id >= heldMark:
-		d.watch.failed(req.Key)
-		return drivers.AcquireResult{HolderTTL: time.Duration((id-heldMark)&^fairFlag) * time.Microsecond}, nil
+		d.watch.failed(req.Key, id&(appendBit|refreshBit) != 0)
+		return drivers.AcquireResult{HolderTTL: time.Duration(id&valueMask) * time.Microsecond}, nil
 	case id >= 1:
 		d.watch.remove(req.Key)
-		return drivers.AcquireResult{Acquired: true, Fence: uint64(id &^ fairFlag)}, nil
+		return drivers.AcquireResult{Acquired: true, Fence: uint64(id & valueMask)}, nil
 	default:
 		return drivers.AcquireResult{}, errors.New("mysql: acquire: no answer in LAST_INSERT_ID (statement rewritten by a proxy?)")
 	}

@@ -2,8 +2,6 @@ package mysql
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,15 +13,16 @@ import (
 // every second while it waits.
 const watchInterest = 2 * time.Second
 
-// watcher gives table mode its wake-ups and its waiters' standing. MySQL
+// watcher gives table mode its wake-ups and its waiters' places. MySQL
 // has no push channel, so while Acquire calls of this driver find keys held
 // and someone is subscribed, one goroutine reads all those keys in one
 // query and sends Released (a prompt to ask again) when a key became free
-// for this driver, when this driver may claim the key's reservation, and,
-// while it holds the reservation, every WaiterLiveness/4 to keep it (see
-// fair.go). It polls every PollInterval, or PollInterval/10 (at least
-// 1ms) while it holds or may claim a reservation, so that the reserved
-// waiter takes a released lock within a few milliseconds.
+// for this driver (it heads the key's queue, see fair.go), when it should
+// join the queue, and WaiterLiveness/2 after its entry was last stamped,
+// to keep it live. It polls every PollInterval, faster the nearer this driver is to
+// the head of a queue (settings.pollEvery): the head every PollInterval/10
+// (at least 1ms), so that it takes a released lock within a few
+// milliseconds.
 type watcher struct {
 	d *Driver
 
@@ -36,9 +35,9 @@ type watcher struct {
 
 // interest is this driver's wait for one key.
 type interest struct {
-	since  time.Time // first failed acquisition of this wait
-	asked  time.Time // last failed acquisition
-	prompt time.Time // last Released sent for it
+	asked   time.Time // last failed acquisition
+	stamped time.Time // last failed acquisition that stamped its queue entry
+	prompt  time.Time // last Released sent for it
 }
 
 func (w *watcher) init(d *Driver) {
@@ -46,26 +45,20 @@ func (w *watcher) init(d *Driver) {
 	w.keys = map[string]*interest{}
 }
 
-// waited is how long this driver has been waiting for key (0: not).
-func (w *watcher) waited(key string) time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if in := w.keys[key]; in != nil && time.Since(in.asked) < watchInterest {
-		return time.Since(in.since)
-	}
-	return 0
-}
-
-// failed records a failed acquisition of key and watches it.
-func (w *watcher) failed(key string) {
+// failed records a failed acquisition of key, which stamped this driver's
+// queue entry or not, and watches it.
+func (w *watcher) failed(key string, stamped bool) {
 	now := time.Now()
 	w.mu.Lock()
 	in := w.keys[key]
-	if in == nil || now.Sub(in.asked) >= watchInterest {
-		in = &interest{since: now}
+	if in == nil {
+		in = &interest{}
 		w.keys[key] = in
 	}
 	in.asked = now
+	if stamped {
+		in.stamped = now
+	}
 	if len(w.keys) > 1024 { // unsubscribed drivers have no poller pruning
 		for k, in := range w.keys {
 			if now.Sub(in.asked) >= watchInterest {
@@ -107,24 +100,24 @@ func (w *watcher) start() {
 				return
 			case <-t.C:
 			}
-			next := w.d.s.poll
-			if w.poll(ctx) {
-				next = w.d.s.fastPoll()
-			}
-			t.Reset(next)
+			t.Reset(w.poll(ctx))
 		}
 	}()
 }
 
 // keyState is a watched key's row as poll reads it.
 type keyState struct {
-	free, live, mine, anon, tookIt bool
-	slotAge                        time.Duration // how long the reservation's driver has waited
+	free     bool
+	mineHeld bool // held by this driver
+	pos      int  // this driver's place in the queue, -1: not queued
+	n        int  // queue entries
+	lead     int  // dead entries at its head (up to pruneDepth)
 }
 
-// poll reads the watched keys and prompts their waiters; it reports
-// whether one of them should be polled fast.
-func (w *watcher) poll(ctx context.Context) (fast bool) {
+// poll reads the watched keys and prompts their waiters; it returns when
+// to poll next.
+func (w *watcher) poll(ctx context.Context) (next time.Duration) {
+	next = w.d.s.poll
 	now := time.Now()
 	w.mu.Lock()
 	keys := make([]string, 0, len(w.keys))
@@ -137,7 +130,7 @@ func (w *watcher) poll(ctx context.Context) (fast bool) {
 	}
 	w.mu.Unlock()
 	if len(keys) == 0 {
-		return false
+		return next
 	}
 	pctx, cancel := context.WithTimeout(ctx, max(w.d.s.poll, time.Second))
 	defer cancel()
@@ -145,63 +138,70 @@ func (w *watcher) poll(ctx context.Context) (fast bool) {
 		chunk := keys[start:min(start+w.d.s.batch, len(keys))]
 		states, err := w.read(pctx, chunk)
 		if err != nil {
-			return false // the waiters poll on their own meanwhile
+			return next // the waiters poll on their own meanwhile
 		}
 		for i, k := range chunk {
-			prompt, f := w.judge(k, states[i])
-			fast = fast || f
+			prompt, every := w.judge(k, states[i])
+			next = min(next, every)
 			if prompt {
 				w.d.emit(drivers.Event{Kind: drivers.Released, Key: k})
 			}
 		}
 	}
-	return fast
+	return next
 }
 
 // judge decides, for key in state st, whether to prompt its waiter to ask
-// again now and whether to poll it fast.
-func (w *watcher) judge(key string, st keyState) (prompt, fast bool) {
+// again now, and how soon to poll the key again.
+func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Duration) {
 	now := time.Now()
+	s := w.d.s
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	in := w.keys[key]
 	if in == nil {
-		return false, false
+		return false, s.poll
 	}
-	if w.d.s.liveness == 0 { // no reservations: wake on free, once
+	if s.liveness == 0 { // no queue: wake on free, once
 		if st.free {
 			delete(w.keys, key)
 		}
-		return st.free, false
+		return st.free, s.poll
 	}
-	age := now.Sub(in.since)
-	allowed := !st.live || st.mine || (st.anon && !st.tookIt) || (!st.anon && age >= st.slotAge)
-	claim := !st.live || (st.anon && !st.tookIt) || (!st.anon && !st.mine && age > st.slotAge)
-	keep := st.live && st.mine && now.Sub(in.asked) >= w.d.s.liveness/4
-	fast = st.mine || claim || (st.free && allowed)
-	want := (st.free && allowed) || claim || keep
+	before := st.n
+	if st.pos >= 0 {
+		before = st.pos
+	}
+	allowed := st.free && before <= st.lead
+	refresh := st.pos >= 0 && now.Sub(in.stamped) >= s.liveness/2
+	join := st.pos < 0 && !allowed && st.n < maxQueue && !(st.mineHeld && st.n == 0)
+	switch {
+	case allowed:
+		every = s.fastPoll()
+	case st.pos >= 0:
+		every = s.pollEvery(st.pos - st.lead)
+	default:
+		every = s.poll
+	}
 	// Prompt again once the waiter answered the last prompt (or, if it did
 	// not ask, two fast polls later: a component no longer waiting ignores
-	// prompts, and its reservation runs out).
-	if want && (in.asked.After(in.prompt) || now.Sub(in.prompt) >= 2*w.d.s.fastPoll()) {
+	// prompts, and its entry dies).
+	if (allowed || refresh || join) && (in.asked.After(in.prompt) || now.Sub(in.prompt) >= 2*s.fastPoll()) {
 		in.prompt = now
-		return true, fast
+		return true, every
 	}
-	return false, fast
+	return false, every
 }
 
-// read returns the state of chunk's keys; a missing row is free and
-// unreserved.
+// read returns the state of chunk's keys; a missing row is free with an
+// empty queue.
 func (w *watcher) read(ctx context.Context, chunk []string) ([]keyState, error) {
-	args := make([]any, 0, 2+len(chunk))
-	args = append(args, w.d.id, w.d.id)
+	args := make([]any, 0, 1+len(chunk))
+	args = append(args, w.d.id)
 	for _, k := range chunk {
 		args = append(args, keyHash(k))
 	}
-	marks := strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",")
-	rows, err := w.d.db.QueryContext(ctx, fmt.Sprintf(`SELECT name_hash, expires_at < UTC_TIMESTAMP(6), wanted_until >= UTC_TIMESTAMP(6),
- wanted_by = ?, wanted_by = '', taken_by = ?, TIMESTAMPDIFF(MICROSECOND, wanted_since, UTC_TIMESTAMP(6))
-FROM %s WHERE name_hash IN (%s)`, w.d.s.table, marks), args...)
+	rows, err := w.d.db.QueryContext(ctx, w.d.s.pollSQL(len(chunk)), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -210,11 +210,9 @@ FROM %s WHERE name_hash IN (%s)`, w.d.s.table, marks), args...)
 	for rows.Next() {
 		var h []byte
 		var st keyState
-		var ageUS int64
-		if err := rows.Scan(&h, &st.free, &st.live, &st.mine, &st.anon, &st.tookIt, &ageUS); err != nil {
+		if err := rows.Scan(&h, &st.free, &st.mineHeld, &st.pos, &st.n, &st.lead); err != nil {
 			return nil, err
 		}
-		st.slotAge = time.Duration(ageUS) * time.Microsecond
 		found[string(h)] = st
 	}
 	if err := rows.Err(); err != nil {
@@ -224,7 +222,7 @@ FROM %s WHERE name_hash IN (%s)`, w.d.s.table, marks), args...)
 	for i, k := range chunk {
 		st, ok := found[string(keyHash(k))]
 		if !ok {
-			st = keyState{free: true}
+			st = keyState{free: true, pos: -1}
 		}
 		out[i] = st
 	}
