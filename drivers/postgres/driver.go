@@ -277,12 +277,15 @@ func (d *Driver) ensureSchema(ctx context.Context, begin func(context.Context) (
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var seq, table *string
+	var seq, table, boot *string
 	var cols int
-	err = tx.QueryRow(ctx, "SELECT pg_advisory_xact_lock($1), to_regclass($2)::text, to_regclass($3)::text, "+
+	// the commit is synchronous whatever the session's setting: a sequence
+	// created in a commit a crash forgets would start again at 1
+	err = tx.QueryRow(ctx, "SELECT pg_advisory_xact_lock($1), "+
+		"set_config('synchronous_commit', 'on', true), to_regclass($2)::text, to_regclass($3)::text, "+
 		"(SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($3) AND NOT attisdropped "+
-		"AND attname = 'queue')",
-		ddlLockKey, d.names.sequence, d.names.table).Scan(nil, &seq, &table, &cols)
+		"AND attname = 'queue'), to_regclass($4)::text",
+		ddlLockKey, d.names.sequence, d.names.table, d.names.boot).Scan(nil, nil, &seq, &table, &cols, &boot)
 	if err != nil {
 		return err
 	}
@@ -300,6 +303,13 @@ func (d *Driver) ensureSchema(ctx context.Context, begin func(context.Context) (
 		// a table created before the queue column existed
 		if _, err := tx.Exec(ctx, d.sql.addColumns); err != nil {
 			return err
+		}
+	}
+	if boot == nil && d.opts.Mode == ModeTable {
+		for _, s := range []string{d.sql.createBoot, d.sql.insertBoot} {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return err
+			}
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -118,7 +118,7 @@ func TestTableRoundTrips(t *testing.T) {
 			key := fmt.Sprintf("roundtrips:%s:%d", t.Name(), time.Now().UnixNano())
 			version := func() string {
 				var v string
-				err := b.run(ctx, func(p *pgxpool.Pool) error {
+				err := b.run(ctx, func(p querier) error {
 					return p.QueryRow(ctx, "SELECT xmin::text || '/' || xmax::text FROM "+a.names.table+" WHERE id = $1", rowID(key)).Scan(&v)
 				})
 				if err != nil {

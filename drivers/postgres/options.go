@@ -159,6 +159,9 @@ func (o Options) withDefaults() Options {
 // names are the SQL identifiers the driver uses, quoted.
 type names struct {
 	table, sequence, channel string
+	// boot is table mode's boot marker: an unlogged one-row table that a
+	// server crash empties (see bootCheck)
+	boot string
 }
 
 // validate checks the mode-independent options and derives the names.
@@ -180,6 +183,8 @@ func (o Options) validate() (names, error) {
 	}
 	seq := append(pgx.Identifier{}, table...)
 	seq[len(seq)-1] += "_fence"
+	boot := append(pgx.Identifier{}, table...)
+	boot[len(boot)-1] += "_boot"
 	if o.MaxSessions < 1 || o.MaxConns < 1 {
 		return n, fmt.Errorf("%w: maxSessions and maxConns must be at least 1", ErrOptions)
 	}
@@ -191,7 +196,7 @@ func (o Options) validate() (names, error) {
 	default:
 		return n, fmt.Errorf("%w: synchronousCommit %q: must be on, off, local, remote_write or remote_apply", ErrOptions, o.SynchronousCommit)
 	}
-	n.table, n.sequence, n.channel = table.Sanitize(), seq.Sanitize(), ch.Sanitize()
+	n.table, n.sequence, n.channel, n.boot = table.Sanitize(), seq.Sanitize(), ch.Sanitize(), boot.Sanitize()
 	return n, nil
 }
 

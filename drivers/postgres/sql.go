@@ -12,12 +12,20 @@ import (
 type statements struct {
 	createSequence, createTable, addColumns string
 
+	// table mode's boot marker (bootCheck)
+	createBoot, insertBoot, bootCheck string
+
 	// advisory mode
 	tryLock, waitLock, unlock, unlockNotify, heldKeys, heldKey, anyHolder string
 
 	// table mode
 	take, acquire, refence, release, extend, renew, inspect string
 }
+
+// bootGap is how far the fence sequence moves ahead after a server crash
+// (bootCheck): more fences than a crash can have forgotten (those taken by
+// commits still in the WAL buffers, with synchronous_commit off).
+const bootGap = 1 << 32
 
 // maxPayload is the longest key sent as a NOTIFY payload (PostgreSQL refuses
 // 8000 bytes and more); longer keys are released without a wake-up.
@@ -102,6 +110,15 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 	queue jsonb NOT NULL DEFAULT '{}'
 )`,
 		addColumns: "ALTER TABLE " + n.table + " ADD COLUMN IF NOT EXISTS queue jsonb NOT NULL DEFAULT '{}'",
+		// the marker's row is inserted with the table: a missing row means
+		// the server recovered from a crash since
+		createBoot: "CREATE UNLOGGED TABLE IF NOT EXISTS " + n.boot + " (id boolean PRIMARY KEY)",
+		insertBoot: "INSERT INTO " + n.boot + " VALUES (true) ON CONFLICT DO NOTHING",
+		// puts the marker's row back and, when it was missing, moves the
+		// fence sequence bootGap ahead, in one durable commit
+		bootCheck: "WITH s AS MATERIALIZED (SELECT set_config('synchronous_commit', 'on', true)), " +
+			"i AS (INSERT INTO " + n.boot + " (id) SELECT true FROM s ON CONFLICT (id) DO NOTHING RETURNING id) " +
+			fmt.Sprintf("SELECT setval('%s', nextval('%s') + %d) FROM i", seq, seq, bootGap),
 
 		// one expression: the fence (never 0) when the lock was free, else 0
 		tryLock: "SELECT CASE WHEN pg_try_advisory_lock($1) THEN " + nextval + " ELSE 0 END",

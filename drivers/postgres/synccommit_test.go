@@ -30,12 +30,14 @@ func (l *sqlLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.Trac
 
 func (l *sqlLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// setting counts the recorded statements that set synchronous_commit.
+// setting counts the recorded statements that set synchronous_commit, but
+// for those that make their own commit synchronous (the schema's creation
+// and the boot check, once per driver and per connection).
 func (l *sqlLog) setting() (sets, total int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.sql {
-		if strings.Contains(s, "synchronous_commit") {
+		if strings.Contains(s, "synchronous_commit") && !strings.Contains(s, "set_config('synchronous_commit', 'on', true)") {
 			sets++
 		}
 	}

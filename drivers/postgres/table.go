@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -33,21 +34,57 @@ func (d *Driver) tablePool(ctx context.Context) (*pgxpool.Pool, error) {
 	return p, nil
 }
 
-// run runs f on the pool, retrying serialization failures and deadlocks, and
-// recreating the schema once if it was dropped.
-func (d *Driver) run(ctx context.Context, f func(p *pgxpool.Pool) error) error {
+// querier runs the table statements: a pooled connection bootCheck passed.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// run runs f on a connection of the pool, retrying serialization failures
+// and deadlocks, and recreating the schema once if it was dropped.
+func (d *Driver) run(ctx context.Context, f func(q querier) error) error {
 	for again := true; ; again = false {
 		p, err := d.tablePool(ctx)
 		if err != nil {
 			return err
 		}
-		err = retry(ctx, func() error { return f(p) })
+		err = retry(ctx, func() error {
+			c, err := p.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Release()
+			if err := d.bootCheck(ctx, c.Conn().PgConn()); err != nil {
+				return err
+			}
+			return f(c)
+		})
 		if again && sqlState(err) == "42P01" {
 			d.schemaLost()
 			continue
 		}
 		return err
 	}
+}
+
+// bootCheck runs, once per connection, the statement that puts the boot
+// marker's row back when a server crash emptied its unlogged table, and
+// then moves the fence sequence bootGap ahead, in one synchronous commit.
+// A crash ends every connection, so every fence taken after it is taken
+// on a connection that ran the check after the crash: greater than the
+// fences the crash made the sequence forget (taken in commits that were
+// still in the WAL buffers: synchronous_commit off).
+func (d *Driver) bootCheck(ctx context.Context, c *pgconn.PgConn) error {
+	key := "mutexfx.boot:" + d.names.boot
+	if c.CustomData()[key] != nil {
+		return nil
+	}
+	if err := c.ExecParams(ctx, d.sql.bootCheck, nil, nil, nil, nil).Read().Err; err != nil {
+		return fmt.Errorf("postgres: boot marker %s: %w", d.names.boot, err)
+	}
+	c.CustomData()[key] = true
+	return nil
 }
 
 func ttlMillis(ttl time.Duration) (int64, error) {
@@ -74,7 +111,7 @@ func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (
 func (d *Driver) tableTake(ctx context.Context, req drivers.AcquireRequest, ms int64) (uint64, bool, error) {
 	var fence int64
 	var took bool
-	err := d.run(ctx, func(p *pgxpool.Pool) error {
+	err := d.run(ctx, func(p querier) error {
 		err := p.QueryRow(ctx, d.sql.take, rowID(req.Key), req.Key, req.Token, ms).Scan(&fence, nil)
 		took = err == nil
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -107,7 +144,7 @@ func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireReques
 	}
 	live := WaiterLiveness.Milliseconds()
 	var res drivers.AcquireResult
-	err = d.run(ctx, func(p *pgxpool.Pool) error {
+	err = d.run(ctx, func(p querier) error {
 		var fence int64
 		var left float64
 		err := p.QueryRow(ctx, d.sql.acquire, rowID(req.Key), req.Key, req.Token, ms, d.id, queue, live).
@@ -128,7 +165,7 @@ func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireReques
 	if err == nil && res.Acquired && res.Fence == 0 {
 		// the row was deleted between the statement's snapshot and its
 		// insert: the new row needs its fence
-		err = d.run(ctx, func(p *pgxpool.Pool) error {
+		err = d.run(ctx, func(p querier) error {
 			var fence int64
 			err := p.QueryRow(ctx, d.sql.refence, rowID(req.Key), req.Token).Scan(&fence)
 			res.Fence = uint64(fence)
@@ -148,7 +185,7 @@ func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireReques
 // holder's).
 func (d *Driver) tableRelease(ctx context.Context, key, token string) (bool, error) {
 	var live bool
-	err := d.run(ctx, func(p *pgxpool.Pool) error {
+	err := d.run(ctx, func(p querier) error {
 		live = false
 		err := p.QueryRow(ctx, d.sql.release, rowID(key), token, payload(key)).Scan(&live, nil)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -166,7 +203,7 @@ func (d *Driver) tableExtend(ctx context.Context, key, token string, ttl time.Du
 		return false, err
 	}
 	var n int64
-	err = d.run(ctx, func(p *pgxpool.Pool) error {
+	err = d.run(ctx, func(p querier) error {
 		tag, err := p.Exec(ctx, d.sql.extend, rowID(key), token, ms)
 		n = tag.RowsAffected()
 		return err
@@ -204,7 +241,7 @@ func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drive
 		renewed := map[string]bool{}
 		err := bad
 		if err == nil {
-			err = d.run(ctx, func(p *pgxpool.Pool) error {
+			err = d.run(ctx, func(p querier) error {
 				clear(renewed)
 				rows, err := p.Query(ctx, d.sql.renew, bid, btok, bttl)
 				if err != nil {
@@ -233,7 +270,7 @@ func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drive
 func (d *Driver) tableInspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	var info drivers.LockInfo
 	var ok bool
-	err := d.run(ctx, func(p *pgxpool.Pool) error {
+	err := d.run(ctx, func(p querier) error {
 		var fence int64
 		var left float64
 		err := p.QueryRow(ctx, d.sql.inspect, rowID(key)).Scan(&info.Token, &fence, &left)
