@@ -25,8 +25,8 @@ type turn struct{ call, acquired, release, released int64 }
 // one process (one component) and in 8 processes (a component each).
 func handoffs() error {
 	fmt.Printf("Hand-off: %d workers, hold %v, %d turns each, each configuration run %d times (median of the runs, [range of wait p99]). gap = next holder's Acquire return − previous holder's Release start (= release, the Release call, + after, from its return); wait = Acquire call to return.\n\n", *procs, *hold, *turns, *reps)
-	fmt.Println("| mode | workers in | fair hand-off | gap p50 | gap p99 | release p50 | after p50 | wait p50 | wait p99 [runs] | goal (wait p99) |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| mode | workers in | fair hand-off | gap p50 | gap p99 | release p50 | after p50 | most turns waited | wait p50 | wait p99 [runs] | goal (wait p99) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range []struct {
 		mode      string
 		processes bool
@@ -40,10 +40,11 @@ func handoffs() error {
 		{mysql.ModeTable, true, -1, 40 * time.Millisecond},
 		{mysql.ModeTable, true, 0, 40 * time.Millisecond},
 	} {
-		if *hmode != "" && c.mode != *hmode {
+		if (*hmode != "" && c.mode != *hmode) || (*hin == "1" && c.processes) || (*hin == "n" && !c.processes) || (*hfair && c.liveness < 0) {
 			continue
 		}
 		var g50, g99, w50, w99, r50, a50 []time.Duration
+		mostTurns := 0
 		for range *reps {
 			name := "bench-handoff:" + rand.Text()[:8]
 			var turns []turn
@@ -56,7 +57,8 @@ func handoffs() error {
 			if err != nil {
 				return fmt.Errorf("hand-off %s: %w", c.mode, err)
 			}
-			gaps, waits, rels, afters := analyse(turns)
+			gaps, waits, rels, afters, most := analyse(turns)
+			mostTurns = max(mostTurns, most)
 			g50, g99 = append(g50, pct(gaps, 50)), append(g99, pct(gaps, 99))
 			r50, a50 = append(r50, pct(rels, 50)), append(a50, pct(afters, 50))
 			w50, w99 = append(w50, pct(waits, 50)), append(w99, pct(waits, 99))
@@ -80,18 +82,21 @@ func handoffs() error {
 		for i, d := range w99 {
 			runs[i] = fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond))
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s [%s] | ≤ %v: %s |\n", c.mode, where, fair,
-			ms(pct(g50, 50)), ms(pct(g99, 50)), ms(pct(r50, 50)), ms(pct(a50, 50)), ms(pct(w50, 50)), ms(pct(w99, 50)), strings.Join(runs, ", "), c.goal, verdict)
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s [%s] | ≤ %v: %s |\n", c.mode, where, fair,
+			ms(pct(g50, 50)), ms(pct(g99, 50)), ms(pct(r50, 50)), ms(pct(a50, 50)), mostTurns, ms(pct(w50, 50)), ms(pct(w99, 50)), strings.Join(runs, ", "), c.goal, verdict)
 	}
 	return nil
 }
 
 // analyse returns the gaps between turns, the waits, the releases'
-// durations and the times from a release's end to the next holder's
-// Acquire return.
-func analyse(turns []turn) (gaps, waits, rels, afters []time.Duration) {
+// durations, the times from a release's end to the next holder's Acquire
+// return, and the most turns others took while one worker waited (7 for 8
+// workers served in order).
+func analyse(turns []turn) (gaps, waits, rels, afters []time.Duration, most int) {
 	slices.SortFunc(turns, func(a, b turn) int { return int(a.acquired - b.acquired) })
 	for i, t := range turns {
+		first, _ := slices.BinarySearchFunc(turns, t.call, func(u turn, at int64) int { return int(u.acquired - at) })
+		most = max(most, i-first)
 		waits = append(waits, time.Duration(t.acquired-t.call))
 		rels = append(rels, time.Duration(t.released-t.release))
 		if i > 0 {
@@ -99,7 +104,7 @@ func analyse(turns []turn) (gaps, waits, rels, afters []time.Duration) {
 			afters = append(afters, time.Duration(t.acquired-turns[i-1].released))
 		}
 	}
-	return gaps, waits, rels, afters
+	return gaps, waits, rels, afters, most
 }
 
 // work runs turns acquisitions of name on m, starting at start.

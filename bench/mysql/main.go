@@ -31,6 +31,8 @@ var (
 	reps  = flag.Int("reps", 3, "runs of each hand-off configuration")
 	only  = flag.String("only", "latency,handoff,renewal", "parts to run, comma-separated")
 	hmode = flag.String("handoff-mode", "", "hand-off: run only this mode's configurations (advisory or table)")
+	hin   = flag.String("handoff-in", "", "hand-off: run only the configurations in one process (1) or in -workers processes (n)")
+	hfair = flag.Bool("handoff-after-only", false, "hand-off: skip table mode's fair hand-off off (before) configurations")
 )
 
 // part reports whether -only names part.

@@ -33,7 +33,8 @@ type Driver struct {
 	s     settings
 
 	id         []byte // random: this driver in table-mode reservations
-	acquireSQL string // table mode's acquire statement
+	takeSQL    string // table mode's short acquire statement
+	acquireSQL string // table mode's queueing acquire statement
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -111,7 +112,7 @@ func newDriver(db *sql.DB, own bool, s settings) *Driver {
 	d := &Driver{db: db, ownDB: own, s: s, closed: make(chan struct{}), subs: map[int]func(drivers.Event){}}
 	d.id = make([]byte, 16)
 	_, _ = rand.Read(d.id) // never fails (crypto/rand)
-	d.acquireSQL = s.acquireSQL()
+	d.takeSQL, d.acquireSQL = s.takeSQL(), s.acquireSQL()
 	d.adv.init(d)
 	d.watch.init(d)
 	return d

@@ -139,6 +139,21 @@ func (s queueSQL) newQueue() string {
 		heldMark, at, base, entryWidth, appendBit, s.me, stamp, refreshBit)
 }
 
+// takeSQL is tableAcquireSQL that takes the row only when it is free and
+// its queue empty or headed by this driver (which then leaves it), and
+// changes nothing otherwise: short, hence cheap, it serves the uncontended
+// path and the queue head's take. Without fair hand-off it is the whole
+// acquisition.
+func (s settings) takeSQL() string {
+	if s.liveness == 0 {
+		return s.acquireSQL()
+	}
+	free := "expires_at < UTC_TIMESTAMP(6)"
+	outcome := fmt.Sprintf("IF(%[1]s AND (queue = '' OR LEFT(queue, 16) = VALUES(taken_by)), fence + 1, %[2]d + GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1))",
+		free, heldMark)
+	return fmt.Sprintf(tableAcquireSQL, s.table, outcome, fmt.Sprintf("IF(LAST_INSERT_ID() < %d, SUBSTRING(queue, %d), queue)", heldMark, entryWidth+1), heldMark)
+}
+
 // acquireSQL is tableAcquireSQL for the driver's table and settings.
 func (s settings) acquireSQL() string {
 	q := queueSQL{q: "queue", me: "VALUES(taken_by)", l: s.liveness.Milliseconds()}

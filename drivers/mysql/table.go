@@ -37,15 +37,24 @@ func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: ttl %v must be positive in table mode", req.TTL)
 	}
 	var id int64
-	err := d.tableExec(ctx, d.acquireSQL, func(id0 int64) { id = id0 },
-		keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id)
+	args := []any{keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
+	// The short statement first: it takes a free row nobody else queues
+	// for (or inserts a missing one) and changes nothing otherwise; then,
+	// with fair hand-off, the queueing statement.
+	err := d.tableExec(ctx, d.takeSQL, func(id0 int64) { id = id0 }, args...)
+	if err == nil && id >= heldMark && d.s.liveness > 0 && !d.watch.queued(req.Key) {
+		err = d.tableExec(ctx, d.acquireSQL, func(id0 int64) { id = id0 }, args...)
+	}
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
 	switch {
 	case id >= heldMark:
-		d.watch.failed(req.Key, id&(appendBit|refreshBit) != 0)
-		return drivers.AcquireResult{HolderTTL: time.Duration(id&valueMask) * time.Microsecond}, nil
+		ttl := time.Duration(id&valueMask) * time.Microsecond
+		if retry := d.watch.failed(req.Key, id&(appendBit|refreshBit) != 0); retry > 0 && retry < ttl {
+			ttl = retry
+		}
+		return drivers.AcquireResult{HolderTTL: ttl}, nil
 	case id >= 1:
 		d.watch.remove(req.Key)
 		return drivers.AcquireResult{Acquired: true, Fence: uint64(id & valueMask)}, nil

@@ -38,6 +38,7 @@ type interest struct {
 	asked   time.Time // last failed acquisition
 	stamped time.Time // last failed acquisition that stamped its queue entry
 	prompt  time.Time // last Released sent for it
+	pos     int       // place in the key's queue when last polled, -1: none
 }
 
 func (w *watcher) init(d *Driver) {
@@ -46,18 +47,24 @@ func (w *watcher) init(d *Driver) {
 }
 
 // failed records a failed acquisition of key, which stamped this driver's
-// queue entry or not, and watches it.
-func (w *watcher) failed(key string, stamped bool) {
+// queue entry or not, and watches it. It returns how soon to ask again: a
+// fast poll's time when this driver heads the key's queue (its attempts
+// then are the fast poll: one statement that takes the key the moment it
+// is free), else 0 (no hint).
+func (w *watcher) failed(key string, stamped bool) (retry time.Duration) {
 	now := time.Now()
 	w.mu.Lock()
 	in := w.keys[key]
 	if in == nil {
-		in = &interest{}
+		in = &interest{pos: -1}
 		w.keys[key] = in
 	}
 	in.asked = now
 	if stamped {
 		in.stamped = now
+	}
+	if in.pos == 0 {
+		retry = time.Microsecond // the component adds a millisecond
 	}
 	if len(w.keys) > 1024 { // unsubscribed drivers have no poller pruning
 		for k, in := range w.keys {
@@ -70,6 +77,17 @@ func (w *watcher) failed(key string, stamped bool) {
 	if w.d.subscribed() {
 		w.once.Do(w.start)
 	}
+	return retry
+}
+
+// queued reports whether this driver's entry in key's queue, as last
+// polled, is at the head and fresh, so that a failed short attempt need
+// not be followed by the queueing one.
+func (w *watcher) queued(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	in := w.keys[key]
+	return in != nil && in.pos == 0 && time.Since(in.stamped) < w.d.s.liveness/2
 }
 
 // remove forgets key (acquired through this driver).
@@ -174,10 +192,15 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 	}
 	allowed := st.free && before <= st.lead
 	refresh := st.pos >= 0 && now.Sub(in.stamped) >= s.liveness/2
+	// A new head is prompted once: its attempts then poll (see failed).
+	headed := st.pos == 0 && in.pos != 0
+	in.pos = st.pos
 	join := st.pos < 0 && !allowed && st.n < maxQueue && !(st.mineHeld && st.n == 0)
 	switch {
 	case allowed:
 		every = s.fastPoll()
+	case st.pos == 0 && now.Sub(in.asked) < 3*s.fastPoll():
+		every = s.poll // its attempts poll
 	case st.pos >= 0:
 		every = s.pollEvery(st.pos - st.lead)
 	default:
@@ -186,7 +209,7 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 	// Prompt again once the waiter answered the last prompt (or, if it did
 	// not ask, two fast polls later: a component no longer waiting ignores
 	// prompts, and its entry dies).
-	if (allowed || refresh || join) && (in.asked.After(in.prompt) || now.Sub(in.prompt) >= 2*s.fastPoll()) {
+	if (allowed || refresh || join || headed) && (in.asked.After(in.prompt) || now.Sub(in.prompt) >= 2*s.fastPoll()) {
 		in.prompt = now
 		return true, every
 	}
