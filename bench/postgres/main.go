@@ -6,13 +6,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"flag"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,8 +42,8 @@ func main() {
 		childWorker(ctx, *child)
 		return
 	}
-	fmt.Println("| benchmark | p50 | p99 | ratio (p50) |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Println("| benchmark | p50 | p99 | ratio (p50) | walwriter wake-ups per pair |")
+	fmt.Println("|---|---|---|---|---|")
 	// The hand-off phases run first, on a quiet server and process: run
 	// after the pair phase they measured its aftermath (p99 up by ~50%).
 	for _, mode := range []string{postgres.ModeAdvisory, postgres.ModeTable} {
@@ -52,10 +51,10 @@ func main() {
 		m := newMutex(d, 5*time.Second)
 		warm(ctx, d, m)
 		waits := handoffWorkers(ctx, m, "handoff-1p-"+mode, 8, *handoff)
-		row("hand-off wait, 8 workers, 1 process, 1 ms hold ("+mode+")", waits, nil)
+		row("hand-off wait, 8 workers, 1 process, 1 ms hold ("+mode+")", waits, nil, "")
 		_ = m.Close(ctx)
 		_ = d.Close(ctx)
-		row("hand-off wait, 8 processes, 1 ms hold ("+mode+")", handoffProcesses(mode), nil)
+		row("hand-off wait, 8 processes, 1 ms hold ("+mode+")", handoffProcesses(mode), nil, "")
 	}
 	// Every pair benchmark gets its own connection or driver; they are
 	// measured interleaved, in rounds of 10 pairs each, so that the noise of
@@ -71,6 +70,7 @@ func main() {
 		return c
 	}
 	c := conn()
+	findWalwriter(ctx, c)
 	add("bare SELECT 1", -1, func() { exec1(ctx, c, "SELECT 1") })
 	exec1(ctx, c, "CREATE SEQUENCE IF NOT EXISTS mutexfx_bench_fence")
 	c1 := conn()
@@ -94,6 +94,13 @@ func main() {
 	m := newMutex(newDriver(postgres.Options{URL: *dsn}), time.Minute)
 	closers = append(closers, func() { _ = m.Close(ctx) })
 	add("mutexfx advisory component TryAcquire+Release", bareAdv, componentPair(ctx, m))
+	// the same with another lock of the component held meanwhile: its
+	// renewal goroutine then sleeps until that lock's renewal, and an
+	// acquisition no longer wakes it (see docs/postgres.md)
+	m2 := newMutex(newDriver(postgres.Options{URL: *dsn}), time.Minute)
+	closers = append(closers, func() { _ = m2.Close(ctx) })
+	must(m2.TryAcquire(ctx, "held-meanwhile"))
+	add("mutexfx advisory component TryAcquire+Release (another lock held)", bareAdv, componentPair(ctx, m2))
 	for _, v := range []struct {
 		label string
 		opts  postgres.Options
@@ -149,29 +156,76 @@ type pairCase struct {
 }
 
 // runPairs warms every case up, times n runs of each, interleaved in rounds
-// of 10, and prints their rows.
+// of 10 in a new random order each round, and prints their rows. The order
+// changes because a case's cost can depend on the one before it: with
+// synchronous_commit off, a commit wakes the server's walwriter only when a
+// full WAL page is written but not yet flushed, which a synchronous commit
+// just before prevents (a fixed order gave the first asynchronous case a
+// third fewer wake-ups per pair than the next one).
 func runPairs(cases []pairCase) {
 	for i := range cases {
 		for range 100 {
 			cases[i].f()
 		}
 	}
+	wakes := make([]int64, len(cases))
 	for len(cases[0].times) < *n {
-		for i := range cases {
+		for _, i := range mrand.Perm(len(cases)) {
+			w := walwriterSwitches()
 			for range 10 {
 				start := time.Now()
 				cases[i].f()
 				cases[i].times = append(cases[i].times, time.Since(start))
 			}
+			wakes[i] += walwriterSwitches() - w
 		}
 	}
-	for _, c := range cases {
+	for i, c := range cases {
 		var base []time.Duration
 		if c.base >= 0 {
 			base = cases[c.base].times
 		}
-		row(c.label, c.times, base)
+		w := ""
+		if walwriter > 0 {
+			w = fmt.Sprintf("%.2f", float64(wakes[i])/float64(len(c.times)))
+		}
+		row(c.label, c.times, base, w)
 	}
+}
+
+// walwriter is the server's walwriter process id when the server runs on
+// this machine and its /proc entry is readable, else 0.
+var walwriter int
+
+func findWalwriter(ctx context.Context, c *pgx.Conn) {
+	var pid int
+	if c.QueryRow(ctx, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'").Scan(&pid) == nil {
+		walwriter = pid
+		if walwriterSwitches() < 0 {
+			walwriter = 0
+		}
+	}
+}
+
+// walwriterSwitches returns how many times the walwriter went to sleep
+// (voluntary context switches): once per wake-up. -1 when unknown.
+func walwriterSwitches() int64 {
+	if walwriter == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", walwriter))
+	if err != nil {
+		return -1
+	}
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 func exec1(ctx context.Context, c *pgx.Conn, sql string, args ...any) {
@@ -230,123 +284,6 @@ func componentPair(ctx context.Context, m *component.Mutex) func() {
 	}
 }
 
-// handoffWorkers runs workers goroutines on m taking name in turn, holding
-// it 1 ms, and returns their waits.
-func handoffWorkers(ctx context.Context, m *component.Mutex, name string, workers, each int) []time.Duration {
-	var mu sync.Mutex
-	var waits []time.Duration
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for range each {
-				start := time.Now()
-				l, err := m.Acquire(ctx, name, component.WithTimeout(30*time.Second))
-				if err != nil {
-					panic(err)
-				}
-				w := time.Since(start)
-				time.Sleep(time.Millisecond)
-				must(l.Release(ctx))
-				mu.Lock()
-				waits = append(waits, w)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return waits
-}
-
-// warm makes the measured hand-offs start with their connections open: a
-// waiting acquisition through m, then (table mode) d takes a private lock,
-// queues for it (Wait > 0) and releases it until d's LISTEN connection hears
-// the release (a table release notifies when a driver is queued; advisory
-// waiters wait in the server and need no LISTEN).
-func warm(ctx context.Context, d *postgres.Driver, m *component.Mutex) {
-	// a waiting acquisition of a private name: opens the connection the
-	// measured ones use (advisory: a waiter session; table: the pool)
-	l := must(m.Acquire(ctx, "warm:"+rand.Text(), component.WithTimeout(10*time.Second)))
-	must(l.Release(ctx))
-	if d.Mode() != postgres.ModeTable {
-		return
-	}
-	key := "warm:" + rand.Text()
-	heard := make(chan struct{}, 1)
-	cancel := must(d.Subscribe(ctx, func(ev drivers.Event) {
-		if ev.Kind == drivers.Released && ev.Key == key {
-			select {
-			case heard <- struct{}{}:
-			default:
-			}
-		}
-	}))
-	defer cancel()
-	for {
-		req := drivers.AcquireRequest{Key: key, Token: "holder", TTL: time.Minute}
-		if res := must(d.Acquire(ctx, req)); !res.Acquired {
-			panic("warm-up lock taken")
-		}
-		req.Token, req.Wait = "waiter", time.Millisecond
-		must(d.Acquire(ctx, req))
-		must(d.Release(ctx, key, "holder"))
-		select {
-		case <-heard:
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-func childWorker(ctx context.Context, mode string) {
-	d := newDriver(postgres.Options{URL: *dsn, Mode: mode, Table: "mutexfx_bench_logged"})
-	m := newMutex(d, 5*time.Second)
-	warm(ctx, d, m)
-	// wait for the go signal so that every process contends from the start
-	fmt.Println("ready")
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	waits := handoffWorkers(ctx, m, "handoff-8p-"+mode, 1, *handoff)
-	for _, w := range waits {
-		fmt.Println(int64(w))
-	}
-	_ = m.Close(ctx)
-	_ = d.Close(ctx)
-}
-
-func handoffProcesses(mode string) []time.Duration {
-	exe := must(os.Executable())
-	type proc struct {
-		cmd *exec.Cmd
-		out *bufio.Scanner
-		in  interface{ Close() error }
-	}
-	var procs []proc
-	for range 8 {
-		cmd := exec.Command(exe, "-child", mode, "-dsn", *dsn, "-handoff", strconv.Itoa(*handoff))
-		cmd.Stderr = os.Stderr
-		stdout := must(cmd.StdoutPipe())
-		stdin := must(cmd.StdinPipe())
-		must(0, cmd.Start())
-		sc := bufio.NewScanner(stdout)
-		if !sc.Scan() || sc.Text() != "ready" {
-			panic("child not ready")
-		}
-		procs = append(procs, proc{cmd, sc, stdin})
-	}
-	for _, p := range procs {
-		_ = p.in.Close() // go
-	}
-	var waits []time.Duration
-	for _, p := range procs {
-		for p.out.Scan() {
-			v, err := strconv.ParseInt(strings.TrimSpace(p.out.Text()), 10, 64)
-			must(0, err)
-			waits = append(waits, time.Duration(v))
-		}
-		must(0, p.cmd.Wait())
-	}
-	return waits
-}
-
 // renewal holds 10,000 rows in table mode and renews them all once, as the
 // component does every ttl/3.
 func renewal(ctx context.Context) {
@@ -379,7 +316,7 @@ func renewal(ctx context.Context) {
 		times = append(times, time.Since(start))
 	}
 	slices.Sort(times)
-	fmt.Printf("| renewal of %d held rows (table, one UPDATE … FROM unnest) | %v | max %v | 1 round trip per period |\n",
+	fmt.Printf("| renewal of %d held rows (table, one UPDATE … FROM unnest) | %v | max %v | 1 round trip per period | |\n",
 		rows, times[len(times)/2].Round(10*time.Microsecond), times[len(times)-1].Round(10*time.Microsecond))
 	for _, l := range leases {
 		_, _ = d.Release(ctx, l.Key, l.Token)
@@ -392,14 +329,15 @@ func newMutex(d drivers.Driver, ttl time.Duration) *component.Mutex {
 	return must(component.New(component.Options{Driver: d, Prefix: "bench:", TTL: ttl, RetryDelay: 5 * time.Millisecond}))
 }
 
-// row prints a result line, with the p50 ratio against base when given.
-func row(label string, ds, base []time.Duration) {
+// row prints a result line, with the p50 ratio against base when given and
+// extra in the last column.
+func row(label string, ds, base []time.Duration, extra string) {
 	p50, p99 := stats.Percentile(ds, 50), stats.Percentile(ds, 99)
 	r := ""
 	if base != nil {
 		r = fmt.Sprintf("%.2f×", float64(p50)/float64(stats.Percentile(slices.Clone(base), 50)))
 	}
-	fmt.Printf("| %s | %v | %v | %s |\n", label, p50.Round(time.Microsecond), p99.Round(time.Microsecond), r)
+	fmt.Printf("| %s | %v | %v | %s | %s |\n", label, p50.Round(time.Microsecond), p99.Round(time.Microsecond), r, extra)
 }
 
 func must[T any](v T, err error) T {

@@ -33,6 +33,8 @@ type Driver struct {
 	names names
 	sql   statements
 	id    string // table mode: this driver's id in the rows' waiter queues
+	// bootKey marks, in a connection's CustomData, that bootCheck passed
+	bootKey string
 
 	poolCfg  *pgxpool.Config // owned pool's config; nil with NewWithPool
 	connCfg  *pgx.ConnConfig // pinned and LISTEN connections
@@ -106,6 +108,7 @@ func NewWithPool(pool *pgxpool.Pool, opts Options) (*Driver, error) {
 func newDriver(opts Options, n names, cc *pgx.ConnConfig, txnSync bool) *Driver {
 	return &Driver{
 		id:      rand.Text(),
+		bootKey: "mutexfx.boot:" + n.boot,
 		opts:    opts,
 		names:   n,
 		sql:     buildStatements(n, opts, txnSync),

@@ -76,7 +76,7 @@ func (d *Driver) run(ctx context.Context, f func(q querier) error) error {
 // fences the crash made the sequence forget (taken in commits that were
 // still in the WAL buffers: synchronous_commit off).
 func (d *Driver) bootCheck(ctx context.Context, c *pgconn.PgConn) error {
-	key := "mutexfx.boot:" + d.names.boot
+	key := d.bootKey
 	if c.CustomData()[key] != nil {
 		return nil
 	}
