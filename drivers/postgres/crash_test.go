@@ -13,14 +13,28 @@ import (
 
 // TestAsyncCommitCrashFences crashes a server (immediate stop: what a
 // crash leaves, recovered at the next start) while acquisitions committed
-// with synchronousCommit off, and the sequence record covering their fences,
-// are still in the server's WAL buffers: those commits are lost, the
+// with synchronous_commit off (the driver's table-mode option, or the
+// server's setting in advisory mode), and the sequence record covering their
+// fences, are still in the server's WAL buffers: those commits are lost, the
 // sequence comes back behind the fences already handed out. The fences
 // taken after the crash must still be greater (the driver's boot marker,
 // an unlogged row the crash empties, makes the first connection after it
 // move the sequence 2^32 ahead). Terminated connections without a crash
 // must not move it.
 func TestAsyncCommitCrashFences(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opts   Options
+		server string // the server's synchronous_commit
+	}{
+		{"table, synchronousCommit off", Options{Mode: ModeTable, SynchronousCommit: "off"}, "on"},
+		{"advisory, the server's synchronous_commit off", Options{Mode: ModeAdvisory}, "off"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { crashFences(t, tc.opts, tc.server) })
+	}
+}
+
+func crashFences(t *testing.T, opts Options, serverSync string) {
 	srv := testutil.StartPostgres(t)
 	ctx := ctxT(t)
 	admin := func(sql string, args []any, dest ...any) {
@@ -42,14 +56,20 @@ func TestAsyncCommitCrashFences(t *testing.T) {
 	// the walwriter and bgwriter write WAL out late: a crash loses more
 	for _, s := range []string{"ALTER SYSTEM SET wal_writer_delay = '10s'", "ALTER SYSTEM SET wal_writer_flush_after = 0",
 		"ALTER SYSTEM SET bgwriter_lru_maxpages = 0", "ALTER SYSTEM SET autovacuum = off",
+		"ALTER SYSTEM SET synchronous_commit = " + serverSync,
 		"SELECT pg_reload_conf()", "CREATE EXTENSION IF NOT EXISTS pageinspect"} {
 		admin(s, nil)
 	}
-	opts := Options{Mode: ModeTable, SynchronousCommit: "off"}
 	d := on(t, srv.DSN, opts)
 	take := func(d *Driver, tok string) uint64 {
 		t.Helper()
-		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "crash", Token: tok, TTL: 60e9})
+		req := drivers.AcquireRequest{Key: "crash", Token: tok, TTL: 60e9}
+		res, err := d.Acquire(ctx, req)
+		if err != nil && d.Mode() == ModeAdvisory {
+			// the pinned session's first statement after its termination
+			// fails; the next one runs on a new session
+			res, err = d.Acquire(ctx, req)
+		}
 		if err != nil || !res.Acquired {
 			t.Fatalf("Acquire = %+v, %v", res, err)
 		}

@@ -308,7 +308,7 @@ func (d *Driver) ensureSchema(ctx context.Context, begin func(context.Context) (
 			return err
 		}
 	}
-	if boot == nil && d.opts.Mode == ModeTable {
+	if boot == nil {
 		for _, s := range []string{d.sql.createBoot, d.sql.insertBoot} {
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return err

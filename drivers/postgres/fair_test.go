@@ -165,9 +165,21 @@ func TestTableNoBarging(t *testing.T) {
 	var order []int
 	var wg sync.WaitGroup
 	const rounds = 20
+	start := make(chan struct{})
 	for side := range 2 {
 		m := mutexOn(t, shared(t, Options{Mode: ModeTable}), 10*time.Second)
+		// connected (pool, schema, boot check) before the rounds start
+		// together: a side still connecting would let the other take
+		// the lock several times in a row
+		warm, err := m.Acquire(ctx, fmt.Sprintf("%s-warm-%d", name, side))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := warm.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 		wg.Go(func() {
+			<-start
 			for range rounds {
 				l, err := m.Acquire(ctx, name, component.WithTimeout(20*time.Second))
 				if err != nil {
@@ -184,6 +196,7 @@ func TestTableNoBarging(t *testing.T) {
 			}
 		})
 	}
+	close(start)
 	wg.Wait()
 	// count the hand-overs between sides; barging would give a
 	// handful (each side keeps the lock for most of its rounds)

@@ -82,8 +82,12 @@ type Options struct {
 	Unlogged bool `koanf:"unlogged"`
 	// SynchronousCommit, when set, is the synchronous_commit setting of the
 	// driver's own transactions (table mode), for example "off": a server
-	// crash then forgets the last ~0.6 s of acquisitions and releases (a
-	// lock taken may be free again after the crash; fences stay monotonic).
+	// crash then forgets the last acquisitions and releases (up to ~0.6 s
+	// with the default wal_writer_delay): a lock taken may be free again
+	// after the crash while its holder works on, a released one held until
+	// its ttl. Fences stay increasing: the first connection after a crash
+	// moves the fence sequence 2^32 ahead (see the boot marker in
+	// docs/postgres.md).
 	// With New, it is a startup parameter of every connection the driver
 	// opens (PgBouncer refuses it unless its ignore_startup_parameters lists
 	// it, and then drops it: the server's setting applies). With
@@ -159,8 +163,8 @@ func (o Options) withDefaults() Options {
 // names are the SQL identifiers the driver uses, quoted.
 type names struct {
 	table, sequence, channel string
-	// boot is table mode's boot marker: an unlogged one-row table that a
-	// server crash empties (see bootCheck)
+	// boot is the boot marker: an unlogged one-row table that a server
+	// crash empties (see bootCheck)
 	boot string
 }
 

@@ -63,6 +63,10 @@ func (d *Driver) dial(ctx context.Context, waiter bool) (*session, error) {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	if err := d.bootCheck(ctx, conn.PgConn()); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	s := &session{conn: conn, sem: make(chan struct{}, 1), waiter: waiter, locks: map[int64]*advLock{}}
 	s.watch = startWatch(conn.PgConn().Conn(), s.sem, func() { d.broken(s) }, func() {
 		s.closeOnce.Do(func() { _ = conn.Close(context.Background()) })

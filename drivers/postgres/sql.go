@@ -12,7 +12,7 @@ import (
 type statements struct {
 	createSequence, createTable, addColumns string
 
-	// table mode's boot marker (bootCheck)
+	// the boot marker (bootCheck), both modes
 	createBoot, insertBoot, bootCheck string
 
 	// advisory mode

@@ -68,13 +68,14 @@ func (d *Driver) run(ctx context.Context, f func(q querier) error) error {
 	}
 }
 
-// bootCheck runs, once per connection, the statement that puts the boot
-// marker's row back when a server crash emptied its unlogged table, and
-// then moves the fence sequence bootGap ahead, in one synchronous commit.
-// A crash ends every connection, so every fence taken after it is taken
-// on a connection that ran the check after the crash: greater than the
-// fences the crash made the sequence forget (taken in commits that were
-// still in the WAL buffers: synchronous_commit off).
+// bootCheck runs, once per connection (pooled, or pinned in advisory
+// mode), the statement that puts the boot marker's row back when a server
+// crash emptied its unlogged table, and then moves the fence sequence
+// bootGap ahead, in one synchronous commit. A crash ends every connection,
+// so every fence taken after it is taken on a connection that ran the
+// check after the crash: greater than the fences the crash made the
+// sequence forget (taken in commits that were still in the WAL buffers:
+// synchronous_commit off, the driver's or the server's).
 func (d *Driver) bootCheck(ctx context.Context, c *pgconn.PgConn) error {
 	key := d.bootKey
 	if c.CustomData()[key] != nil {
