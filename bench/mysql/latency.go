@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -156,6 +157,10 @@ ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), e
 			op: pair(pc, "SELECT GET_LOCK(?, 0)", "SELECT RELEASE_LOCK(?)", "mutexfx_bench_p_"+id)},
 		{name: "bare GET_LOCK+RELEASE_LOCK, interpolated args", base: "bare GET_LOCK+RELEASE_LOCK, text",
 			op: pair(tc, "SELECT GET_LOCK(?, 0)", "SELECT RELEASE_LOCK(?)", "mutexfx_bench_i_"+id)},
+		{name: "bare pair + NEXTVAL: SELECT CASE GET_LOCK('x',0) WHEN 1 THEN NEXTVAL(mutexfx_fence) … END", base: "bare GET_LOCK+RELEASE_LOCK, text",
+			op: pair(tc, "SELECT CASE GET_LOCK('mutexfx_bench_n_"+id+"', 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK('mutexfx_bench_n_"+id+"')")},
+		{name: "bare pair + UUID_SHORT(), same shape", base: "bare GET_LOCK+RELEASE_LOCK, text",
+			op: pair(tc, "SELECT CASE GET_LOCK('mutexfx_bench_u_"+id+"', 0) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK('mutexfx_bench_u_"+id+"')")},
 		{name: "mutexfx advisory driver acquire+release (fence: sequence, default)", base: "bare GET_LOCK+RELEASE_LOCK, text", goal: 1.2,
 			op: driverPair(adv, key+":adv")},
 		{name: "mutexfx advisory driver, fence: uuid_short", base: "bare GET_LOCK+RELEASE_LOCK, text", goal: 1.2,
@@ -186,8 +191,12 @@ ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), e
 			}
 		}
 	}
+	// Each round runs the rows in a new random order: a row's cost depends
+	// on what ran just before it (a commit's fsync, another connection),
+	// and a fixed order would favour some rows over others.
 	for range *n {
-		for _, r := range rows {
+		for _, i := range mrand.Perm(len(rows)) {
+			r := rows[i]
 			start := time.Now()
 			if err := r.op(ctx); err != nil {
 				return nil, fmt.Errorf("%s: %w", r.name, err)

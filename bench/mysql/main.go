@@ -4,9 +4,9 @@
 //	cd bench && go run ./mysql [-dsn root@tcp(127.0.0.1:3306)/test] [-n 2000] [-only latency,handoff,renewal]
 //
 // Latencies are measured on one pinned connection (bare statements) or
-// through the driver and the component, interleaved round by round so that
-// the machine's noise hits every row alike; the table reports medians and
-// ratios. Then: hand-off between 8 contending workers holding 1 ms (in one
+// through the driver and the component, interleaved round by round (in a
+// new random order each round) so that the machine's noise hits every row
+// alike; the table reports medians and ratios. Then: hand-off between 8 contending workers holding 1 ms (in one
 // process and in 8 processes), and the renewal of 10,000 table-mode locks.
 package main
 

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
+
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
@@ -20,6 +22,7 @@ type advisory struct {
 
 	mu   sync.Mutex
 	held map[string]*heldLock // by key
+	idle []idleConn           // connections kept between acquisitions, most recent last
 
 	monitorOnce sync.Once
 	monitorWG   sync.WaitGroup
@@ -72,7 +75,7 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 	}
 	waitMS := wait.Milliseconds()
 
-	conn, err := d.db.Conn(ctx)
+	conn, cached, err := a.getConn(ctx)
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
@@ -87,6 +90,16 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 	case FenceSequence, FenceUUIDShort:
 		var f sql.Null[uint64]
 		err = conn.QueryRowContext(ctx, q, args...).Scan(&f, &connID)
+		if cached && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
+			// A kept connection died while idle (whatever it may have
+			// taken ended with its session): once more on one from the
+			// pool.
+			discard(conn)
+			if conn, err = d.db.Conn(ctx); err != nil {
+				return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
+			}
+			err = conn.QueryRowContext(ctx, q, args...).Scan(&f, &connID)
+		}
 		if err == nil && !f.Valid {
 			err = errors.New("GET_LOCK returned NULL")
 		}
@@ -113,7 +126,7 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
 	if fence == 0 {
-		conn.Close() // back to the pool: it holds nothing
+		a.putConn(conn) // it holds nothing
 		return drivers.AcquireResult{}, nil
 	}
 	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: fence, connID: connID, conn: conn}
@@ -183,7 +196,7 @@ func (a *advisory) release(ctx context.Context, key, token string) (bool, error)
 		discard(h.conn)
 		return false, nil
 	}
-	h.conn.Close()
+	a.putConn(h.conn)
 	a.d.emit(drivers.Event{Kind: drivers.Released, Key: key})
 	return true, nil
 }
@@ -246,7 +259,12 @@ func (a *advisory) close() {
 		hs = append(hs, h)
 	}
 	clear(a.held)
+	idle := a.idle
+	a.idle = nil
 	a.mu.Unlock()
+	for _, c := range idle {
+		c.conn.Close()
+	}
 	for _, h := range hs {
 		h.mu.Lock()
 		if !h.done {
@@ -254,6 +272,61 @@ func (a *advisory) close() {
 			discard(h.conn)
 		}
 		h.mu.Unlock()
+	}
+}
+
+// idleConn is a connection kept for the next acquisition.
+type idleConn struct {
+	conn *sql.Conn
+	at   time.Time
+}
+
+// Connections kept between acquisitions, instead of a round through the
+// pool, whose liveness check (a read system call at every hand-out) costs
+// about 4% of an acquire+release pair: at most keepConns, each for at most
+// keepFor, then back to the pool. A kept connection found dead is replaced
+// by one from the pool.
+const (
+	keepConns = 2
+	keepFor   = time.Second
+)
+
+// getConn returns the most recently kept connection (cached) or one from
+// the pool.
+func (a *advisory) getConn(ctx context.Context) (conn *sql.Conn, cached bool, err error) {
+	var stale []*sql.Conn
+	a.mu.Lock()
+	for len(a.idle) > 0 && conn == nil {
+		c := a.idle[len(a.idle)-1]
+		a.idle = a.idle[:len(a.idle)-1]
+		if time.Since(c.at) < keepFor {
+			conn = c.conn
+		} else {
+			stale = append(stale, c.conn)
+		}
+	}
+	a.mu.Unlock()
+	for _, c := range stale {
+		c.Close()
+	}
+	if conn != nil {
+		return conn, true, nil
+	}
+	conn, err = a.d.db.Conn(ctx)
+	return conn, false, err
+}
+
+// putConn keeps conn, which holds no lock, for the next acquisition, or
+// returns it to the pool.
+func (a *advisory) putConn(conn *sql.Conn) {
+	a.mu.Lock()
+	if len(a.idle) < keepConns && !a.d.isClosed() {
+		a.idle = append(a.idle, idleConn{conn, time.Now()})
+		conn = nil
+	}
+	a.mu.Unlock()
+	if conn != nil {
+		conn.Close()
 	}
 }
 

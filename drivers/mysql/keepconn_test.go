@@ -1,0 +1,49 @@
+package mysql
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// TestAdvisoryKeptConnection: advisory mode keeps a released lock's
+// connection for the next acquisition; one killed while kept is replaced
+// by a connection from the pool, and the acquisition succeeds.
+func TestAdvisoryKeptConnection(t *testing.T) {
+	ctx := ctxT(t)
+	d := openDriver(t, Options{DSN: testutil.MySQLDSN()})
+	admin := openDB(t, testutil.MySQLDSN())
+	key := "mysqltest:" + runID + ":kept"
+	acquire := func() (connID int64) {
+		t.Helper()
+		tok := token()
+		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})
+		if err != nil || !res.Acquired {
+			t.Fatalf("Acquire = %+v, %v", res, err)
+		}
+		connID = d.adv.get(key, tok).connID
+		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		return connID
+	}
+	first := acquire()
+	if again := acquire(); again != first {
+		t.Fatalf("second acquisition on connection %d, want the kept %d", again, first)
+	}
+	if _, err := admin.ExecContext(ctx, "KILL ?", first); err != nil {
+		t.Fatal(err)
+	}
+	// The server closes the killed session's socket; the kept connection
+	// then fails its next statement without sending it.
+	waitFor(t, 5*time.Second, "the killed session to end", func() bool {
+		var n int
+		err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", first).Scan(&n)
+		return err == nil && n == 0
+	})
+	if third := acquire(); third == first {
+		t.Fatalf("acquired on the killed connection %d", first)
+	}
+}
