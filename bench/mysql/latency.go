@@ -63,16 +63,32 @@ func latencies() ([]*row, error) {
 		return nil, err
 	}
 	defer prep.Close()
-	tc, err := text.Conn(ctx)
+	// Each bare row has a pinned connection of its own, used by nothing
+	// else: a connection another row has just used is answered faster (the
+	// server's thread for it is still running), which would favour it.
+	var conns []*sql.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	own := func(db *sql.DB) (*sql.Conn, error) {
+		c, err := db.Conn(ctx)
+		if err == nil {
+			conns = append(conns, c)
+		}
+		return c, err
+	}
+	var tcs [8]*sql.Conn
+	for i := range tcs {
+		if tcs[i], err = own(text); err != nil {
+			return nil, err
+		}
+	}
+	pc, err := own(prep)
 	if err != nil {
 		return nil, err
 	}
-	defer tc.Close()
-	pc, err := prep.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer pc.Close()
 
 	const bareTable = "mutexfx_bench_bare"
 	if _, err := text.Exec(`CREATE TABLE IF NOT EXISTS ` + bareTable + ` (name_hash BINARY(32) NOT NULL PRIMARY KEY,
@@ -149,34 +165,34 @@ ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), e
 	rows := []*row{
 		{name: "SELECT 1 (text protocol)", op: func(ctx context.Context) error {
 			var one int
-			return tc.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+			return tcs[0].QueryRowContext(ctx, "SELECT 1").Scan(&one)
 		}},
 		{name: "bare GET_LOCK+RELEASE_LOCK, text", base: "SELECT 1 (text protocol)",
-			op: pair(tc, "SELECT GET_LOCK('mutexfx_bench_"+id+"', 0)", "SELECT RELEASE_LOCK('mutexfx_bench_"+id+"')")},
+			op: pair(tcs[1], "SELECT GET_LOCK('mutexfx_bench_"+id+"', 0)", "SELECT RELEASE_LOCK('mutexfx_bench_"+id+"')")},
 		{name: "bare GET_LOCK+RELEASE_LOCK, prepared args", base: "bare GET_LOCK+RELEASE_LOCK, text",
 			op: pair(pc, "SELECT GET_LOCK(?, 0)", "SELECT RELEASE_LOCK(?)", "mutexfx_bench_p_"+id)},
 		{name: "bare GET_LOCK+RELEASE_LOCK, interpolated args", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: pair(tc, "SELECT GET_LOCK(?, 0)", "SELECT RELEASE_LOCK(?)", "mutexfx_bench_i_"+id)},
+			op: pair(tcs[2], "SELECT GET_LOCK(?, 0)", "SELECT RELEASE_LOCK(?)", "mutexfx_bench_i_"+id)},
 		{name: "bare pair + NEXTVAL: SELECT CASE GET_LOCK('x',0) WHEN 1 THEN NEXTVAL(mutexfx_fence) … END", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: pair(tc, "SELECT CASE GET_LOCK('mutexfx_bench_n_"+id+"', 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK('mutexfx_bench_n_"+id+"')")},
+			op: pair(tcs[3], "SELECT CASE GET_LOCK('mutexfx_bench_n_"+id+"', 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK('mutexfx_bench_n_"+id+"')")},
 		{name: "bare pair + UUID_SHORT(), same shape", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: pair(tc, "SELECT CASE GET_LOCK('mutexfx_bench_u_"+id+"', 0) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK('mutexfx_bench_u_"+id+"')")},
+			op: pair(tcs[4], "SELECT CASE GET_LOCK('mutexfx_bench_u_"+id+"', 0) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK('mutexfx_bench_u_"+id+"')")},
 		{name: "mutexfx advisory driver acquire+release (fence: sequence, default)", base: "bare GET_LOCK+RELEASE_LOCK, text", goal: 1.2,
 			op: driverPair(adv, key+":adv")},
 		{name: "mutexfx advisory driver, fence: uuid_short", base: "bare GET_LOCK+RELEASE_LOCK, text", goal: 1.2,
 			op: driverPair(advU, key+":advu")},
 		{name: "its SQL on a pinned conn (sequence fence, GET_LOCK(?, 0))", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: pair(tc, "SELECT CASE GET_LOCK(?, 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql"))},
+			op: pair(tcs[5], "SELECT CASE GET_LOCK(?, 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql"))},
 		{name: "same, earlier shape GET_LOCK(?, ? / 1000)", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: pair(tc, "SELECT CASE GET_LOCK(?, 0 / 1000) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql0"))},
+			op: pair(tcs[6], "SELECT CASE GET_LOCK(?, 0 / 1000) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql0"))},
 		{name: "mutexfx advisory component TryAcquire+Release", base: "bare GET_LOCK+RELEASE_LOCK, text",
 			op: componentPair(advM, id+":advc")},
 		{name: "bare upsert-if-expired + DELETE", base: "SELECT 1 (text protocol)", op: func(ctx context.Context) error {
 			tok := rand.Text()
-			if _, err := tc.ExecContext(ctx, upsert, h[:], tok, key); err != nil {
+			if _, err := tcs[7].ExecContext(ctx, upsert, h[:], tok, key); err != nil {
 				return err
 			}
-			_, err := tc.ExecContext(ctx, `DELETE FROM `+bareTable+` WHERE name_hash = ? AND token = ?`, h[:], tok)
+			_, err := tcs[7].ExecContext(ctx, `DELETE FROM `+bareTable+` WHERE name_hash = ? AND token = ?`, h[:], tok)
 			return err
 		}},
 		{name: "mutexfx table driver acquire+release", base: "bare upsert-if-expired + DELETE", goal: 1.2,
