@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -109,4 +110,50 @@ func crashFences(t *testing.T, opts Options, serverSync string) {
 		t.Fatalf("fence %d after the crash; want > %d, the last before it", after, lastFence)
 	}
 	t.Logf("fence %d after the crash", after)
+}
+
+// TestBootMarker empties the boot marker as a crash would (on the shared
+// server, a table of its own): connections that already ran the check go
+// on from the sequence's value, a new connection puts the row back and
+// moves the sequence 2^32 ahead, once.
+func TestBootMarker(t *testing.T) {
+	ctx := ctxT(t)
+	opts := Options{Mode: ModeTable, Table: "mutexfx_locks_boottest", MaxConns: 1}
+	a := shared(t, opts)
+	take := func(d *Driver) uint64 {
+		t.Helper()
+		tok := fmt.Sprint(time.Now().UnixNano())
+		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "boot", Token: tok, TTL: time.Minute})
+		if err != nil || !res.Acquired {
+			t.Fatalf("Acquire = %+v, %v", res, err)
+		}
+		if ok, err := d.Release(ctx, "boot", tok); err != nil || !ok {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		return res.Fence
+	}
+	f1 := take(a)
+	err := a.run(ctx, func(q querier) error {
+		_, err := q.Exec(ctx, "DELETE FROM "+a.names.boot)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f2 := take(a); f2 <= f1 || f2 >= f1+bootGap {
+		t.Fatalf("fence %d on a checked connection after %d; want no jump", f2, f1)
+	}
+	f3 := take(shared(t, opts)) // a new connection
+	if f3 < f1+bootGap {
+		t.Fatalf("fence %d on a new connection after %d; want a jump of 2^32", f3, f1)
+	}
+	if f4 := take(shared(t, opts)); f4 <= f3 || f4 >= f3+bootGap {
+		t.Fatalf("fence %d on another new connection after %d; want one jump only", f4, f3)
+	}
+	var rows int
+	if err := a.run(ctx, func(q querier) error {
+		return q.QueryRow(ctx, "SELECT count(*) FROM "+a.names.boot).Scan(&rows)
+	}); err != nil || rows != 1 {
+		t.Fatalf("boot marker rows = %d, %v; want 1", rows, err)
+	}
 }

@@ -64,6 +64,9 @@ func (d *Driver) dial(ctx context.Context, waiter bool) (*session, error) {
 		return nil, err
 	}
 	if err := d.bootCheck(ctx, conn.PgConn()); err != nil {
+		if sqlState(err) == "42P01" {
+			d.schemaLost() // the next dial creates the marker again
+		}
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
