@@ -32,7 +32,7 @@ type Driver struct {
 	ownDB bool
 	s     settings
 
-	id         []byte // random: this driver in table-mode reservations
+	id         []byte // random: this driver in table-mode waiter queues
 	takeSQL    string // table mode's short acquire statement
 	acquireSQL string // table mode's queueing acquire statement
 

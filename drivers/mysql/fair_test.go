@@ -29,7 +29,7 @@ func TestTableReservation(t *testing.T) {
 		{"releaser yields to the waiter", liveness, []step{
 			{"a", "acquire", true}, {"b", "acquire", false}, {"a", "release", false},
 			{"a", "acquire", false}, {"b", "acquire", true},
-			// b took it through its reservation: b may not retake it at
+			// b took it as the head of the queue: b may not retake it at
 			// once either, a (waiting) may
 			{"b", "release", false}, {"b", "acquire", false}, {"a", "acquire", true}, {"a", "release", false},
 		}},
@@ -69,7 +69,7 @@ func TestTableReservation(t *testing.T) {
 						t.Fatalf("step %d: %s release = %v, %v", i, s.who, ok, err)
 					}
 				case "pause":
-					time.Sleep(liveness + 50*time.Millisecond) // the reservation's liveness is the thing tested
+					time.Sleep(liveness + 50*time.Millisecond) // the queue entry's liveness is the thing tested
 				}
 			}
 		})
@@ -130,7 +130,7 @@ func TestTableFairHandoff(t *testing.T) {
 }
 
 // TestTableMigration: a lock table created by an earlier version (without
-// the reservation columns) gets them and works.
+// the fair hand-off columns) gets them and works.
 func TestTableMigration(t *testing.T) {
 	ctx := ctxT(t)
 	db := openDB(t, testutil.MySQLDSN())

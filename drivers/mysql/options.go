@@ -102,19 +102,22 @@ type Options struct {
 	ProbeInterval time.Duration `koanf:"probe_interval"`
 	// PollInterval is how often table mode checks, in one query, whether
 	// the keys its waiters found held became free, to wake them at once
-	// (only while a component is subscribed and someone waits); every
-	// PollInterval/10 (at least 1ms) for the keys whose reservation this
-	// driver holds or may claim (see WaiterLiveness). Default 10ms.
+	// (only while a component is subscribed and someone waits). A driver
+	// queued for a key (see WaiterLiveness) polls it faster the nearer it
+	// is to the head: every 2 × place × PollInterval/10 (at least 1ms), at
+	// most PollInterval; at the head its own attempts poll, every
+	// PollInterval/10 (at least 1ms; the component adds 1ms). Default 10ms.
 	PollInterval time.Duration `koanf:"poll_interval"`
 	// WaiterLiveness turns on fair hand-off in table mode and is how long
-	// a waiter keeps its reserved turn without asking again. A failed
-	// acquisition reserves the lock for the longest-waiting driver (one
-	// reservation per key, in the lock's row); while it is live, a free
-	// lock can be taken only by that driver (or an older waiter), so a
-	// process that releases and asks again at once does not overtake the
-	// waiters of other processes. A waiter asks again every WaiterLiveness/4
-	// while reserved; one that crashed or gave up delays the others by at
-	// most WaiterLiveness. Negative turns fair hand-off off. Default 100ms.
+	// a waiter keeps its place without asking again. Each lock's row holds
+	// a FIFO queue of the drivers whose attempts failed; a free lock can be
+	// taken only by the first live one (or by anyone when nobody live is
+	// queued), so a process that releases and asks again at once goes to
+	// the end instead of overtaking the waiters of other processes. A
+	// waiter's entry is stamped again (one small write) WaiterLiveness/2
+	// after its last stamp; one that crashed or gave up delays the others
+	// by at most WaiterLiveness, once it is at the head. Negative turns
+	// fair hand-off off. Default 100ms.
 	WaiterLiveness time.Duration `koanf:"waiter_liveness"`
 	// RenewBatch is the most leases renewed by one statement in table
 	// mode (and probed by one query in advisory mode). Default 1000.
