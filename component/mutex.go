@@ -48,7 +48,7 @@ type Mutex struct {
 	queues   map[string]*queue
 	held     map[string]*Lock
 	seq      uint64
-	kick     chan struct{}
+	timer    *time.Timer // wakes the scheduler at nextWake
 	stop     chan struct{}
 	nextWake time.Time // when the scheduler looks next
 }
@@ -70,7 +70,7 @@ func New(opts Options) (*Mutex, error) {
 		log:    opts.Logger.With(zap.String("store", opts.Name)),
 		queues: map[string]*queue{},
 		held:   map[string]*Lock{},
-		kick:   make(chan struct{}, 1),
+		timer:  time.NewTimer(time.Hour),
 		stop:   make(chan struct{}),
 	}
 	m.renewer, _ = opts.Driver.(drivers.Renewer)
@@ -379,11 +379,12 @@ func (m *Mutex) renewed(l *Lock, start time.Time) {
 	l.expiry = start.Add(l.ttl - drift(l.ttl))
 	l.due = start.Add(l.ttl / 3)
 	if l.due.Before(m.nextWake) {
-		// The scheduler sleeps past this lock's renewal: wake it.
-		select {
-		case m.kick <- struct{}{}:
-		default:
-		}
+		// The scheduler sleeps past this lock's renewal: bring its timer
+		// forward. Only the timer: waking the goroutine at every
+		// acquisition would cost a thread wake-up each time while no
+		// other lock is held.
+		m.nextWake = l.due
+		m.timer.Reset(time.Until(l.due))
 	}
 }
 

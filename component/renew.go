@@ -15,8 +15,7 @@ import (
 // in time — even when the store never answers, since the renewal calls run
 // in their own goroutine, one batch at a time.
 func (m *Mutex) schedule() {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	defer m.timer.Stop()
 	done := make(chan struct{}, 1)
 	inflight := false
 	for {
@@ -55,13 +54,14 @@ func (m *Mutex) schedule() {
 			inflight = true
 			m.wg.Go(func() { m.renew(batch, done) })
 		}
+		// Set under m.mu: renewed brings the timer forward, under m.mu
+		// too, when a lock is due earlier.
 		m.nextWake = next
+		m.timer.Reset(time.Until(next))
 		m.mu.Unlock()
 
-		timer.Reset(time.Until(next))
 		select {
-		case <-timer.C:
-		case <-m.kick:
+		case <-m.timer.C:
 		case <-done:
 			inflight = false
 		case <-m.stop:

@@ -1,0 +1,50 @@
+package component
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers/memory"
+)
+
+// TestShortLockWhileSchedulerSleeps: once the scheduler sleeps until a 1 h
+// lock's first renewal (20 min away), a lock with a short ttl must bring
+// that wake-up forward and be renewed, not lost.
+func TestShortLockWhileSchedulerSleeps(t *testing.T) {
+	m, err := New(Options{Driver: memory.New(), TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	ctx := context.Background()
+	long, err := m.Acquire(ctx, "long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler's state has no signal: poll it.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		m.mu.Lock()
+		asleep := time.Until(m.nextWake) > 10*time.Minute
+		m.mu.Unlock()
+		if asleep {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the scheduler never planned the long lock's renewal")
+		}
+	}
+	const ttl = 100 * time.Millisecond
+	short, err := m.Acquire(ctx, "short", WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-short.Done():
+		t.Fatalf("short lock lost: %v", short.Err())
+	case <-time.After(4 * ttl): // the property: it outlives its ttl, renewed
+	}
+	if !short.Held() || !long.Held() {
+		t.Fatalf("held: short %v, long %v", short.Held(), long.Held())
+	}
+}
