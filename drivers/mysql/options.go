@@ -106,7 +106,7 @@ type Options struct {
 	// queued for a key (see WaiterLiveness) polls it faster the nearer it
 	// is to the head: every 2 × place × PollInterval/10 (at least 1ms), at
 	// most PollInterval; at the head its own attempts poll, every
-	// PollInterval/10 (at least 1ms; the component adds 1ms). Default 10ms.
+	// PollInterval/10 (at least 1ms). Default 10ms.
 	PollInterval time.Duration `koanf:"poll_interval"`
 	// WaiterLiveness turns on fair hand-off in table mode and is how long
 	// a waiter keeps its place without asking again. Each lock's row holds

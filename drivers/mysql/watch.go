@@ -63,8 +63,8 @@ func (w *watcher) failed(key string, stamped bool) (retry time.Duration) {
 	if stamped {
 		in.stamped = now
 	}
-	if in.pos == 0 {
-		retry = time.Microsecond // the component adds a millisecond
+	if in.pos == 0 { // the component waits this plus a millisecond
+		retry = max(w.d.s.fastPoll()-time.Millisecond, time.Microsecond)
 	}
 	if len(w.keys) > 1024 { // unsubscribed drivers have no poller pruning
 		for k, in := range w.keys {
