@@ -137,60 +137,6 @@ func TestReleasePassesTheLock(t *testing.T) {
 	}
 }
 
-// TestReleaseToOwnWaiter: a release that hands the lock to a waiting call
-// of the releasing driver itself answers with the hand-off, and the driver
-// gives that call the lock when Release returns (not only when its message
-// comes back through the subscription); handed to another driver's waiter,
-// the script answers 1.
-func TestReleaseToOwnWaiter(t *testing.T) {
-	ch := "redistest:" + t.Name()
-	d, e := standalone(t, Options{Channel: ch}), standalone(t, Options{Channel: ch})
-	ctx := t.Context()
-	key := "redistest:" + t.Name() + strconv.FormatInt(time.Now().UnixNano(), 10)
-	defer d.Client().Del(context.Background(), fenceKey(key))
-	req := func(tok string) drivers.AcquireRequest {
-		return drivers.AcquireRequest{Key: key, Token: tok, TTL: 5 * time.Second}
-	}
-	if res, err := d.Acquire(ctx, req("h")); err != nil || !res.Acquired {
-		t.Fatalf("h: %+v, %v", res, err)
-	}
-	w := d.watch(key, "w")
-	defer d.unwatch(key, w)
-	if res, err := d.acquireOnce(ctx, req("w"), true); err != nil || res.Acquired {
-		t.Fatalf("w queued: %+v, %v", res, err)
-	}
-	waitFor(t, "d subscribed", func() bool { return numSub(t, d, d.channel()) == 1 })
-	if ok, err := d.Release(ctx, key, "h"); err != nil || !ok {
-		t.Fatalf("release: %v, %v", ok, err)
-	}
-	f := d.granted(w)
-	if f == 0 {
-		t.Fatal("the waiting call holds no lock when the release that handed it over returned")
-	}
-	if info, ok, err := d.Inspect(ctx, key); err != nil || !ok || info.Token != "w" || info.Fence != f {
-		t.Fatalf("after the release: %+v, %v, %v; want held by w with fence %d", info, ok, err, f)
-	}
-
-	we := e.watch(key, "x")
-	defer e.unwatch(key, we)
-	if res, err := e.acquireOnce(ctx, req("x"), true); err != nil || res.Acquired {
-		t.Fatalf("x queued: %+v, %v", res, err)
-	}
-	waitFor(t, "e subscribed", func() bool { return numSub(t, d, e.channel()) == 1 })
-	tg := tag(key)
-	v, err := d.run(ctx, releaseScript, []string{tg, tg + fenceSuffix, tg + queueSuffix, tg + liveSuffix},
-		"w", ch+":", key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL), d.id)
-	if n, ok := v.(int64); err != nil || !ok || n != 1 {
-		t.Fatalf("release handing over to another driver = %#v, %v; want 1", v, err)
-	}
-	if info, ok, err := d.Inspect(ctx, key); err != nil || !ok || info.Token != "x" || info.Fence != f+1 {
-		t.Fatalf("after the second release: %+v, %v, %v; want held by x with fence %d", info, ok, err, f+1)
-	}
-	if ok, err := e.Release(ctx, key, "x"); err != nil || !ok {
-		t.Fatalf("x release: %v, %v", ok, err)
-	}
-}
-
 // TestNoHandOffToGoneWaiters: a release hands the lock only to a waiter
 // still waiting. One whose wait ended (time up, ctx cancelled) unregistered
 // its token, and one whose process is gone has no subscription: the lock

@@ -78,19 +78,13 @@ func (d *Driver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, qu
 
 // Release deletes key if token holds it, in one round trip. When waiters
 // are queued for key, the same script passes the lock on to the first live
-// one (see queueLua); when that one is a waiting call of this driver, it
-// is handed the lock here, on the reply (its message still follows, and
-// changes nothing).
+// one (see queueLua).
 func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 	t := tag(key)
 	v, err := d.run(ctx, releaseScript, []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix},
-		token, d.set.channel+":", key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL), d.id)
+		token, d.set.channel+":", key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL))
 	if err != nil {
 		return false, fmt.Errorf("redis: release: %w", err)
-	}
-	if msg, ok := v.(string); ok {
-		d.message(msg)
-		return true, nil
 	}
 	n, _ := v.(int64)
 	return n == 1, nil

@@ -79,9 +79,7 @@ local function pass(lock, fkey, queue, seen, prefix, key, live, fttl)
     redis.call('SET', lock, tok, 'PX', ttl)
     forget(queue, seen, h)
     local f = fence(fkey, math.max(fttl, tonumber(ttl)))
-    local msg = 'g' .. string.format('%d', f) .. ',' .. #tok .. ',' .. tok .. key
-    redis.call('PUBLISH', ch, msg)
-    return h, msg
+    redis.call('PUBLISH', ch, 'g' .. string.format('%d', f) .. ',' .. #tok .. ',' .. tok .. key)
   else
     redis.call('PUBLISH', ch, 'w' .. key)
   end
@@ -150,22 +148,16 @@ return {0, redis.call('PTTL', KEYS[1])}
 
 // releaseScript deletes the lock if token holds it and returns 1, else 0.
 // An uncontended release does nothing more; when waiters are queued, the
-// lock is passed on (see queueLua). When it is handed to a waiter of the
-// releasing driver itself (ARGV[6]), the script returns the hand-off
-// message instead of 1, so that the driver wakes that waiter on the reply
-// rather than on the message's trip through its subscription.
+// lock is passed on (see queueLua).
 //
 //	KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue, KEYS[4] queue hash
 //	ARGV[1] token, ARGV[2] channel prefix (the waiter id is appended),
-//	ARGV[3] the component's key, ARGV[4] waiter liveness (ms), ARGV[5] counter ttl (ms),
-//	ARGV[6] the releasing driver's waiter id
+//	ARGV[3] the component's key, ARGV[4] waiter liveness (ms), ARGV[5] counter ttl (ms)
 var releaseScript = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 if redis.call('EXISTS', KEYS[3]) == 0 then return 1 end
-` + queueLua + `
-local h, msg = pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
-if h == ARGV[6] then return msg end
+` + queueLua + passLua + `
 return 1
 `)
 
