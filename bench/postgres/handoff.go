@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,11 +19,19 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/postgres"
 )
 
+// turn is one acquisition of a hand-off run: how long it waited, and when
+// (Unix ns, comparable across processes) it got the lock and its release
+// started and returned.
+type turn struct {
+	wait                  time.Duration
+	got, relStart, relEnd int64
+}
+
 // handoffWorkers runs workers goroutines on m taking name in turn, holding
-// it 1 ms, and returns their waits.
-func handoffWorkers(ctx context.Context, m *component.Mutex, name string, workers, each int) []time.Duration {
+// it 1 ms, and returns their turns.
+func handoffWorkers(ctx context.Context, m *component.Mutex, name string, workers, each int) []turn {
 	var mu sync.Mutex
-	var waits []time.Duration
+	var turns []turn
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -31,17 +41,36 @@ func handoffWorkers(ctx context.Context, m *component.Mutex, name string, worker
 				if err != nil {
 					panic(err)
 				}
-				w := time.Since(start)
+				got := time.Now()
 				time.Sleep(time.Millisecond)
+				relStart := time.Now()
 				must(l.Release(ctx))
+				t := turn{got.Sub(start), got.UnixNano(), relStart.UnixNano(), time.Now().UnixNano()}
 				mu.Lock()
-				waits = append(waits, w)
+				turns = append(turns, t)
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return waits
+	return turns
+}
+
+// phases splits turns into their waits and, in the order the lock was
+// held, the holds (lock got → release started), the releases (release
+// started → returned) and the hand-offs (release started → the next holder
+// got the lock).
+func phases(turns []turn) (waits, holds, releases, handoffs []time.Duration) {
+	slices.SortFunc(turns, func(a, b turn) int { return cmp.Compare(a.got, b.got) })
+	for i, t := range turns {
+		waits = append(waits, t.wait)
+		holds = append(holds, time.Duration(t.relStart-t.got))
+		releases = append(releases, time.Duration(t.relEnd-t.relStart))
+		if i > 0 {
+			handoffs = append(handoffs, time.Duration(t.got-turns[i-1].relStart))
+		}
+	}
+	return waits, holds, releases, handoffs
 }
 
 // warm makes the measured hand-offs start with their connections open: a
@@ -91,15 +120,14 @@ func childWorker(ctx context.Context, mode string) {
 	// wait for the go signal so that every process contends from the start
 	fmt.Println("ready")
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	waits := handoffWorkers(ctx, m, "handoff-8p-"+mode, 1, *handoff)
-	for _, w := range waits {
-		fmt.Println(int64(w))
+	for _, t := range handoffWorkers(ctx, m, "handoff-8p-"+mode, 1, *handoff) {
+		fmt.Println(int64(t.wait), t.got, t.relStart, t.relEnd)
 	}
 	_ = m.Close(ctx)
 	_ = d.Close(ctx)
 }
 
-func handoffProcesses(mode string) []time.Duration {
+func handoffProcesses(mode string) []turn {
 	exe := must(os.Executable())
 	type proc struct {
 		cmd *exec.Cmd
@@ -122,14 +150,16 @@ func handoffProcesses(mode string) []time.Duration {
 	for _, p := range procs {
 		_ = p.in.Close() // go
 	}
-	var waits []time.Duration
+	var turns []turn
 	for _, p := range procs {
 		for p.out.Scan() {
-			v, err := strconv.ParseInt(strings.TrimSpace(p.out.Text()), 10, 64)
-			must(0, err)
-			waits = append(waits, time.Duration(v))
+			var v [4]int64
+			for i, f := range strings.Fields(p.out.Text()) {
+				v[i] = must(strconv.ParseInt(f, 10, 64))
+			}
+			turns = append(turns, turn{time.Duration(v[0]), v[1], v[2], v[3]})
 		}
 		must(0, p.cmd.Wait())
 	}
-	return waits
+	return turns
 }

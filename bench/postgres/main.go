@@ -29,10 +29,13 @@ import (
 )
 
 var (
-	dsn     = flag.String("dsn", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL")
-	n       = flag.Int("n", 2000, "iterations of each pair benchmark")
-	handoff = flag.Int("handoff", 60, "acquisitions per hand-off worker")
-	child   = flag.String("child", "", "internal: run as a hand-off worker process in this mode")
+	dsn          = flag.String("dsn", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL")
+	n            = flag.Int("n", 2000, "iterations of each pair benchmark")
+	handoff      = flag.Int("handoff", 60, "acquisitions per hand-off worker")
+	handoffModes = flag.String("handoff-modes", "advisory,table", "the modes whose hand-off is measured (comma-separated; empty: none)")
+	pairs        = flag.Bool("pairs", true, "measure the acquire+release pairs and the renewal")
+	showPhases   = flag.Bool("phases", false, "print the phases of the hand-off turns: hold, release, hand-off")
+	child        = flag.String("child", "", "internal: run as a hand-off worker process in this mode")
 )
 
 func main() {
@@ -46,15 +49,20 @@ func main() {
 	fmt.Println("|---|---|---|---|---|")
 	// The hand-off phases run first, on a quiet server and process: run
 	// after the pair phase they measured its aftermath (p99 up by ~50%).
-	for _, mode := range []string{postgres.ModeAdvisory, postgres.ModeTable} {
+	for _, mode := range strings.Split(*handoffModes, ",") {
+		if mode == "" {
+			continue
+		}
 		d := newDriver(postgres.Options{URL: *dsn, Mode: mode, Table: "mutexfx_bench_logged"})
 		m := newMutex(d, 5*time.Second)
 		warm(ctx, d, m)
-		waits := handoffWorkers(ctx, m, "handoff-1p-"+mode, 8, *handoff)
-		row("hand-off wait, 8 workers, 1 process, 1 ms hold ("+mode+")", waits, nil, "")
+		handoffRows("8 workers, 1 process, 1 ms hold ("+mode+")", handoffWorkers(ctx, m, "handoff-1p-"+mode, 8, *handoff))
 		_ = m.Close(ctx)
 		_ = d.Close(ctx)
-		row("hand-off wait, 8 processes, 1 ms hold ("+mode+")", handoffProcesses(mode), nil, "")
+		handoffRows("8 processes, 1 ms hold ("+mode+")", handoffProcesses(mode))
+	}
+	if !*pairs {
+		return
 	}
 	// Every pair benchmark gets its own connection or driver; they are
 	// measured interleaved, in rounds of 10 pairs each, so that the noise of
@@ -327,6 +335,18 @@ func newDriver(o postgres.Options) *postgres.Driver { return must(postgres.New(o
 
 func newMutex(d drivers.Driver, ttl time.Duration) *component.Mutex {
 	return must(component.New(component.Options{Driver: d, Prefix: "bench:", TTL: ttl, RetryDelay: 5 * time.Millisecond}))
+}
+
+// handoffRows prints the waits of a hand-off run and, when -phases is set,
+// the phases of its turns.
+func handoffRows(label string, turns []turn) {
+	waits, holds, releases, handoffs := phases(turns)
+	row("hand-off wait, "+label, waits, nil, "")
+	if *showPhases {
+		row("  hold (1 ms sleep), "+label, holds, nil, "")
+		row("  release, "+label, releases, nil, "")
+		row("  release started → next holder has it, "+label, handoffs, nil, "")
+	}
 }
 
 // row prints a result line, with the p50 ratio against base when given and

@@ -31,6 +31,17 @@ const bootGap = 1 << 32
 // 8000 bytes and more); longer keys are released without a wake-up.
 const maxPayload = 7999
 
+// driverChannel is the prefix of a driver's own NOTIFY channel (followed by
+// its id): a table release notifies there the driver first in the row's
+// queue, so that its listener alone wakes, not every listener of the
+// database. Releases without a live queued driver, and advisory ones,
+// notify the shared channel.
+const driverChannel = "mutexfx_"
+
+// ownChannel is the channel a driver with this id listens on for the
+// releases it is next for.
+func ownChannel(id string) string { return driverChannel + id }
+
 // buildStatements builds the statements for n and o. With txnSync, the
 // table statements set o.SynchronousCommit for their own transaction
 // (set_config(…, true)): the form for a pool the application gave, whose
@@ -56,8 +67,12 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 	}
 	seq := strings.ReplaceAll(n.sequence, "'", "''") // never contains one: validated
 	nextval := fmt.Sprintf("nextval('%s')", seq)
-	notify := fmt.Sprintf("CASE WHEN octet_length($%%d) BETWEEN 1 AND %d THEN pg_notify('%s', $%%d) END",
-		maxPayload, strings.Trim(n.channel, `"`))
+	// notify(k, head): the NOTIFY of a release of the key in parameter k,
+	// on the channel of the driver head names (NULL: the shared channel)
+	notify := func(k int, head string) string {
+		return fmt.Sprintf("CASE WHEN octet_length($%d) BETWEEN 1 AND %d THEN pg_notify(coalesce('%s' || %s, '%s'), $%d) END",
+			k, maxPayload, driverChannel, head, strings.Trim(n.channel, `"`), k)
+	}
 	// advisory keys as pg_locks shows them: classid is the high half, objid
 	// the low half, objsubid 1 for the one-bigint form.
 	const lockKey = "((classid::bigint << 32) | objid::bigint)"
@@ -92,7 +107,18 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 	fresh := func(a string) string {
 		return "coalesce((" + a + ".queue->$5::text->>1)::float8 > " + nowMS + " - $7::bigint / 4, false)"
 	}
-	write := func(a string) string { return "(" + take(a) + " OR ($6::bool AND NOT " + fresh(a) + "))" }
+	// deferred(a): the acquirer is not queued yet and the row is free, for
+	// a queued driver to take; asked to ($8), it queues only after that
+	// take: writing now could make the taker wait for its commit. An
+	// attempt reports itself deferred, to be retried soon, also when the
+	// statement's snapshot meant to write but the row, once locked, had
+	// changed (released meanwhile: deferred then, or taken).
+	deferred := func(a string) string {
+		return "($8::bool AND " + a + ".expires_at <= now() AND " + a + ".queue->$5::text IS NULL)"
+	}
+	write := func(a string) string {
+		return "(" + take(a) + " OR ($6::bool AND NOT " + fresh(a) + " AND NOT " + deferred(a) + "))"
+	}
 	queued := "l.queue || jsonb_build_object($5::text, jsonb_build_array(" +
 		"CASE WHEN (l.queue->$5::text->>1)::float8 > " + nowMS + " - $7::bigint " +
 		"THEN (l.queue->$5::text->>0)::float8 ELSE " + nowMS + " END, " + nowMS + "))"
@@ -126,7 +152,7 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 			"l AS MATERIALIZED (SELECT pg_advisory_lock($1) FROM t) " +
 			"SELECT " + nextval + " FROM l",
 		unlockNotify: "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock($1) AS ok) " +
-			"SELECT ok, CASE WHEN ok THEN " + fmt.Sprintf(notify, 2, 2) + " END IS NULL FROM u",
+			"SELECT ok, CASE WHEN ok THEN " + notify(2, "NULL") + " END IS NULL FROM u",
 		unlock:   "SELECT pg_advisory_unlock($1)",
 		heldKeys: "SELECT " + lockKey + " " + ownLocks,
 		heldKey:  "SELECT EXISTS (SELECT 1 " + ownLocks + " AND " + lockKey + " = $1)",
@@ -153,16 +179,19 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 			"WHERE " + write("l") + " " +
 			"RETURNING l.token = $3 AS took, l.fence, l.expires_at) " +
 			"SELECT took, CASE WHEN took THEN fence ELSE 0 END, " +
-			"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END FROM ins UNION ALL " +
-			"SELECT false, 0, " + left("expires_at") + " FROM " + n.table +
-			" WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
+			"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END, false FROM ins UNION ALL " +
+			"SELECT false, 0, " + left("expires_at") + ", " + deferred("r") + " OR " + write("r") + " FROM " + n.table +
+			" AS r WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
 		refence: "UPDATE " + n.table + " SET fence = " + nextval + " WHERE id = $1 AND token = $2 RETURNING fence",
 		// notifies only when drivers are queued for the row: every waiting
 		// acquisition is, and an uncontended release then writes no NOTIFY
 		// (which every listening backend of the database has to read)
-		release: "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" +
-			" WHERE id = $1 AND token = $2 AND expires_at > now() " +
-			"RETURNING " + synced + ", CASE WHEN queue <> '{}' THEN " + fmt.Sprintf(notify, 3, 3) + " END IS NULL",
+		// and then only the queue's head when it has a live one ($4: the
+		// liveness of an entry)
+		release: "UPDATE " + n.table + " AS l SET token = '', expires_at = 'epoch'" +
+			" WHERE l.id = $1 AND l.token = $2 AND l.expires_at > now() " +
+			"RETURNING " + synced + ", CASE WHEN l.queue <> '{}' THEN " +
+			notify(3, strings.ReplaceAll(head("l"), "$7", "$4")) + " END IS NULL",
 		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +
 			" FROM s WHERE id = $1 AND token = $2 AND expires_at > now()",
 		renew: "WITH " + s + " UPDATE " + n.table + " AS t SET expires_at = now() + u.ttl * interval '1 millisecond' " +

@@ -115,6 +115,11 @@ func (d *Driver) listenOnce(ctx context.Context) {
 	if _, err := conn.Exec(ctx, "LISTEN "+d.names.channel); err != nil {
 		return
 	}
+	if d.opts.Mode == ModeTable {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ownChannel(d.id)}.Sanitize()); err != nil {
+			return
+		}
+	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

@@ -102,7 +102,20 @@ func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (
 	if req.Wait > 0 {
 		return d.tableAcquireWaiting(ctx, req)
 	}
-	return d.tableAcquireOnce(ctx, req, false, true)
+	res, _, err := d.tableAcquireOnce(ctx, req, attemptOpts{fast: true})
+	return res, err
+}
+
+// attemptOpts are the ways tableAcquireOnce tries.
+type attemptOpts struct {
+	// queue: a failed attempt queues this driver for the row, or proves
+	// its entry alive.
+	queue bool
+	// fast: try tableTake first.
+	fast bool
+	// deferQueue: a driver not queued yet does not queue while the row is
+	// free for a queued driver (tableAcquireOnce then reports deferred).
+	deferQueue bool
 }
 
 // tableTake is the uncontended path: one bare UPDATE takes the row when it
@@ -125,35 +138,34 @@ func (d *Driver) tableTake(ctx context.Context, req drivers.AcquireRequest, ms i
 
 // tableAcquireOnce inserts the row, or takes over a free or expired one
 // when no live waiter queued before this driver, in one statement that
-// returns the fence, or the holder's remaining ttl. With queue, an attempt
-// that fails queues this driver (or proves its entry alive). With fast, it
-// first tries tableTake, which costs about what a bare UPDATE does: an
+// returns the fence, or the holder's remaining ttl. With o.fast, it first
+// tries tableTake, which costs about what a bare UPDATE does: an
 // uncontended acquisition is then one round trip, a contended one two.
-func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireRequest, queue, fast bool) (drivers.AcquireResult, error) {
+// deferred reports an attempt that did not queue, as o.deferQueue asked.
+func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireRequest, o attemptOpts) (res drivers.AcquireResult, deferred bool, err error) {
 	ms, err := ttlMillis(req.TTL)
 	if err != nil {
-		return drivers.AcquireResult{}, err
+		return drivers.AcquireResult{}, false, err
 	}
-	if fast {
+	if o.fast {
 		fence, took, err := d.tableTake(ctx, req, ms)
 		if err != nil {
-			return drivers.AcquireResult{}, err
+			return drivers.AcquireResult{}, false, err
 		}
 		if took {
-			return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
+			return drivers.AcquireResult{Acquired: true, Fence: fence}, false, nil
 		}
 	}
 	live := WaiterLiveness.Milliseconds()
-	var res drivers.AcquireResult
 	err = d.run(ctx, func(p querier) error {
 		var fence int64
 		var left float64
-		err := p.QueryRow(ctx, d.sql.acquire, rowID(req.Key), req.Key, req.Token, ms, d.id, queue, live).
-			Scan(&res.Acquired, &fence, &left)
+		err := p.QueryRow(ctx, d.sql.acquire, rowID(req.Key), req.Key, req.Token, ms, d.id, o.queue, live, o.deferQueue).
+			Scan(&res.Acquired, &fence, &left, &deferred)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// the holder's row is not visible to the statement's snapshot
 			// (inserted concurrently): taken, remaining ttl unknown
-			res = drivers.AcquireResult{}
+			res, deferred = drivers.AcquireResult{}, false
 			return nil
 		}
 		res.Fence = uint64(fence)
@@ -174,9 +186,9 @@ func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireReques
 		})
 	}
 	if err != nil {
-		return drivers.AcquireResult{}, err
+		return drivers.AcquireResult{}, false, err
 	}
-	return res, nil
+	return res, deferred, nil
 }
 
 // tableRelease marks the row free if token holds it and notifies when
@@ -188,7 +200,7 @@ func (d *Driver) tableRelease(ctx context.Context, key, token string) (bool, err
 	var live bool
 	err := d.run(ctx, func(p querier) error {
 		live = false
-		err := p.QueryRow(ctx, d.sql.release, rowID(key), token, payload(key)).Scan(&live, nil)
+		err := p.QueryRow(ctx, d.sql.release, rowID(key), token, payload(key), WaiterLiveness.Milliseconds()).Scan(&live, nil)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}

@@ -18,7 +18,16 @@ const (
 	// retrying: a waiter that crashed or gave up delays the others by at
 	// most this long.
 	WaiterLiveness = 400 * time.Millisecond
+	// deferRetry: see queueDeferral.
+	deferRetry = 300 * time.Microsecond
 )
+
+// queueDeferral is how long a waiting Acquire that finds the row free for a
+// queued driver puts off queueing (retrying every deferRetry): a driver
+// that has just released a lock and at once waits for it again would
+// otherwise queue at the very moment the next driver takes the row, and
+// make it wait for its commit. A variable for the tests.
+var queueDeferral = 10 * time.Millisecond
 
 // watchers wakes the waiting Acquire calls of a key when its release is
 // heard.
@@ -42,10 +51,12 @@ func (d *Driver) tableAcquireWaiting(ctx context.Context, req drivers.AcquireReq
 			timer.Stop()
 		}
 	}()
+	deferUntil := time.Now().Add(queueDeferral)
 	for fast := true; ; fast = false {
 		// the first attempt tries the uncontended path; once the lock was
 		// taken, attempts go straight to the queueing statement
-		res, err := d.tableAcquireOnce(ctx, req, true, fast)
+		o := attemptOpts{queue: true, fast: fast, deferQueue: time.Now().Before(deferUntil)}
+		res, deferred, err := d.tableAcquireOnce(ctx, req, o)
 		if err != nil || res.Acquired {
 			return res, err
 		}
@@ -54,7 +65,10 @@ func (d *Driver) tableAcquireWaiting(ctx context.Context, req drivers.AcquireReq
 			return res, nil
 		}
 		delay := min(left, WaitPollInterval)
-		if res.HolderTTL > 0 && res.HolderTTL < delay {
+		switch {
+		case deferred:
+			delay = min(left, deferRetry)
+		case res.HolderTTL > 0 && res.HolderTTL < delay:
 			delay = res.HolderTTL + time.Millisecond
 		}
 		if timer == nil {

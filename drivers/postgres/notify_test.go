@@ -1,0 +1,272 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// listenRaw opens a connection listening on channel.
+func listenRaw(t *testing.T, ctx context.Context, channel string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(ctx, testutil.PostgresDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	if _, err := c.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestTableReleaseNotifiesHead checks where a table release notifies: with
+// drivers queued for the row, on the channel of the one that arrived first
+// (by the arrival the row records) and on no other; with none live, on the
+// shared channel. NOTIFYs reach a listener in commit order: once a later
+// one is heard, an earlier one would have been heard before it.
+func TestTableReleaseNotifiesHead(t *testing.T) {
+	ctx := ctxT(t)
+	opts := Options{Mode: ModeTable}
+	a, b, c := shared(t, opts), shared(t, opts), shared(t, opts)
+	key := fmt.Sprintf("notify:head:%d", time.Now().UnixNano())
+	acquire := func(key string) {
+		t.Helper()
+		if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
+			t.Fatalf("Acquire %s = %+v, %v", key, res, err)
+		}
+	}
+	release := func(key string) {
+		t.Helper()
+		if ok, err := a.Release(ctx, key, "a"); err != nil || !ok {
+			t.Fatalf("Release %s = %v, %v", key, ok, err)
+		}
+	}
+	acquire(key)
+	waitFor(ctx, b, key)
+	waitFor(ctx, c, key)
+	var raw []byte
+	err := a.run(ctx, func(p querier) error {
+		return p.QueryRow(ctx, "SELECT queue FROM "+a.names.table+" WHERE id = $1", rowID(key)).Scan(&raw)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queue map[string][2]float64
+	if err := json.Unmarshal(raw, &queue); err != nil {
+		t.Fatal(err)
+	}
+	first, second := b, c
+	if qb, qc := queue[b.id], queue[c.id]; qb[0] == 0 || qc[0] == 0 {
+		t.Fatalf("queue %s: want drivers %s and %s queued", raw, b.id, c.id)
+	} else if qc[0] < qb[0] || qc[0] == qb[0] && c.id < b.id {
+		first, second = c, b
+	}
+	lis := map[*Driver]*pgx.Conn{first: listenRaw(t, ctx, ownChannel(first.id)), second: listenRaw(t, ctx, ownChannel(second.id))}
+	general := listenRaw(t, ctx, strings.Trim(a.names.channel, `"`))
+	release(key)
+	heard := func(c *pgx.Conn, what string) string {
+		t.Helper()
+		n, err := c.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return n.Channel + " " + n.Payload
+	}
+	if got, want := heard(lis[first], "head"), ownChannel(first.id)+" "+key; got != want {
+		t.Fatalf("head heard %q; want %q (queue %s)", got, want, raw)
+	}
+	// a release of a row whose queue holds only a dead entry (a minute
+	// old): the shared channel
+	dead := key + ":dead"
+	stale := fmt.Sprintf(`{"STALEDRIVER": [%d, %d]}`, time.Now().Add(-time.Minute).UnixMilli(), time.Now().Add(-time.Minute).UnixMilli())
+	acquire(dead)
+	err = a.run(ctx, func(p querier) error {
+		_, err := p.Exec(ctx, "UPDATE "+a.names.table+" SET queue = $2::jsonb WHERE id = $1", rowID(dead), stale)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release(dead)
+	if got, want := heard(general, "shared channel"), strings.Trim(a.names.channel, `"`)+" "+dead; got != want {
+		t.Fatalf("shared channel heard %q; want %q", got, want)
+	}
+	// the marker: a release the second driver is next for, which must be
+	// the first thing it hears
+	marker := key + ":marker"
+	acquire(marker)
+	waitFor(ctx, second, marker)
+	release(marker)
+	if got, want := heard(lis[second], "second driver"), ownChannel(second.id)+" "+marker; got != want {
+		t.Fatalf("second driver heard %q first; want %q (it was not next for the first release)", got, want)
+	}
+}
+
+// TestTableWaiterWokenByItsChannel checks that a waiting table-mode
+// acquisition is woken by a release it is next for: the holder keeps the
+// lock for a minute, so without the wake-up the waiter would only get it
+// by its next poll, WaitPollInterval later.
+func TestTableWaiterWokenByItsChannel(t *testing.T) {
+	ctx := ctxT(t)
+	opts := Options{Mode: ModeTable}
+	a, b := shared(t, opts), shared(t, opts)
+	key := fmt.Sprintf("notify:wake:%d", time.Now().UnixNano())
+	if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	// b's listener connects in the background: a waiting acquisition
+	// starts it; wait until it hears its own channel
+	waitFor(ctx, b, key)
+	probe := key + ":probe"
+	w := b.watch(probe)
+	defer b.unwatch(probe, w)
+	within(t, 5*time.Second, "listener ready", func() bool {
+		err := a.run(ctx, func(p querier) error {
+			_, err := p.Exec(ctx, "SELECT pg_notify($1, $2)", ownChannel(b.id), probe)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-w:
+			return true
+		case <-time.After(20 * time.Millisecond):
+			return false
+		}
+	})
+	type result struct {
+		res drivers.AcquireResult
+		err error
+		at  time.Time
+	}
+	got := make(chan result, 1)
+	go func() {
+		res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute, Wait: 10 * time.Second})
+		got <- result{res, err, time.Now()}
+	}()
+	// the waiter queued and polled once: its next poll is
+	// WaitPollInterval away; release at once after seeing its entry fresh
+	within(t, 5*time.Second, "b queued", func() bool {
+		var fresh bool
+		err := a.run(ctx, func(p querier) error {
+			return p.QueryRow(ctx, "SELECT coalesce((queue->$2->>1)::float8 > extract(epoch FROM now()) * 1000 - 20, false) FROM "+
+				a.names.table+" WHERE id = $1", rowID(key), b.id).Scan(&fresh)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fresh
+	})
+	released := time.Now()
+	if ok, err := a.Release(ctx, key, "a"); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	r := <-got
+	if r.err != nil || !r.res.Acquired {
+		t.Fatalf("waiting Acquire = %+v, %v", r.res, r.err)
+	}
+	if d := r.at.Sub(released); d > WaitPollInterval*3/4 {
+		t.Fatalf("the waiter got the lock %v after the release; want it woken, well before its next poll (%v)", d, WaitPollInterval)
+	}
+}
+
+// TestTableQueueDeferred checks that a waiting acquisition that finds the
+// row released to a queued driver does not write to the row (queueing
+// then would make that driver's take wait for its commit) for up to
+// queueDeferral, and queues once the row is taken, or after that.
+func TestTableQueueDeferred(t *testing.T) {
+	ctx := ctxT(t)
+	opts := Options{Mode: ModeTable}
+	a, b, c := shared(t, opts), shared(t, opts), shared(t, opts)
+	key := fmt.Sprintf("queue:deferred:%d", time.Now().UnixNano())
+	row := func() (version string, queue map[string]any) {
+		t.Helper()
+		var raw []byte
+		err := a.run(ctx, func(p querier) error {
+			return p.QueryRow(ctx, "SELECT xmin::text, queue FROM "+a.names.table+" WHERE id = $1", rowID(key)).Scan(&version, &raw)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &queue); err != nil {
+			t.Fatal(err)
+		}
+		return version, queue
+	}
+	wait := func(d *Driver, token string, wait time.Duration) drivers.AcquireResult {
+		t.Helper()
+		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token, TTL: time.Minute, Wait: wait})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, phase := range []string{"the queued driver takes", "the deferral ends"} {
+		t.Run(phase, func(t *testing.T) {
+			if res := wait(a, "a", 0); !res.Acquired {
+				t.Fatalf("Acquire = %+v", res)
+			}
+			if res := wait(b, "b", time.Millisecond); res.Acquired {
+				t.Fatal("b acquired a held lock")
+			}
+			if ok, err := a.Release(ctx, key, "a"); err != nil || !ok {
+				t.Fatalf("Release = %v, %v", ok, err)
+			}
+			before, _ := row()
+			if phase == "the deferral ends" {
+				if res := wait(c, "c", 3*queueDeferral); res.Acquired {
+					t.Fatal("c acquired a lock released to b")
+				}
+				if _, q := row(); q[c.id] == nil {
+					t.Fatalf("after %v c is not queued: %v", 3*queueDeferral, q)
+				}
+			} else {
+				// a deferral longer than c's wait, however slow the
+				// machine
+				defer func(d time.Duration) { queueDeferral = d }(queueDeferral)
+				queueDeferral = time.Minute
+				if res := wait(c, "c", 20*time.Millisecond); res.Acquired {
+					t.Fatal("c acquired a lock released to b")
+				}
+				if after, q := row(); after != before {
+					t.Fatalf("c wrote to the row (version %s → %s, queue %v) while it was b's to take", before, after, q)
+				}
+				if res := wait(b, "b", time.Millisecond); !res.Acquired {
+					t.Fatalf("b, queued first, did not take the released row: %+v", res)
+				}
+				if res := wait(c, "c", time.Millisecond); res.Acquired {
+					t.Fatal("c acquired a lock b holds")
+				}
+				if _, q := row(); q[c.id] == nil {
+					t.Fatalf("c did not queue once b took the row: %v", q)
+				}
+				if ok, err := b.Release(ctx, key, "b"); err != nil || !ok {
+					t.Fatalf("Release = %v, %v", ok, err)
+				}
+			}
+			// empty the queue for the next phase: c takes (it is next
+			// or alone once b's entry is gone) and releases
+			within(t, 2*WaiterLiveness, "c takes", func() bool { return wait(c, "c", 10*time.Millisecond).Acquired })
+			if ok, err := c.Release(ctx, key, "c"); err != nil || !ok {
+				t.Fatalf("Release = %v, %v", ok, err)
+			}
+			within(t, 2*WaiterLiveness, "queue empty", func() bool {
+				if res := wait(a, "a", 0); res.Acquired {
+					_, _ = a.Release(ctx, key, "a")
+					return true
+				}
+				return false
+			})
+		})
+	}
+}
