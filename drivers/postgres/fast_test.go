@@ -84,7 +84,7 @@ func TestTableRoundTrips(t *testing.T) {
 			res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "w", TTL: time.Minute, Wait: time.Millisecond})
 			return res.Acquired, err
 		}, false, nil, false},
-		{"release to a queued driver", release("a3"), true, []string{"release"}, false},
+		{"release to a queued driver, and its wake-up", release("a3"), true, []string{"release", "notify"}, false},
 		{"TryAcquire of a free row a driver queues for", try("a4"), false, []string{"take", "acquire"}, true},
 	}
 	for _, opts := range []Options{
@@ -109,7 +109,7 @@ func TestTableRoundTrips(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer closeDriver(t, a)
-			log.names = map[string]string{a.sql.take: "take", a.sql.acquire: "acquire", a.sql.refence: "refence", a.sql.release: "release"}
+			log.names = map[string]string{a.sql.take: "take", a.sql.acquire: "acquire", a.sql.refence: "refence", a.sql.release: "release", a.sql.notify: "notify"}
 			b := shared(t, opts)
 			// the schema, created at first use, is not counted
 			if _, _, err := a.Inspect(ctx, "roundtrips:warm"); err != nil {

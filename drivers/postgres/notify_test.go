@@ -270,3 +270,22 @@ func TestTableQueueDeferred(t *testing.T) {
 		})
 	}
 }
+
+func TestQueueHead(t *testing.T) {
+	const now = 1_000_000.0
+	live := float64(WaiterLiveness.Milliseconds())
+	for _, c := range []struct {
+		what, queue, want string
+	}{
+		{"one live entry", `{"A": [10, 999990]}`, "A"},
+		{"the earliest arrival", `{"B": [20, 999990], "A": [30, 999990], "C": [25, 999999]}`, "B"},
+		{"a dead entry is skipped", fmt.Sprintf(`{"A": [10, %v], "B": [20, 999990]}`, now-live), "B"},
+		{"none live", fmt.Sprintf(`{"A": [10, %v]}`, now-live-1), ""},
+		{"a tie goes to the smaller id, as in the SQL", `{"D": [10, 999990], "C": [10, 999990]}`, "C"},
+		{"not a queue", `[1, 2]`, ""},
+	} {
+		if got := queueHead([]byte(c.queue), now); got != c.want {
+			t.Errorf("%s: queueHead(%s) = %q; want %q", c.what, c.queue, got, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -191,22 +192,59 @@ func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireReques
 	return res, deferred, nil
 }
 
-// tableRelease marks the row free if token holds it and notifies when
-// drivers are queued for it, in one UPDATE. The row is kept: a later acquisition of the name then takes
-// its fence under the row's lock, after the release, which keeps fences
-// increasing (a fence taken for a new row could be older than a concurrent
-// holder's).
+// tableRelease marks the row free if token holds it, in one UPDATE, and
+// when drivers are queued for it notifies the first live one (queueHead),
+// in a second statement. The row is kept: a later acquisition of the name
+// then takes its fence under the row's lock, after the release, which
+// keeps fences increasing (a fence taken for a new row could be older than
+// a concurrent holder's).
 func (d *Driver) tableRelease(ctx context.Context, key, token string) (bool, error) {
 	var live bool
+	var queue []byte
+	var now *float64
 	err := d.run(ctx, func(p querier) error {
-		live = false
-		err := p.QueryRow(ctx, d.sql.release, rowID(key), token, payload(key), WaiterLiveness.Milliseconds()).Scan(&live, nil)
+		live, queue, now = false, nil, nil
+		err := p.QueryRow(ctx, d.sql.release, rowID(key), token).Scan(&live, &queue, &now)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		return err
 	})
-	return live, err
+	if err != nil || !live || queue == nil || now == nil || payload(key) == "" {
+		return live, err
+	}
+	// drivers are queued: wake the first live one, or, with none live,
+	// whoever listens on the shared channel
+	channel := strings.Trim(d.names.channel, `"`)
+	if head := queueHead(queue, *now); head != "" {
+		channel = ownChannel(head)
+	}
+	// the lock is released: a failed wake-up costs the waiter a poll
+	_ = d.run(ctx, func(p querier) error {
+		_, err := p.Exec(ctx, d.sql.notify, channel, key)
+		return err
+	})
+	return true, nil
+}
+
+// queueHead returns the first live driver of a row's queue (see
+// buildStatements) at now (ms, the server's clock), or "".
+func queueHead(queue []byte, now float64) string {
+	var entries map[string][2]float64
+	if json.Unmarshal(queue, &entries) != nil {
+		return ""
+	}
+	head := ""
+	var first float64
+	for id, e := range entries {
+		if e[1] <= now-float64(WaiterLiveness.Milliseconds()) {
+			continue
+		}
+		if head == "" || e[0] < first || e[0] == first && id < head {
+			head, first = id, e[0]
+		}
+	}
+	return head
 }
 
 // tableExtend moves the row's expiry to now() + ttl if token holds it.
