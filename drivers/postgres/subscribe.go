@@ -23,8 +23,10 @@ func (l *listener) stop() {
 }
 
 // Subscribe calls fn with a Released event for every release notified on the
-// channel (by any driver on the database) and a Lost event for every
-// advisory lock whose connection broke. The driver's LISTEN connection (one
+// channel (by any driver on the database) or, in table mode, on this
+// driver's own channel (a release with drivers queued for the row notifies
+// only the first of them, there), and a Lost event for every advisory lock
+// whose connection broke. The driver's LISTEN connection (one
 // for all subscriptions) is opened in the background and reopened after a
 // failure (with a backoff up to 5s), so Subscribe never fails for an
 // unreachable server or a pooler refusing LISTEN: waiters then poll. Keys
