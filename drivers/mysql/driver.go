@@ -33,6 +33,7 @@ type Driver struct {
 	s     settings
 
 	id         []byte // random: this driver in table-mode waiter queues
+	retakeSQL  string // table mode's plain UPDATE of a free row (tableRetakeSQL)
 	takeSQL    string // table mode's short acquire statement
 	acquireSQL string // table mode's queueing acquire statement
 
@@ -113,6 +114,7 @@ func newDriver(db *sql.DB, own bool, s settings) *Driver {
 	d.id = make([]byte, 16)
 	_, _ = rand.Read(d.id) // never fails (crypto/rand)
 	d.takeSQL, d.acquireSQL = s.takeSQL(), s.acquireSQL()
+	d.retakeSQL = fmt.Sprintf(tableRetakeSQL, s.table)
 	d.adv.init(d)
 	d.watch.init(d)
 	return d

@@ -90,6 +90,15 @@ func (w *watcher) queued(key string) bool {
 	return in != nil && in.pos == 0 && time.Since(in.stamped) < w.d.s.liveness/2
 }
 
+// watching reports whether an acquisition of key through this driver
+// failed recently (within watchInterest): it is being waited for.
+func (w *watcher) watching(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	in := w.keys[key]
+	return in != nil && time.Since(in.asked) < watchInterest
+}
+
 // remove forgets key (acquired through this driver).
 func (w *watcher) remove(key string) {
 	w.mu.Lock()

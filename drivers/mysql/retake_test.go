@@ -1,0 +1,160 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// statementLog records the first word of every statement its connections
+// run (UPDATE, INSERT, SELECT …).
+type statementLog struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (l *statementLog) add(query string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, strings.ToUpper(strings.Fields(query)[0]))
+}
+
+// take returns the statements recorded since the last call.
+func (l *statementLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	got := l.got
+	l.got = nil
+	return got
+}
+
+// loggingConnector opens go-sql-driver connections that record their
+// statements; they talk to the real server.
+type loggingConnector struct {
+	driver.Connector
+	log *statementLog
+}
+
+func (c loggingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return loggingConn{conn, c.log}, nil
+}
+
+// loggingConn forwards to a go-sql-driver connection (which implements
+// every interface used here) and records what it runs.
+type loggingConn struct {
+	driver.Conn
+	log *statementLog
+}
+
+func (c loggingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	c.log.add(query)
+	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+}
+
+func (c loggingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	c.log.add(query)
+	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+}
+
+func (c loggingConn) ResetSession(ctx context.Context) error {
+	return c.Conn.(driver.SessionResetter).ResetSession(ctx)
+}
+
+func (c loggingConn) IsValid() bool { return c.Conn.(driver.Validator).IsValid() }
+
+// TestTableRetake checks the statements of table-mode acquisitions: a free
+// row (released or expired) is taken by one plain UPDATE, its fence one
+// more than the last; a missing row costs that UPDATE and the insert; and
+// a driver waiting for the key skips the UPDATE.
+func TestTableRetake(t *testing.T) {
+	ctx := ctxT(t)
+	cfg, err := gomysql.ParseDSN(testutil.MySQLDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.InterpolateParams = true
+	c, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &statementLog{}
+	db := sql.OpenDB(loggingConnector{c, log})
+	t.Cleanup(func() { db.Close() })
+	d, err := NewWithDB(db, Options{Mode: ModeTable, Table: "mutexfx_test_locks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close(context.Background()) })
+	other := openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks"})
+	key := fmt.Sprintf("retake:%d", time.Now().UnixNano())
+	acquire := func(d *Driver, tok string, ttl time.Duration) drivers.AcquireResult {
+		t.Helper()
+		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	// the schema, created at first use, is not counted
+	if _, _, err := d.Inspect(ctx, "retake:warm"); err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+
+	first := acquire(d, "a", time.Minute)
+	if got := log.take(); !first.Acquired || !slices.Equal(got, []string{"UPDATE", "INSERT"}) {
+		t.Fatalf("acquisition of a new key = %+v, statements %q; want acquired by UPDATE, INSERT", first, got)
+	}
+	if ok, err := d.Release(ctx, key, "a"); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	log.take()
+	again := acquire(d, "b", time.Minute)
+	if got := log.take(); !again.Acquired || !slices.Equal(got, []string{"UPDATE"}) || again.Fence != first.Fence+1 {
+		t.Fatalf("acquisition of a released row = %+v, statements %q; want acquired by one UPDATE, fence %d", again, got, first.Fence+1)
+	}
+	// held: the UPDATE matches nothing, the insert statement reports the
+	// holder; the key is watched from then on
+	if res := acquire(d, "c", time.Minute); res.Acquired || res.HolderTTL <= 0 {
+		t.Fatalf("acquisition of a held row = %+v; want taken, with the holder's ttl", res)
+	}
+	if got := log.take(); !slices.Equal(got[:2], []string{"UPDATE", "INSERT"}) {
+		t.Fatalf("acquisition of a held row: statements %q; want UPDATE, INSERT first", got)
+	}
+	if res := acquire(d, "c", time.Minute); res.Acquired {
+		t.Fatal("acquired a held row")
+	}
+	if got := log.take(); slices.Contains(got, "UPDATE") {
+		t.Fatalf("a driver waiting for the key: statements %q; want no UPDATE", got)
+	}
+	// expired: taken by the UPDATE, by another driver
+	if ok, err := d.Release(ctx, key, "b"); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	short := acquire(other, "short", time.Millisecond)
+	if !short.Acquired {
+		t.Fatalf("other's acquisition of the released row = %+v", short)
+	}
+	waitFor(t, 2*time.Second, "the short lock's expiry", func() bool {
+		_, held, err := other.Inspect(ctx, key)
+		return err == nil && !held
+	})
+	if res := acquire(other, "late", time.Minute); !res.Acquired || res.Fence != short.Fence+1 {
+		t.Fatalf("acquisition of an expired row = %+v; want acquired, fence %d", res, short.Fence+1)
+	}
+}
