@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,33 +16,12 @@ import (
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-// statementLog records the first word of every statement its connections
-// run (UPDATE, INSERT, SELECT …).
-type statementLog struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (l *statementLog) add(query string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.got = append(l.got, strings.ToUpper(strings.Fields(query)[0]))
-}
-
-// take returns the statements recorded since the last call.
-func (l *statementLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	got := l.got
-	l.got = nil
-	return got
-}
-
-// loggingConnector opens go-sql-driver connections that record their
-// statements; they talk to the real server.
+// loggingConnector opens go-sql-driver connections that record the first
+// word of every statement they run (UPDATE, INSERT …); they talk to the
+// real server.
 type loggingConnector struct {
 	driver.Connector
-	log *statementLog
+	log *testutil.StatementLog
 }
 
 func (c loggingConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -58,16 +36,16 @@ func (c loggingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // every interface used here) and records what it runs.
 type loggingConn struct {
 	driver.Conn
-	log *statementLog
+	log *testutil.StatementLog
 }
 
 func (c loggingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	c.log.add(query)
+	c.log.Add(strings.ToUpper(strings.Fields(query)[0]))
 	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
 }
 
 func (c loggingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	c.log.add(query)
+	c.log.Add(strings.ToUpper(strings.Fields(query)[0]))
 	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 }
 
@@ -92,7 +70,7 @@ func TestTableRetake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &statementLog{}
+	log := &testutil.StatementLog{}
 	db := sql.OpenDB(loggingConnector{c, log})
 	t.Cleanup(func() { db.Close() })
 	d, err := NewWithDB(db, Options{Mode: ModeTable, Table: "mutexfx_test_locks"})
@@ -114,18 +92,18 @@ func TestTableRetake(t *testing.T) {
 	if _, _, err := d.Inspect(ctx, "retake:warm"); err != nil {
 		t.Fatal(err)
 	}
-	log.take()
+	log.Take()
 
 	first := acquire(d, "a", time.Minute)
-	if got := log.take(); !first.Acquired || !slices.Equal(got, []string{"UPDATE", "INSERT"}) {
+	if got := log.Take(); !first.Acquired || !slices.Equal(got, []string{"UPDATE", "INSERT"}) {
 		t.Fatalf("acquisition of a new key = %+v, statements %q; want acquired by UPDATE, INSERT", first, got)
 	}
 	if ok, err := d.Release(ctx, key, "a"); err != nil || !ok {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
-	log.take()
+	log.Take()
 	again := acquire(d, "b", time.Minute)
-	if got := log.take(); !again.Acquired || !slices.Equal(got, []string{"UPDATE"}) || again.Fence != first.Fence+1 {
+	if got := log.Take(); !again.Acquired || !slices.Equal(got, []string{"UPDATE"}) || again.Fence != first.Fence+1 {
 		t.Fatalf("acquisition of a released row = %+v, statements %q; want acquired by one UPDATE, fence %d", again, got, first.Fence+1)
 	}
 	// held: the UPDATE matches nothing, the insert statement reports the
@@ -133,13 +111,13 @@ func TestTableRetake(t *testing.T) {
 	if res := acquire(d, "c", time.Minute); res.Acquired || res.HolderTTL <= 0 {
 		t.Fatalf("acquisition of a held row = %+v; want taken, with the holder's ttl", res)
 	}
-	if got := log.take(); !slices.Equal(got[:2], []string{"UPDATE", "INSERT"}) {
+	if got := log.Take(); !slices.Equal(got[:2], []string{"UPDATE", "INSERT"}) {
 		t.Fatalf("acquisition of a held row: statements %q; want UPDATE, INSERT first", got)
 	}
 	if res := acquire(d, "c", time.Minute); res.Acquired {
 		t.Fatal("acquired a held row")
 	}
-	if got := log.take(); slices.Contains(got, "UPDATE") {
+	if got := log.Take(); slices.Contains(got, "UPDATE") {
 		t.Fatalf("a driver waiting for the key: statements %q; want no UPDATE", got)
 	}
 	// expired: taken by the UPDATE, by another driver

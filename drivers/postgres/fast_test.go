@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,32 +16,20 @@ import (
 
 // statementLog records, by name, the driver statements a pool runs.
 type statementLog struct {
-	mu    sync.Mutex
+	testutil.StatementLog
 	names map[string]string // SQL text → name
-	got   []string
 }
 
 func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if name, ok := l.names[data.SQL]; ok {
-		l.got = append(l.got, name)
+		l.Add(name)
 	} else {
-		l.got = append(l.got, "other")
+		l.Add("other")
 	}
 	return ctx
 }
 
 func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-// take returns the statements recorded since the last call.
-func (l *statementLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	got := l.got
-	l.got = nil
-	return got
-}
 
 // TestTableRoundTrips counts the statements of table-mode calls: an
 // uncontended acquisition of a free row and a release are one round trip
@@ -127,7 +114,7 @@ func TestTableRoundTrips(t *testing.T) {
 				return v
 			}
 			for _, s := range steps {
-				log.take()
+				log.Take()
 				var before string
 				if s.readOnly {
 					before = version()
@@ -136,7 +123,7 @@ func TestTableRoundTrips(t *testing.T) {
 				if err != nil || got != s.acquired {
 					t.Fatalf("%s: = %v, %v; want %v", s.what, got, err, s.acquired)
 				}
-				if stmts := log.take(); s.stmts != nil && !slices.Equal(stmts, s.stmts) {
+				if stmts := log.Take(); s.stmts != nil && !slices.Equal(stmts, s.stmts) {
 					t.Fatalf("%s: statements %q; want %q", s.what, stmts, s.stmts)
 				}
 				if s.readOnly {
