@@ -97,7 +97,9 @@ func (l *Lock) Err() error {
 
 // Release releases the lock in the store. It reports true when this call
 // released it, false when it was already released, lost or expired in the
-// store. A store failure is returned as a *DriverError; the lock is then no
+// store. When a caller of this Mutex waits for the name and the store can
+// hand the lock over (see handover.go), it is handed to that caller in the
+// same operation, with a new token and fence. A store failure is returned as a *DriverError; the lock is then no
 // longer renewed and expires in the store after its ttl.
 func (l *Lock) Release(ctx context.Context) (bool, error) {
 	m := l.m
@@ -107,7 +109,11 @@ func (l *Lock) Release(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	l.state = stateReleasing
+	w := m.handoverTarget(l)
 	m.mu.Unlock()
+	if w != nil {
+		return m.handover(ctx, l, w)
+	}
 
 	ok, err := m.drv.Release(ctx, l.key, l.token)
 

@@ -29,6 +29,7 @@ type Mutex struct {
 	drv     drivers.Driver
 	feat    drivers.Features
 	renewer drivers.Renewer
+	handoff drivers.Handoverer // nil: the driver cannot hand a lock over
 	log     *zap.Logger
 
 	// bg is cancelled by Close; background calls (renewals, cleanups) use
@@ -74,6 +75,7 @@ func New(opts Options) (*Mutex, error) {
 		stop:   make(chan struct{}),
 	}
 	m.renewer, _ = opts.Driver.(drivers.Renewer)
+	m.handoff, _ = opts.Driver.(drivers.Handoverer)
 	m.bg, m.bgCancel = context.WithCancel(context.Background())
 	return m, nil
 }
@@ -111,7 +113,7 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 		m.mu.Unlock()
 		return nil, nil
 	}
-	w := m.enqueue(name)
+	w := m.enqueue(name, o.ttl)
 	m.startLocked()
 	m.mu.Unlock()
 	defer m.dequeue(name, w)
@@ -154,9 +156,10 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 		m.mu.Unlock()
 		return nil, ErrClosed
 	}
-	w := m.enqueue(name)
+	w := m.enqueue(name, o.ttl)
 	m.startLocked()
 	head, busy := m.queues[name].waiters[0] == w, m.held[name] != nil
+	w.parked = !head || busy
 	m.mu.Unlock()
 	defer m.dequeue(name, w)
 	m.subscribe(ctx)
@@ -204,8 +207,15 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 	for first := true; ; first = false {
 		if !first {
 			m.mu.Lock()
+			if l := w.handed; l != nil {
+				// our holder released it to us (handover.go)
+				w.handed = nil
+				m.mu.Unlock()
+				return l, nil
+			}
 			closed := m.closed
 			head, busy = m.queues[name].waiters[0] == w, m.held[name] != nil
+			w.parked = !head || busy
 			m.mu.Unlock()
 			if closed {
 				return nil, ErrClosed

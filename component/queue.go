@@ -3,6 +3,7 @@ package component
 import (
 	"slices"
 	"sync"
+	"time"
 )
 
 // queue is the FIFO of the waiters for one name; guarded by Mutex.mu. The
@@ -13,6 +14,16 @@ type queue struct {
 
 type waiter struct {
 	wake chan struct{} // buffered 1: a hint to look again
+	ttl  time.Duration // of the lock it waits for
+
+	// Guarded by Mutex.mu. parked: its last look found that it has to
+	// wait for this Mutex's holder or for an earlier waiter, so it is not
+	// talking to the store. Set by a handover (handover.go): handing while
+	// the store hands the lock over to this waiter, then handed, the lock
+	// for the waiter to take.
+	parked  bool
+	handing bool
+	handed  *Lock
 }
 
 func (w *waiter) signal() {
@@ -29,24 +40,37 @@ var (
 	waiterPool = sync.Pool{New: func() any { return &waiter{wake: make(chan struct{}, 1)} }}
 )
 
-// enqueue appends a waiter for name; m.mu held.
-func (m *Mutex) enqueue(name string) *waiter {
+// enqueue appends a waiter for name, for a lock of ttl; m.mu held.
+func (m *Mutex) enqueue(name string, ttl time.Duration) *waiter {
 	q := m.queues[name]
 	if q == nil {
 		q = queuePool.Get().(*queue)
 		m.queues[name] = q
 	}
 	w := waiterPool.Get().(*waiter)
+	w.ttl = ttl
 	q.waiters = append(q.waiters, w)
 	return w
 }
 
 // dequeue removes w (if still queued), wakes the new head and recycles w:
 // its owner's last use. Waiters are only signalled under m.mu while queued.
+// A lock handed to w that its owner did not take (it gave up meanwhile) is
+// released; a w a handover is still under way for is left to that
+// handover, which finds it gone, and to the garbage collector.
 func (m *Mutex) dequeue(name string, w *waiter) {
 	m.mu.Lock()
 	m.removeWaiter(name, w)
+	handed, handing := w.handed, w.handing
+	w.handed = nil
+	if handed != nil {
+		m.end(handed, stateReleased, ErrReleased)
+		m.cleanupLocked(handed.key, handed.token)
+	}
 	m.mu.Unlock()
+	if handing {
+		return
+	}
 	select {
 	case <-w.wake:
 	default:

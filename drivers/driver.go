@@ -13,6 +13,7 @@
 //   - [Inspector]: look at a held lock (holder token, fence, remaining ttl).
 //   - [Describer]: static [Features] (expiring or session locks, server clock,
 //     fencing, server-side blocking waits).
+//   - [Handoverer]: pass a held lock straight to a new token.
 //
 // Drivers must connect lazily: constructing one connects nothing; the first
 // call does. Every method must respect its ctx and be safe for concurrent use.
@@ -151,6 +152,23 @@ type LockInfo struct {
 	Fence uint64
 	// TTL is the remaining time to live; zero for locks that do not expire.
 	TTL time.Duration
+}
+
+// Handoverer is implemented by drivers that can pass a held lock from its
+// token to a new one in one operation: the component then gives a lock it
+// releases straight to its own next waiter for the name (one round trip,
+// one write, instead of a release and an acquisition).
+//
+// Handover reports released when token held key (it no longer does), and
+// res.Acquired when next.Token holds key now, for next.TTL, with res.Fence
+// greater than the previous holder's. A driver must not hand a lock over
+// while other waiters of its store queue for it (other processes, other
+// drivers): it then releases the lock instead (released true, res.Acquired
+// false) and wakes them as Release would, so that a component with waiters
+// of its own cannot keep a lock away from the others. Drivers whose store
+// keeps no such queue must not implement it.
+type Handoverer interface {
+	Handover(ctx context.Context, key, token string, next AcquireRequest) (released bool, res AcquireResult, err error)
 }
 
 // Inspector is implemented by drivers that can describe a held lock.

@@ -40,6 +40,7 @@ func Run(t *testing.T, h Harness) {
 	s := &suite{h: h}
 	t.Run("Driver", s.driverTests)
 	t.Run("Component", s.componentTests)
+	t.Run("Handover", s.handoverTests)
 }
 
 type suite struct {

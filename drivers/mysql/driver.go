@@ -32,10 +32,11 @@ type Driver struct {
 	ownDB bool
 	s     settings
 
-	id         []byte // random: this driver in table-mode waiter queues
-	retakeSQL  string // table mode's plain UPDATE of a free row (tableRetakeSQL)
-	takeSQL    string // table mode's short acquire statement
-	acquireSQL string // table mode's queueing acquire statement
+	id          []byte // random: this driver in table-mode waiter queues
+	retakeSQL   string // table mode's plain UPDATE of a free row (tableRetakeSQL)
+	handoverSQL string // table mode's tableHandoverSQL
+	takeSQL     string // table mode's short acquire statement
+	acquireSQL  string // table mode's queueing acquire statement
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -115,6 +116,7 @@ func newDriver(db *sql.DB, own bool, s settings) *Driver {
 	_, _ = rand.Read(d.id) // never fails (crypto/rand)
 	d.takeSQL, d.acquireSQL = s.takeSQL(), s.acquireSQL()
 	d.retakeSQL = fmt.Sprintf(tableRetakeSQL, s.table)
+	d.handoverSQL = fmt.Sprintf(tableHandoverSQL, s.table, heldMark)
 	d.adv.init(d)
 	d.watch.init(d)
 	return d

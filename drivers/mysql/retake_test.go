@@ -57,8 +57,9 @@ func (c loggingConn) IsValid() bool { return c.Conn.(driver.Validator).IsValid()
 
 // TestTableRetake checks the statements of table-mode acquisitions: a free
 // row (released or expired) is taken by one plain UPDATE, its fence one
-// more than the last; a missing row costs that UPDATE and the insert; and
-// a driver waiting for the key skips the UPDATE.
+// more than the last; a missing row costs that UPDATE and the insert; a
+// handover is one UPDATE; and a driver waiting for the key skips the
+// UPDATE.
 func TestTableRetake(t *testing.T) {
 	ctx := ctxT(t)
 	cfg, err := gomysql.ParseDSN(testutil.MySQLDSN())
@@ -106,6 +107,11 @@ func TestTableRetake(t *testing.T) {
 	if got := log.Take(); !again.Acquired || !slices.Equal(got, []string{"UPDATE"}) || again.Fence != first.Fence+1 {
 		t.Fatalf("acquisition of a released row = %+v, statements %q; want acquired by one UPDATE, fence %d", again, got, first.Fence+1)
 	}
+	// handed over to a new token: one UPDATE, the next fence
+	released, handed, err := d.Handover(ctx, key, "b", drivers.AcquireRequest{Key: key, Token: "b2", TTL: time.Minute})
+	if got := log.Take(); err != nil || !released || !handed.Acquired || handed.Fence != again.Fence+1 || !slices.Equal(got, []string{"UPDATE"}) {
+		t.Fatalf("Handover = %v, %+v, %v, statements %q; want handed by one UPDATE, fence %d", released, handed, err, got, again.Fence+1)
+	}
 	// held: the UPDATE matches nothing, the insert statement reports the
 	// holder; the key is watched from then on
 	if res := acquire(d, "c", time.Minute); res.Acquired || res.HolderTTL <= 0 {
@@ -121,7 +127,7 @@ func TestTableRetake(t *testing.T) {
 		t.Fatalf("a driver waiting for the key: statements %q; want no UPDATE", got)
 	}
 	// expired: taken by the UPDATE, by another driver
-	if ok, err := d.Release(ctx, key, "b"); err != nil || !ok {
+	if ok, err := d.Release(ctx, key, "b2"); err != nil || !ok {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
 	short := acquire(other, "short", time.Millisecond)
@@ -134,5 +140,32 @@ func TestTableRetake(t *testing.T) {
 	})
 	if res := acquire(other, "late", time.Minute); !res.Acquired || res.Fence != short.Fence+1 {
 		t.Fatalf("acquisition of an expired row = %+v; want acquired, fence %d", res, short.Fence+1)
+	}
+}
+
+// TestTableHandoverQueued checks that a table-mode handover does not pass
+// the lock on while another driver queues for the row: it releases it, and
+// the queued driver takes it.
+func TestTableHandoverQueued(t *testing.T) {
+	ctx := ctxT(t)
+	opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks"}
+	a, b := openDriver(t, opts), openDriver(t, opts)
+	key := fmt.Sprintf("handover:queued:%d", time.Now().UnixNano())
+	if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	// b's failed attempt queues it in the row
+	if res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute}); err != nil || res.Acquired {
+		t.Fatalf("b's Acquire of a held lock = %+v, %v", res, err)
+	}
+	if q := queueOf(t, a, key); len(q) != 1 {
+		t.Fatalf("queue %q; want b queued", q)
+	}
+	released, res, err := a.Handover(ctx, key, "a", drivers.AcquireRequest{Key: key, Token: "a2", TTL: time.Minute})
+	if err != nil || !released || res.Acquired {
+		t.Fatalf("Handover with a driver queued = %v, %+v, %v; want released, not handed", released, res, err)
+	}
+	if res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("queued driver's Acquire after the release = %+v, %v; want acquired", res, err)
 	}
 }

@@ -65,13 +65,20 @@ func TestTableRoundTrips(t *testing.T) {
 		{"TryAcquire of a held lock", try("b"), false, []string{"take", "acquire"}, true},
 		{"release, nobody queued", release("a1"), true, []string{"release"}, false},
 		{"uncontended acquisition of a released row", try("a2"), true, []string{"take"}, false},
-		{"release again", release("a2"), true, []string{"release"}, false},
+		{"handover to a new token, nobody queued", func(ctx context.Context, a, _ *Driver, key string) (bool, error) {
+			released, res, err := a.Handover(ctx, key, "a2", drivers.AcquireRequest{Key: key, Token: "a2h", TTL: time.Minute})
+			return released && res.Acquired && res.Fence > 0, err
+		}, true, []string{"handover"}, false},
+		{"release again", release("a2h"), true, []string{"release"}, false},
 		{"uncontended acquisition again", try("a3"), true, []string{"take"}, false},
 		{"another driver queues (untraced)", func(ctx context.Context, _, b *Driver, key string) (bool, error) {
 			res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "w", TTL: time.Minute, Wait: time.Millisecond})
 			return res.Acquired, err
 		}, false, nil, false},
-		{"release to a queued driver, and its wake-up", release("a3"), true, []string{"release", "notify"}, false},
+		{"handover with a driver queued: a release, and its wake-up", func(ctx context.Context, a, _ *Driver, key string) (bool, error) {
+			released, res, err := a.Handover(ctx, key, "a3", drivers.AcquireRequest{Key: key, Token: "a3h", TTL: time.Minute})
+			return released && !res.Acquired, err
+		}, true, []string{"handover", "notify"}, false},
 		{"TryAcquire of a free row a driver queues for", try("a4"), false, []string{"take", "acquire"}, true},
 	}
 	for _, opts := range []Options{
@@ -96,7 +103,7 @@ func TestTableRoundTrips(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer closeDriver(t, a)
-			log.names = map[string]string{a.sql.take: "take", a.sql.acquire: "acquire", a.sql.refence: "refence", a.sql.release: "release", a.sql.notify: "notify"}
+			log.names = map[string]string{a.sql.take: "take", a.sql.acquire: "acquire", a.sql.refence: "refence", a.sql.release: "release", a.sql.notify: "notify", a.sql.handover: "handover"}
 			b := shared(t, opts)
 			// the schema, created at first use, is not counted
 			if _, _, err := a.Inspect(ctx, "roundtrips:warm"); err != nil {

@@ -19,7 +19,7 @@ type statements struct {
 	tryLock, waitLock, unlock, unlockNotify, heldKeys, heldKey, anyHolder string
 
 	// table mode
-	take, acquire, refence, release, notify, extend, renew, inspect string
+	take, acquire, refence, release, handover, notify, extend, renew, inspect string
 }
 
 // bootGap is how far the fence sequence moves ahead after a server crash
@@ -190,6 +190,16 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 		release: "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" +
 			" WHERE id = $1 AND token = $2 AND expires_at > now() " +
 			"RETURNING " + synced + ", CASE WHEN queue <> '{}' THEN queue END, " +
+			"CASE WHEN queue <> '{}' THEN " + nowMS + " END",
+		// passes the row from token $2 to $3 for $4 ms with the next
+		// fence when nobody queues for it, else releases it as release
+		// does (and returns the queue for the wake-up)
+		handover: "UPDATE " + n.table + " SET " +
+			"token = CASE WHEN queue = '{}' THEN $3 ELSE '' END, " +
+			"fence = CASE WHEN queue = '{}' THEN " + nextval + " ELSE fence END, " +
+			"expires_at = CASE WHEN queue = '{}' THEN " + fmt.Sprintf(ttl, 4) + " ELSE 'epoch' END" +
+			" WHERE id = $1 AND token = $2 AND expires_at > now() " +
+			"RETURNING " + synced + ", queue = '{}', fence, CASE WHEN queue <> '{}' THEN queue END, " +
 			"CASE WHEN queue <> '{}' THEN " + nowMS + " END",
 		// the release's NOTIFY: a hint, whose commit need not wait for
 		// the WAL flush (pg_notify assigns the transaction an id, so its

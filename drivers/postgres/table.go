@@ -210,11 +210,20 @@ func (d *Driver) tableRelease(ctx context.Context, key, token string) (bool, err
 		}
 		return err
 	})
-	if err != nil || !live || queue == nil || now == nil || payload(key) == "" {
+	if err != nil || !live {
 		return live, err
 	}
-	// drivers are queued: wake the first live one, or, with none live,
-	// whoever listens on the shared channel
+	d.wakeQueued(ctx, key, queue, now)
+	return true, nil
+}
+
+// wakeQueued notifies the first live driver of queue, the queue of the row
+// of key just released (nil: nobody queued), at now (ms, the server's
+// clock), or, with none live, whoever listens on the shared channel.
+func (d *Driver) wakeQueued(ctx context.Context, key string, queue []byte, now *float64) {
+	if queue == nil || now == nil || payload(key) == "" {
+		return
+	}
 	channel := strings.Trim(d.names.channel, `"`)
 	if head := queueHead(queue, *now); head != "" {
 		channel = ownChannel(head)
@@ -224,7 +233,6 @@ func (d *Driver) tableRelease(ctx context.Context, key, token string) (bool, err
 		_, err := p.Exec(ctx, d.sql.notify, channel, key)
 		return err
 	})
-	return true, nil
 }
 
 // queueHead returns the first live driver of a row's queue (see

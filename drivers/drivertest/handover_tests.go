@@ -1,0 +1,132 @@
+package drivertest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// handoverTests check drivers.Handoverer, when the driver implements it:
+// directly, and through a component whose waiter is handed the lock its
+// holder releases.
+func (s *suite) handoverTests(t *testing.T) {
+	if _, ok := s.driver(t).(drivers.Handoverer); !ok {
+		return // nothing to check: the component releases and acquires
+	}
+	t.Run("HandoverContract", s.testHandoverContract)
+	t.Run("HandoverToWaiter", s.testHandoverToWaiter)
+}
+
+func (s *suite) testHandoverContract(t *testing.T) {
+	ctx := ctxT(t)
+	d := s.driver(t)
+	h := d.(drivers.Handoverer)
+	key, ta, tb, tc := "drivertest:"+name(t), token(), token(), token()
+	next := func(tok string) drivers.AcquireRequest {
+		return drivers.AcquireRequest{Key: key, Token: tok, TTL: 10 * time.Second}
+	}
+
+	if released, res, err := h.Handover(ctx, key, ta, next(tb)); err != nil || released || res.Acquired {
+		t.Fatalf("Handover of a free lock = %v, %+v, %v; want nothing", released, res, err)
+	}
+	first, err := d.Acquire(ctx, next(ta))
+	if err != nil || !first.Acquired {
+		t.Fatalf("Acquire = %+v, %v", first, err)
+	}
+	if released, res, err := h.Handover(ctx, key, tc, next(tb)); err != nil || released || res.Acquired {
+		t.Fatalf("Handover with a stranger's token = %v, %+v, %v; want nothing", released, res, err)
+	}
+	released, res, err := h.Handover(ctx, key, ta, next(tb))
+	if err != nil || !released {
+		t.Fatalf("holder's Handover = %v, %+v, %v; want released", released, res, err)
+	}
+	if ok, err := d.Release(ctx, key, ta); err != nil || ok {
+		t.Errorf("Release by the old token after Handover = %v, %v; want false", ok, err)
+	}
+	if !res.Acquired {
+		// the driver released instead (allowed: see Handoverer): free now
+		got, err := d.Acquire(ctx, next(tc))
+		if err != nil || !got.Acquired {
+			t.Fatalf("Acquire after a Handover that released = %+v, %v; want acquired", got, err)
+		}
+		_, _ = d.Release(ctx, key, tc)
+		return
+	}
+	if drivers.FeaturesOf(d).Fencing && res.Fence <= first.Fence {
+		t.Errorf("fence after Handover = %d; want > %d", res.Fence, first.Fence)
+	}
+	if got, err := d.Acquire(ctx, next(tc)); err != nil || got.Acquired {
+		t.Fatalf("Acquire of a handed lock = %+v, %v; want held by the new token", got, err)
+	}
+	if in, ok := d.(drivers.Inspector); ok {
+		info, held, err := in.Inspect(ctx, key)
+		if err != nil || !held || info.Token != tb {
+			t.Errorf("Inspect after Handover = %+v, %v, %v; want held by %s", info, held, err, tb)
+		}
+	}
+	if ok, err := d.Extend(ctx, key, tb, 10*time.Second); err != nil || !ok {
+		t.Errorf("new holder's Extend = %v, %v; want true", ok, err)
+	}
+	if ok, err := d.Release(ctx, key, tb); err != nil || !ok {
+		t.Errorf("new holder's Release = %v, %v; want true", ok, err)
+	}
+}
+
+// testHandoverToWaiter: a component's waiter gets the lock its holder
+// releases, with a greater fence, keeps it past its ttl (renewed), and
+// loses nothing when the holder had lost it first.
+func (s *suite) testHandoverToWaiter(t *testing.T) {
+	ctx := ctxT(t)
+	ttl := s.h.TTL
+	m := s.mutex(t, nil, component.Options{TTL: ttl})
+	n := name(t)
+	first, err := m.Acquire(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *component.Lock, 1)
+	errs := make(chan error, 1)
+	go func() {
+		l, err := m.Acquire(ctx, n, component.WithTimeout(10*time.Second))
+		if err != nil {
+			errs <- err
+			return
+		}
+		got <- l
+	}()
+	waitFor(t, 5*time.Second, "the second caller waiting", func() bool { return m.Waiters(n) == 1 })
+	if ok, err := first.Release(ctx); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	if !errors.Is(first.Err(), component.ErrReleased) {
+		t.Errorf("released lock's Err = %v; want ErrReleased", first.Err())
+	}
+	var second *component.Lock
+	select {
+	case second = <-got:
+	case err := <-errs:
+		t.Fatalf("waiting Acquire: %v", err)
+	}
+	if drivers.FeaturesOf(m.Driver()).Fencing && second.Fence() <= first.Fence() {
+		t.Errorf("waiter's fence %d; want > %d", second.Fence(), first.Fence())
+	}
+	if ok, err := first.Release(ctx); err != nil || ok {
+		t.Errorf("second Release of the first lock = %v, %v; want false", ok, err)
+	}
+	// held past its ttl: the component renews the lock it was handed
+	time.Sleep(ttl + ttl/2)
+	if !second.Held() {
+		t.Fatalf("handed lock not held after %v: %v", ttl+ttl/2, second.Err())
+	}
+	if ok, err := second.Release(ctx); err != nil || !ok {
+		t.Errorf("handed lock's Release = %v, %v; want true", ok, err)
+	}
+	if l, err := m.TryAcquire(ctx, n); err != nil {
+		t.Errorf("TryAcquire after the handed lock's release: %v", err)
+	} else {
+		_, _ = l.Release(ctx)
+	}
+}

@@ -1,0 +1,57 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+var _ drivers.Handoverer = (*Driver)(nil)
+
+// tableHandoverSQL passes the row from a token to another, with the next
+// fence and a new expiry, when no driver queues for it, and otherwise
+// releases it as tableReleaseSQL does. The first assignment stores the
+// outcome in LAST_INSERT_ID (the new fence, or heldMark + the fence when
+// released) for the others to read back. Parameters: new token, driver
+// id, ttl µs, name_hash, token. %[1]s is the table, %[2]d heldMark.
+const tableHandoverSQL = `UPDATE %[1]s SET
+ fence = IF(LAST_INSERT_ID(IF(queue = '', fence + 1, %[2]d + fence)) < %[2]d, fence + 1, fence),
+ token = IF(LAST_INSERT_ID() < %[2]d, ?, ''),
+ taken_by = IF(LAST_INSERT_ID() < %[2]d, ?, taken_by),
+ expires_at = IF(LAST_INSERT_ID() < %[2]d, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, '1000-01-01 00:00:00')
+WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
+
+// Handover passes key from token to next.Token in table mode with fair
+// hand-off on, in one UPDATE, when no driver queues for the row; otherwise,
+// without fair hand-off (nobody queues: a waiting process would be
+// overtaken) and in advisory mode (whose waiters wait in the server,
+// unseen), it releases key as Release does.
+func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
+	if d.s.mode != ModeTable || d.s.liveness == 0 {
+		ok, err := d.Release(ctx, key, token)
+		return ok, drivers.AcquireResult{}, err
+	}
+	if d.isClosed() {
+		return false, drivers.AcquireResult{}, ErrClosed
+	}
+	if err := checkToken(next.Token); err != nil {
+		return false, drivers.AcquireResult{}, err
+	}
+	if next.TTL <= 0 {
+		return false, drivers.AcquireResult{}, fmt.Errorf("mysql: ttl %v must be positive in table mode", next.TTL)
+	}
+	var id, n int64
+	err := d.tableExecRows(ctx, d.handoverSQL, func(id0, n0 int64) { id, n = id0, n0 },
+		next.Token, d.id, next.TTL.Microseconds(), keyHash(key), token)
+	switch {
+	case err != nil:
+		return false, drivers.AcquireResult{}, fmt.Errorf("mysql: handover: %w", err)
+	case n != 1:
+		return false, drivers.AcquireResult{}, nil
+	case id < heldMark:
+		return true, drivers.AcquireResult{Acquired: true, Fence: uint64(id)}, nil
+	}
+	d.emit(drivers.Event{Kind: drivers.Released, Key: key})
+	return true, drivers.AcquireResult{}, nil
+}

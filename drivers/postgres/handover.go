@@ -1,0 +1,51 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+var _ drivers.Handoverer = (*Driver)(nil)
+
+// Handover passes key from token to next.Token in table mode, in one
+// UPDATE, when no driver queues for the row; otherwise, and in advisory
+// mode (whose waiters queue in the server, unseen), it releases key as
+// Release does.
+func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
+	if err := d.check(ctx); err != nil {
+		return false, drivers.AcquireResult{}, err
+	}
+	if d.opts.Mode == ModeAdvisory {
+		ok, err := d.advRelease(ctx, key, token)
+		return ok, drivers.AcquireResult{}, err
+	}
+	ms, err := ttlMillis(next.TTL)
+	if err != nil {
+		return false, drivers.AcquireResult{}, err
+	}
+	var held, handed bool
+	var fence int64
+	var queue []byte
+	var now *float64
+	err = d.run(ctx, func(p querier) error {
+		held, handed, queue, now = false, false, nil, nil
+		err := p.QueryRow(ctx, d.sql.handover, rowID(key), token, next.Token, ms).Scan(nil, &handed, &fence, &queue, &now)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		held = err == nil
+		return err
+	})
+	if err != nil || !held {
+		return false, drivers.AcquireResult{}, err
+	}
+	if handed {
+		return true, drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
+	}
+	d.wakeQueued(ctx, key, queue, now)
+	return true, drivers.AcquireResult{}, nil
+}
