@@ -32,6 +32,7 @@ var (
 	_ drivers.Subscriber = (*Driver)(nil)
 	_ drivers.Inspector  = (*Driver)(nil)
 	_ drivers.Describer  = (*Driver)(nil)
+	_ drivers.Handoverer = (*Driver)(nil)
 )
 
 // ErrClosed is returned by calls on a closed Driver.

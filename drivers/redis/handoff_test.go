@@ -289,3 +289,43 @@ func TestParseMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestHandoverQueued: a handover with a waiter queued in the store releases
+// the lock and passes it to that waiter, as a release does; with nobody
+// queued it passes the lock to the new token, with the next fence.
+func TestHandoverQueued(t *testing.T) {
+	ch := "redistest:" + t.Name()
+	h, b := standalone(t, Options{Channel: ch}), standalone(t, Options{Channel: ch})
+	ctx := t.Context()
+	key := "redistest:" + t.Name() + strconv.FormatInt(time.Now().UnixNano(), 10)
+	defer h.Client().Del(context.Background(), fenceKey(key))
+	req := func(tok string, wait time.Duration) drivers.AcquireRequest {
+		return drivers.AcquireRequest{Key: key, Token: tok, TTL: 5 * time.Second, Wait: wait}
+	}
+	first, err := h.Acquire(ctx, req("h1", 0))
+	if err != nil || !first.Acquired {
+		t.Fatalf("h: %+v, %v", first, err)
+	}
+	released, res, err := h.Handover(ctx, key, "h1", req("h2", 0))
+	if err != nil || !released || !res.Acquired || res.Fence != first.Fence+1 {
+		t.Fatalf("Handover, nobody queued = %v, %+v, %v; want handed with fence %d", released, res, err, first.Fence+1)
+	}
+	type result struct {
+		res drivers.AcquireResult
+		err error
+	}
+	gotB := make(chan result, 1)
+	go func() { r, err := b.Acquire(ctx, req("b", 5*time.Second)); gotB <- result{r, err} }()
+	queued(t, b, key, 1)
+	waitFor(t, "b subscribed", func() bool { return numSub(t, h, b.channel()) == 1 })
+	released, res, err = h.Handover(ctx, key, "h2", req("h3", 0))
+	if err != nil || !released || res.Acquired {
+		t.Fatalf("Handover with b queued = %v, %+v, %v; want released, not handed", released, res, err)
+	}
+	if rb := <-gotB; rb.err != nil || !rb.res.Acquired {
+		t.Fatalf("b: %+v, %v; want the lock passed on", rb.res, rb.err)
+	}
+	if info, ok, err := h.Inspect(ctx, key); err != nil || !ok || info.Token != "b" {
+		t.Fatalf("after the handover: %+v, %v, %v; want held by b", info, ok, err)
+	}
+}

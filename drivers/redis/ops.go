@@ -90,6 +90,34 @@ func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 	return n == 1, nil
 }
 
+// Handover passes key from token to next.Token, in one script, when no
+// waiter queues for it; with waiters queued it releases it as Release
+// does, passing it on to the first of them.
+func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
+	if next.TTL <= 0 {
+		return false, drivers.AcquireResult{}, fmt.Errorf("redis: ttl %v must be positive", next.TTL)
+	}
+	t := tag(key)
+	v, err := d.run(ctx, handoverScript, []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix},
+		token, d.set.channel+":", key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL), next.Token, ttlMillis(next.TTL))
+	if err != nil {
+		return false, drivers.AcquireResult{}, fmt.Errorf("redis: handover: %w", err)
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) != 2 {
+		return false, drivers.AcquireResult{}, fmt.Errorf("redis: handover: unexpected reply %T", v)
+	}
+	flag, _ := a[0].(int64)
+	n, _ := a[1].(int64)
+	switch {
+	case flag == 2 && n <= 0:
+		return true, drivers.AcquireResult{}, fmt.Errorf("redis: handover: bad fence %d", n)
+	case flag == 2:
+		return true, drivers.AcquireResult{Acquired: true, Fence: uint64(n)}, nil
+	}
+	return flag == 1, drivers.AcquireResult{}, nil
+}
+
 // leave ends a waiting attempt for req that got no lock: no release will
 // hand it the lock after this. If one did meanwhile, leave returns the
 // lock as acquired, or with release set releases it (passing it on) and

@@ -161,6 +161,34 @@ if redis.call('EXISTS', KEYS[3]) == 0 then return 1 end
 return 1
 `)
 
+// handoverScript passes the lock from token ARGV[1] to token ARGV[6] for
+// ARGV[7] ms, with the next fence, when nobody queues for it, and returns
+// {2, fence}; with waiters queued it releases the lock as releaseScript
+// does (passing it on) and returns {1, 0}. {0, 0}: token did not hold it.
+//
+//	KEYS and ARGV[1..5] as releaseScript
+//	ARGV[6] new token, ARGV[7] its ttl (ms)
+var handoverScript = goredis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
+local fttl = math.max(tonumber(ARGV[5]), tonumber(ARGV[7]))
+local seeding = false
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  redis.call('SET', KEYS[1], ARGV[6], 'PX', ARGV[7])
+  local f = redis.call('INCR', KEYS[2])
+  if f > 1 then
+    redis.call('PEXPIRE', KEYS[2], fttl)
+    return {2, f}
+  end
+  seeding = true
+else
+  redis.call('DEL', KEYS[1])
+end
+` + queueLua + `
+if seeding then return {2, seed(KEYS[2], fttl)} end
+` + passLua + `
+return {1, 0}
+`)
+
 // passLua passes a just released lock on (releaseScript, leaveScript).
 const passLua = `
 pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))`
