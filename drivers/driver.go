@@ -165,8 +165,9 @@ type LockInfo struct {
 // while other waiters of its store queue for it (other processes, other
 // drivers): it then releases the lock instead (released true, res.Acquired
 // false) and wakes them as Release would, so that a component with waiters
-// of its own cannot keep a lock away from the others. Drivers whose store
-// keeps no such queue must not implement it.
+// of its own cannot keep a lock away from the others. A driver that cannot
+// see its store's waiters (no queue of them in the store) must always
+// release instead, or not implement Handoverer.
 type Handoverer interface {
 	Handover(ctx context.Context, key, token string, next AcquireRequest) (released bool, res AcquireResult, err error)
 }
