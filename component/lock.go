@@ -99,8 +99,9 @@ func (l *Lock) Err() error {
 // released it, false when it was already released, lost or expired in the
 // store. When a caller of this Mutex waits for the name and the store can
 // hand the lock over (see handover.go), it is handed to that caller in the
-// same operation, with a new token and fence. A store failure is returned as a *DriverError; the lock is then no
-// longer renewed and expires in the store after its ttl.
+// same operation, with a new token and fence. A store failure is returned
+// as a *DriverError; the lock is then no longer renewed and expires in the
+// store after its ttl.
 func (l *Lock) Release(ctx context.Context) (bool, error) {
 	m := l.m
 	m.mu.Lock()

@@ -48,7 +48,7 @@ func (m *Mutex) enqueue(name string, ttl time.Duration) *waiter {
 		m.queues[name] = q
 	}
 	w := waiterPool.Get().(*waiter)
-	w.ttl = ttl
+	w.ttl, w.parked = ttl, false
 	q.waiters = append(q.waiters, w)
 	return w
 }

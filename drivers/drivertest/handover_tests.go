@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ func (s *suite) handoverTests(t *testing.T) {
 	}
 	t.Run("HandoverContract", s.testHandoverContract)
 	t.Run("HandoverToWaiter", s.testHandoverToWaiter)
+	t.Run("HandoverGivingUp", s.testHandoverGivingUp)
 }
 
 func (s *suite) testHandoverContract(t *testing.T) {
@@ -129,4 +131,62 @@ func (s *suite) testHandoverToWaiter(t *testing.T) {
 	} else {
 		_, _ = l.Release(ctx)
 	}
+}
+
+// testHandoverGivingUp: goroutines of one component take a lock in turn,
+// half of them with waits too short to get it, so that waiters give up
+// while the lock may be being handed to them. Holders never overlap,
+// fences grow, and once everyone is done the lock is free.
+func (s *suite) testHandoverGivingUp(t *testing.T) {
+	ctx := ctxT(t)
+	m := s.mutex(t, nil, component.Options{TTL: s.h.TTL})
+	n := name(t)
+	var mu sync.Mutex
+	inside, got, gaveUp := 0, 0, 0
+	var last uint64
+	group(8, func(i int) {
+		for j := range 15 {
+			timeout := 10 * time.Second
+			if (i+j)%2 == 1 {
+				timeout = time.Duration(1+j%3) * time.Millisecond
+			}
+			l, err := m.Acquire(ctx, n, component.WithTimeout(timeout))
+			if errors.Is(err, component.ErrTimeout) {
+				mu.Lock()
+				gaveUp++
+				mu.Unlock()
+				continue
+			}
+			if err != nil {
+				t.Errorf("Acquire: %v", err)
+				return
+			}
+			mu.Lock()
+			inside++
+			if inside != 1 {
+				t.Errorf("two holders of %q at once", n)
+			}
+			if drivers.FeaturesOf(m.Driver()).Fencing && l.Fence() <= last {
+				t.Errorf("fence %d after %d", l.Fence(), last)
+			}
+			last = l.Fence()
+			got++
+			inside--
+			mu.Unlock()
+			if ok, err := l.Release(ctx); !ok || err != nil {
+				t.Errorf("Release = %v, %v", ok, err)
+			}
+		}
+	})
+	if got == 0 || gaveUp == 0 {
+		t.Logf("%d acquisitions, %d gave up", got, gaveUp)
+	}
+	waitFor(t, 5*time.Second, "the lock free at the end", func() bool {
+		l, err := m.TryAcquire(ctx, n)
+		if err != nil || l == nil {
+			return false
+		}
+		_, _ = l.Release(ctx)
+		return true
+	})
 }
