@@ -72,10 +72,7 @@ func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) 
 
 	// Handed: l ends without waking anyone, and w's lock takes its place.
 	next := &Lock{m: m, name: l.name, key: l.key, token: token, fence: res.Fence, acquiredAt: start, ttl: w.ttl}
-	l.state, l.cause = stateReleased, ErrReleased
-	if l.cancel != nil {
-		l.cancel(ErrReleased)
-	}
+	l.finish(stateReleased, ErrReleased)
 	m.seq++
 	next.seq = m.seq
 	m.held[l.name] = next

@@ -127,6 +127,19 @@ func (l *Lock) Release(ctx context.Context) (bool, error) {
 	return ok, nil
 }
 
+// finish records that l ended, as state for cause, and cancels its
+// context; it reports false when l had ended already. m.mu held.
+func (l *Lock) finish(state lockState, cause error) bool {
+	if l.state == stateReleased || l.state == stateLost {
+		return false
+	}
+	l.state, l.cause = state, cause
+	if l.cancel != nil {
+		l.cancel(cause)
+	}
+	return true
+}
+
 // Extend sets the lock's time to live to ttl from now (and keeps renewing it
 // with that ttl). It reports false when the lock was no longer held — it is
 // then lost. A store failure is returned as a *DriverError and changes

@@ -359,13 +359,8 @@ func (m *Mutex) Close(ctx context.Context) error {
 // end finishes a lock (released, lost, closed) and hands the name to the
 // next waiter; m.mu held.
 func (m *Mutex) end(l *Lock, state lockState, cause error) {
-	if l.state == stateReleased || l.state == stateLost {
+	if !l.finish(state, cause) {
 		return
-	}
-	l.state = state
-	l.cause = cause
-	if l.cancel != nil {
-		l.cancel(cause)
 	}
 	if m.held[l.name] == l {
 		delete(m.held, l.name)
