@@ -179,6 +179,12 @@ ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), e
 			op: pair(tcs[4], "SELECT CASE GET_LOCK('mutexfx_bench_u_"+id+"', 0) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK('mutexfx_bench_u_"+id+"')")},
 		{name: "mutexfx advisory driver acquire+release (fence: sequence, default)", base: "bare GET_LOCK+RELEASE_LOCK, text", goal: 1.2,
 			op: driverPair(adv, key+":adv")},
+		{name: "the same with a cancellable ctx (as callers pass)", base: "bare GET_LOCK+RELEASE_LOCK, text",
+			op: func(ctx context.Context) error {
+				cctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				return driverPair(adv, key+":advctx")(cctx)
+			}},
 		{name: "mutexfx advisory driver, fence: uuid_short", base: "bare GET_LOCK+RELEASE_LOCK, text", goal: 1.2,
 			op: driverPair(advU, key+":advu")},
 		{name: "its SQL on a pinned conn (sequence fence, GET_LOCK(?, 0))", base: "bare GET_LOCK+RELEASE_LOCK, text",
@@ -199,6 +205,13 @@ ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), e
 			op: driverPair(tab, key+":tab")},
 		{name: "mutexfx table component TryAcquire+Release", base: "bare upsert-if-expired + DELETE",
 			op: componentPair(tabM, id+":tabc")},
+	}
+	// The drivers create their schema (the fence sequence the bare NEXTVAL
+	// row uses too) at first use.
+	for _, d := range []drivers.Driver{adv, tab} {
+		if err := driverPair(d, key+":schema")(ctx); err != nil {
+			return nil, fmt.Errorf("schema: %w", err)
+		}
 	}
 	for _, r := range rows { // warm up: schema, pools, statements
 		for range 20 {

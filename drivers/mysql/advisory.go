@@ -35,7 +35,7 @@ type heldLock struct {
 	connID           int64
 
 	mu   sync.Mutex // serialises the use of conn
-	conn *sql.Conn
+	conn pinned
 	done bool // released or lost: conn is gone
 }
 
@@ -89,16 +89,16 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 	switch src {
 	case FenceSequence, FenceUUIDShort:
 		var f sql.Null[uint64]
-		err = conn.QueryRowContext(ctx, q, args...).Scan(&f, &connID)
+		err = conn.queryRow(ctx, q, args, &f, &connID)
 		if cached && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
 			// A kept connection died while idle (whatever it may have
 			// taken ended with its session): once more on one from the
 			// pool.
-			discard(conn)
-			if conn, err = d.db.Conn(ctx); err != nil {
+			discard(conn.conn)
+			if conn, err = a.poolConn(ctx); err != nil {
 				return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 			}
-			err = conn.QueryRowContext(ctx, q, args...).Scan(&f, &connID)
+			err = conn.queryRow(ctx, q, args, &f, &connID)
 		}
 		if err == nil && !f.Valid {
 			err = errors.New("GET_LOCK returned NULL")
@@ -106,20 +106,20 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		fence = f.V
 	default:
 		var res sql.Result
-		res, err = conn.ExecContext(ctx, q, append([]any{keyHash(req.Key)}, args...)...)
+		res, err = conn.exec(ctx, q, append([]any{keyHash(req.Key)}, args...))
 		if err == nil {
 			var id int64
 			id, err = res.LastInsertId()
 			fence = uint64(id)
 		}
 		if err == nil && fence > 0 {
-			err = conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&connID)
+			err = conn.queryRow(ctx, "SELECT CONNECTION_ID()", nil, &connID)
 		}
 	}
 	if err != nil {
 		// The statement may have taken the lock before failing: drop the
 		// connection so that the server frees whatever it holds.
-		discard(conn)
+		discard(conn.conn)
 		if missingTable(err) {
 			d.schemaGone()
 		}
@@ -139,7 +139,7 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		if !h.done {
 			h.done = true
 			a.forget(h)
-			discard(conn)
+			discard(conn.conn)
 		}
 		h.mu.Unlock()
 		return drivers.AcquireResult{}, ErrClosed
@@ -183,17 +183,17 @@ func (a *advisory) release(ctx context.Context, key, token string) (bool, error)
 	}
 	defer h.mu.Unlock()
 	var r sql.NullInt64
-	err = h.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", h.name).Scan(&r)
+	err = h.conn.queryRow(ctx, "SELECT RELEASE_LOCK(?)", []any{h.name}, &r)
 	a.forget(h)
 	h.done = true
 	if err != nil {
 		// Dropping the connection frees the lock in the server, but
 		// whether it was still held is unknown.
-		discard(h.conn)
+		discard(h.conn.conn)
 		return false, fmt.Errorf("mysql: release: %w", err)
 	}
 	if r.Int64 != 1 {
-		discard(h.conn)
+		discard(h.conn.conn)
 		return false, nil
 	}
 	a.putConn(h.conn)
@@ -214,7 +214,7 @@ func (a *advisory) extend(ctx context.Context, key, token string) (bool, error) 
 	}
 	defer h.mu.Unlock()
 	var ok sql.NullBool
-	err = h.conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", h.name).Scan(&ok)
+	err = h.conn.queryRow(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", []any{h.name}, &ok)
 	if err == nil && ok.Valid && ok.Bool {
 		return true, nil
 	}
@@ -236,7 +236,7 @@ func (a *advisory) loseLocked(h *heldLock) {
 	}
 	h.done = true
 	a.forget(h)
-	discard(h.conn)
+	discard(h.conn.conn)
 	a.d.emit(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
 }
 
@@ -263,13 +263,13 @@ func (a *advisory) close() {
 	a.idle = nil
 	a.mu.Unlock()
 	for _, c := range idle {
-		c.conn.Close()
+		c.conn.conn.Close()
 	}
 	for _, h := range hs {
 		h.mu.Lock()
 		if !h.done {
 			h.done = true
-			discard(h.conn)
+			discard(h.conn.conn)
 		}
 		h.mu.Unlock()
 	}
@@ -277,7 +277,7 @@ func (a *advisory) close() {
 
 // idleConn is a connection kept for the next acquisition.
 type idleConn struct {
-	conn *sql.Conn
+	conn pinned
 	at   time.Time
 }
 
@@ -293,40 +293,49 @@ const (
 
 // getConn returns the most recently kept connection (cached) or one from
 // the pool.
-func (a *advisory) getConn(ctx context.Context) (conn *sql.Conn, cached bool, err error) {
+func (a *advisory) getConn(ctx context.Context) (conn pinned, cached bool, err error) {
 	var stale []*sql.Conn
 	a.mu.Lock()
-	for len(a.idle) > 0 && conn == nil {
+	for len(a.idle) > 0 && conn.conn == nil {
 		c := a.idle[len(a.idle)-1]
 		a.idle = a.idle[:len(a.idle)-1]
 		if time.Since(c.at) < keepFor {
 			conn = c.conn
 		} else {
-			stale = append(stale, c.conn)
+			stale = append(stale, c.conn.conn)
 		}
 	}
 	a.mu.Unlock()
 	for _, c := range stale {
 		c.Close()
 	}
-	if conn != nil {
+	if conn.conn != nil {
 		return conn, true, nil
 	}
-	conn, err = a.d.db.Conn(ctx)
+	conn, err = a.poolConn(ctx)
 	return conn, false, err
+}
+
+// poolConn returns a connection from the pool, with its socket if known.
+func (a *advisory) poolConn(ctx context.Context) (pinned, error) {
+	conn, err := a.d.db.Conn(ctx)
+	if err != nil {
+		return pinned{}, err
+	}
+	return pinned{conn, a.d.socks.of(conn)}, nil
 }
 
 // putConn keeps conn, which holds no lock, for the next acquisition, or
 // returns it to the pool.
-func (a *advisory) putConn(conn *sql.Conn) {
+func (a *advisory) putConn(conn pinned) {
 	a.mu.Lock()
 	if len(a.idle) < keepConns && !a.d.isClosed() {
 		a.idle = append(a.idle, idleConn{conn, time.Now()})
-		conn = nil
+		conn.conn = nil
 	}
 	a.mu.Unlock()
-	if conn != nil {
-		conn.Close()
+	if conn.conn != nil {
+		conn.conn.Close()
 	}
 }
 

@@ -30,6 +30,7 @@ var ErrClosed = errors.New("mysql: driver closed")
 type Driver struct {
 	db    *sql.DB
 	ownDB bool
+	socks *sockets // the own pool's sockets (socket.go); nil with NewWithDB
 	s     settings
 
 	id          []byte // random: this driver in table-mode waiter queues
@@ -72,7 +73,8 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, prefixed(err)
 	}
-	connector, err := gomysql.NewConnector(cfg)
+	socks := &sockets{}
+	connector, err := socks.connector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %s", scrubPassword(err.Error(), cfg.Passwd))
 	}
@@ -80,7 +82,9 @@ func New(opts Options) (*Driver, error) {
 	db.SetMaxOpenConns(s.maxOpen)
 	db.SetMaxIdleConns(s.maxIdle)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	return newDriver(db, true, s), nil
+	d := newDriver(db, true, s)
+	d.socks = socks
+	return d, nil
 }
 
 // NewWithDB returns a driver using db, a pool the application already has.

@@ -1,0 +1,119 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// TestPinnedSockets: the connections a driver with its own pool pins know
+// their sockets (so that their statements run without go-sql-driver's
+// context watcher), a given pool's do not, and both hold and release locks;
+// a closed driver's pool leaves no socket behind.
+func TestPinnedSockets(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		open   func(t *testing.T) *Driver
+		socket bool
+	}{
+		{"own pool", func(t *testing.T) *Driver { return openDriver(t, Options{DSN: testutil.MySQLDSN()}) }, true},
+		{"given pool", func(t *testing.T) *Driver {
+			d, err := NewWithDB(openDB(t, testutil.MySQLDSN()), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close(context.Background()) })
+			return d
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(ctxT(t))
+			defer cancel()
+			d := tc.open(t)
+			key := "mysqltest:" + runID + ":" + t.Name()
+			tok := token()
+			if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+				t.Fatalf("Acquire = %+v, %v", res, err)
+			}
+			h := d.adv.get(key, tok)
+			if got := h.conn.sock != nil; got != tc.socket {
+				t.Fatalf("socket known = %v, want %v", got, tc.socket)
+			}
+			if ok, err := d.Extend(ctx, key, tok, time.Minute); err != nil || !ok {
+				t.Fatalf("Extend = %v, %v", ok, err)
+			}
+			if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+				t.Fatalf("Release = %v, %v", ok, err)
+			}
+			if err := d.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if d.socks != nil {
+				d.socks.mu.Lock()
+				left := len(d.socks.m)
+				d.socks.mu.Unlock()
+				if left != 0 {
+					t.Fatalf("%d sockets left after Close", left)
+				}
+			}
+		})
+	}
+}
+
+// TestPinnedStatementCancelled: a statement on a pinned connection ends
+// when its context does (the socket is closed under it), the error tells
+// why, and the server ends the session, freeing what it held.
+func TestPinnedStatementCancelled(t *testing.T) {
+	ctx := ctxT(t)
+	d := openDriver(t, Options{DSN: testutil.MySQLDSN()})
+	admin := openDB(t, testutil.MySQLDSN())
+	p, err := d.adv.poolConn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer discard(p.conn)
+	if p.sock == nil {
+		t.Fatal("the own pool's connection has no known socket")
+	}
+	name := "mysqltest:" + runID + ":cancelled"
+	var got, id int64
+	if err := p.queryRow(ctx, "SELECT GET_LOCK(?, 0), CONNECTION_ID()", []any{name}, &got, &id); err != nil || got != 1 {
+		t.Fatalf("GET_LOCK = %d, %v", got, err)
+	}
+	// Block in the server: wait for a lock another session holds.
+	other := name + ":other"
+	hold, err := admin.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	if err := hold.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", other).Scan(&got); err != nil || got != 1 {
+		t.Fatalf("other GET_LOCK = %d, %v", got, err)
+	}
+	why := errors.New("caller gone")
+	cctx, cancel := context.WithCancelCause(ctx)
+	time.AfterFunc(50*time.Millisecond, func() { cancel(why) })
+	start := time.Now()
+	var blocked int64
+	err = p.queryRow(cctx, "SELECT GET_LOCK(?, 30)", []any{other}, &blocked)
+	if !errors.Is(err, why) {
+		t.Fatalf("cancelled statement: %v; want the ctx's cause", err)
+	}
+	if e := time.Since(start); e > 5*time.Second {
+		t.Fatalf("cancelled statement returned after %v", e)
+	}
+	// A GET_LOCK wait looks at its connection every second.
+	waitFor(t, 10*time.Second, "the server to free the cancelled session's lock", func() bool {
+		var free int64
+		err := admin.QueryRowContext(ctx, "SELECT IS_FREE_LOCK(?)", name).Scan(&free)
+		return err == nil && free == 1
+	})
+	// A statement whose context already ended is not sent.
+	if err := p.queryRow(cctx, "SELECT 1", nil, &got); !errors.Is(err, context.Canceled) {
+		t.Fatalf("statement with an ended ctx: %v", err)
+	}
+}
