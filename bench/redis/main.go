@@ -23,6 +23,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -35,6 +37,7 @@ var (
 	nlocks   = flag.Int("locks", 10000, "held locks of the renewal measurement")
 	ttl      = flag.Duration("ttl", 3*time.Second, "lock ttl of the renewal measurement (renewed every ttl/3)")
 	repeat   = flag.Int("repeat", 1, "runs of the latency and contention measurements; the table shows their medians")
+	only     = flag.String("libs", "", "measure only these libraries (comma-separated, mutexfx among them; empty: all)")
 )
 
 func main() {
@@ -49,6 +52,13 @@ func main() {
 		}
 	}
 	flag.Parse()
+	if *only != "" {
+		libs = slices.DeleteFunc(libs, func(l string) bool { return !slices.Contains(strings.Split(*only, ","), l) })
+		if len(libs) == 0 || libs[0] != "mutexfx" {
+			fmt.Fprintln(os.Stderr, "bench: -libs must name mutexfx (the table compares the others with it)")
+			os.Exit(2)
+		}
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

@@ -13,6 +13,11 @@ func printTable(lat latency, in, procs []contention, rn renewalResult) {
 	row := func(label string, goal string, cells ...string) {
 		fmt.Printf("| %s | %s | %s |\n", label, strings.Join(cells, " | "), goal)
 	}
+	// only is a row with a value for mutexfx (the first library) and fill
+	// for the others.
+	only := func(v, fill string) []string {
+		return append([]string{v}, slices.Repeat([]string{fill}, len(libs)-1)...)
+	}
 	fmt.Printf("| | %s | goal (mutexfx) |\n", strings.Join(libs, " | "))
 	fmt.Printf("|---|%s---|\n", strings.Repeat("---|", len(libs)))
 	var cells []string
@@ -21,11 +26,11 @@ func printTable(lat latency, in, procs []contention, rn renewalResult) {
 	}
 	row(fmt.Sprintf("acquire+release p50, × PING p50 (%v)", lat.ping.Round(time.Microsecond)), check(ratio(lat.p50["mutexfx"], lat.ping) <= 2.2, "≤ 2.2"), cells...)
 	row("the same, mutexfx driver alone (component's share)", "(reported)",
-		fmt.Sprintf("%.2f× (%v)", ratio(lat.driver, lat.ping), lat.driver.Round(time.Microsecond)), "n/a", "n/a", "n/a")
+		only(fmt.Sprintf("%.2f× (%v)", ratio(lat.driver, lat.ping), lat.driver.Round(time.Microsecond)), "n/a")...)
 	fl := fmt.Sprintf("%.2f× (%v)", ratio(lat.floor, lat.ping), lat.floor.Round(time.Microsecond))
-	row("floor: bare SET NX PX + DEL, same client as PING (no token check, no fence)", "(reported)", fl, "—", "—", "—")
+	row("floor: bare SET NX PX + DEL, same client as PING (no token check, no fence)", "(reported)", only(fl, "—")...)
 	row("floor: two PINGs in a row (the round trips alone of a two-command lock)", "(reported)",
-		fmt.Sprintf("%.2f× (%v)", ratio(lat.twoPing, lat.ping), lat.twoPing.Round(time.Microsecond)), "—", "—", "—")
+		only(fmt.Sprintf("%.2f× (%v)", ratio(lat.twoPing, lat.ping), lat.twoPing.Round(time.Microsecond)), "—")...)
 	best := func(cs []contention) float64 {
 		b := 0.0
 		for _, c := range cs[1:] {
@@ -61,12 +66,11 @@ func printTable(lat latency, in, procs []contention, rn renewalResult) {
 		row(set.label+": hand-off p50 (release starts → next holder has it)", "(reported)", gap...)
 	}
 	row(fmt.Sprintf("floor of a fair hand-off across processes: Pub/Sub message to a process asleep %v between messages, p50", *hold),
-		"(reported)", fmt.Sprintf("%.0f µs", float64(lat.wake)/float64(time.Microsecond)), "—", "—", "—")
-	na := []string{"n/a", "n/a", "n/a"}
+		"(reported)", only(fmt.Sprintf("%.0f µs", float64(lat.wake)/float64(time.Microsecond)), "—")...)
 	row(fmt.Sprintf("%d locks held: renewal round trips per period", rn.locks), check(rn.roundTripsPerPeriod <= 10, "≤ 10"),
-		append([]string{fmt.Sprintf("%.1f", rn.roundTripsPerPeriod)}, na...)...)
+		only(fmt.Sprintf("%.1f", rn.roundTripsPerPeriod), "n/a")...)
 	row(fmt.Sprintf("%d locks held: CPU of the renewing process", rn.locks), "(reported)",
-		append([]string{fmt.Sprintf("%.1f%% of a core", 100*rn.cpu)}, na...)...)
+		only(fmt.Sprintf("%.1f%% of a core", 100*rn.cpu), "n/a")...)
 }
 
 func ratio(a, b time.Duration) float64 {
