@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -150,7 +151,7 @@ type pinned struct {
 // the socket known, ctx's end closes it (see above) instead of go-sql-driver
 // watching ctx; the connection is then unusable, and the error wraps ctx's.
 func (p pinned) queryRow(ctx context.Context, q string, args []any, dest ...any) error {
-	if p.sock == nil {
+	if p.sock == nil || ctx.Done() == nil {
 		return p.conn.QueryRowContext(ctx, q, args...).Scan(dest...)
 	}
 	if err := ctx.Err(); err != nil {
@@ -168,7 +169,7 @@ func (p pinned) queryRow(ctx context.Context, q string, args []any, dest ...any)
 
 // exec runs q on p's connection like queryRow.
 func (p pinned) exec(ctx context.Context, q string, args []any) (sql.Result, error) {
-	if p.sock == nil {
+	if p.sock == nil || ctx.Done() == nil {
 		return p.conn.ExecContext(ctx, q, args...)
 	}
 	if err := ctx.Err(); err != nil {
@@ -180,4 +181,29 @@ func (p pinned) exec(ctx context.Context, q string, args []any) (sql.Result, err
 		return nil, fmt.Errorf("%w (statement: %v)", context.Cause(ctx), err)
 	}
 	return res, err
+}
+
+// exec runs q on a connection of the pool: when ctx can be cancelled and
+// the pool is the driver's own, on a connection taken for the statement,
+// cancelled by its socket (see above); else as database/sql does. Like
+// database/sql, it tries again on another connection when go-sql-driver
+// reports that the statement was not sent (driver.ErrBadConn); a
+// connection whose socket was closed is dropped by the pool (go-sql-driver
+// reports it invalid).
+func (d *Driver) exec(ctx context.Context, q string, args []any) (sql.Result, error) {
+	if d.socks == nil || ctx.Done() == nil {
+		return d.db.ExecContext(ctx, q, args...)
+	}
+	for attempt := 0; ; attempt++ {
+		conn, err := d.db.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := pinned{conn, d.socks.of(conn)}.exec(ctx, q, args)
+		conn.Close()
+		if attempt < 2 && errors.Is(err, driver.ErrBadConn) && ctx.Err() == nil {
+			continue
+		}
+		return res, err
+	}
 }

@@ -117,3 +117,28 @@ func TestPinnedStatementCancelled(t *testing.T) {
 		t.Fatalf("statement with an ended ctx: %v", err)
 	}
 }
+
+// TestPoolStatementCancelled: a table-mode statement (on a connection of
+// the driver's own pool) with a cancellable context ends when the context
+// does, by its socket, and reports the context's cause; the pool goes on.
+func TestPoolStatementCancelled(t *testing.T) {
+	ctx := ctxT(t)
+	d := openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable})
+	why := errors.New("caller gone")
+	cctx, cancel := context.WithCancelCause(ctx)
+	time.AfterFunc(50*time.Millisecond, func() { cancel(why) })
+	start := time.Now()
+	_, err := d.exec(cctx, "SELECT SLEEP(30)", nil)
+	if !errors.Is(err, why) {
+		t.Fatalf("cancelled statement: %v; want the ctx's cause (socket cancellation)", err)
+	}
+	if e := time.Since(start); e > 5*time.Second {
+		t.Fatalf("cancelled statement returned after %v", e)
+	}
+	// A cancellable context again: a connection from the pool, not the cut one.
+	c2, cancel2 := context.WithCancel(ctx)
+	defer cancel2()
+	if _, err := d.exec(c2, "DO 1", nil); err != nil {
+		t.Fatalf("next statement: %v", err)
+	}
+}

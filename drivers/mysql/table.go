@@ -127,14 +127,14 @@ func (d *Driver) tableExec(ctx context.Context, query string, got func(int64), a
 func (d *Driver) tableExecRows(ctx context.Context, query string, got func(id, n int64), args ...any) error {
 	recreated := false
 	return d.retry(ctx, func() error {
-		res, err := d.db.ExecContext(ctx, query, args...)
+		res, err := d.exec(ctx, query, args)
 		if err != nil && missingTable(err) && !recreated {
 			recreated = true
 			d.schemaGone()
 			if err := d.ensureSchema(ctx); err != nil {
 				return err
 			}
-			res, err = d.db.ExecContext(ctx, query, args...)
+			res, err = d.exec(ctx, query, args)
 		}
 		if err != nil {
 			return err
