@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 
 	gomysql "github.com/go-sql-driver/mysql"
 )
@@ -56,6 +57,18 @@ func (s *socket) Close() error {
 // cut closes the socket under a statement running on it: the statement
 // fails at once and go-sql-driver drops the connection.
 func (s *socket) cut() { _ = s.Conn.Close() }
+
+// SyscallConn returns the socket's raw connection: go-sql-driver's
+// liveness check of a pooled connection (a non-blocking read before its
+// first statement, which finds connections the server closed) needs it, and
+// skips the check for a net.Conn without it.
+func (s *socket) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := s.Conn.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("mysql: %T has no raw connection", s.Conn)
+	}
+	return sc.SyscallConn()
+}
 
 // dialSlot receives, through the context of a connector's Connect, the
 // socket its dial made.
@@ -120,7 +133,10 @@ type connector struct {
 	s     *sockets
 }
 
-var _ driver.Connector = (*connector)(nil)
+var (
+	_ driver.Connector = (*connector)(nil)
+	_ syscall.Conn     = (*socket)(nil)
+)
 
 // Connect makes a connection and records its socket.
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -200,7 +216,11 @@ func (d *Driver) exec(ctx context.Context, q string, args []any) (sql.Result, er
 			return nil, err
 		}
 		res, err := pinned{conn, d.socks.of(conn)}.exec(ctx, q, args)
-		conn.Close()
+		if ctx.Err() != nil {
+			discard(conn) // its socket may be closed under it
+		} else {
+			conn.Close()
+		}
 		if attempt < 2 && errors.Is(err, driver.ErrBadConn) && ctx.Err() == nil {
 			continue
 		}

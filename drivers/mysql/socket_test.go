@@ -142,3 +142,30 @@ func TestPoolStatementCancelled(t *testing.T) {
 		t.Fatalf("next statement: %v", err)
 	}
 }
+
+// TestPoolLiveness: a pooled connection the server closed is found dead
+// when the pool hands it out (go-sql-driver's liveness check, which needs
+// the wrapped socket's raw connection) and replaced, so the next statement
+// succeeds.
+func TestPoolLiveness(t *testing.T) {
+	ctx := ctxT(t)
+	d := openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, MaxOpenConns: 1})
+	admin := openDB(t, testutil.MySQLDSN())
+	var id int64
+	if err := d.db.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.ExecContext(ctx, "KILL ?", id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the killed session to end", func() bool {
+		var n int
+		err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n)
+		return err == nil && n == 0
+	})
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if _, err := d.exec(cctx, "DO 1", nil); err != nil {
+		t.Fatalf("statement after the pooled connection was killed: %v", err)
+	}
+}
