@@ -116,9 +116,58 @@ func crashFences(t *testing.T, opts Options, serverSync string) {
 // server, a table of its own): connections that already ran the check go
 // on from the sequence's value, a new connection puts the row back and
 // moves the sequence 2^32 ahead, once.
-func TestBootMarker(t *testing.T) {
+// TestBootMarkerSurvivingConnection: a connection that outlives a server
+// crash (a pooler's client connection) and the crash's forgotten fences:
+// the marker's row gone and the sequence set back, as a crash with
+// asynchronous commits leaves them. Its next fence is still greater than
+// every fence taken before.
+func TestBootMarkerSurvivingConnection(t *testing.T) {
 	ctx := ctxT(t)
-	opts := Options{Mode: ModeTable, Table: "mutexfx_locks_boottest", MaxConns: 1}
+	a := shared(t, Options{Mode: ModeTable, Table: "mutexfx_locks_boottest2", MaxConns: 1, CheckBootEveryFence: true})
+	take := func() uint64 {
+		t.Helper()
+		tok := fmt.Sprint(time.Now().UnixNano())
+		res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: "boot", Token: tok, TTL: time.Minute})
+		if err != nil || !res.Acquired {
+			t.Fatalf("Acquire = %+v, %v", res, err)
+		}
+		if ok, err := a.Release(ctx, "boot", tok); err != nil || !ok {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		return res.Fence
+	}
+	take()
+	f1 := take()
+	err := a.run(ctx, func(q querier) error {
+		if _, err := q.Exec(ctx, "DELETE FROM "+a.names.boot); err != nil {
+			return err
+		}
+		_, err := q.Exec(ctx, "SELECT setval($1::regclass, $2)", a.names.sequence, max(int64(f1)-5, 1))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f2 := take(); f2 <= f1 {
+		t.Fatalf("fence %d after %d on a connection that outlived the crash", f2, f1)
+	}
+}
+
+// TestBootMarker empties the marker as a crash would. Checked once per
+// connection (the default): connections already checked go on from the
+// sequence's value, the next new connection jumps it once. With
+// CheckBootEveryFence: the checked connection jumps it at its next fence.
+func TestBootMarker(t *testing.T) {
+	for _, every := range []bool{false, true} {
+		t.Run(fmt.Sprintf("every fence %v", every), func(t *testing.T) {
+			testBootMarker(t, every)
+		})
+	}
+}
+
+func testBootMarker(t *testing.T, every bool) {
+	ctx := ctxT(t)
+	opts := Options{Mode: ModeTable, Table: "mutexfx_locks_boottest", MaxConns: 1, CheckBootEveryFence: every}
 	a := shared(t, opts)
 	take := func(d *Driver) uint64 {
 		t.Helper()
@@ -140,11 +189,18 @@ func TestBootMarker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f2 := take(a); f2 <= f1 || f2 >= f1+bootGap {
+	f2 := take(a)
+	switch {
+	case every && f2 < f1+bootGap:
+		t.Fatalf("fence %d on a checked connection after %d; want a jump of 2^32", f2, f1)
+	case !every && (f2 <= f1 || f2 >= f1+bootGap):
 		t.Fatalf("fence %d on a checked connection after %d; want no jump", f2, f1)
 	}
 	f3 := take(shared(t, opts)) // a new connection
-	if f3 < f1+bootGap {
+	switch {
+	case every && (f3 <= f2 || f3 >= f2+bootGap):
+		t.Fatalf("fence %d on a new connection after %d; want no second jump", f3, f2)
+	case !every && f3 < f1+bootGap:
 		t.Fatalf("fence %d on a new connection after %d; want a jump of 2^32", f3, f1)
 	}
 	if f4 := take(shared(t, opts)); f4 <= f3 || f4 >= f3+bootGap {

@@ -158,3 +158,35 @@ func TestExistingPool(t *testing.T) {
 		t.Fatalf("NewWithPool with a URL = %v; want ErrOptions", err)
 	}
 }
+
+// TestCheckBootEveryFence: which configurations guard every table-mode
+// fence with the boot marker (see guarded in sql.go).
+func TestCheckBootEveryFence(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    Options
+		txnSync bool // a given pool
+		want    bool
+	}{
+		{"own pool", Options{Mode: ModeTable}, false, false},
+		{"own pool, asynchronous", Options{Mode: ModeTable, SynchronousCommit: "off"}, false, false},
+		{"given pool", Options{Mode: ModeTable}, true, false},
+		{"given pool, asynchronous", Options{Mode: ModeTable, SynchronousCommit: "off"}, true, true},
+		{"given pool, local", Options{Mode: ModeTable, SynchronousCommit: "local"}, true, false},
+		{"asked", Options{Mode: ModeTable, CheckBootEveryFence: true}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.opts.withDefaults()
+			n, err := o.validate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := buildStatements(n, o, tc.txnSync)
+			for name, q := range map[string]string{"take": s.take, "acquire": s.acquire, "refence": s.refence, "handover": s.handover} {
+				if got := strings.Contains(q, "FROM "+n.boot); got != tc.want {
+					t.Errorf("%s reads the boot marker: %v, want %v", name, got, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -67,6 +67,16 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 	}
 	seq := strings.ReplaceAll(n.sequence, "'", "''") // never contains one: validated
 	nextval := fmt.Sprintf("nextval('%s')", seq)
+	// guarded is table mode's fence. With Options.CheckBootEveryFence it
+	// is NULL, which the NOT NULL fence column refuses (the statement
+	// fails, writing nothing), when the boot marker's row is missing — when the server recovered from a crash
+	// since this connection's bootCheck. A connection that outlives a crash
+	// (a client connection of a pooler such as PgBouncer) then runs the
+	// check again before it takes a fence (see Driver.run).
+	guarded := nextval
+	if o.CheckBootEveryFence || (txnSync && o.SynchronousCommit == "off") {
+		guarded = "(" + nextval + " + (SELECT 0 FROM " + n.boot + "))"
+	}
 	notify := fmt.Sprintf("CASE WHEN octet_length($%%d) BETWEEN 1 AND %d THEN pg_notify('%s', $%%d) END",
 		maxPayload, strings.Trim(n.channel, `"`))
 	// advisory keys as pg_locks shows them: classid is the high half, objid
@@ -159,17 +169,17 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 		// for, its fence taken under the row's lock. It writes nothing when
 		// its WHERE is false (an UPDATE locks only the rows it changes);
 		// then, or when the row is missing, acquire decides.
-		take: "UPDATE " + n.table + " AS l SET name = $2, token = $3, fence = " + nextval +
+		take: "UPDATE " + n.table + " AS l SET name = $2, token = $3, fence = " + guarded +
 			", expires_at = " + fmt.Sprintf(ttl, 4) +
 			" WHERE l.id = $1 AND l.expires_at <= now() AND l.queue = '{}' RETURNING l.fence, " + synced,
 		acquire: "WITH " + s + ", ins AS (" +
 			"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
-			"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + nextval + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
+			"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + guarded + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
 			" FROM s LEFT JOIN " + n.table + " AS c ON c.id = $1 WHERE c.id IS NULL OR " + write("c") + " " +
 			"ON CONFLICT (id) DO UPDATE SET " +
 			"name = CASE WHEN " + take("l") + " THEN excluded.name ELSE l.name END, " +
 			"token = CASE WHEN " + take("l") + " THEN excluded.token ELSE l.token END, " +
-			"fence = CASE WHEN " + take("l") + " THEN " + nextval + " ELSE l.fence END, " +
+			"fence = CASE WHEN " + take("l") + " THEN " + guarded + " ELSE l.fence END, " +
 			"expires_at = CASE WHEN " + take("l") + " THEN excluded.expires_at ELSE l.expires_at END, " +
 			"queue = CASE WHEN " + take("l") + " THEN " + pruned + " ELSE " + queued + " END " +
 			"WHERE " + write("l") + " " +
@@ -178,7 +188,7 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 			"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END, false FROM ins UNION ALL " +
 			"SELECT false, 0, " + left("expires_at") + ", " + deferred("r") + " OR " + write("r") + " FROM " + n.table +
 			" AS r WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
-		refence: "UPDATE " + n.table + " SET fence = " + nextval + " WHERE id = $1 AND token = $2 RETURNING fence",
+		refence: "UPDATE " + n.table + " SET fence = " + guarded + " WHERE id = $1 AND token = $2 RETURNING fence",
 		// notifies only when drivers are queued for the row: every waiting
 		// acquisition is, and an uncontended release then writes no NOTIFY
 		// (which every listening backend of the database has to read)
@@ -196,7 +206,7 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 		// does (and returns the queue for the wake-up)
 		handover: "UPDATE " + n.table + " SET " +
 			"token = CASE WHEN queue = '{}' THEN $3 ELSE '' END, " +
-			"fence = CASE WHEN queue = '{}' THEN " + nextval + " ELSE fence END, " +
+			"fence = CASE WHEN queue = '{}' THEN " + guarded + " ELSE fence END, " +
 			"expires_at = CASE WHEN queue = '{}' THEN " + fmt.Sprintf(ttl, 4) + " ELSE 'epoch' END" +
 			" WHERE id = $1 AND token = $2 AND expires_at > now() " +
 			"RETURNING " + synced + ", queue = '{}', fence, CASE WHEN queue <> '{}' THEN queue END, " +

@@ -56,10 +56,22 @@ func (d *Driver) run(ctx context.Context, f func(q querier) error) error {
 				return err
 			}
 			defer c.Release()
-			if err := d.bootCheck(ctx, c.Conn().PgConn()); err != nil {
+			pc := c.Conn().PgConn()
+			if err := d.bootCheck(ctx, pc); err != nil {
 				return err
 			}
-			return f(c)
+			err = f(c)
+			if bootMissing(err) {
+				// The server recovered from a crash since this
+				// connection's check (it outlived the crash: a pooler's):
+				// check again, then take the fence.
+				delete(pc.CustomData(), d.bootKey)
+				if err := d.bootCheck(ctx, pc); err != nil {
+					return err
+				}
+				err = f(c)
+			}
+			return err
 		})
 		if again && sqlState(err) == "42P01" {
 			d.schemaLost()
@@ -87,6 +99,13 @@ func (d *Driver) bootCheck(ctx context.Context, c *pgconn.PgConn) error {
 	}
 	c.CustomData()[key] = true
 	return nil
+}
+
+// bootMissing reports the failure of a table statement whose guarded
+// fence was NULL: the boot marker's row is missing (see sql.go).
+func bootMissing(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23502" && pe.ColumnName == "fence"
 }
 
 func ttlMillis(ttl time.Duration) (int64, error) {
