@@ -124,18 +124,7 @@ func crashFences(t *testing.T, opts Options, serverSync string) {
 func TestBootMarkerSurvivingConnection(t *testing.T) {
 	ctx := ctxT(t)
 	a := shared(t, Options{Mode: ModeTable, Table: "mutexfx_locks_boottest2", MaxConns: 1, CheckBootEveryFence: true})
-	take := func() uint64 {
-		t.Helper()
-		tok := fmt.Sprint(time.Now().UnixNano())
-		res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: "boot", Token: tok, TTL: time.Minute})
-		if err != nil || !res.Acquired {
-			t.Fatalf("Acquire = %+v, %v", res, err)
-		}
-		if ok, err := a.Release(ctx, "boot", tok); err != nil || !ok {
-			t.Fatalf("Release = %v, %v", ok, err)
-		}
-		return res.Fence
-	}
+	take := func() uint64 { t.Helper(); return bootTake(ctx, t, a) }
 	take()
 	f1 := take()
 	err := a.run(ctx, func(q querier) error {
@@ -169,18 +158,7 @@ func testBootMarker(t *testing.T, every bool) {
 	ctx := ctxT(t)
 	opts := Options{Mode: ModeTable, Table: "mutexfx_locks_boottest", MaxConns: 1, CheckBootEveryFence: every}
 	a := shared(t, opts)
-	take := func(d *Driver) uint64 {
-		t.Helper()
-		tok := fmt.Sprint(time.Now().UnixNano())
-		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "boot", Token: tok, TTL: time.Minute})
-		if err != nil || !res.Acquired {
-			t.Fatalf("Acquire = %+v, %v", res, err)
-		}
-		if ok, err := d.Release(ctx, "boot", tok); err != nil || !ok {
-			t.Fatalf("Release = %v, %v", ok, err)
-		}
-		return res.Fence
-	}
+	take := func(d *Driver) uint64 { t.Helper(); return bootTake(ctx, t, d) }
 	f1 := take(a)
 	err := a.run(ctx, func(q querier) error {
 		_, err := q.Exec(ctx, "DELETE FROM "+a.names.boot)
@@ -212,4 +190,19 @@ func testBootMarker(t *testing.T, every bool) {
 	}); err != nil || rows != 1 {
 		t.Fatalf("boot marker rows = %d, %v; want 1", rows, err)
 	}
+}
+
+// bootTake acquires and releases the key "boot" through d and returns the
+// acquisition's fence.
+func bootTake(ctx context.Context, t *testing.T, d *Driver) uint64 {
+	t.Helper()
+	tok := fmt.Sprint(time.Now().UnixNano())
+	res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "boot", Token: tok, TTL: time.Minute})
+	if err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	if ok, err := d.Release(ctx, "boot", tok); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	return res.Fence
 }
