@@ -67,12 +67,13 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 	}
 	seq := strings.ReplaceAll(n.sequence, "'", "''") // never contains one: validated
 	nextval := fmt.Sprintf("nextval('%s')", seq)
-	// guarded is table mode's fence. With Options.CheckBootEveryFence it
-	// is NULL, which the NOT NULL fence column refuses (the statement
-	// fails, writing nothing), when the boot marker's row is missing — when the server recovered from a crash
-	// since this connection's bootCheck. A connection that outlives a crash
-	// (a client connection of a pooler such as PgBouncer) then runs the
-	// check again before it takes a fence (see Driver.run).
+	// guarded is table mode's fence. With Options.CheckBootEveryFence (or
+	// a given pool and asynchronous commits) it is NULL when the boot
+	// marker's row is missing — the server recovered from a crash since
+	// this connection's bootCheck — and the NOT NULL fence column refuses
+	// it: the statement fails, writing nothing. A connection that outlived
+	// the crash (a client connection of a pooler such as PgBouncer) then
+	// runs the check again before it takes a fence (see Driver.run).
 	guarded := nextval
 	if o.CheckBootEveryFence || (txnSync && o.SynchronousCommit == "off") {
 		guarded = "(" + nextval + " + (SELECT 0 FROM " + n.boot + "))"
