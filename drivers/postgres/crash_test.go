@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/internal/testutil"
@@ -97,8 +98,16 @@ func crashFences(t *testing.T, opts Options, serverSync string) {
 	if !unwritten {
 		t.Fatalf("the sequence's WAL record was written out after every one of 3000 acquisitions")
 	}
+	var mark0, mark1 int64
+	admin("SELECT "+crashMarkSQL, nil, &mark0)
 	srv.Stop() // immediate: what is in the WAL buffers is lost
 	srv.Start()
+	// Crash recovery resets the crash mark (what connections outliving a
+	// crash compare, see guarded in sql.go).
+	admin("SELECT "+crashMarkSQL, nil, &mark1)
+	if mark1 == mark0 {
+		t.Fatalf("crash mark %d unchanged by crash recovery", mark0)
+	}
 	var last int64
 	admin("SELECT last_value FROM "+d.names.sequence, nil, &last)
 	if uint64(last) >= lastFence {
@@ -116,19 +125,24 @@ func crashFences(t *testing.T, opts Options, serverSync string) {
 // server, a table of its own): connections that already ran the check go
 // on from the sequence's value, a new connection puts the row back and
 // moves the sequence 2^32 ahead, once.
-// TestBootMarkerSurvivingConnection: a connection that outlives a server
-// crash (a pooler's client connection) and the crash's forgotten fences:
-// the marker's row gone and the sequence set back, as a crash with
-// asynchronous commits leaves them. Its next fence is still greater than
-// every fence taken before.
+// TestBootMarkerSurvivingConnection: with asynchronous commits, a
+// connection that outlives a server crash (a pooler's client connection)
+// and the crash's forgotten fences:
+// the marker's row gone, the shared statistics reset and the sequence set
+// back, as a crash with asynchronous commits leaves them. Its next fence
+// is still greater than every fence taken before.
 func TestBootMarkerSurvivingConnection(t *testing.T) {
 	ctx := ctxT(t)
-	a := shared(t, Options{Mode: ModeTable, Table: "mutexfx_locks_boottest2", MaxConns: 1, CheckBootEveryFence: true})
+	a := shared(t, Options{Mode: ModeTable, Table: "mutexfx_locks_boottest2", MaxConns: 1, SynchronousCommit: "off"})
 	take := func() uint64 { t.Helper(); return bootTake(ctx, t, a) }
 	take()
 	f1 := take()
 	err := a.run(ctx, func(q querier) error {
 		if _, err := q.Exec(ctx, "DELETE FROM "+a.names.boot); err != nil {
+			return err
+		}
+		// Crash recovery resets the shared statistics: the crash mark.
+		if _, err := q.Exec(ctx, "SELECT pg_stat_reset_shared('bgwriter')"); err != nil {
 			return err
 		}
 		_, err := q.Exec(ctx, "SELECT setval($1::regclass, $2)", a.names.sequence, max(int64(f1)-5, 1))
@@ -142,21 +156,12 @@ func TestBootMarkerSurvivingConnection(t *testing.T) {
 	}
 }
 
-// TestBootMarker empties the marker as a crash would. Checked once per
-// connection (the default): connections already checked go on from the
-// sequence's value, the next new connection jumps it once. With
-// CheckBootEveryFence: the checked connection jumps it at its next fence.
+// TestBootMarker empties the marker as a crash would, but leaves the crash
+// mark: connections already checked go on from the sequence's value, the
+// next new connection jumps it once.
 func TestBootMarker(t *testing.T) {
-	for _, every := range []bool{false, true} {
-		t.Run(fmt.Sprintf("every fence %v", every), func(t *testing.T) {
-			testBootMarker(t, every)
-		})
-	}
-}
-
-func testBootMarker(t *testing.T, every bool) {
 	ctx := ctxT(t)
-	opts := Options{Mode: ModeTable, Table: "mutexfx_locks_boottest", MaxConns: 1, CheckBootEveryFence: every}
+	opts := Options{Mode: ModeTable, Table: "mutexfx_locks_boottest", MaxConns: 1}
 	a := shared(t, opts)
 	take := func(d *Driver) uint64 { t.Helper(); return bootTake(ctx, t, d) }
 	f1 := take(a)
@@ -167,18 +172,11 @@ func testBootMarker(t *testing.T, every bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f2 := take(a)
-	switch {
-	case every && f2 < f1+bootGap:
-		t.Fatalf("fence %d on a checked connection after %d; want a jump of 2^32", f2, f1)
-	case !every && (f2 <= f1 || f2 >= f1+bootGap):
+	if f2 := take(a); f2 <= f1 || f2 >= f1+bootGap {
 		t.Fatalf("fence %d on a checked connection after %d; want no jump", f2, f1)
 	}
 	f3 := take(shared(t, opts)) // a new connection
-	switch {
-	case every && (f3 <= f2 || f3 >= f2+bootGap):
-		t.Fatalf("fence %d on a new connection after %d; want no second jump", f3, f2)
-	case !every && f3 < f1+bootGap:
+	if f3 < f1+bootGap {
 		t.Fatalf("fence %d on a new connection after %d; want a jump of 2^32", f3, f1)
 	}
 	if f4 := take(shared(t, opts)); f4 <= f3 || f4 >= f3+bootGap {
@@ -205,4 +203,54 @@ func bootTake(ctx context.Context, t *testing.T, d *Driver) uint64 {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
 	return res.Fence
+}
+
+// TestGuardWhenAsync: the fence-taking statements compare the crash mark
+// exactly when the connection's commits may be asynchronous: the driver's
+// own setting, or the session's (the server's, a role's, a pool's).
+func TestGuardWhenAsync(t *testing.T) {
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		name    string
+		session string // the given pool's synchronous_commit; "": none given
+		opt     string // Options.SynchronousCommit
+		want    bool
+	}{
+		{"own pool", "", "", false},
+		{"own pool, synchronousCommit off", "", "off", true},
+		{"own pool, synchronousCommit local", "", "local", false},
+		{"given pool", "on", "", false},
+		{"given pool, synchronousCommit off", "on", "off", true},
+		{"given pool asynchronous", "off", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Mode: ModeTable, SynchronousCommit: tc.opt}
+			var d *Driver
+			if tc.session == "" {
+				d = shared(t, opts)
+			} else {
+				cfg, err := pgxpool.ParseConfig(testutil.PostgresDSN())
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.ConnConfig.RuntimeParams["synchronous_commit"] = tc.session
+				p, err := pgxpool.NewWithConfig(ctx, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Close()
+				if d, err = NewWithPool(p, opts); err != nil {
+					t.Fatal(err)
+				}
+				defer closeDriver(t, d)
+			}
+			var got bool
+			if err := d.run(ctx, func(q querier) error { got = q.boot().guard; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("guarded = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -103,7 +104,10 @@ func TestTableRoundTrips(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer closeDriver(t, a)
-			log.names = map[string]string{a.sql.take: "take", a.sql.acquire: "acquire", a.sql.refence: "refence", a.sql.release: "release", a.sql.notify: "notify", a.sql.handover: "handover"}
+			log.names = map[string]string{a.sql.release: "release", a.sql.notify: "notify"}
+			for _, fs := range []fencedStatements{a.sql.plain, a.sql.guarded} {
+				maps.Copy(log.names, map[string]string{fs.take: "take", fs.acquire: "acquire", fs.refence: "refence", fs.handover: "handover"})
+			}
 			b := shared(t, opts)
 			// the schema, created at first use, is not counted
 			if _, _, err := a.Inspect(ctx, "roundtrips:warm"); err != nil {

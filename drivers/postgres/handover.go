@@ -33,7 +33,8 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 	var now *float64
 	err = d.run(ctx, func(p querier) error {
 		held, handed, queue, now = false, false, nil, nil
-		err := p.QueryRow(ctx, d.sql.handover, rowID(key), token, next.Token, ms).Scan(nil, &handed, &fence, &queue, &now)
+		fs, mark := d.fencing(p)
+		err := p.QueryRow(ctx, fs.handover, append([]any{rowID(key), token, next.Token, ms}, mark...)...).Scan(nil, &handed, &fence, &queue, &now)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}

@@ -96,17 +96,6 @@ type Options struct {
 	// costs a little per call but works through any pooler.
 	// Default: "" (the server's setting).
 	SynchronousCommit string `koanf:"synchronousCommit"`
-	// CheckBootEveryFence makes every table-mode statement that takes a
-	// fence check the boot marker itself (an extra one-row read; measured
-	// +20–35 µs per acquisition), so that fences keep growing across a
-	// server crash even on connections that outlive it: the client
-	// connections of a pooler such as PgBouncer, when commits are
-	// asynchronous (this driver's SynchronousCommit "off", or the server's
-	// or role's setting). Without it, the marker is checked once per
-	// connection, which covers connections that end with the server (see
-	// the boot marker in docs/postgres.md). Default: false, but always on
-	// with NewWithPool and SynchronousCommit "off".
-	CheckBootEveryFence bool `koanf:"checkBootEveryFence"`
 
 	// MaxSessions is the number of connections the driver pins for advisory
 	// locks: one holds the locks taken without waiting, the others wait in

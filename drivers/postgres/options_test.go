@@ -159,34 +159,23 @@ func TestExistingPool(t *testing.T) {
 	}
 }
 
-// TestCheckBootEveryFence: which configurations guard every table-mode
-// fence with the boot marker (see guarded in sql.go).
-func TestCheckBootEveryFence(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		opts    Options
-		txnSync bool // a given pool
-		want    bool
-	}{
-		{"own pool", Options{Mode: ModeTable}, false, false},
-		{"own pool, asynchronous", Options{Mode: ModeTable, SynchronousCommit: "off"}, false, false},
-		{"given pool", Options{Mode: ModeTable}, true, false},
-		{"given pool, asynchronous", Options{Mode: ModeTable, SynchronousCommit: "off"}, true, true},
-		{"given pool, local", Options{Mode: ModeTable, SynchronousCommit: "local"}, true, false},
-		{"asked", Options{Mode: ModeTable, CheckBootEveryFence: true}, false, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := tc.opts.withDefaults()
-			n, err := o.validate()
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := buildStatements(n, o, tc.txnSync)
-			for name, q := range map[string]string{"take": s.take, "acquire": s.acquire, "refence": s.refence, "handover": s.handover} {
-				if got := strings.Contains(q, "FROM "+n.boot); got != tc.want {
-					t.Errorf("%s reads the boot marker: %v, want %v", name, got, tc.want)
+// TestFencesGuarded: the guarded form of every table-mode statement that
+// takes a fence compares the crash mark, the plain form does not (see
+// guarded in sql.go).
+func TestFencesGuarded(t *testing.T) {
+	o := Options{Mode: ModeTable}.withDefaults()
+	n, err := o.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, txnSync := range []bool{false, true} {
+		s := buildStatements(n, o, txnSync)
+		for form, fs := range map[string]fencedStatements{"plain": s.plain, "guarded": s.guarded} {
+			for name, q := range map[string]string{"take": fs.take, "acquire": fs.acquire, "refence": fs.refence, "handover": fs.handover} {
+				if got := strings.Contains(q, crashMarkSQL); got != (form == "guarded") {
+					t.Errorf("%s %s (txnSync %v) compares the crash mark: %v", form, name, txnSync, got)
 				}
 			}
-		})
+		}
 	}
 }

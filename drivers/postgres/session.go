@@ -63,7 +63,7 @@ func (d *Driver) dial(ctx context.Context, waiter bool) (*session, error) {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	if err := d.bootCheck(ctx, conn.PgConn()); err != nil {
+	if _, err := d.bootCheck(ctx, conn.PgConn()); err != nil {
 		if sqlState(err) == "42P01" {
 			d.schemaLost() // the next dial creates the marker again
 		}

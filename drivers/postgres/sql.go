@@ -18,14 +18,28 @@ type statements struct {
 	// advisory mode
 	tryLock, waitLock, unlock, unlockNotify, heldKeys, heldKey, anyHolder string
 
-	// table mode
-	take, acquire, refence, release, handover, notify, extend, renew, inspect string
+	// table mode; the fence-taking statements in two forms (fencing)
+	plain, guarded                          fencedStatements
+	release, notify, extend, renew, inspect string
+}
+
+// fencedStatements are table mode's statements that take a fence.
+type fencedStatements struct {
+	take, acquire, refence, handover string
 }
 
 // bootGap is how far the fence sequence moves ahead after a server crash
 // (bootCheck): more fences than a crash can have forgotten (those taken by
 // commits still in the WAL buffers, with synchronous_commit off).
 const bootGap = 1 << 32
+
+// crashMarkSQL is the server's crash mark: the time its shared statistics
+// were last reset, in µs. Crash recovery resets them (a clean restart
+// keeps them; so does a standby until promoted, with its own mark), and
+// it costs a function call to read, against a table read for the boot
+// marker itself. An administrator resetting them (pg_stat_reset_shared)
+// only makes every connection check the marker once more.
+const crashMarkSQL = "coalesce((extract(epoch FROM pg_stat_get_bgwriter_stat_reset_time()) * 1000000)::bigint, 0)"
 
 // maxPayload is the longest key sent as a NOTIFY payload (PostgreSQL refuses
 // 8000 bytes and more); longer keys are released without a wake-up.
@@ -67,16 +81,15 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 	}
 	seq := strings.ReplaceAll(n.sequence, "'", "''") // never contains one: validated
 	nextval := fmt.Sprintf("nextval('%s')", seq)
-	// guarded is table mode's fence. With Options.CheckBootEveryFence (or
-	// a given pool and asynchronous commits) it is NULL when the boot
-	// marker's row is missing — the server recovered from a crash since
-	// this connection's bootCheck — and the NOT NULL fence column refuses
-	// it: the statement fails, writing nothing. A connection that outlived
-	// the crash (a client connection of a pooler such as PgBouncer) then
-	// runs the check again before it takes a fence (see Driver.run).
-	guarded := nextval
-	if o.CheckBootEveryFence || (txnSync && o.SynchronousCommit == "off") {
-		guarded = "(" + nextval + " + (SELECT 0 FROM " + n.boot + "))"
+	// guarded(i) is table mode's fence: NULL, which the NOT NULL fence
+	// column refuses (the statement fails, writing nothing), when the
+	// server's crash mark differs from $i, the mark this connection read
+	// just before its bootCheck: the server recovered from a crash since.
+	// A connection that outlived the crash (a client connection of a pooler
+	// such as PgBouncer) then runs the check again before it takes a fence
+	// (see Driver.run).
+	guarded := func(i int) string {
+		return fmt.Sprintf("CASE WHEN %s = $%d::bigint THEN %s END", crashMarkSQL, i, nextval)
 	}
 	notify := fmt.Sprintf("CASE WHEN octet_length($%%d) BETWEEN 1 AND %d THEN pg_notify('%s', $%%d) END",
 		maxPayload, strings.Trim(n.channel, `"`))
@@ -132,6 +145,46 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 	pruned := "CASE WHEN l.queue = '{}' THEN l.queue ELSE coalesce((SELECT jsonb_object_agg(e.k, e.v) " +
 		"FROM jsonb_each(l.queue) AS e(k, v) WHERE " + live + " AND e.k <> $5::text), '{}') END"
 	left := func(ts string) string { return "extract(epoch FROM " + ts + " - now())::float8 * 1000" }
+	// tableFenced builds the fence-taking statements with fence(i) as the
+	// fence, $i its parameter if it has one.
+	tableFenced := func(fence func(i int) string) fencedStatements {
+		return fencedStatements{
+			// the uncontended path: a bare UPDATE of a free row nobody queues
+			// for, its fence taken under the row's lock. It writes nothing when
+			// its WHERE is false (an UPDATE locks only the rows it changes);
+			// then, or when the row is missing, acquire decides.
+			take: "UPDATE " + n.table + " AS l SET name = $2, token = $3, fence = " + fence(5) +
+				", expires_at = " + fmt.Sprintf(ttl, 4) +
+				" WHERE l.id = $1 AND l.expires_at <= now() AND l.queue = '{}' RETURNING l.fence, " + synced,
+			acquire: "WITH " + s + ", ins AS (" +
+				"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
+				"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + fence(9) + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
+				" FROM s LEFT JOIN " + n.table + " AS c ON c.id = $1 WHERE c.id IS NULL OR " + write("c") + " " +
+				"ON CONFLICT (id) DO UPDATE SET " +
+				"name = CASE WHEN " + take("l") + " THEN excluded.name ELSE l.name END, " +
+				"token = CASE WHEN " + take("l") + " THEN excluded.token ELSE l.token END, " +
+				"fence = CASE WHEN " + take("l") + " THEN " + fence(9) + " ELSE l.fence END, " +
+				"expires_at = CASE WHEN " + take("l") + " THEN excluded.expires_at ELSE l.expires_at END, " +
+				"queue = CASE WHEN " + take("l") + " THEN " + pruned + " ELSE " + queued + " END " +
+				"WHERE " + write("l") + " " +
+				"RETURNING l.token = $3 AS took, l.fence, l.expires_at) " +
+				"SELECT took, CASE WHEN took THEN fence ELSE 0 END, " +
+				"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END, false FROM ins UNION ALL " +
+				"SELECT false, 0, " + left("expires_at") + ", " + deferred("r") + " OR " + write("r") + " FROM " + n.table +
+				" AS r WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
+			refence: "UPDATE " + n.table + " SET fence = " + fence(3) + " WHERE id = $1 AND token = $2 RETURNING fence",
+			// passes the row from token $2 to $3 for $4 ms with the next
+			// fence when nobody queues for it, else releases it as release
+			// does (and returns the queue for the wake-up)
+			handover: "UPDATE " + n.table + " SET " +
+				"token = CASE WHEN queue = '{}' THEN $3 ELSE '' END, " +
+				"fence = CASE WHEN queue = '{}' THEN " + fence(5) + " ELSE fence END, " +
+				"expires_at = CASE WHEN queue = '{}' THEN " + fmt.Sprintf(ttl, 4) + " ELSE 'epoch' END" +
+				" WHERE id = $1 AND token = $2 AND expires_at > now() " +
+				"RETURNING " + synced + ", queue = '{}', fence, CASE WHEN queue <> '{}' THEN queue END, " +
+				"CASE WHEN queue <> '{}' THEN " + nowMS + " END",
+		}
+	}
 	return statements{
 		createSequence: "CREATE SEQUENCE IF NOT EXISTS " + n.sequence,
 		createTable: "CREATE " + unlogged + "TABLE IF NOT EXISTS " + n.table + ` (
@@ -166,30 +219,8 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 		anyHolder: "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted" +
 			" AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND " + lockKey + " = $1)",
 
-		// the uncontended path: a bare UPDATE of a free row nobody queues
-		// for, its fence taken under the row's lock. It writes nothing when
-		// its WHERE is false (an UPDATE locks only the rows it changes);
-		// then, or when the row is missing, acquire decides.
-		take: "UPDATE " + n.table + " AS l SET name = $2, token = $3, fence = " + guarded +
-			", expires_at = " + fmt.Sprintf(ttl, 4) +
-			" WHERE l.id = $1 AND l.expires_at <= now() AND l.queue = '{}' RETURNING l.fence, " + synced,
-		acquire: "WITH " + s + ", ins AS (" +
-			"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
-			"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + guarded + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
-			" FROM s LEFT JOIN " + n.table + " AS c ON c.id = $1 WHERE c.id IS NULL OR " + write("c") + " " +
-			"ON CONFLICT (id) DO UPDATE SET " +
-			"name = CASE WHEN " + take("l") + " THEN excluded.name ELSE l.name END, " +
-			"token = CASE WHEN " + take("l") + " THEN excluded.token ELSE l.token END, " +
-			"fence = CASE WHEN " + take("l") + " THEN " + guarded + " ELSE l.fence END, " +
-			"expires_at = CASE WHEN " + take("l") + " THEN excluded.expires_at ELSE l.expires_at END, " +
-			"queue = CASE WHEN " + take("l") + " THEN " + pruned + " ELSE " + queued + " END " +
-			"WHERE " + write("l") + " " +
-			"RETURNING l.token = $3 AS took, l.fence, l.expires_at) " +
-			"SELECT took, CASE WHEN took THEN fence ELSE 0 END, " +
-			"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END, false FROM ins UNION ALL " +
-			"SELECT false, 0, " + left("expires_at") + ", " + deferred("r") + " OR " + write("r") + " FROM " + n.table +
-			" AS r WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
-		refence: "UPDATE " + n.table + " SET fence = " + guarded + " WHERE id = $1 AND token = $2 RETURNING fence",
+		plain:   tableFenced(func(int) string { return nextval }),
+		guarded: tableFenced(guarded),
 		// notifies only when drivers are queued for the row: every waiting
 		// acquisition is, and an uncontended release then writes no NOTIFY
 		// (which every listening backend of the database has to read)
@@ -201,16 +232,6 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 		release: "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" +
 			" WHERE id = $1 AND token = $2 AND expires_at > now() " +
 			"RETURNING " + synced + ", CASE WHEN queue <> '{}' THEN queue END, " +
-			"CASE WHEN queue <> '{}' THEN " + nowMS + " END",
-		// passes the row from token $2 to $3 for $4 ms with the next
-		// fence when nobody queues for it, else releases it as release
-		// does (and returns the queue for the wake-up)
-		handover: "UPDATE " + n.table + " SET " +
-			"token = CASE WHEN queue = '{}' THEN $3 ELSE '' END, " +
-			"fence = CASE WHEN queue = '{}' THEN " + guarded + " ELSE fence END, " +
-			"expires_at = CASE WHEN queue = '{}' THEN " + fmt.Sprintf(ttl, 4) + " ELSE 'epoch' END" +
-			" WHERE id = $1 AND token = $2 AND expires_at > now() " +
-			"RETURNING " + synced + ", queue = '{}', fence, CASE WHEN queue <> '{}' THEN queue END, " +
 			"CASE WHEN queue <> '{}' THEN " + nowMS + " END",
 		// the release's NOTIFY: a hint, whose commit need not wait for
 		// the WAL flush (pg_notify assigns the transaction an id, so its
