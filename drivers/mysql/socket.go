@@ -165,38 +165,40 @@ type pinned struct {
 
 // queryRow runs q on p's connection and scans its one row into dest. With
 // the socket known, ctx's end closes it (see above) instead of go-sql-driver
-// watching ctx; the connection is then unusable, and the error wraps ctx's.
+// watching ctx; the connection is then unusable, and the error wraps ctx's
+// cause.
 func (p pinned) queryRow(ctx context.Context, q string, args []any, dest ...any) error {
-	if p.sock == nil || ctx.Done() == nil {
+	return p.run(ctx, func(ctx context.Context) error {
 		return p.conn.QueryRowContext(ctx, q, args...).Scan(dest...)
-	}
-	if err := ctx.Err(); err != nil {
+	})
+}
+
+// exec runs q on p's connection like queryRow.
+func (p pinned) exec(ctx context.Context, q string, args []any) (res sql.Result, err error) {
+	err = p.run(ctx, func(ctx context.Context) error {
+		res, err = p.conn.ExecContext(ctx, q, args...)
 		return err
+	})
+	return res, err
+}
+
+// run runs f, a statement on p's connection, with ctx, or with a context
+// that cannot be cancelled while ctx's end closes the socket.
+func (p pinned) run(ctx context.Context, f func(context.Context) error) error {
+	if p.sock == nil || ctx.Done() == nil {
+		return f(ctx)
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	stop := context.AfterFunc(ctx, p.sock.cut)
-	err := p.conn.QueryRowContext(context.WithoutCancel(ctx), q, args...).Scan(dest...)
+	err := f(context.WithoutCancel(ctx))
 	if !stop() {
 		// The socket is closed or closing: whatever the statement did,
 		// the connection is done.
 		return fmt.Errorf("%w (statement: %v)", context.Cause(ctx), err)
 	}
 	return err
-}
-
-// exec runs q on p's connection like queryRow.
-func (p pinned) exec(ctx context.Context, q string, args []any) (sql.Result, error) {
-	if p.sock == nil || ctx.Done() == nil {
-		return p.conn.ExecContext(ctx, q, args...)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	stop := context.AfterFunc(ctx, p.sock.cut)
-	res, err := p.conn.ExecContext(context.WithoutCancel(ctx), q, args...)
-	if !stop() {
-		return nil, fmt.Errorf("%w (statement: %v)", context.Cause(ctx), err)
-	}
-	return res, err
 }
 
 // exec runs q on a connection of the pool: when ctx can be cancelled and
@@ -213,6 +215,9 @@ func (d *Driver) exec(ctx context.Context, q string, args []any) (sql.Result, er
 	for attempt := 0; ; attempt++ {
 		conn, err := d.db.Conn(ctx)
 		if err != nil {
+			if ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
 			return nil, err
 		}
 		res, err := pinned{conn, d.socks.of(conn)}.exec(ctx, q, args)

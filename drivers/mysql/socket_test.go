@@ -2,7 +2,9 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -96,10 +98,11 @@ func TestPinnedStatementCancelled(t *testing.T) {
 	}
 	why := errors.New("caller gone")
 	cctx, cancel := context.WithCancelCause(ctx)
-	time.AfterFunc(50*time.Millisecond, func() { cancel(why) })
+	done := cancelWhenRunning(ctx, t, admin, "ID = ? AND STATE = 'User lock'", id, func() { cancel(why) })
 	start := time.Now()
 	var blocked int64
 	err = p.queryRow(cctx, "SELECT GET_LOCK(?, 30)", []any{other}, &blocked)
+	<-done
 	if !errors.Is(err, why) {
 		t.Fatalf("cancelled statement: %v; want the ctx's cause", err)
 	}
@@ -113,8 +116,8 @@ func TestPinnedStatementCancelled(t *testing.T) {
 		return err == nil && free == 1
 	})
 	// A statement whose context already ended is not sent.
-	if err := p.queryRow(cctx, "SELECT 1", nil, &got); !errors.Is(err, context.Canceled) {
-		t.Fatalf("statement with an ended ctx: %v", err)
+	if err := p.queryRow(cctx, "SELECT 1", nil, &got); !errors.Is(err, why) {
+		t.Fatalf("statement with an ended ctx: %v; want the ctx's cause", err)
 	}
 }
 
@@ -124,11 +127,14 @@ func TestPinnedStatementCancelled(t *testing.T) {
 func TestPoolStatementCancelled(t *testing.T) {
 	ctx := ctxT(t)
 	d := openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable})
+	admin := openDB(t, testutil.MySQLDSN())
 	why := errors.New("caller gone")
 	cctx, cancel := context.WithCancelCause(ctx)
-	time.AfterFunc(50*time.Millisecond, func() { cancel(why) })
+	query := fmt.Sprintf("SELECT SLEEP(30) /* %s %d */", runID, time.Now().UnixNano())
+	done := cancelWhenRunning(ctx, t, admin, "INFO = ?", query, func() { cancel(why) })
 	start := time.Now()
-	_, err := d.exec(cctx, "SELECT SLEEP(30)", nil)
+	_, err := d.exec(cctx, query, nil)
+	<-done
 	if !errors.Is(err, why) {
 		t.Fatalf("cancelled statement: %v; want the ctx's cause (socket cancellation)", err)
 	}
@@ -168,4 +174,29 @@ func TestPoolLiveness(t *testing.T) {
 	if _, err := d.exec(cctx, "DO 1", nil); err != nil {
 		t.Fatalf("statement after the pooled connection was killed: %v", err)
 	}
+}
+
+// cancelWhenRunning calls cancel once the server lists a session matching
+// where (a condition on information_schema.PROCESSLIST with one parameter,
+// arg): the statement to cancel is running. The returned channel closes
+// after cancel, or when ctx ends first.
+func cancelWhenRunning(ctx context.Context, t *testing.T, admin *sql.DB, where string, arg any, cancel func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			var n int
+			err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE "+where, arg).Scan(&n)
+			if err != nil {
+				t.Errorf("processlist: %v", err)
+				return
+			}
+			if n > 0 {
+				cancel()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return done
 }
