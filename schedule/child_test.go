@@ -57,10 +57,10 @@ func childScheduler() error {
 	}
 	defer out.Close()
 	var mu sync.Mutex
-	report := func(kind string, t time.Time) {
+	report := func(kind string, t time.Time, detail ...any) {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(out, "%s %d\n", kind, t.UnixNano())
+		fmt.Fprintln(out, append([]any{kind, t.UnixNano()}, detail...)...)
 	}
 	drv, err := file.New(file.Options{Dir: os.Getenv(envDir)})
 	if err != nil {
@@ -74,7 +74,13 @@ func childScheduler() error {
 	s, err := schedule.New(schedule.Options{Mutex: m, Clock: schedule.OffsetClock(offset)},
 		schedule.Job{Name: "report", Every: period, Exclusive: true, Run: func(ctx context.Context) error {
 			p, _ := schedule.Planned(ctx)
-			report("run", p)
+			// what a double run would be diagnosed with: the fence and
+			// when (real time) this instance held the lock
+			var fence uint64
+			if l := component.LockFrom(ctx); l != nil {
+				fence = l.Fence()
+			}
+			report("run", p, fence, time.Now().UnixNano())
 			return nil
 		}})
 	if err != nil {
@@ -149,8 +155,12 @@ func (c *exec) read(t *testing.T, by map[time.Time][]string) (start, stop time.T
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		kind, ns, _ := strings.Cut(sc.Text(), " ")
-		n, err := strconv.ParseInt(ns, 10, 64)
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			t.Fatalf("%s: bad line %q", c.name, sc.Text())
+		}
+		kind := fields[0]
+		n, err := strconv.ParseInt(fields[1], 10, 64)
 		if err != nil {
 			t.Fatalf("%s: bad line %q", c.name, sc.Text())
 		}
@@ -161,7 +171,12 @@ func (c *exec) read(t *testing.T, by map[time.Time][]string) (start, stop time.T
 		case "stop":
 			stop = at
 		case "run":
-			by[at] = append(by[at], c.name)
+			who := c.name
+			if len(fields) == 4 { // fence, real time: shown if it ran twice
+				ran, _ := strconv.ParseInt(fields[3], 10, 64)
+				who = fmt.Sprintf("%s (fence %s, held at %s)", c.name, fields[2], time.Unix(0, ran).UTC().Format("15:04:05.000"))
+			}
+			by[at] = append(by[at], who)
 		}
 	}
 	if start.IsZero() || stop.IsZero() {

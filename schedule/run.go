@@ -24,6 +24,15 @@ func (s *Scheduler) fire(j *job, planned time.Time) {
 		log.Error("exclusive job not run: its lock store is missing", zap.Error(err))
 		return
 	}
+	// An instance whose clock is ahead has held the lock since its own
+	// planned instant and releases it hold later by its clock: an attempt
+	// this late could find it released already and run the instant again.
+	// Up to half the hold late, the instances' clocks may differ by up to
+	// the other half (less the store's answer time).
+	if late := s.opts.Clock.Now().Sub(planned); late > j.plan.hold(planned)/2 {
+		log.Warn("exclusive job skipped an instant: too late to be sure no other instance ran it", zap.Duration("late", late))
+		return
+	}
 	lock, err := m.TryAcquire(ctx, j.lock)
 	switch {
 	case err != nil && ctx.Err() != nil:
