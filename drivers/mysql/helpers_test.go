@@ -83,3 +83,17 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// killSession kills the server session id and waits until the server no
+// longer lists it.
+func killSession(ctx context.Context, t testing.TB, admin *sql.DB, id int64) {
+	t.Helper()
+	if _, err := admin.ExecContext(ctx, "KILL ?", id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the killed session to end", func() bool {
+		var n int
+		err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n)
+		return err == nil && n == 0
+	})
+}

@@ -33,16 +33,9 @@ func TestAdvisoryKeptConnection(t *testing.T) {
 	if again := acquire(); again != first {
 		t.Fatalf("second acquisition on connection %d, want the kept %d", again, first)
 	}
-	if _, err := admin.ExecContext(ctx, "KILL ?", first); err != nil {
-		t.Fatal(err)
-	}
 	// The server closes the killed session's socket; the kept connection
 	// then fails its next statement without sending it.
-	waitFor(t, 5*time.Second, "the killed session to end", func() bool {
-		var n int
-		err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", first).Scan(&n)
-		return err == nil && n == 0
-	})
+	killSession(ctx, t, admin, first)
 	if third := acquire(); third == first {
 		t.Fatalf("acquired on the killed connection %d", first)
 	}

@@ -161,14 +161,7 @@ func TestPoolLiveness(t *testing.T) {
 	if err := d.db.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.ExecContext(ctx, "KILL ?", id); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 5*time.Second, "the killed session to end", func() bool {
-		var n int
-		err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n)
-		return err == nil && n == 0
-	})
+	killSession(ctx, t, admin, id)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if _, err := d.exec(cctx, "DO 1", nil); err != nil {
