@@ -285,3 +285,53 @@ func (d *Driver) advInspect(ctx context.Context, key string) (drivers.LockInfo, 
 	}
 	return drivers.LockInfo{}, ok, nil
 }
+
+// advHandover passes the lock from token to next.Token on the session that
+// holds it, with a new fence, in one statement: it unlocks and locks again.
+// The server grants a released advisory lock to the sessions waiting for it
+// in the server as it unlocks, so with one waiting the lock goes to that
+// waiter instead, and a process that hands a lock among its own goroutines
+// cannot keep it from the others. Without server-side waits (MaxSessions
+// 1) other drivers' waiters poll, unseen: it releases as advRelease does.
+func (d *Driver) advHandover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
+	if d.opts.MaxSessions <= 1 {
+		ok, err := d.advRelease(ctx, key, token)
+		return ok, drivers.AcquireResult{}, err
+	}
+	h, l := d.ownLock(key, token)
+	if l == nil {
+		return false, drivers.AcquireResult{}, nil
+	}
+	s := l.s
+	if err := s.lock(ctx); err != nil {
+		return false, drivers.AcquireResult{}, err
+	}
+	defer s.unlock()
+	var fence int64
+	err := s.conn.QueryRow(ctx, d.sql.handover, h).Scan(&fence)
+	if err != nil {
+		if d.settle(s) {
+			err = nil // the session ended: the lock is gone
+		} else {
+			// unknown outcome: make sure it is unlocked before forgetting it
+			d.failed(ctx, s, h)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	gone := d.held[h] != l || s.dead
+	switch {
+	case err != nil || gone:
+		if !gone {
+			delete(d.held, h)
+			delete(s.locks, h)
+		}
+		return false, drivers.AcquireResult{}, err
+	case fence > 0:
+		l.token, l.fence = next.Token, uint64(fence)
+		return true, drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
+	}
+	delete(d.held, h)
+	delete(s.locks, h)
+	return fence < 0, drivers.AcquireResult{}, nil
+}

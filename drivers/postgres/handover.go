@@ -11,17 +11,16 @@ import (
 
 var _ drivers.Handoverer = (*Driver)(nil)
 
-// Handover passes key from token to next.Token in table mode, in one
-// UPDATE, when no driver queues for the row; otherwise, and in advisory
-// mode (whose waiters queue in the server, unseen), it releases key as
+// Handover passes key from token to next.Token, in one statement, when no
+// other driver waits for it (table mode: queues in its row; advisory mode:
+// waits in the server, see advHandover); otherwise it releases key as
 // Release does.
 func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
 	if err := d.check(ctx); err != nil {
 		return false, drivers.AcquireResult{}, err
 	}
 	if d.opts.Mode == ModeAdvisory {
-		ok, err := d.advRelease(ctx, key, token)
-		return ok, drivers.AcquireResult{}, err
+		return d.advHandover(ctx, key, token, next)
 	}
 	ms, err := ttlMillis(next.TTL)
 	if err != nil {

@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // TestTableHandoverQueued checks that a table-mode handover does not pass
@@ -89,5 +92,65 @@ func TestHandoverWaiterGone(t *testing.T) {
 		t.Fatalf("TryAcquire afterwards: %v", err)
 	} else {
 		_, _ = l.Release(ctx)
+	}
+}
+
+// TestAdvisoryHandoverWaiting checks advisory mode's handover: with no
+// other session waiting for the lock it keeps the server lock for the new
+// token, with a new fence; with a session of another driver waiting for it
+// in the server it unlocks instead, and that waiter gets the lock.
+func TestAdvisoryHandoverWaiting(t *testing.T) {
+	ctx := ctxT(t)
+	a, b := shared(t, Options{}), shared(t, Options{})
+	key := fmt.Sprintf("handover:advisory:%d", time.Now().UnixNano())
+	req := func(tok string) drivers.AcquireRequest {
+		return drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}
+	}
+	first, err := a.Acquire(ctx, req("a1"))
+	if err != nil || !first.Acquired {
+		t.Fatalf("Acquire = %+v, %v", first, err)
+	}
+	released, res, err := a.Handover(ctx, key, "a1", req("a2"))
+	if err != nil || !released || !res.Acquired || res.Fence <= first.Fence {
+		t.Fatalf("Handover with nobody waiting = %v, %+v, %v; want handed with a fence > %d", released, res, err, first.Fence)
+	}
+
+	got := make(chan drivers.AcquireResult, 1)
+	go func() {
+		r := req("b")
+		r.Wait = 20 * time.Second
+		res, err := b.Acquire(ctx, r)
+		if err != nil {
+			t.Errorf("waiting Acquire: %v", err)
+		}
+		got <- res
+	}()
+	conn, err := pgx.Connect(ctx, testutil.PostgresDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	// the server offers no signal of a session starting to wait: look
+	for {
+		var n int
+		err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"+
+			" AND ((classid::bigint << 32) | objid::bigint) = $1", advisoryKey(key)).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	released, res, err = a.Handover(ctx, key, "a2", req("a3"))
+	if err != nil || !released || res.Acquired {
+		t.Fatalf("Handover with a session waiting = %v, %+v, %v; want released, not handed", released, res, err)
+	}
+	if r := <-got; !r.Acquired || r.Fence <= first.Fence+1 {
+		t.Fatalf("waiter's Acquire = %+v; want acquired with a fence > %d", r, first.Fence+1)
+	}
+	if ok, err := b.Release(ctx, key, "b"); err != nil || !ok {
+		t.Errorf("waiter's Release = %v, %v", ok, err)
 	}
 }

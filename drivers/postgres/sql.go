@@ -16,7 +16,7 @@ type statements struct {
 	createBoot, insertBoot, bootCheck string
 
 	// advisory mode
-	tryLock, waitLock, unlock, unlockNotify, heldKeys, heldKey, anyHolder string
+	tryLock, waitLock, unlock, unlockNotify, handover, heldKeys, heldKey, anyHolder string
 
 	// table mode; the fence-taking statements in two forms (fencing)
 	plain, guarded                          fencedStatements
@@ -213,7 +213,14 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 			"SELECT " + nextval + " FROM l",
 		unlockNotify: "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock($1) AS ok) " +
 			"SELECT ok, CASE WHEN ok THEN " + fmt.Sprintf(notify, 2, 2) + " END IS NULL FROM u",
-		unlock:   "SELECT pg_advisory_unlock($1)",
+		unlock: "SELECT pg_advisory_unlock($1)",
+		// unlocks, then takes the lock again with a new fence (> 0) when
+		// nobody took it meanwhile: the server grants a released lock to
+		// the sessions waiting for it in the same step (ProcLockWakeup),
+		// so a waiting session gets it first and the statement answers -1;
+		// 0 when the lock was not held
+		handover: "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock($1) AS ok) " +
+			"SELECT CASE WHEN NOT ok THEN 0 WHEN pg_try_advisory_lock($1) THEN " + nextval + " ELSE -1 END FROM u",
 		heldKeys: "SELECT " + lockKey + " " + ownLocks,
 		heldKey:  "SELECT EXISTS (SELECT 1 " + ownLocks + " AND " + lockKey + " = $1)",
 		anyHolder: "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted" +
