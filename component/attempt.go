@@ -35,19 +35,29 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	req := drivers.AcquireRequest{Key: key, Token: token, TTL: ttl, Wait: wait}
 	var res drivers.AcquireResult
 	var err error
-	late := false
+	late, closing := false, false
 	if m.feat.InProcess {
 		res, err = m.drv.Acquire(ctx, req)
 	} else {
-		// ctx's end cancels the attempt too; the wait's deadline does not:
-		// the attempt has its grace.
+		if !m.beginAttempt() {
+			return nil, res, ErrClosed
+		}
+		defer m.endAttempt() // after a lock got after Close is released
+		// ctx's end and Close cancel the attempt too; the wait's deadline
+		// does not: the attempt has its grace.
 		actx, cancel := context.WithDeadline(ctx, limit)
+		stop := context.AfterFunc(m.closing, cancel)
 		res, err = m.drv.Acquire(actx, req)
+		stop()
+		closing = m.closing.Err() != nil
 		late = actx.Err() != nil && ctx.Err() == nil
 		cancel()
 	}
 
 	switch {
+	case closing && (err != nil || res.Acquired):
+		m.cleanup(key, token)
+		return nil, res, ErrClosed
 	case err != nil && ctx.Err() != nil:
 		m.cleanup(key, token)
 		return nil, res, context.Cause(ctx)
@@ -65,6 +75,11 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	case late:
 		m.cleanup(key, token)
 		return nil, res, fmt.Errorf("%w: %q: acquired after the deadline, released", ErrTimeout, name)
+	case time.Since(now) >= ttl-drift(ttl):
+		// The store's ttl started after now: the lock may have expired
+		// there already (and gone to another holder), though not surely.
+		m.cleanup(key, token)
+		return nil, res, fmt.Errorf("%w: %q: the store answered after the lock's ttl (%v), released", ErrTimeout, name, ttl)
 	}
 
 	l := &Lock{m: m, name: name, key: key, token: token, fence: res.Fence, acquiredAt: now, ttl: ttl}
@@ -119,14 +134,14 @@ func (m *Mutex) cleanup(key, token string) {
 }
 
 // cleanupLocked is cleanup with m.mu held. The release runs in a goroutine
-// owned by the Mutex (Close waits for it; its ctx ends at Close); after
-// Close it does nothing.
+// owned by the Mutex (Close waits for it, up to attemptGrace); once Close
+// has released the locks it does nothing.
 func (m *Mutex) cleanupLocked(key, token string) {
-	if m.closed {
+	if m.draining {
 		return
 	}
 	m.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(m.bg, attemptGrace)
+		ctx, cancel := cleanupContext()
 		defer cancel()
 		if _, err := m.drv.Release(ctx, key, token); err != nil {
 			m.log.Debug("mutex cleanup release failed", zap.String("key", key), zap.Error(err))

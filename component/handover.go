@@ -54,7 +54,8 @@ func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) 
 		// first waiter, which acquires as usual), and a lock taken for
 		// nobody is released.
 		m.end(l, stateReleased, ErrReleased)
-		orphan, closed := err == nil && res.Acquired, m.closed
+		// a failed call may have handed it over all the same
+		orphan, closed := err != nil || res.Acquired, m.closed
 		if orphan && !closed {
 			m.cleanupLocked(l.key, token)
 		}

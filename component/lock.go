@@ -36,7 +36,11 @@ type Lock struct {
 	due      time.Time // next renewal
 	expiry   time.Time // tracked expiry: last successful call start + ttl - drift
 	failures int       // consecutive failed renewals
-	cause    error     // why it ended
+	cause    error     // why it ended (or is ending: releasing)
+	// inflight is closed when the renewal or Extend in flight for this
+	// lock ends; nil when none is. One at a time: the store applies them
+	// in the order they were sent, so the last one's ttl is the store's.
+	inflight chan struct{}
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 }
@@ -101,15 +105,22 @@ func (l *Lock) Err() error {
 // hand the lock over (see handover.go), it is handed to that caller in the
 // same operation, with a new token and fence. A store failure is returned
 // as a *DriverError; the lock is then no longer renewed and expires in the
-// store after its ttl.
+// store after its ttl. A ctx that has already ended (a deferred Release
+// after its request ended) does not stop the release: it then runs bounded
+// by a second, since a lock left behind would be in everyone's way.
 func (l *Lock) Release(ctx context.Context) (bool, error) {
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), attemptGrace)
+		defer cancel()
+	}
 	m := l.m
 	m.mu.Lock()
 	if l.state != stateHeld {
 		m.mu.Unlock()
 		return false, nil
 	}
-	l.state = stateReleasing
+	l.releasing(ErrReleased)
 	w := m.handoverTarget(l)
 	m.mu.Unlock()
 	if w != nil {
@@ -127,6 +138,16 @@ func (l *Lock) Release(ctx context.Context) (bool, error) {
 	return ok, nil
 }
 
+// releasing marks l as being released for cause and cancels its context
+// at once: its holder is done with it, and its context must not outlive
+// the lock while the store is slow to answer the release. m.mu held.
+func (l *Lock) releasing(cause error) {
+	l.state, l.cause = stateReleasing, cause
+	if l.cancel != nil {
+		l.cancel(cause)
+	}
+}
+
 // finish records that l ended, as state for cause, and cancels its
 // context; it reports false when l had ended already. m.mu held.
 func (l *Lock) finish(state lockState, cause error) bool {
@@ -142,37 +163,59 @@ func (l *Lock) finish(state lockState, cause error) bool {
 
 // Extend sets the lock's time to live to ttl from now (and keeps renewing it
 // with that ttl). It reports false when the lock was no longer held — it is
-// then lost. A store failure is returned as a *DriverError and changes
-// nothing.
+// then lost. A store failure is returned as a *DriverError; the store may
+// have applied the new ttl or not, so the lock's tracked expiry becomes
+// the earlier of the two. Calls to Extend and the renewals of the lock
+// reach the store one at a time.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
 	if ttl < 10*time.Millisecond {
 		return false, &OptionError{Field: "TTL", Msg: "must be at least 10ms"}
 	}
 	m := l.m
 	m.mu.Lock()
+	for l.state == stateHeld && l.inflight != nil {
+		ch := l.inflight
+		m.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		}
+		m.mu.Lock()
+	}
 	if l.state != stateHeld {
 		m.mu.Unlock()
 		return false, nil
 	}
+	done := make(chan struct{})
+	l.inflight = done
 	m.mu.Unlock()
 
 	start := time.Now()
 	ok, err := m.drv.Extend(ctx, l.key, l.token, ttl)
+
+	m.mu.Lock()
+	l.inflight = nil
+	close(done)
+	held := l.state == stateHeld
+	switch {
+	case err != nil && held:
+		l.expiry = minTime(l.expiry, start.Add(ttl-drift(ttl)))
+		m.wakeFor(l) // a renewal skipped while this call was in flight
+	case err != nil:
+	case !held:
+		ok = false
+	case !ok:
+		m.lose(l, "extend found it gone or taken")
+	default:
+		l.ttl = ttl
+		m.renewed(l, start)
+	}
+	m.mu.Unlock()
 	if err != nil {
 		return false, m.driverError("extend", l.name, err)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if l.state != stateHeld {
-		return false, nil
-	}
-	if !ok {
-		m.lose(l, "extend found it gone or taken")
-		return false, nil
-	}
-	l.ttl = ttl
-	m.renewed(l, start)
-	return true, nil
+	return ok, nil
 }
 
 // lockKey is the context key of the lock attached by Do.

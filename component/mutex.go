@@ -32,11 +32,13 @@ type Mutex struct {
 	handoff drivers.Handoverer // nil: the driver cannot hand a lock over
 	log     *zap.Logger
 
-	// bg is cancelled by Close; background calls (renewals, cleanups) use
-	// it.
-	bg       context.Context
-	bgCancel context.CancelFunc
-	wg       sync.WaitGroup
+	// bg is cancelled by Close once the locks are released; renewals use
+	// it. closing is cancelled as Close starts; store attempts use it.
+	bg            context.Context
+	bgCancel      context.CancelFunc
+	closing       context.Context
+	closingCancel context.CancelFunc
+	wg            sync.WaitGroup
 
 	subbed   atomic.Bool // subscribed, or nothing to subscribe to
 	subMu    sync.Mutex  // serialises subscribing
@@ -45,6 +47,9 @@ type Mutex struct {
 
 	mu       sync.Mutex
 	closed   bool
+	draining bool          // Close waits for wg: no new background work
+	attempts int           // store attempts in flight (attempt.go)
+	settled  chan struct{} // closed when attempts drops to 0 after Close
 	started  bool
 	queues   map[string]*queue
 	held     map[string]*Lock
@@ -77,6 +82,7 @@ func New(opts Options) (*Mutex, error) {
 	m.renewer, _ = opts.Driver.(drivers.Renewer)
 	m.handoff, _ = opts.Driver.(drivers.Handoverer)
 	m.bg, m.bgCancel = context.WithCancel(context.Background())
+	m.closing, m.closingCancel = context.WithCancel(context.Background())
 	return m, nil
 }
 
@@ -208,10 +214,14 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 		if !first {
 			m.mu.Lock()
 			if l := w.handed; l != nil {
-				// our holder released it to us (handover.go)
+				// our holder released it to us (handover.go), unless it
+				// ended before we woke (lost, or released by Close)
 				w.handed = nil
-				m.mu.Unlock()
-				return l, nil
+				if l.state == stateHeld {
+					m.mu.Unlock()
+					return l, nil
+				}
+				m.requeue(name, w)
 			}
 			closed := m.closed
 			head, busy = m.queues[name].waiters[0] == w, m.held[name] != nil
@@ -292,68 +302,21 @@ func Run(ctx context.Context, l *Lock, fn func(ctx context.Context, l *Lock) err
 	return fn(fnCtx, l)
 }
 
-// Held returns the locks this Mutex holds now (not released, not lost), in
-// acquisition order; a new slice on each call.
+// Held returns the locks this Mutex holds now (not released, not lost, not
+// past their tracked expiry: see Lock.Held), in acquisition order; a new
+// slice on each call.
 func (m *Mutex) Held() []*Lock {
 	m.mu.Lock()
+	now := time.Now()
 	out := make([]*Lock, 0, len(m.held))
 	for _, l := range m.held {
-		if l.state == stateHeld {
+		if l.state == stateHeld && now.Before(l.expiry) {
 			out = append(out, l)
 		}
 	}
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b *Lock) int { return int(a.seq - b.seq) })
 	return out
-}
-
-// Close releases the locks the Mutex holds (failures ignored, bounded by
-// ctx), ends its waits with ErrClosed, stops its background work and closes
-// the driver. Calls after Close fail with ErrClosed; Close again returns nil.
-func (m *Mutex) Close(ctx context.Context) error {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil
-	}
-	m.closed = true
-	locks := make([]*Lock, 0, len(m.held))
-	for _, l := range m.held {
-		if l.state == stateHeld {
-			l.state = stateReleasing
-			locks = append(locks, l)
-		}
-	}
-	for _, q := range m.queues {
-		for _, w := range q.waiters {
-			w.signal()
-		}
-	}
-	close(m.stop)
-	m.mu.Unlock()
-
-	var wg sync.WaitGroup
-	for _, l := range locks {
-		wg.Go(func() {
-			_, _ = m.drv.Release(ctx, l.key, l.token)
-			m.mu.Lock()
-			m.end(l, stateReleased, ErrClosed)
-			m.mu.Unlock()
-		})
-	}
-	wg.Wait()
-	m.bgCancel()
-	m.wg.Wait()
-	m.subMu.Lock()
-	if m.unsub != nil {
-		m.unsub()
-		m.unsub = nil
-	}
-	m.subMu.Unlock()
-	if err := m.drv.Close(ctx); err != nil {
-		return m.driverError("close", "", err)
-	}
-	return nil
 }
 
 // end finishes a lock (released, lost, closed) and hands the name to the
@@ -383,11 +346,15 @@ func (m *Mutex) renewed(l *Lock, start time.Time) {
 	l.failures = 0
 	l.expiry = start.Add(l.ttl - drift(l.ttl))
 	l.due = start.Add(l.ttl / 3)
+	m.wakeFor(l)
+}
+
+// wakeFor makes sure the scheduler looks at l by its renewal time; m.mu
+// held. When it sleeps past it, its timer is brought forward. Only the
+// timer: waking the goroutine at every acquisition would cost a thread
+// wake-up each time while no other lock is held.
+func (m *Mutex) wakeFor(l *Lock) {
 	if l.due.Before(m.nextWake) {
-		// The scheduler sleeps past this lock's renewal: bring its timer
-		// forward. Only the timer: waking the goroutine at every
-		// acquisition would cost a thread wake-up each time while no
-		// other lock is held.
 		m.nextWake = l.due
 		m.timer.Reset(time.Until(l.due))
 	}

@@ -53,6 +53,17 @@ func (m *Mutex) enqueue(name string, ttl time.Duration) *waiter {
 	return w
 }
 
+// requeue puts w back at the head of name's queue, which a handover took
+// it out of; m.mu held.
+func (m *Mutex) requeue(name string, w *waiter) {
+	q := m.queues[name]
+	if q == nil {
+		q = queuePool.Get().(*queue)
+		m.queues[name] = q
+	}
+	q.waiters = slices.Insert(q.waiters, 0, w)
+}
+
 // dequeue removes w (if still queued), wakes the new head and recycles w:
 // its owner's last use. Waiters are only signalled under m.mu while queued.
 // A lock handed to w that its owner did not take (it gave up meanwhile) is

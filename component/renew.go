@@ -36,7 +36,7 @@ func (m *Mutex) schedule() {
 				continue
 			}
 			next = minTime(next, l.expiry)
-			if !inflight {
+			if !inflight && l.inflight == nil { // (an Extend renews it meanwhile)
 				due = due || !now.Before(l.due)
 				next = minTime(next, l.due)
 			}
@@ -46,13 +46,15 @@ func (m *Mutex) schedule() {
 			// early renewals are harmless and they gather the locks into
 			// few batches.
 			var batch []*Lock
+			sent := make(chan struct{})
 			for _, l := range m.held {
-				if l.state == stateHeld && !now.Before(l.due.Add(-l.ttl/6)) {
+				if l.state == stateHeld && l.inflight == nil && !now.Before(l.due.Add(-l.ttl/6)) {
+					l.inflight = sent
 					batch = append(batch, l)
 				}
 			}
 			inflight = true
-			m.wg.Go(func() { m.renew(batch, done) })
+			m.wg.Go(func() { m.renew(batch, sent, done) })
 		}
 		// Set under m.mu: renewed brings the timer forward, under m.mu
 		// too, when a lock is due earlier.
@@ -70,8 +72,9 @@ func (m *Mutex) schedule() {
 	}
 }
 
-// renew renews a batch of locks and records the outcome.
-func (m *Mutex) renew(batch []*Lock, done chan<- struct{}) {
+// renew renews a batch of locks, marked in flight with sent, and records
+// the outcome.
+func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 	defer func() { done <- struct{}{} }()
 	leases := make([]drivers.Lease, len(batch))
 	m.mu.Lock()
@@ -107,7 +110,9 @@ func (m *Mutex) renew(batch []*Lock, done chan<- struct{}) {
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	close(sent)
 	for i, l := range batch {
+		l.inflight = nil
 		if l.state != stateHeld {
 			continue
 		}

@@ -1,0 +1,323 @@
+package component
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/memory"
+)
+
+// Tests of the safety rule — a lock's holder never believes it holds a lock
+// the store may have given to someone else — at the edges of renewal,
+// release, Close and handover. The drivers below wrap the memory store
+// with gates the tests open.
+
+// remote is the memory store made to look like a network store (not
+// InProcess), with optional gates. A nil gate is open.
+type remote struct {
+	*memory.Driver
+	acquired   chan struct{} // Acquire took the lock in the store...
+	reply      chan struct{} // ...and answers when this closes (or ctx ends: with ctx's error)
+	replyDelay time.Duration // Acquire acts at once and answers this much later
+	renewing   chan struct{} // a Renew call started...
+	renew      chan struct{} // ...and acts when this closes
+	releasing  chan struct{} // a Release call started...
+	release    chan struct{} // ...and acts when this closes
+	keepOpen   bool          // Close leaves the store open, for the test to inspect
+}
+
+func (r *remote) Features() drivers.Features {
+	f := r.Driver.Features()
+	f.InProcess = false
+	return f
+}
+
+func (r *remote) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	res, err := r.Driver.Acquire(context.WithoutCancel(ctx), req)
+	if r.acquired != nil {
+		r.acquired <- struct{}{}
+		select {
+		case <-r.reply:
+		case <-ctx.Done():
+			return drivers.AcquireResult{}, ctx.Err() // the reply is lost
+		}
+	}
+	if r.replyDelay > 0 {
+		time.Sleep(r.replyDelay) // the store answers late; it ignores ctx
+	}
+	return res, err
+}
+
+func (r *remote) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	if r.renewing != nil {
+		r.renewing <- struct{}{}
+		<-r.renew
+	}
+	return r.Driver.Renew(ctx, leases)
+}
+
+func (r *remote) Release(ctx context.Context, key, token string) (bool, error) {
+	if r.releasing != nil {
+		r.releasing <- struct{}{}
+		<-r.release
+	}
+	return r.Driver.Release(ctx, key, token)
+}
+
+func (r *remote) Close(ctx context.Context) error {
+	if r.keepOpen {
+		return nil
+	}
+	return r.Driver.Close(ctx)
+}
+
+func newOn(t *testing.T, d drivers.Driver, ttl time.Duration) *Mutex {
+	t.Helper()
+	m, err := New(Options{Driver: d, TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	return m
+}
+
+// TestExtendDuringRenewal: an Extend called while a renewal with the old
+// ttl is in flight must reach the store after it, so that the store keeps
+// the lock at least as long as the Mutex believes it holds it. (Before:
+// the renewal could land last, the store keeping 300 ms, the Mutex
+// tracking 10 s.)
+func TestExtendDuringRenewal(t *testing.T) {
+	ctx := context.Background()
+	r := &remote{Driver: memory.New(), renewing: make(chan struct{}), renew: make(chan struct{})}
+	m := newOn(t, r, 300*time.Millisecond)
+	openRenew := sync.OnceFunc(func() { close(r.renew) })
+	t.Cleanup(openRenew) // before the Mutex's Close (cleanups run last first)
+	l, err := m.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.renewing // the first renewal, 100 ms later, is in flight
+	// Extend waits for it: here until its own ctx ends, having sent nothing.
+	ectx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	ok, err := l.Extend(ectx, 10*time.Second)
+	cancel()
+	if ok || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Extend during a renewal = %v, %v; want it to wait for the renewal", ok, err)
+	}
+	if info, _, _ := r.Inspect(ctx, l.Key()); info.TTL > time.Second {
+		t.Fatalf("store ttl %v: Extend reached the store during the renewal", info.TTL)
+	}
+	openRenew()
+	if ok, err := l.Extend(ctx, 10*time.Second); err != nil || !ok {
+		t.Fatalf("Extend = %v, %v", ok, err)
+	}
+	info, held, err := r.Inspect(ctx, l.Key())
+	if err != nil || !held {
+		t.Fatalf("store: held %v, %v", held, err)
+	}
+	m.mu.Lock()
+	tracked := time.Until(l.expiry)
+	m.mu.Unlock()
+	if tracked > info.TTL {
+		t.Fatalf("the Mutex tracks the lock for %v, the store keeps it %v", tracked, info.TTL)
+	}
+	if info.TTL < 5*time.Second {
+		t.Fatalf("store ttl %v: the renewal's 300 ms landed after Extend's 10 s", info.TTL)
+	}
+}
+
+// TestAnswerAfterTTL: a lock whose acquisition was answered after its ttl
+// may already have expired in the store: it is not handed out.
+func TestAnswerAfterTTL(t *testing.T) {
+	ctx := context.Background()
+	r := &remote{Driver: memory.New(), replyDelay: 150 * time.Millisecond, keepOpen: true}
+	m := newOn(t, r, 100*time.Millisecond)
+	l, err := m.TryAcquire(ctx, "a")
+	if l != nil || !errors.Is(err, ErrTimeout) {
+		t.Fatalf("TryAcquire answered after the ttl = %v, %v; want ErrTimeout", l, err)
+	}
+}
+
+// TestContextEndsBeforeStoreRelease: Release and Close end the lock's
+// context before they ask the store to release it, so that the holder
+// stops before anyone else can get the lock, however slow the store.
+func TestContextEndsBeforeStoreRelease(t *testing.T) {
+	for _, via := range []string{"Release", "Close"} {
+		t.Run(via, func(t *testing.T) {
+			ctx := context.Background()
+			r := &remote{Driver: memory.New(), releasing: make(chan struct{}), release: make(chan struct{})}
+			m := newOn(t, r, time.Minute)
+			l, err := m.Acquire(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lctx := l.Context()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if via == "Release" {
+					_, _ = l.Release(ctx)
+				} else {
+					_ = m.Close(ctx)
+				}
+			}()
+			<-r.releasing
+			select {
+			case <-lctx.Done():
+			default:
+				t.Error("the lock's context is live while the store releases it")
+			}
+			want := ErrReleased
+			if via == "Close" {
+				want = ErrClosed
+			}
+			if !errors.Is(context.Cause(lctx), want) {
+				t.Errorf("cause %v; want %v", context.Cause(lctx), want)
+			}
+			close(r.release)
+			<-done
+		})
+	}
+}
+
+// handing is the memory store with a Handover (release, then acquire for
+// the new token), whose reply can be lost after it acted.
+type handing struct {
+	*memory.Driver
+	replyLost bool
+}
+
+func (h *handing) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
+	ok, err := h.Driver.Release(ctx, key, token)
+	if err != nil || !ok {
+		return ok, drivers.AcquireResult{}, err
+	}
+	res, err := h.Driver.Acquire(ctx, next)
+	if h.replyLost {
+		return true, drivers.AcquireResult{}, errors.New("connection reset")
+	}
+	return true, res, err
+}
+
+// parked waits until name's queue has a waiter parked behind the holder.
+func parked(t *testing.T, m *Mutex, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		m.mu.Lock()
+		q := m.queues[name]
+		ok := q != nil && len(q.waiters) == 1 && q.waiters[0].parked
+		m.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no waiter parked")
+		}
+	}
+}
+
+// TestHandedLockAfterClose: a lock handed to a waiter and released by
+// Close before the waiter woke is not returned: the waiter gets ErrClosed.
+func TestHandedLockAfterClose(t *testing.T) {
+	ctx := context.Background()
+	for range 20 {
+		m, err := New(Options{Driver: &handing{Driver: memory.New()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := m.Acquire(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			l, err := m.Acquire(ctx, "a", WithTimeout(Forever))
+			if err == nil && !l.Held() {
+				err = errors.New("Acquire returned a lock that is not held")
+			}
+			got <- err
+		}()
+		parked(t, m, "a")
+		_, _ = l.Release(ctx)
+		_ = m.Close(ctx)
+		if err := <-got; err != nil && !errors.Is(err, ErrClosed) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCloseWaitsForAttempts: Close cancels a store attempt in flight and
+// waits for it, so that a lock the store granted (its reply lost) is
+// released before the driver closes.
+func TestCloseWaitsForAttempts(t *testing.T) {
+	ctx := context.Background()
+	r := &remote{Driver: memory.New(), acquired: make(chan struct{}), reply: make(chan struct{}), keepOpen: true}
+	m := newOn(t, r, time.Minute)
+	got := make(chan error, 1)
+	go func() {
+		_, err := m.Acquire(ctx, "a")
+		got <- err
+	}()
+	<-r.acquired
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := m.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; !errors.Is(err, ErrClosed) {
+		t.Errorf("Acquire during Close = %v; want ErrClosed", err)
+	}
+	if info, held, _ := r.Inspect(ctx, "mutex:a"); held {
+		t.Fatalf("after Close the store holds the lock for %v, for nobody", info.TTL)
+	}
+}
+
+// TestHandoverFailureReleases: a handover whose reply was lost may have
+// handed the lock over in the store; the new token is released, so that
+// the waiter gets the lock without waiting for its ttl.
+func TestHandoverFailureReleases(t *testing.T) {
+	ctx := context.Background()
+	m := newOn(t, &handing{Driver: memory.New(), replyLost: true}, time.Minute)
+	l, err := m.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := m.Acquire(ctx, "a", WithTimeout(5*time.Second))
+		if err == nil {
+			_, err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	parked(t, m, "a")
+	if _, err := l.Release(ctx); err == nil {
+		t.Fatal("Release with a lost handover reply: no error")
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+}
+
+// TestReleaseAfterCtxEnded: a deferred Release whose request context has
+// ended still releases the lock.
+func TestReleaseAfterCtxEnded(t *testing.T) {
+	r := &remote{Driver: memory.New()}
+	m := newOn(t, r, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	l, err := m.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if ok, err := l.Release(ctx); err != nil || !ok {
+		t.Fatalf("Release with an ended ctx = %v, %v; want true", ok, err)
+	}
+	if _, held, _ := r.Inspect(context.Background(), l.Key()); held {
+		t.Fatal("the store still holds the lock")
+	}
+}
