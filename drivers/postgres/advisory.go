@@ -70,7 +70,15 @@ func (d *Driver) advTake(ctx context.Context, h int64, wait time.Duration) (uint
 	if wait > 0 {
 		err = s.conn.QueryRow(ctx, d.sql.waitLock, h, lockTimeout(wait)).Scan(&fence)
 		switch sqlState(err) {
-		case "55P03", "40P01": // lock_timeout, deadlock: not acquired
+		case "55P03", "40P01": // lock_timeout, deadlock: not acquired...
+			// ...unless the server granted the lock as the timeout fired:
+			// a session lock outlives the statement's error, so this
+			// session must not keep it unseen
+			var held bool
+			herr := s.conn.QueryRow(ctx, d.sql.heldKey, h).Scan(&held)
+			if herr != nil || (held && !d.drop(ctx, s, h)) {
+				d.failed(ctx, s, h)
+			}
 			return 0, false, nil
 		}
 	} else {
@@ -117,18 +125,26 @@ func (d *Driver) failed(ctx context.Context, s *session, h int64) {
 			return
 		}
 	}
+	if !d.drop(ctx, s, h) {
+		d.kill(ctx, s) // could not clean up: give the session up
+	}
+}
+
+// drop unlocks h on s until s no longer holds it, and reports whether it
+// got there.
+func (d *Driver) drop(ctx context.Context, s *session, h int64) bool {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.StallTimeout)
 	defer cancel()
 	for range 64 {
 		var more bool
 		if err := s.conn.QueryRow(cctx, d.sql.unlock, h).Scan(&more); err != nil {
-			break
+			return false
 		}
 		if !more {
-			return
+			return true
 		}
 	}
-	d.kill(ctx, s) // could not clean up: give the session up
+	return false
 }
 
 // ownLock returns the lock key's entry if token holds it through this driver.

@@ -12,7 +12,8 @@ import (
 
 // TestNamesAreData takes, wakes on and releases locks whose names would
 // break unparameterised SQL or a naive NOTIFY, in both modes. A 10 KB name
-// is too long for a NOTIFY payload: it is released without a wake-up.
+// is too long for a NOTIFY payload, and names with NUL or invalid UTF-8 are
+// not text: they are released without a wake-up.
 // Advisory drivers run with MaxSessions 1, the configuration whose releases
 // notify; in table mode the second driver waits (Wait > 0), which queues it
 // in the row, so that the release notifies.
@@ -27,6 +28,9 @@ func TestNamesAreData(t *testing.T) {
 		{"semicolon; DROP TABLE mutexfx_locks; --", true},
 		{strings.Repeat("n", 7999-len("names:")), true},
 		{strings.Repeat("é", 5000), false}, // 10 KB
+		// not text: no NOTIFY payload can carry them
+		{"nul \x00 byte", false},
+		{"invalid utf-8 \xff\xfe", false},
 	}
 	for _, mode := range []string{ModeAdvisory, ModeTable} {
 		t.Run(mode, func(t *testing.T) {

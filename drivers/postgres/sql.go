@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // statements are the driver's SQL texts, built once from validated, quoted
@@ -272,8 +273,25 @@ func rowID(key string) []byte {
 // payload is the NOTIFY payload for key: the key, or "" (no wake-up) when
 // it is too long.
 func payload(key string) string {
-	if len(key) > maxPayload {
+	if len(key) > maxPayload || !isText(key) {
 		return ""
 	}
 	return key
+}
+
+// isText reports whether key can be sent as PostgreSQL text: valid UTF-8
+// without NUL. Keys are any bytes; one that is not text goes unnotified
+// (its waiters poll) and is shown in the table's name column by shownName.
+func isText(key string) bool {
+	return utf8.ValidString(key) && strings.IndexByte(key, 0) < 0
+}
+
+// shownName is key as the table's name column shows it: key itself when it
+// is text, else with U+FFFD for NUL and invalid bytes. The column is for
+// people reading the table; a row is found by its id, the key's SHA-256.
+func shownName(key string) string {
+	if isText(key) {
+		return key
+	}
+	return strings.ToValidUTF8(strings.ReplaceAll(key, "\x00", "\uFFFD"), "\uFFFD")
 }

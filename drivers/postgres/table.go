@@ -123,7 +123,7 @@ func (d *Driver) tableTake(ctx context.Context, req drivers.AcquireRequest, ms i
 	var took bool
 	err := d.run(ctx, func(p querier) error {
 		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.take, append([]any{rowID(req.Key), req.Key, req.Token, ms}, mark...)...).Scan(&fence, nil)
+		err := p.QueryRow(ctx, fs.take, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms}, mark...)...).Scan(&fence, nil)
 		took = err == nil
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -158,7 +158,7 @@ func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireReques
 		var fence int64
 		var left float64
 		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.acquire, append([]any{rowID(req.Key), req.Key, req.Token, ms, d.id, o.queue, live, o.deferQueue}, mark...)...).
+		err := p.QueryRow(ctx, fs.acquire, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue}, mark...)...).
 			Scan(&res.Acquired, &fence, &left, &deferred)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// the holder's row is not visible to the statement's snapshot

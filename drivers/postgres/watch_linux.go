@@ -58,6 +58,7 @@ func startWatch(c net.Conn, sem chan struct{}, onBreak, closeConn func()) *watch
 
 func (w *watcher) run(fd int, sem chan struct{}, onBreak, closeConn func()) {
 	defer close(w.done)
+	defer w.closePipe() // a broken session's watcher may never be stopped
 	defer unix.Close(fd)
 	fds := []unix.PollFd{
 		{Fd: int32(fd), Events: unix.POLLRDHUP},
@@ -89,9 +90,11 @@ func (w *watcher) run(fd int, sem chan struct{}, onBreak, closeConn func()) {
 func (w *watcher) stop() {
 	w.stopOnce.Do(func() {
 		close(w.stopCh)
-		if w.wake[1] >= 0 {
+		pipeMu.Lock()
+		if w.wake[1] >= 0 { // (closed once run has ended)
 			_, _ = unix.Write(w.wake[1], []byte{0})
 		}
+		pipeMu.Unlock()
 	})
 	<-w.done
 	w.closePipe()
