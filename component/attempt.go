@@ -35,7 +35,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	req := drivers.AcquireRequest{Key: key, Token: token, TTL: ttl, Wait: wait}
 	var res drivers.AcquireResult
 	var err error
-	late, closing := false, false
+	late, closing, overdue := false, false, false
 	if m.feat.InProcess {
 		res, err = m.drv.Acquire(ctx, req)
 	} else {
@@ -51,6 +51,9 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 		stop()
 		closing = m.closing.Err() != nil
 		late = actx.Err() != nil && ctx.Err() == nil
+		// The store's ttl started after now: answered this late, the lock
+		// may have expired there already (and gone to another holder).
+		overdue = time.Since(now) >= ttl-drift(ttl)
 		cancel()
 	}
 
@@ -75,9 +78,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	case late:
 		m.cleanup(key, token)
 		return nil, res, fmt.Errorf("%w: %q: acquired after the deadline, released", ErrTimeout, name)
-	case time.Since(now) >= ttl-drift(ttl):
-		// The store's ttl started after now: the lock may have expired
-		// there already (and gone to another holder), though not surely.
+	case overdue:
 		m.cleanup(key, token)
 		return nil, res, fmt.Errorf("%w: %q: the store answered after the lock's ttl (%v), released", ErrTimeout, name, ttl)
 	}
