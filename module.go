@@ -52,6 +52,10 @@ func Module(k *koanf.Koanf, opts ...Option) fx.Option {
 	options := []fx.Option{
 		fx.Supply(cfg, fx.Private),
 		fx.Provide(fx.Annotate(newRegistry, fx.ParamTags(``, storesGroup))),
+		// Build every store when the graph is built, injected or not: a
+		// driver block is validated as its driver is built (which
+		// connects nothing), and invalid configuration must fail fx.New.
+		fx.Invoke(func(*Registry) {}),
 	}
 	for _, st := range cfg.Stores {
 		f := o.factory(st.Driver.Type)

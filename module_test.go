@@ -131,6 +131,16 @@ func TestModuleErrors(t *testing.T) {
 	}
 }
 
+// TestModuleValidatesEveryStore: a store nobody injects is validated too:
+// its invalid driver block fails fx.New.
+func TestModuleValidatesEveryStore(t *testing.T) {
+	k := yamlConfig(t, "mutex:\n  mutex: {driver: memory}\n  jobs:\n    driver: {type: file, adress: /tmp/x}\n")
+	app := fx.New(mutexfx.Module(k), fx.NopLogger, fx.Invoke(func(*mutexfx.Mutex) {}))
+	if err := app.Err(); err == nil || !strings.Contains(err.Error(), "mutex.jobs.driver") {
+		t.Fatalf("fx.New with an invalid store nobody injects: %v; want an error naming mutex.jobs.driver", err)
+	}
+}
+
 // countingDriver counts the calls reaching its store.
 type countingDriver struct {
 	drivers.Driver

@@ -18,6 +18,7 @@ package config
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -163,10 +164,7 @@ func loadStore(path, name string, raw any) (Store, error) {
 				err = Errorf(p, "must not be negative")
 			}
 		case "default":
-			st.Default, ok = v.(bool)
-			if !ok {
-				err = Errorf(p, "must be true or false")
-			}
+			st.Default, err = boolean(p, v)
 		default:
 			err = Errorf(p, "unknown key (known: %s)", strings.Join(storeKeys, ", "))
 		}
@@ -231,4 +229,17 @@ func sortedKeys(m map[string]any) []string {
 // credentials).
 func (s Store) String() string {
 	return fmt.Sprintf("store %q (driver %s)", s.Name, s.Driver.Type)
+}
+
+// boolean reads a bool, or its text as the environment gives it ("true").
+func boolean(path string, v any) (bool, error) {
+	switch b := v.(type) {
+	case bool:
+		return b, nil
+	case string:
+		if parsed, err := strconv.ParseBool(strings.TrimSpace(b)); err == nil {
+			return parsed, nil
+		}
+	}
+	return false, Errorf(path, "must be true or false")
 }

@@ -124,6 +124,7 @@ func TestEnvOverride(t *testing.T) {
 	k := load(t, "mutex:\n  orders: {ttl: 30s, retryDelay: 50ms}\n")
 	t.Setenv("APP_MUTEX__ORDERS__TTL", "2500")
 	t.Setenv("APP_MUTEX__ORDERS__RETRYDELAY", "10ms")
+	t.Setenv("APP_MUTEX__ORDERS__DEFAULT", "true")
 	err := k.Load(env.Provider(".", env.Opt{
 		Prefix: "APP_",
 		TransformFunc: func(k, v string) (string, any) {
@@ -140,6 +141,9 @@ func TestEnvOverride(t *testing.T) {
 	// retryDelay (YAML) and retrydelay (env) are one key: koanf keeps both
 	// spellings and the lower-case one, the environment's, wins.
 	st := cfg.Stores[0]
+	if !st.Default {
+		t.Error("default: \"true\" from the environment not read as true")
+	}
 	if st.TTL != 2500*time.Millisecond || st.RetryDelay != 10*time.Millisecond {
 		t.Fatalf("from env: ttl %v, retryDelay %v; want 2.5s, 10ms", st.TTL, st.RetryDelay)
 	}
@@ -155,6 +159,13 @@ func TestDecode(t *testing.T) {
 	err := config.Decode("mutex.a.driver", map[string]any{"dir": "/x", "timeout": 1500, "poolsize": "4"}, &o)
 	if err != nil || o.Dir != "/x" || o.Timeout != 1500*time.Millisecond || o.Pool != 4 {
 		t.Fatalf("Decode = %+v, %v", o, err)
+	}
+	// a file's poolSize overridden by the environment's poolsize: one key,
+	// the lower-case spelling wins
+	o = opts{}
+	err = config.Decode("mutex.a.driver", map[string]any{"poolSize": 2, "poolsize": "4"}, &o)
+	if err != nil || o.Pool != 4 {
+		t.Fatalf("Decode of two spellings = %+v, %v; want poolSize 4", o, err)
 	}
 	cases := []struct {
 		in   map[string]any

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,7 +61,7 @@ func Decode(path string, in map[string]any, out any) error {
 	if err != nil {
 		return err
 	}
-	if err := dec.Decode(in); err != nil {
+	if err := dec.Decode(foldKeys(in)); err != nil {
 		return decodeError(path, err)
 	}
 	if len(md.Unused) > 0 {
@@ -152,4 +153,30 @@ func ms(f float64) (time.Duration, error) {
 		return Forever, nil
 	}
 	return time.Duration(f * float64(time.Millisecond)), nil
+}
+
+// foldKeys returns in with one key per case-insensitive spelling, nested maps
+// too: of two spellings (busyTimeout from a file, busytimeout from the
+// environment) the lower-case one wins, as for a store block's keys. The
+// decoder matches names case-insensitively and would report the other as
+// unknown.
+func foldKeys(in map[string]any) map[string]any {
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // upper case sorts first: the lower-case spelling comes last and wins
+	chosen := make(map[string]string, len(in))
+	for _, k := range keys {
+		chosen[strings.ToLower(k)] = k
+	}
+	out := make(map[string]any, len(chosen))
+	for _, k := range chosen {
+		v := in[k]
+		if m, ok := v.(map[string]any); ok {
+			v = foldKeys(m)
+		}
+		out[k] = v
+	}
+	return out
 }
