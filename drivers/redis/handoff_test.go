@@ -242,7 +242,7 @@ func TestLeaveClaimsOrPassesAHandOff(t *testing.T) {
 			if info.Token != "w" {
 				t.Fatalf("holder %q after the release; want w", info.Token)
 			}
-			res, err := w.leave(ctx, req, release)
+			res, err := w.leave(ctx, req, release, true)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -30,6 +31,9 @@ type health struct {
 	d       *Driver
 	down    atomic.Bool
 	lastErr atomic.Pointer[string]
+
+	mu sync.Mutex
+	up chan struct{} // closed when the server answers again; nil while up
 }
 
 func newHealth(d *Driver) *health { return &health{d: d} }
@@ -57,7 +61,9 @@ func (h *health) observe(ctx context.Context, err error) error {
 	}
 	msg := err.Error()
 	h.lastErr.Store(&msg)
-	if !h.down.CompareAndSwap(false, true) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.down.Load() {
 		return err
 	}
 	d := h.d
@@ -68,8 +74,26 @@ func (h *health) observe(ctx context.Context, err error) error {
 	}
 	d.wg.Add(1)
 	d.mu.Unlock()
+	h.down.Store(true)
+	h.up = make(chan struct{})
 	go h.probe()
 	return err
+}
+
+// wait returns when the server is up (at once if it is) or ctx ends.
+func (h *health) wait(ctx context.Context) error {
+	h.mu.Lock()
+	up := h.up
+	h.mu.Unlock()
+	if up == nil {
+		return nil
+	}
+	select {
+	case <-up:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // probe pings the server until it answers or the driver closes.
@@ -80,7 +104,11 @@ func (h *health) probe() {
 		err := h.d.client.Ping(ctx).Err()
 		cancel()
 		if err == nil {
+			h.mu.Lock()
 			h.down.Store(false)
+			close(h.up)
+			h.up = nil
+			h.mu.Unlock()
 			return
 		}
 		msg := err.Error()

@@ -18,6 +18,15 @@ func (d *Driver) run(ctx context.Context, s *goredis.Script, keys []string, args
 	if err := d.health.check(); err != nil {
 		return nil, err
 	}
+	return d.exec(ctx, s, keys, args...)
+}
+
+// exec runs a script past the health gate (for the cleanups that must try
+// even while the driver reconnects); it still fails on a closed driver.
+func (d *Driver) exec(ctx context.Context, s *goredis.Script, keys []string, args ...any) (any, error) {
+	if d.isClosed() {
+		return nil, ErrClosed
+	}
 	v, err := s.Run(ctx, d.client, keys, args...).Result()
 	if err == goredis.Nil {
 		return nil, nil
@@ -121,14 +130,18 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 // leave ends a waiting attempt for req that got no lock: no release will
 // hand it the lock after this. If one did meanwhile, leave returns the
 // lock as acquired, or with release set releases it (passing it on) and
-// returns not acquired.
-func (d *Driver) leave(ctx context.Context, req drivers.AcquireRequest, release bool) (drivers.AcquireResult, error) {
+// returns not acquired. With gated false it runs past the health gate.
+func (d *Driver) leave(ctx context.Context, req drivers.AcquireRequest, release, gated bool) (drivers.AcquireResult, error) {
 	t := tag(req.Key)
 	r := "0"
 	if release {
 		r = "1"
 	}
-	v, err := d.run(ctx, leaveScript, []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix},
+	run := d.exec
+	if gated {
+		run = d.run
+	}
+	v, err := run(ctx, leaveScript, []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix},
 		req.Token, d.set.channel+":", req.Key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL), d.id, r)
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: leaving the queue: %w", err)

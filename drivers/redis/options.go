@@ -42,7 +42,8 @@ type Options struct {
 	// "redis://user:secret@host:6379/2?dial_timeout=3s". With Cluster it may
 	// list more nodes with "addr" query parameters (go-redis
 	// ParseClusterURL). Username, Password, DB and the TLS fields, when set,
-	// override the URL's. Mutually exclusive with Addrs. Default: none.
+	// override the URL's. Percent-encode / ? # @ : in the user name and
+	// password. Mutually exclusive with Addrs. Default: none.
 	URL string `koanf:"url"`
 	// Addrs are "host:port" addresses: one standalone server, the seed
 	// nodes of a cluster (Cluster true) or the Sentinels (MasterName set).
@@ -90,7 +91,8 @@ type Options struct {
 	PoolSize int `koanf:"poolSize"`
 	// MaxRetries is how many times go-redis retries a command after a
 	// network error. Default: 0 (none: the component retries with its own
-	// backoff, and a retried acquisition could be refused to itself).
+	// backoff). A retried acquisition whose first run took the lock gets it
+	// (the acquire script recognises the caller's token).
 	MaxRetries int `koanf:"maxRetries"`
 	// Channel is the prefix of the Pub/Sub channels of release messages:
 	// a driver listens on Channel + ":" + its waiter id, and a release
@@ -205,16 +207,35 @@ func (o Options) universal() (*goredis.UniversalOptions, error) {
 	return u, nil
 }
 
+// urlProblems are the kinds of url.Parse errors, named in New's error in
+// place of the parser's message, which quotes parts of the URL.
+var urlProblems = []string{
+	"invalid port", "invalid character", "invalid URL escape", "invalid control character", "invalid userinfo",
+	"invalid IP-literal", "missing ']' in host", "invalid host", "missing protocol scheme",
+	"first path segment in URL cannot contain colon",
+}
+
+// notShown ends the errors of a URL that could not be parsed.
+const notShown = "(the URL is not shown: it may hold a password; percent-encode / ? # @ : in the user name and password)"
+
 // fromURL parses o.URL into u. Errors never contain the URL (it may hold a
-// password).
+// password), nor any part of one that could not be parsed: a password with
+// an unescaped / ? or # ends the host part early, so the parser takes
+// pieces of it for the port, the path or the query.
 func (o Options) fromURL(u *goredis.UniversalOptions) error {
+	if misplacedAt(o.URL) {
+		return fmt.Errorf("%w: url: an @ after the host %s", ErrOptions, notShown)
+	}
 	parsed, err := url.Parse(o.URL)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
+		kind := "malformed"
+		for _, p := range urlProblems {
+			if strings.Contains(err.Error(), p) {
+				kind = p
+				break
+			}
 		}
-		return fmt.Errorf("%w: url: %s", ErrOptions, scrub(err.Error(), o.URL, o.Password))
+		return fmt.Errorf("%w: url: %s %s", ErrOptions, kind, notShown)
 	}
 	secret, _ := parsed.User.Password()
 	switch parsed.Scheme {
@@ -269,6 +290,18 @@ func (o Options) tls(u *goredis.UniversalOptions) error {
 		u.TLSConfig.RootCAs = pool
 	}
 	return nil
+}
+
+// misplacedAt reports whether raw has an @ after its host part (which ends
+// at the first / ? or # after "//"): the user name or password then holds
+// one of those unescaped.
+func misplacedAt(raw string) bool {
+	_, rest, ok := strings.Cut(raw, "//")
+	if !ok {
+		return false
+	}
+	end := strings.IndexAny(rest, "/?#")
+	return end >= 0 && strings.Contains(rest[end:], "@")
 }
 
 // first returns the first positive duration of ds, or the last one.

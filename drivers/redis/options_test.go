@@ -3,7 +3,9 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,6 +98,50 @@ func TestNewAcceptsGoodOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestURLPasswordNeverShown: a password holding / ? # unescaped breaks
+// the URL (the host part ends inside it, so the parser takes pieces of it
+// for the port, path, query or fragment), as does a bad % escape; the
+// error shows none of it, nor anything of the URL, and says to
+// percent-encode. Escaped, or with only @, the URL is valid and the
+// password is read whole.
+func TestURLPasswordNeverShown(t *testing.T) {
+	const head, tail = "Hd7q", "Tl3x" // the password's pieces around the special character
+	for _, sep := range []string{"/", "?", "#", "@/", "/@", "%zz", "12/", "12?", "12#"} {
+		pw := head + sep + tail
+		if strings.HasPrefix(sep, "12") {
+			pw = "12" + sep[2:] + tail // a port-like start: url.Parse accepts the URL
+		}
+		for _, cluster := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%q cluster=%v", pw, cluster), func(t *testing.T) {
+				d, err := New(Options{URL: "redis://Usr8k:" + pw + "@hst5z:6379/0", Cluster: cluster})
+				if err == nil {
+					_ = d.Close(context.Background())
+					t.Fatal("New accepted the URL")
+				}
+				msg := err.Error()
+				for _, part := range []string{head, tail, "12", "%zz", "Usr8k", "hst5z", "6379"} {
+					if strings.Contains(msg, part) {
+						t.Fatalf("error %q shows %q of the URL", msg, part)
+					}
+				}
+				if !errors.Is(err, ErrOptions) || !strings.Contains(msg, "url: ") || !strings.Contains(msg, "percent-encode") {
+					t.Fatalf("error %q; want ErrOptions on the url, saying to percent-encode", msg)
+				}
+			})
+		}
+		t.Run(fmt.Sprintf("%q escaped", pw), func(t *testing.T) {
+			u, err := Options{URL: "redis://" + url.UserPassword("user", pw).String() + "@host:6379/0"}.universal()
+			if err != nil || u.Password != pw || u.Addrs[0] != "host:6379" {
+				t.Fatalf("escaped: %v, %+v", err, u)
+			}
+		})
+	}
+	u, err := Options{URL: "redis://user:" + head + "@" + tail + "@host:6379/0"}.universal()
+	if err != nil || u.Password != head+"@"+tail || u.Addrs[0] != "host:6379" {
+		t.Fatalf("a password with an unescaped @ only: %v, %+v", err, u)
 	}
 }
 

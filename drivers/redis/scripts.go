@@ -89,7 +89,9 @@ end
 // acquireScript takes the lock if it is free and it is the caller's turn,
 // and returns {1, fence}; else {0, holder's remaining ttl in ms (0 when the
 // lock is free but reserved for an earlier waiter)}. A lock already held
-// by the caller's token was handed to it by a release: {1, its fence}.
+// by the caller's token was handed to it by a release, or taken by an
+// earlier run of the same call (go-redis retrying after a lost reply):
+// {1, its fence}.
 //
 // Without a queue (the common case) it is SET NX PX, INCR and PEXPIRE of
 // the counter. While live waiters are queued, a free lock goes to the
@@ -112,6 +114,9 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
     end
     seeding = true
   elseif ARGV[5] ~= '1' then
+    if redis.call('GET', KEYS[1]) == ARGV[1] then
+      return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
+    end
     return {0, redis.call('PTTL', KEYS[1])}
   end
 end

@@ -21,13 +21,25 @@ const (
 	WaiterLiveness = 400 * time.Millisecond
 )
 
+// endedMemory is how long a driver remembers a waiting call that returned
+// without the lock, so as to release a lock handed to it late. A release
+// hands a lock only to a waiter that tried within WaiterLiveness, so a
+// hand-off comes at most that long after the call's last attempt, plus the
+// message's delivery.
+const endedMemory = time.Minute
+
 // watchers wakes the waiting Acquire calls of a key when a release message
 // for them is heard, and hands them the locks passed to them.
 type watchers struct {
-	mu    sync.Mutex
-	byKey map[string]map[*watch]struct{}
-	once  sync.Once // starts the driver's own subscription
+	mu     sync.Mutex
+	byKey  map[string]map[*watch]struct{}
+	ended  map[attempt]time.Time // waiting calls that returned without the lock, and when
+	pruned time.Time             // last sweep of ended
+	once   sync.Once             // starts the driver's own subscription
 }
+
+// attempt names the waiting call of one token for one key.
+type attempt struct{ key, token string }
 
 // watch is one waiting Acquire call.
 type watch struct {
@@ -50,11 +62,12 @@ func (d *Driver) granted(w *watch) uint64 {
 // registers for messages before its first attempt, so that a release
 // between that attempt and the wait is not missed; on its way out it
 // unregisters its token in Redis (leave), so that no release hands a lock
-// to a call that has returned.
-func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+// to a call that has returned; should that fail, a lock handed to it all
+// the same is released when its message comes (see message).
+func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
 	deadline := time.Now().Add(req.Wait)
 	w := d.watch(req.Key, req.Token)
-	defer d.unwatch(req.Key, w)
+	defer func() { d.unwatch(req, w, res.Acquired) }()
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -62,7 +75,7 @@ func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest)
 		}
 	}()
 	for {
-		res, err := d.acquireOnce(ctx, req, true)
+		res, err = d.acquireOnce(ctx, req, true)
 		if err != nil {
 			d.leaveLater(req)
 			return res, err
@@ -99,7 +112,7 @@ func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest)
 // leaveNow ends a wait whose time is up: the lock when a release handed it
 // over meanwhile, else last (not acquired).
 func (d *Driver) leaveNow(ctx context.Context, req drivers.AcquireRequest, last drivers.AcquireResult) (drivers.AcquireResult, error) {
-	res, err := d.leave(ctx, req, false)
+	res, err := d.leave(ctx, req, false, true)
 	if err != nil {
 		d.leaveLater(req)
 		return last, nil
@@ -112,8 +125,11 @@ func (d *Driver) leaveNow(ctx context.Context, req drivers.AcquireRequest, last 
 
 // leaveLater unregisters req's token in the background after its call
 // ended without the lock (ctx ended, or the store failed), releasing a lock
-// handed to it meanwhile. Best effort, bounded by DefaultCommandTimeout; a
-// lock handed over that this cannot release expires after req.TTL. Close
+// handed to it meanwhile (passing it on). It runs past the health gate (the
+// store error that ended the call marked the server down), and once more
+// when the server answers again if that failed. Best effort, bounded by
+// DefaultCommandTimeout; a lock handed over that this cannot release
+// expires after req.TTL (unless its message comes: see message). Close
 // waits for it.
 func (d *Driver) leaveLater(req drivers.AcquireRequest) {
 	d.mu.Lock()
@@ -127,7 +143,12 @@ func (d *Driver) leaveLater(req drivers.AcquireRequest) {
 		defer d.wg.Done()
 		ctx, cancel := context.WithTimeout(d.ctx, DefaultCommandTimeout)
 		defer cancel()
-		_, _ = d.leave(ctx, req, true)
+		if _, err := d.leave(ctx, req, true, false); err == nil {
+			return
+		}
+		if d.health.wait(ctx) == nil {
+			_, _ = d.leave(ctx, req, true, false)
+		}
 	}()
 }
 
@@ -141,6 +162,7 @@ func (d *Driver) watch(key, token string) *watch {
 	})
 	w := &watch{token: token, wake: make(chan struct{}, 1)}
 	ws.mu.Lock()
+	delete(ws.ended, attempt{key, token})
 	if ws.byKey == nil {
 		ws.byKey = map[string]map[*watch]struct{}{}
 	}
@@ -152,19 +174,41 @@ func (d *Driver) watch(key, token string) *watch {
 	return w
 }
 
-func (d *Driver) unwatch(key string, w *watch) {
+// unwatch ends the waiting call w for req. A call that returns without the
+// lock is remembered for endedMemory (see message); it has started
+// leaveLater, which also releases a lock handed to it before it returned.
+func (d *Driver) unwatch(req drivers.AcquireRequest, w *watch, acquired bool) {
 	ws := &d.watchers
 	ws.mu.Lock()
-	delete(ws.byKey[key], w)
-	if len(ws.byKey[key]) == 0 {
-		delete(ws.byKey, key)
+	defer ws.mu.Unlock()
+	delete(ws.byKey[req.Key], w)
+	if len(ws.byKey[req.Key]) == 0 {
+		delete(ws.byKey, req.Key)
 	}
-	ws.mu.Unlock()
+	if acquired {
+		return
+	}
+	now := time.Now()
+	if ws.ended == nil {
+		ws.ended = map[attempt]time.Time{}
+	}
+	if now.Sub(ws.pruned) > endedMemory {
+		for a, at := range ws.ended {
+			if now.Sub(at) > endedMemory {
+				delete(ws.ended, a)
+			}
+		}
+		ws.pruned = now
+	}
+	ws.ended[attempt{req.Key, req.Token}] = now
 }
 
 // message handles a release message (see queueLua for the format): it
 // hands a lock passed on to its waiting call, or wakes the waiting calls
-// of the key. It returns the key, and false for a malformed message.
+// of the key. A lock passed to a call that returned without it (its token
+// could not be unregistered: the store failed) is released at once, in
+// the background (leaveLater), passing it on. It returns the key, and
+// false for a malformed message.
 func (d *Driver) message(payload string) (string, bool) {
 	key, token, fence, ok := parseMessage(payload)
 	if !ok {
@@ -172,18 +216,29 @@ func (d *Driver) message(payload string) (string, bool) {
 	}
 	ws := &d.watchers
 	ws.mu.Lock()
-	defer ws.mu.Unlock()
+	found := false
 	for w := range ws.byKey[key] {
 		if fence != 0 {
 			if w.token != token {
 				continue
 			}
 			w.fence = fence
+			found = true
 		}
 		select {
 		case w.wake <- struct{}{}:
 		default:
 		}
+	}
+	a := attempt{key, token}
+	_, orphan := ws.ended[a]
+	orphan = orphan && fence != 0 && !found
+	if orphan {
+		delete(ws.ended, a)
+	}
+	ws.mu.Unlock()
+	if orphan {
+		d.leaveLater(drivers.AcquireRequest{Key: key, Token: token})
 	}
 	return key, true
 }
