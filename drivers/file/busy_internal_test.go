@@ -82,3 +82,39 @@ func TestBusyTimeout(t *testing.T) {
 }
 
 var errStuck = errors.New("stuck")
+
+// TestReleaseEndedCtxBusy: Release with an ended ctx, the guard byte held
+// elsewhere, fails with the ctx's cause but still closes the holder's
+// descriptor, freeing the lock as a dead holder's.
+func TestReleaseEndedCtxBusy(t *testing.T) {
+	dir := t.TempDir()
+	d, err := New(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Close(context.Background()) }()
+	res, err := d.Acquire(context.Background(), drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute})
+	if err != nil || !res.Acquired {
+		t.Fatalf("Acquire: %+v, %v", res, err)
+	}
+	fd, err := unix.Open(filepath.Join(dir, fileName("k")), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if ok, err := tryLock(fd, stateByte); !ok || err != nil {
+		t.Fatalf("tryLock: %v, %v", ok, err)
+	}
+	live := int64(res.Fence) + 1
+	if alive, err := lockedByOther(fd, live); !alive || err != nil {
+		t.Fatalf("liveness byte before: %v, %v", alive, err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errStuck)
+	if ok, err := d.Release(ctx, "k", "a"); ok || !errors.Is(err, errStuck) {
+		t.Fatalf("Release: %v, %v; want the ctx's cause", ok, err)
+	}
+	if alive, err := lockedByOther(fd, live); alive || err != nil {
+		t.Fatalf("liveness byte after Release: %v, %v; want unlocked", alive, err)
+	}
+}

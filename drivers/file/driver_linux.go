@@ -214,18 +214,23 @@ func (h *holder) close() {
 const sweepEvery = 64
 
 // addHolder records a lock just acquired. It reports false when the driver
-// was closed meanwhile (the caller then closes fd, freeing the lock). Every
-// sweepEvery acquisitions it also closes the descriptors of locks whose ttl
-// ran out without a later Extend or Release (a component that lost a lock
-// by its own timer sends neither): their liveness byte protects nothing any
-// more, since an expired record is free to take.
+// was closed meanwhile (the caller then closes fd, freeing the lock).
+//
+// A holder it replaces (the same token took the lock again after its ttl ran
+// out, or after another driver released it) has its descriptor closed: its
+// liveness byte protects nothing any more. Every sweepEvery acquisitions it
+// also closes the descriptors of locks whose ttl ran out without a later
+// Extend or Release (a component that lost a lock by its own timer sends
+// neither): see sweep.
 func (d *Driver) addHolder(key, token string, h *holder) bool {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		return false
 	}
-	d.held[heldKey{key, token}] = h
+	k := heldKey{key, token}
+	prev := d.held[k]
+	d.held[k] = h
 	d.adds++
 	var stale map[heldKey]*holder
 	if d.adds%sweepEvery == 0 {
@@ -241,12 +246,62 @@ func (d *Driver) addHolder(key, token string, h *holder) bool {
 		}
 	}
 	d.mu.Unlock()
-	for k, o := range stale {
-		if o.mu.TryLock() {
-			d.dropHolder(k.key, k.token, o)
-			o.mu.Unlock()
-		}
+	if prev != nil && prev != h {
+		prev.mu.Lock()
+		prev.close()
+		prev.mu.Unlock()
 	}
+	if stale != nil {
+		d.sweep(stale)
+	}
+	return true
+}
+
+// sweep drops the holders of stale whose lock really expired. A holder's
+// expiry is only its own last write: another driver may have extended the
+// lock since (Extend on a descriptor of its own), so each candidate's record
+// is read again under the guard byte, and the holder is dropped only when
+// the record no longer names it (token and fence) or its expiry has passed.
+// Once passed, no Extend can move it again. A holder busy in another call,
+// a guard byte held elsewhere or a record that cannot be read leave the
+// holder for a later sweep.
+func (d *Driver) sweep(stale map[heldKey]*holder) {
+	buf := bufs.Get().(*[recMax]byte)
+	defer bufs.Put(buf)
+	for k, o := range stale {
+		if !o.mu.TryLock() {
+			continue
+		}
+		if o.fd < 0 || !o.stillHeld(k.token, buf[:]) {
+			d.dropHolder(k.key, k.token, o)
+		}
+		o.mu.Unlock()
+	}
+}
+
+// stillHeld reports whether the record of h's file still names h with an
+// expiry to come, refreshing h.expiry from it; h.mu is held and h.fd open.
+// It reports true when it cannot tell.
+func (h *holder) stillHeld(token string, buf []byte) bool {
+	if ok, err := tryLock(h.fd, stateByte); !ok || err != nil {
+		return true
+	}
+	defer func() { _ = unlock(h.fd, stateByte) }()
+	var rec record
+	if err := readRecord(h.fd, buf, &rec); err != nil {
+		return true
+	}
+	if !rec.held() || string(rec.token) != token || rec.fence != h.fence {
+		return false
+	}
+	now, err := now()
+	if err != nil {
+		return true
+	}
+	if rec.expiry <= now {
+		return false
+	}
+	h.expiry.Store(rec.expiry)
 	return true
 }
 

@@ -3,6 +3,7 @@
 package file_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -39,6 +40,96 @@ func TestSweepExpiredHolders(t *testing.T) {
 	}
 	if got := openFDs(t); got != before {
 		t.Fatalf("%d descriptors after the sweep, want %d", got, before)
+	}
+}
+
+// sweep acquires and releases sweepEvery (64) locks through d, so that its
+// sweep of expired holders runs.
+func sweep(t *testing.T, d *file.Driver) {
+	t.Helper()
+	for i := range 64 {
+		key := "sweep" + strconv.Itoa(i)
+		if !acquire(t, d, key, "s", time.Minute).Acquired {
+			t.Fatal("not acquired")
+		}
+		if ok, err := d.Release(ctxT(t), key, "s"); !ok || err != nil {
+			t.Fatalf("Release: %v, %v", ok, err)
+		}
+	}
+}
+
+// TestSweepKeepsForeignExtend: a lock extended through another driver
+// instance is not swept by its holder's driver when its first ttl passes:
+// the sweep reads the record again and finds the new expiry, so a third
+// driver does not take a lock the file says is held.
+func TestSweepKeepsForeignExtend(t *testing.T) {
+	dir := t.TempDir()
+	d1, d2, d3 := newDriver(t, dir), newDriver(t, dir), newDriver(t, dir)
+	ctx := ctxT(t)
+	if !acquire(t, d1, "k", "T", 30*time.Millisecond).Acquired {
+		t.Fatal("not acquired")
+	}
+	if ok, err := d2.Extend(ctx, "k", "T", time.Minute); !ok || err != nil {
+		t.Fatalf("Extend through d2: %v, %v", ok, err)
+	}
+	time.Sleep(40 * time.Millisecond) // past the first ttl
+	sweep(t, d1)
+	if res := acquire(t, d3, "k", "X", time.Minute); res.Acquired {
+		t.Fatalf("lock extended to a minute for T was taken by X: %+v", res)
+	}
+	if ok, err := d1.Extend(ctx, "k", "T", time.Minute); !ok || err != nil {
+		t.Fatalf("Extend through d1: %v, %v", ok, err)
+	}
+	if ok, err := d1.Release(ctx, "k", "T"); !ok || err != nil {
+		t.Fatalf("Release: %v, %v", ok, err)
+	}
+}
+
+// TestReacquireClosesPrevious: a token taking its own expired lock again
+// closes the descriptor of its earlier acquisition.
+func TestReacquireClosesPrevious(t *testing.T) {
+	d := newDriver(t, t.TempDir())
+	before := openFDs(t)
+	for range 5 {
+		if !acquire(t, d, "k", "same", 10*time.Millisecond).Acquired {
+			t.Fatal("not acquired")
+		}
+		if got := openFDs(t); got != before+1 {
+			t.Fatalf("%d descriptors while holding, want %d", got, before+1)
+		}
+		time.Sleep(15 * time.Millisecond) // let the ttl run out
+	}
+	if err := d.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := openFDs(t); got != before {
+		t.Fatalf("%d descriptors after Close, want %d", got, before)
+	}
+}
+
+// TestReleaseEndedCtx: Release with a ctx that has already ended still
+// releases a lock held through the driver.
+func TestReleaseEndedCtx(t *testing.T) {
+	dir := t.TempDir()
+	d1, d2 := newDriver(t, dir), newDriver(t, dir)
+	before := openFDs(t)
+	if !acquire(t, d1, "k", "a", time.Hour).Acquired {
+		t.Fatal("not acquired")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if ok, err := d1.Release(ctx, "k", "a"); !ok || err != nil {
+		t.Fatalf("Release with an ended ctx: %v, %v; want true, nil", ok, err)
+	}
+	if got := openFDs(t); got != before {
+		t.Fatalf("%d descriptors after Release, want %d", got, before)
+	}
+	if !acquire(t, d2, "k", "b", time.Hour).Acquired {
+		t.Fatal("released lock not taken")
+	}
+	// A lock held elsewhere is not released with an ended ctx.
+	if ok, err := d1.Release(ctx, "k", "b"); ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Release of d2's lock: %v, %v; want context.Canceled", ok, err)
 	}
 }
 

@@ -17,10 +17,10 @@ import (
 // the lock expired, was taken over or was already released). The fence stays
 // in the file. The holder's descriptor is closed in every case, even when the
 // call fails, which frees the lock for other processes as a dead holder's.
+// A ctx that has already ended still releases a lock held through this
+// driver (the release is local and quick; the guard byte is then tried
+// once); it fails only the release of a lock held elsewhere.
 func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, context.Cause(ctx)
-	}
 	if err := d.checkOpen(); err != nil {
 		return false, err
 	}
@@ -37,6 +37,9 @@ func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 			return d.released(key, ok, err)
 		}
 		h.mu.Unlock()
+	}
+	if err := ctx.Err(); err != nil {
+		return false, context.Cause(ctx)
 	}
 	// Not held through this driver: another instance's token, or a stale
 	// one. Work on a descriptor of our own.
