@@ -142,7 +142,7 @@ func (m *Mutex) cleanupLocked(key, token string) {
 		return
 	}
 	m.wg.Go(func() {
-		ctx, cancel := cleanupContext()
+		ctx, cancel := m.cleanupContext()
 		defer cancel()
 		if _, err := m.drv.Release(ctx, key, token); err != nil {
 			m.log.Debug("mutex cleanup release failed", zap.String("key", key), zap.Error(err))

@@ -61,7 +61,10 @@ func (m *Mutex) Close(ctx context.Context) error {
 	m.draining = true // no background work starts after this
 	m.mu.Unlock()
 	m.bgCancel()
-	m.wg.Wait() // renewals end at once; cleanups within attemptGrace
+	stop := context.AfterFunc(ctx, m.cleanupsCancel)
+	m.wg.Wait() // renewals end at once; cleanups within attemptGrace, or as ctx ends
+	stop()
+	m.cleanupsCancel()
 	m.subMu.Lock()
 	if m.unsub != nil {
 		m.unsub()
@@ -97,9 +100,9 @@ func (m *Mutex) endAttempt() {
 	}
 }
 
-// cleanupContext bounds a background release. It is not cancelled by
-// Close, which waits for it: a release Close cut short would leave the lock
-// held in the store for its ttl.
-func cleanupContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), attemptGrace)
+// cleanupContext bounds a background release. Close waits for it (a
+// release cut short would leave the lock held in the store for its ttl),
+// and cuts it short only when its own ctx ends.
+func (m *Mutex) cleanupContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(m.cleanups, attemptGrace)
 }

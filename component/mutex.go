@@ -38,7 +38,11 @@ type Mutex struct {
 	bgCancel      context.CancelFunc
 	closing       context.Context
 	closingCancel context.CancelFunc
-	wg            sync.WaitGroup
+	// cleanups bounds background releases; cancelled when Close's ctx
+	// ends, or after Close.
+	cleanups       context.Context
+	cleanupsCancel context.CancelFunc
+	wg             sync.WaitGroup
 
 	subbed   atomic.Bool // subscribed, or nothing to subscribe to
 	subMu    sync.Mutex  // serialises subscribing
@@ -83,6 +87,7 @@ func New(opts Options) (*Mutex, error) {
 	m.handoff, _ = opts.Driver.(drivers.Handoverer)
 	m.bg, m.bgCancel = context.WithCancel(context.Background())
 	m.closing, m.closingCancel = context.WithCancel(context.Background())
+	m.cleanups, m.cleanupsCancel = context.WithCancel(context.Background())
 	return m, nil
 }
 
