@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -24,6 +25,12 @@ type advisory struct {
 	held map[string]*heldLock // by key
 	idle []idleConn           // connections kept between acquisitions, most recent last
 
+	idleTimer *time.Timer    // returns kept connections to the pool (keep.go)
+	idleWG    sync.WaitGroup // the timer's function, armed or running
+
+	bootSQL []string     // the expressions of the server's boot time, tried in order (boot.go)
+	bootSrc atomic.Int32 // index in bootSQL of the one in use
+
 	monitorOnce sync.Once
 	monitorWG   sync.WaitGroup
 }
@@ -32,7 +39,9 @@ type advisory struct {
 type heldLock struct {
 	key, token, name string
 	fence            uint64
-	connID           int64
+	connID           int64        // its connection's CONNECTION_ID()
+	takenAt          int64        // the server's clock (takenSQL) at the acquire statement
+	boot             atomic.Int64 // the server's boot time first seen by a probe finding it held; 0: none yet
 
 	mu   sync.Mutex // serialises the use of conn
 	conn pinned
@@ -42,6 +51,7 @@ type heldLock struct {
 func (a *advisory) init(d *Driver) {
 	a.d = d
 	a.held = map[string]*heldLock{}
+	a.bootSQL = bootSQL
 }
 
 // Advisory statements; every value is a parameter, the fence object name
@@ -51,9 +61,10 @@ const (
 	// from the sequence, in one SELECT. 1 = acquired, 0 = busy, NULL =
 	// GET_LOCK failed (killed, error).
 	// %[2]s is the timeout: "? / 1000" (a millisecond parameter) or "0".
-	advSequenceSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN NEXTVAL(%[1]s) WHEN 0 THEN 0 END, CONNECTION_ID()`
+	// Then the connection's id and the server's clock (takenSQL).
+	advSequenceSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN NEXTVAL(%[1]s) WHEN 0 THEN 0 END, CONNECTION_ID(), ` + takenSQL
 	// advUUIDShortSQL is advSequenceSQL with UUID_SHORT() for NEXTVAL.
-	advUUIDShortSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END, CONNECTION_ID()`
+	advUUIDShortSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END, CONNECTION_ID(), ` + takenSQL
 	// advCounterSQL takes the lock and increments the key's counter row in
 	// one statement; LAST_INSERT_ID is the fence, 0 when GET_LOCK failed.
 	advCounterSQL = `INSERT INTO %s (name_hash, fence)
@@ -79,42 +90,20 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
-	var fence uint64
-	var connID int64
 	src, q := d.advisorySQL(wait > 0)
 	args := []any{name, waitMS}
 	if wait == 0 {
 		args = args[:1] // the statement says 0: the server parses no division
 	}
-	switch src {
-	case FenceSequence, FenceUUIDShort:
-		var f sql.Null[uint64]
-		err = conn.queryRow(ctx, q, args, &f, &connID)
-		if cached && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
-			// A kept connection died while idle (whatever it may have
-			// taken ended with its session): once more on one from the
-			// pool.
-			discard(conn.conn)
-			if conn, err = a.poolConn(ctx); err != nil {
-				return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
-			}
-			err = conn.queryRow(ctx, q, args, &f, &connID)
+	fence, id, err := a.take(ctx, conn, req.Key, src, q, args)
+	if cached && ctx.Err() == nil && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
+		// A kept connection died while idle (whatever it may have taken
+		// ended with its session): once more on one from the pool.
+		discard(conn.conn)
+		if conn, err = a.poolConn(ctx); err != nil {
+			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 		}
-		if err == nil && !f.Valid {
-			err = errors.New("GET_LOCK returned NULL")
-		}
-		fence = f.V
-	default:
-		var res sql.Result
-		res, err = conn.exec(ctx, q, append([]any{keyHash(req.Key)}, args...))
-		if err == nil {
-			var id int64
-			id, err = res.LastInsertId()
-			fence = uint64(id)
-		}
-		if err == nil && fence > 0 {
-			err = conn.queryRow(ctx, "SELECT CONNECTION_ID()", nil, &connID)
-		}
+		fence, id, err = a.take(ctx, conn, req.Key, src, q, args)
 	}
 	if err != nil {
 		// The statement may have taken the lock before failing: drop the
@@ -129,10 +118,18 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		a.putConn(conn) // it holds nothing
 		return drivers.AcquireResult{}, nil
 	}
-	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: fence, connID: connID, conn: conn}
+	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: fence, connID: id.conn, takenAt: id.at, conn: conn}
 	a.mu.Lock()
+	old := a.held[req.Key]
 	a.held[req.Key] = h
 	a.mu.Unlock()
+	if old != nil {
+		// GET_LOCK granted the key to another connection: the earlier
+		// holder's connection lost it (killed, broken) before the monitor
+		// noticed. Drop that connection and report the loss now, or
+		// nobody would.
+		a.lose(old)
+	}
 	a.monitorOnce.Do(a.startMonitor)
 	if d.isClosed() { // raced with Close, which may have missed h
 		h.mu.Lock()
@@ -145,6 +142,39 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		return drivers.AcquireResult{}, ErrClosed
 	}
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
+}
+
+// session identifies a connection of a server's life: its CONNECTION_ID()
+// and the server's clock when the acquire statement ran (takenSQL). Ids
+// start again from 1 when the server restarts, so the id alone could name
+// another client's session: a probe also compares the time with the
+// server's boot time (boot.go).
+type session struct {
+	conn int64
+	at   int64
+}
+
+// take runs the acquire statement q (of fence source src) on conn and
+// returns the fence (0: not acquired) and the connection's session.
+func (a *advisory) take(ctx context.Context, conn pinned, key, src, q string, args []any) (fence uint64, s session, err error) {
+	switch src {
+	case FenceSequence, FenceUUIDShort:
+		var f sql.Null[uint64]
+		err = conn.queryRow(ctx, q, args, &f, &s.conn, &s.at)
+		if err == nil && !f.Valid {
+			err = errors.New("GET_LOCK returned NULL")
+		}
+		return f.V, s, err
+	}
+	res, err := conn.exec(ctx, q, append([]any{keyHash(key)}, args...))
+	if err != nil {
+		return 0, s, err
+	}
+	id, err := res.LastInsertId()
+	if err == nil && id > 0 {
+		err = conn.queryRow(ctx, "SELECT CONNECTION_ID(), "+takenSQL, nil, &s.conn, &s.at)
+	}
+	return uint64(id), s, err
 }
 
 // get returns the live lock key held by token, or nil.
@@ -176,16 +206,29 @@ func (a *advisory) lockHeld(ctx context.Context, key, token string) (*heldLock, 
 	return h, nil
 }
 
+// release runs RELEASE_LOCK on the lock's connection. Whenever it cannot
+// tell that RELEASE_LOCK ran (ctx already ended, a failed statement), it
+// drops the connection instead, which makes the server free the lock: an
+// advisory lock never expires, so one left on a connection nobody tracks
+// would stay held until Close.
 func (a *advisory) release(ctx context.Context, key, token string) (bool, error) {
-	h, err := a.lockHeld(ctx, key, token)
+	h := a.get(key, token)
 	if h == nil {
-		return false, err
+		return false, nil
 	}
+	h.mu.Lock()
 	defer h.mu.Unlock()
-	var r sql.NullInt64
-	err = h.conn.queryRow(ctx, "SELECT RELEASE_LOCK(?)", []any{h.name}, &r)
+	if h.done {
+		return false, nil
+	}
 	a.forget(h)
 	h.done = true
+	if err := ctx.Err(); err != nil {
+		discard(h.conn.conn)
+		return false, fmt.Errorf("mysql: release: %w", context.Cause(ctx))
+	}
+	var r sql.NullInt64
+	err := h.conn.queryRow(ctx, "SELECT RELEASE_LOCK(?)", []any{h.name}, &r)
 	if err != nil {
 		// Dropping the connection frees the lock in the server, but
 		// whether it was still held is unknown.
@@ -259,12 +302,8 @@ func (a *advisory) close() {
 		hs = append(hs, h)
 	}
 	clear(a.held)
-	idle := a.idle
-	a.idle = nil
 	a.mu.Unlock()
-	for _, c := range idle {
-		c.conn.conn.Close()
-	}
+	a.closeIdle()
 	for _, h := range hs {
 		h.mu.Lock()
 		if !h.done {
@@ -273,74 +312,4 @@ func (a *advisory) close() {
 		}
 		h.mu.Unlock()
 	}
-}
-
-// idleConn is a connection kept for the next acquisition.
-type idleConn struct {
-	conn pinned
-	at   time.Time
-}
-
-// Connections kept between acquisitions, instead of a round through the
-// pool, whose liveness check (a read system call at every hand-out) costs
-// about 4% of an acquire+release pair: at most keepConns, each for at most
-// keepFor, then back to the pool. A kept connection found dead is replaced
-// by one from the pool.
-const (
-	keepConns = 2
-	keepFor   = time.Second
-)
-
-// getConn returns the most recently kept connection (cached) or one from
-// the pool.
-func (a *advisory) getConn(ctx context.Context) (conn pinned, cached bool, err error) {
-	var stale []*sql.Conn
-	a.mu.Lock()
-	for len(a.idle) > 0 && conn.conn == nil {
-		c := a.idle[len(a.idle)-1]
-		a.idle = a.idle[:len(a.idle)-1]
-		if time.Since(c.at) < keepFor {
-			conn = c.conn
-		} else {
-			stale = append(stale, c.conn.conn)
-		}
-	}
-	a.mu.Unlock()
-	for _, c := range stale {
-		c.Close()
-	}
-	if conn.conn != nil {
-		return conn, true, nil
-	}
-	conn, err = a.poolConn(ctx)
-	return conn, false, err
-}
-
-// poolConn returns a connection from the pool, with its socket if known.
-func (a *advisory) poolConn(ctx context.Context) (pinned, error) {
-	conn, err := a.d.db.Conn(ctx)
-	if err != nil {
-		return pinned{}, err
-	}
-	return pinned{conn, a.d.socks.of(conn)}, nil
-}
-
-// putConn keeps conn, which holds no lock, for the next acquisition, or
-// returns it to the pool.
-func (a *advisory) putConn(conn pinned) {
-	a.mu.Lock()
-	if len(a.idle) < keepConns && !a.d.isClosed() {
-		a.idle = append(a.idle, idleConn{conn, time.Now()})
-		conn.conn = nil
-	}
-	a.mu.Unlock()
-	if conn.conn != nil {
-		conn.conn.Close()
-	}
-}
-
-// discard closes conn's session instead of returning it to the pool.
-func discard(conn *sql.Conn) {
-	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-	_ = conn.Close()
 }

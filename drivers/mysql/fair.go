@@ -163,12 +163,15 @@ func (s settings) acquireSQL() string {
 // pollSQL reads the watched keys' rows (watch.go): per row its hash, free,
 // held by this driver, this driver's queue position (-1: not queued),
 // queue length, dead head entries. Parameters: driver id, then the hashes.
+// The id is CAST to BINARY: a prepared statement's parameter is text in
+// the connection's character set, and a derived table's text column would
+// turn its bytes that are no valid UTF-8 into '?'.
 func (s settings) pollSQL(keys int) string {
 	q := queueSQL{q: "queue", me: "m.me", l: s.liveness.Milliseconds()}
 	marks := strings.TrimSuffix(strings.Repeat("?,", keys), ",")
 	return fmt.Sprintf(`SELECT name_hash, expires_at < UTC_TIMESTAMP(6), expires_at >= UTC_TIMESTAMP(6) AND taken_by = m.me,
  IF(INSTR(queue, m.me) > 0, (INSTR(queue, m.me) - 1) DIV %[1]d, -1), LENGTH(queue) DIV %[1]d, %[2]s
-FROM %[3]s, (SELECT ? AS me) AS m WHERE name_hash IN (%[4]s)`, entryWidth, q.lead(), s.table, marks)
+FROM %[3]s, (SELECT CAST(? AS BINARY) AS me) AS m WHERE name_hash IN (%[4]s)`, entryWidth, q.lead(), s.table, marks)
 }
 
 // fastPoll is how often a driver polls the keys whose queue it heads: the

@@ -156,3 +156,54 @@ func TestTableMigration(t *testing.T) {
 		t.Fatalf("fair hand-off columns: %d, %v; want 2", n, err)
 	}
 }
+
+// TestTableQueuePrepared: with server-side prepared statements (and so
+// with a given pool without interpolateParams) the poller finds this
+// driver in a queue and its own hold, though its binary id is no valid
+// UTF-8.
+func TestTableQueuePrepared(t *testing.T) {
+	ctx := ctxT(t)
+	opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks", WaiterLiveness: 10 * time.Second, PreparedStatements: true}
+	d1, d2 := openDriver(t, opts), openDriver(t, opts)
+	// ids whose bytes are no valid UTF-8 (0xff never is)
+	d1.id[0], d2.id[0] = 0xff, 0xff
+	key := "mysqltest:" + runID + ":" + t.Name()
+	tok := token()
+	if res, err := d1.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("d1 Acquire = %+v, %v", res, err)
+	}
+	if res, err := d2.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token(), TTL: time.Minute}); err != nil || res.Acquired {
+		t.Fatalf("d2 Acquire = %+v, %v; want not acquired (queued)", res, err)
+	}
+	st, err := d2.watch.read(ctx, []string{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].pos != 0 || st[0].n != 1 {
+		t.Fatalf("d2's poll: %+v; want d2 at place 0 of 1", st[0])
+	}
+	st, err = d1.watch.read(ctx, []string{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st[0].mineHeld || st[0].pos != -1 {
+		t.Fatalf("d1's poll: %+v; want held by d1, d1 not queued", st[0])
+	}
+	// d2, at the head, takes the released lock, then (no longer waiting)
+	// takes it again by the plain UPDATE: both record d2 as the taker.
+	if ok, err := d1.Release(ctx, key, tok); err != nil || !ok {
+		t.Fatalf("d1 Release = %v, %v", ok, err)
+	}
+	for i := range 2 {
+		tok2 := token()
+		if res, err := d2.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok2, TTL: time.Minute}); err != nil || !res.Acquired {
+			t.Fatalf("d2 Acquire %d = %+v, %v", i, res, err)
+		}
+		if st, err = d2.watch.read(ctx, []string{key}); err != nil || !st[0].mineHeld || st[0].n != 0 {
+			t.Fatalf("d2's poll after acquisition %d: %+v, %v; want held by d2, nobody queued", i, st, err)
+		}
+		if ok, err := d2.Release(ctx, key, tok2); err != nil || !ok {
+			t.Fatalf("d2 Release = %v, %v", ok, err)
+		}
+	}
+}

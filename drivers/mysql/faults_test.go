@@ -16,6 +16,8 @@ import (
 func TestFaults(t *testing.T) {
 	srv := testutil.StartMariaDB(t)
 	admin := openDB(t, srv.DSN())
+	// A lock taken in a server's first seconds is reported lost (boot.go).
+	waitUptime(t, admin)
 
 	t.Run("KillAdvisoryConnection", func(t *testing.T) {
 		ctx := ctxT(t)
@@ -128,9 +130,47 @@ func TestFaults(t *testing.T) {
 		l2.Release(ctx)
 	})
 
-	// Restart runs last: it kills the server.
+	// The restart subtests run last: they kill the server.
+	t.Run("RestartReusedConnectionID", func(t *testing.T) {
+		ctx := ctxT(t)
+		d := openDriver(t, Options{DSN: srv.DSN(), ProbeInterval: time.Hour}) // Renew probes
+		key, tok := "reused-id", token()
+		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+			t.Fatalf("Acquire = %+v, %v", res, err)
+		}
+		id := d.adv.get(key, tok).connID
+		// No probe before the restart: none has seen the first boot time,
+		// so only the lock's time of acquisition tells the restart.
+		srv.Restart()
+		// Connection ids start again from 1: another client's session with
+		// the dead holder's id takes its lock.
+		other := openDB(t, srv.DSN())
+		takeWithID(t, other, id, lockName(key))
+		var info drivers.LockInfo
+		var held bool
+		var err error
+		for range 3 { // the pool's first connections are the dead ones
+			if info, held, err = d.Inspect(ctx, key); err == nil {
+				break
+			}
+		}
+		if err != nil || !held || info.Token != "" {
+			t.Fatalf("Inspect after the restart = %+v, %v, %v; want held by another session (no token)", info, held, err)
+		}
+		var r drivers.RenewResult
+		for range 3 { // the pool's first connections are the dead ones
+			if r = d.Renew(ctx, []drivers.Lease{{Key: key, Token: tok, TTL: time.Minute}})[0]; r.Err == nil {
+				break
+			}
+		}
+		if r.Err != nil || r.Held {
+			t.Fatalf("Renew after the restart = %+v; want not held (another session with id %d holds the lock)", r, id)
+		}
+	})
+
 	t.Run("Restart", func(t *testing.T) {
 		ctx := ctxT(t)
+		waitUptime(t, openDB(t, srv.DSN())) // restarted by the subtest before
 		adv := newMutex(t, Options{DSN: srv.DSN()}, 30*time.Second)
 		tab := openDriver(t, Options{DSN: srv.DSN(), Mode: ModeTable})
 		la, err := adv.Acquire(ctx, "restart")
@@ -175,6 +215,19 @@ func TestFaults(t *testing.T) {
 	})
 }
 
+// waitUptime waits until the server behind db has run long enough
+// (bootSlack) for a lock taken from now on to count as taken after its
+// boot.
+func waitUptime(t *testing.T, db *sql.DB) {
+	t.Helper()
+	ctx := ctxT(t)
+	waitFor(t, 5*time.Second, "the server's uptime", func() bool {
+		var up int64
+		err := db.QueryRowContext(ctx, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'Uptime'").Scan(&up)
+		return err == nil && up > bootSlack
+	})
+}
+
 // killAllBut kills every client connection of the server except admin's.
 func killAllBut(t *testing.T, admin *sql.DB) {
 	t.Helper()
@@ -199,5 +252,36 @@ func killAllBut(t *testing.T, admin *sql.DB) {
 	rows.Close()
 	for _, id := range ids {
 		_, _ = conn.ExecContext(ctx, "KILL ?", id) // may have ended meanwhile
+	}
+}
+
+// takeWithID opens sessions on db until the server gives one the id, then
+// takes the GET_LOCK name on it; the session stays open until the test
+// ends.
+func takeWithID(t *testing.T, db *sql.DB, id int64, name string) {
+	t.Helper()
+	ctx := ctxT(t)
+	for {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int64
+		if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got > id {
+			t.Fatalf("the server gave id %d, past %d: cannot reuse it", got, id)
+		}
+		if got < id {
+			discard(conn) // a new session next time
+			continue
+		}
+		t.Cleanup(func() { conn.Close() })
+		var ok int
+		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", name).Scan(&ok); err != nil || ok != 1 {
+			t.Fatalf("GET_LOCK on session %d = %d, %v", id, ok, err)
+		}
+		return
 	}
 }

@@ -15,7 +15,9 @@ var _ drivers.Inspector = (*Driver)(nil)
 // Inspect describes the lock key. Table mode reads its row. Advisory mode
 // asks the server whether anyone holds it; the token and fence are known
 // only for locks held through this driver (another holder's are empty), and
-// TTL is zero: advisory locks do not expire.
+// TTL is zero: advisory locks do not expire. Whether the holder is this
+// driver's is told as a probe tells it (heldLock.holds), from the same
+// statement, which reads the server's boot time too.
 func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	if d.isClosed() {
 		return drivers.LockInfo{}, false, ErrClosed
@@ -23,8 +25,9 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 	if d.s.mode == ModeTable {
 		return d.tableInspect(ctx, key)
 	}
-	var id sql.NullInt64
-	if err := d.db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(key)).Scan(&id); err != nil {
+	var id, boot sql.NullInt64
+	q := func(boot string) string { return "SELECT IS_USED_LOCK(?), " + boot }
+	if err := d.adv.queryBoot(ctx, q, []any{lockName(key)}, &id, &boot); err != nil {
 		return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
 	}
 	if !id.Valid {
@@ -33,7 +36,7 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 	d.adv.mu.Lock()
 	h := d.adv.held[key]
 	d.adv.mu.Unlock()
-	if h != nil && h.connID == id.Int64 {
+	if h != nil && h.holds(id, boot) { // the id alone may be a restarted server's
 		return drivers.LockInfo{Token: h.token, Fence: h.fence}, true, nil
 	}
 	return drivers.LockInfo{}, true, nil

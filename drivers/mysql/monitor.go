@@ -11,8 +11,8 @@ import (
 )
 
 // startMonitor starts the goroutine that, every ProbeInterval while locks
-// are held, checks them all in one query (per RenewBatch locks) and reports
-// those whose connection no longer holds them. It ends with Close.
+// are held, checks them all (probe) and reports those whose connection no
+// longer holds them. It ends with Close.
 func (a *advisory) startMonitor() {
 	a.monitorWG.Add(1)
 	go func() {
@@ -43,9 +43,7 @@ func (a *advisory) startMonitor() {
 			if len(hs) == 0 {
 				continue
 			}
-			pctx, pcancel := context.WithTimeout(ctx, max(a.d.s.probe, time.Second))
-			held, errs := a.probe(pctx, hs)
-			pcancel()
+			held, errs := a.probe(ctx, hs, max(a.d.s.probe, time.Second))
 			for i, h := range hs {
 				if errs[i] == nil && !held[i] {
 					a.lose(h)
@@ -55,34 +53,97 @@ func (a *advisory) startMonitor() {
 	}()
 }
 
-// probe asks the server, in one query per RenewBatch locks on any pooled
-// connection, which connection holds each lock, and reports whether it is
-// still the lock's own.
-func (a *advisory) probe(ctx context.Context, hs []*heldLock) (held []bool, errs []error) {
+// probe reports whether each of hs is still held by its connection, with
+// one query per RenewBatch locks on a connection of the pool — or, when
+// the pool has none to spare (every connection in use at max_open_conns:
+// held locks and kept connections can fill it), with one query per lock on
+// its own connection, rather than waiting for one. timeout, when positive,
+// bounds each query.
+func (a *advisory) probe(ctx context.Context, hs []*heldLock, timeout time.Duration) (held []bool, errs []error) {
 	held = make([]bool, len(hs))
 	errs = make([]error, len(hs))
+	if a.poolFull() {
+		for i, h := range hs {
+			held[i], errs[i] = a.probeOwn(ctx, h, timeout)
+		}
+		return held, errs
+	}
 	for start := 0; start < len(hs); start += a.d.s.batch {
 		chunk := hs[start:min(start+a.d.s.batch, len(hs))]
-		args := make([]any, len(chunk))
-		for i, h := range chunk {
-			args[i] = h.name
-		}
-		q := "SELECT " + strings.TrimSuffix(strings.Repeat("IS_USED_LOCK(?),", len(chunk)), ",")
-		ids := make([]sql.NullInt64, len(chunk))
-		dest := make([]any, len(chunk))
-		for i := range ids {
-			dest[i] = &ids[i]
-		}
-		err := a.d.db.QueryRowContext(ctx, q, args...).Scan(dest...)
-		for i, h := range chunk {
+		err := a.probeChunk(ctx, chunk, held[start:], timeout)
+		for i := range chunk {
 			if err != nil {
 				errs[start+i] = fmt.Errorf("mysql: probe: %w", err)
-				continue
 			}
-			held[start+i] = ids[i].Valid && ids[i].Int64 == h.connID
 		}
 	}
 	return held, errs
+}
+
+// probeChunk asks the server, in one query on a pooled connection, its
+// boot time and which connection holds each lock of chunk, and sets held
+// for those still held by their own session (heldLock.holds).
+func (a *advisory) probeChunk(ctx context.Context, chunk []*heldLock, held []bool, timeout time.Duration) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	args := make([]any, len(chunk))
+	for i, h := range chunk {
+		args[i] = h.name
+	}
+	q := func(boot string) string { return "SELECT " + boot + strings.Repeat(", IS_USED_LOCK(?)", len(chunk)) }
+	var boot sql.NullInt64
+	ids := make([]sql.NullInt64, len(chunk))
+	dest := make([]any, 1+len(chunk))
+	dest[0] = &boot
+	for i := range ids {
+		dest[1+i] = &ids[i]
+	}
+	if err := a.queryBoot(ctx, q, args, dest...); err != nil {
+		return err
+	}
+	for i, h := range chunk {
+		held[i] = h.holds(ids[i], boot)
+	}
+	return nil
+}
+
+// probeOwn asks h's own connection whether it still holds h, as extend
+// does. A failure on that connection, which then is dropped, answers not
+// held — unless ctx ended: then it is an error, as on a pooled connection.
+// It needs no boot time: a connection that answers is h's own session
+// (a restart would have broken it), and its CONNECTION_ID() is read in the
+// same statement.
+func (a *advisory) probeOwn(ctx context.Context, h *heldLock, timeout time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("mysql: probe: %w", err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return false, nil
+	}
+	qctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		qctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var ok sql.NullBool
+	err := h.conn.queryRow(qctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", []any{h.name}, &ok)
+	if err != nil && ctx.Err() != nil {
+		return false, fmt.Errorf("mysql: probe: %w", err)
+	}
+	return err == nil && ok.Valid && ok.Bool, nil
+}
+
+// poolFull reports whether the pool has no connection to give at once:
+// all of its max_open_conns are in use.
+func (a *advisory) poolFull() bool {
+	st := a.d.db.Stats()
+	return st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections
 }
 
 // renew checks many advisory leases with probe (ttl is ignored: these
@@ -100,7 +161,7 @@ func (a *advisory) renew(ctx context.Context, leases []drivers.Lease) []drivers.
 	if len(hs) == 0 {
 		return out
 	}
-	held, errs := a.probe(ctx, hs)
+	held, errs := a.probe(ctx, hs, 0)
 	for j, h := range hs {
 		i := idx[j]
 		switch {

@@ -98,7 +98,9 @@ type Options struct {
 	// ProbeInterval is how often the advisory mode checks, in one round
 	// trip for all held locks, that each is still held by its connection
 	// (a KILLed connection or a restarted server is reported lost within
-	// about this time). Default 500ms.
+	// about this time). When the pool has no connection to spare (see
+	// MaxOpenConns), each lock is checked on its own connection instead.
+	// Default 500ms.
 	ProbeInterval time.Duration `koanf:"probe_interval"`
 	// PollInterval is how often table mode checks, in one query, whether
 	// the keys its waiters found held became free, to wake them at once
@@ -281,7 +283,10 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 		}
 		c, err := gomysql.ParseDSN(o.DSN)
 		if err != nil {
-			return nil, config.Errorf("dsn", "invalid: %s", scrubDSN(err.Error(), o.DSN))
+			// go-sql-driver's message may quote any piece of the DSN, and
+			// which piece is the password depends on how it split the
+			// DSN: quote nothing.
+			return nil, config.Errorf("dsn", "invalid (the DSN is not shown: it may hold a password)")
 		}
 		cfg = c
 	} else {
@@ -321,16 +326,6 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	// (to stderr) would only duplicate them.
 	cfg.Logger = &gomysql.NopLogger{}
 	return cfg, nil
-}
-
-// scrubDSN removes the password of dsn from msg.
-func scrubDSN(msg, dsn string) string {
-	at := strings.LastIndex(dsn, "@")
-	if at < 0 {
-		return msg
-	}
-	_, pass, _ := strings.Cut(dsn[:at], ":")
-	return scrubPassword(msg, pass)
 }
 
 // scrubPassword removes password from msg.

@@ -139,3 +139,38 @@ func TestExistingDB(t *testing.T) {
 		})
 	}
 }
+
+// TestDSNErrorHidesPassword: a DSN that does not parse gives an error
+// quoting nothing of it, whatever its password holds (go-sql-driver's
+// message may quote any part of the DSN, a piece of the password
+// included); printed Options hide such passwords too.
+func TestDSNErrorHidesPassword(t *testing.T) {
+	for _, pass := range []string{"Sup3rSecret/pw", "Sup3r?Secret", "Sup3r#Secret", "Sup3r@Secret", "Sup3r:Secret", "ab/cd?ef#gh@ij:kl"} {
+		for _, dsn := range []string{
+			"app:" + pass + "@tcp(127.0.0.1:3306)",
+			"app:" + pass + "@tcp(127.0.0.1:3306)/db?timeout=xyz",
+			"app:" + pass + "@tcp(127.0.0.1:3306/db",
+			"app:" + pass + "@tcp(127.0.0.1:3306)/db?tls=nope",
+		} {
+			if s := (Options{DSN: dsn}).String(); strings.Contains(s, pass) {
+				t.Errorf("Options.String %q shows the password", s)
+			}
+			d, err := New(Options{DSN: dsn})
+			if err == nil {
+				d.Close(context.Background())
+				continue // parsed: nothing to show
+			}
+			if !strings.Contains(err.Error(), "dsn: invalid") {
+				t.Errorf("DSN %q: error %q; want it to say the dsn is invalid", dsn, err)
+			}
+			if strings.Contains(err.Error(), "127.0.0.1") {
+				t.Errorf("DSN %q: error %q quotes the DSN", dsn, err)
+			}
+			for _, part := range strings.FieldsFunc(pass, func(r rune) bool { return strings.ContainsRune("/?#@:", r) }) {
+				if len(part) > 1 && strings.Contains(err.Error(), part) {
+					t.Errorf("DSN %q: error %q shows %q of the password", dsn, err, part)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package mysql
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// TestAdvisoryProbeFullPool: when held locks fill the pool (max_open_conns
+// reached, no connection to spare for the probe), the locks are probed on
+// their own connections: a KILLed holder is reported lost within about the
+// probe interval, not at ttl, and a renewal of a lock still held answers
+// held instead of waiting for a connection until its deadline.
+func TestAdvisoryProbeFullPool(t *testing.T) {
+	admin := openDB(t, testutil.MySQLDSN())
+
+	t.Run("Monitor", func(t *testing.T) {
+		ctx := ctxT(t)
+		m := newMutex(t, Options{DSN: testutil.MySQLDSN(), MaxOpenConns: 1}, 30*time.Second)
+		l, err := m.Acquire(ctx, "full")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		if err := admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(l.Key())).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		killSession(ctx, t, admin, id)
+		killed := time.Now()
+		select {
+		case <-l.Done():
+		case <-time.After(2 * time.Second): // probe interval 500ms
+			t.Fatalf("lock not lost %v after its connection was killed, with the pool full", time.Since(killed))
+		}
+		t.Logf("lost %v after KILL", time.Since(killed))
+		// the lost lock's connection went back: the next acquisition has one
+		l2, err := m.Acquire(ctx, "full", component.WithTimeout(5*time.Second))
+		if err != nil {
+			t.Fatalf("Acquire after the loss: %v", err)
+		}
+		l2.Release(ctx)
+	})
+
+	t.Run("Renew", func(t *testing.T) {
+		ctx := ctxT(t)
+		d := openDriver(t, Options{DSN: testutil.MySQLDSN(), MaxOpenConns: 1, ProbeInterval: time.Hour})
+		key, tok := "mysqltest:"+runID+":"+t.Name(), token()
+		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+			t.Fatalf("Acquire = %+v, %v", res, err)
+		}
+		renew := func() drivers.RenewResult {
+			t.Helper()
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			start := time.Now()
+			r := d.Renew(rctx, []drivers.Lease{{Key: key, Token: tok, TTL: time.Minute}})[0]
+			if e := time.Since(start); e > time.Second {
+				t.Fatalf("Renew took %v with the pool full", e)
+			}
+			return r
+		}
+		if r := renew(); r.Err != nil || !r.Held {
+			t.Fatalf("Renew of a held lock with the pool full = %+v; want held", r)
+		}
+		killSession(ctx, t, admin, d.adv.get(key, tok).connID)
+		if r := renew(); r.Err != nil || r.Held {
+			t.Fatalf("Renew of a killed holder with the pool full = %+v; want not held", r)
+		}
+	})
+}
