@@ -12,7 +12,7 @@ type Clock interface {
 	// Now returns the clock's current time.
 	Now() time.Time
 	// SleepUntil returns nil once the clock reads t or later, or ctx's
-	// error when ctx ends first.
+	// error when ctx ends first. An ended ctx wins even when t has passed.
 	SleepUntil(ctx context.Context, t time.Time) error
 }
 
@@ -32,7 +32,8 @@ func (c OffsetClock) Now() time.Time { return time.Now().Add(time.Duration(c)) }
 const maxSleep = 30 * time.Second
 
 // SleepUntil waits until Now() reads t, re-reading the wall clock at least
-// every 30 s.
+// every 30 s. It returns ctx's cause as soon as ctx has ended, even when t
+// has passed already.
 func (c OffsetClock) SleepUntil(ctx context.Context, t time.Time) error {
 	var timer *time.Timer
 	defer func() {
@@ -41,6 +42,9 @@ func (c OffsetClock) SleepUntil(ctx context.Context, t time.Time) error {
 		}
 	}()
 	for {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		d := t.Sub(c.Now())
 		if d <= 0 {
 			return nil

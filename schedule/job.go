@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/robfig/cron/v3"
 )
 
 // ErrInvalidJob reports a Job that cannot be scheduled; the error names the
@@ -31,7 +29,16 @@ type Job struct {
 	// ("0 3 * * *"), or a descriptor (@hourly, @daily, @weekly, @monthly,
 	// @yearly), parsed by github.com/robfig/cron/v3. A "CRON_TZ=Area/City "
 	// prefix sets its time zone; else Options.Location. @every is refused:
-	// use Every.
+	// use Every. An expression that never fires ("0 0 30 2 *") is refused.
+	//
+	// Across daylight-saving changes a fixed-time job (minute and hour
+	// fields not starting with '*') runs once a day, as in Vixie cron: a
+	// wall time the clocks skip runs at the change ("30 2 * * *" at 03:00
+	// EDT in New York on the spring-forward day), a wall time they repeat
+	// runs at its first occurrence only ("30 1 * * *" at 01:30 EDT, not
+	// again at 01:30 EST). A job with '*' in its minute or hour field
+	// ("*/15 * * * *", "0 * * * *", @hourly) follows the clock: no run in
+	// the skipped hour, runs in both passes of the repeated one.
 	Cron string
 
 	// Exclusive runs each instant in one instance only: the instance that
@@ -62,12 +69,13 @@ type Job struct {
 // plan is a validated Job's timetable.
 type plan struct {
 	every time.Duration
-	cron  cron.Schedule
+	cron  *cronPlan
 }
 
-var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-func (j Job) plan(loc *time.Location) (plan, error) {
+// plan validates j and returns its timetable, cron expressions read in loc
+// (unless CRON_TZ is given). A cron expression with no instant in the five
+// years after now is refused: it would never fire.
+func (j Job) plan(loc *time.Location, now time.Time) (plan, error) {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%w: job %q: %s: %s", ErrInvalidJob, j.Name, field, fmt.Sprintf(format, args...))
 	}
@@ -83,35 +91,45 @@ func (j Job) plan(loc *time.Location) (plan, error) {
 	case j.Every != 0:
 		return plan{every: j.Every}, nil
 	case strings.HasPrefix(strings.TrimSpace(j.Cron), "@every"):
-		return plan{}, bad("Cron", "@every is not aligned on the clock: use Every")
+		return plan{}, bad("Cron", "%v", errEvery)
 	}
-	s, err := cronParser.Parse(j.Cron)
+	c, err := parseCron(j.Cron, loc)
 	if err != nil {
 		return plan{}, bad("Cron", "%v", err)
 	}
-	if spec, ok := s.(*cron.SpecSchedule); ok && !strings.Contains(j.Cron, "TZ=") {
-		spec.Location = loc
+	p := plan{cron: c}
+	if p.next(now).IsZero() {
+		return plan{}, bad("Cron", "%q never fires (no instant in the 5 years after %s)", j.Cron, now.Format(time.DateOnly))
 	}
-	return plan{cron: s}, nil
+	return p, nil
 }
 
-// next returns the first planned instant strictly after t.
+// next returns the first planned instant strictly after t, or the zero
+// time when a cron expression has none in the five years after t.
 func (p plan) next(t time.Time) time.Time {
 	if p.every > 0 {
 		n := t.UnixNano()/int64(p.every) + 1
 		return time.Unix(0, n*int64(p.every))
 	}
-	return p.cron.Next(t)
+	return p.cron.next(t)
 }
 
+// maxHold bounds the hold of an exclusive run.
+const maxHold = 30 * time.Second
+
 // hold is how long past planned an exclusive run keeps its lock: half the
-// time to the next instant, 30 s at most.
+// time to the next instant, 30 s at most (30 s when there is no next
+// instant).
 func (p plan) hold(planned time.Time) time.Duration {
 	period := p.every
 	if period == 0 {
-		period = p.next(planned).Sub(planned)
+		next := p.next(planned)
+		if next.IsZero() {
+			return maxHold
+		}
+		period = next.Sub(planned)
 	}
-	return min(period/2, 30*time.Second)
+	return min(period/2, maxHold)
 }
 
 // plannedKey is the context key of the planned instant.
@@ -126,7 +144,8 @@ func Planned(ctx context.Context) (time.Time, bool) {
 
 // NextRun returns the first instant after now at which j is planned, with
 // cron expressions read in loc (unless CRON_TZ is given). Run is not
-// needed; the other fields are validated as New does.
+// needed; the other fields are validated as New does (a cron expression
+// with no instant in the five years after now fails with ErrInvalidJob).
 func NextRun(j Job, now time.Time, loc *time.Location) (time.Time, error) {
 	if j.Name == "" {
 		j.Name = "next"
@@ -134,7 +153,7 @@ func NextRun(j Job, now time.Time, loc *time.Location) (time.Time, error) {
 	if j.Run == nil {
 		j.Run = func(context.Context) error { return nil }
 	}
-	p, err := j.plan(loc)
+	p, err := j.plan(loc, now)
 	if err != nil {
 		return time.Time{}, err
 	}

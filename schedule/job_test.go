@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ func TestNewRejectsInvalidJobs(t *testing.T) {
 		{"bad cron", []schedule.Job{{Name: "a", Cron: "61 * * * *", Run: run}}},
 		{"six fields", []schedule.Job{{Name: "a", Cron: "0 0 3 * * *", Run: run}}},
 		{"@every", []schedule.Job{{Name: "a", Cron: "@every 5m", Run: run}}},
+		{"@every with a zone", []schedule.Job{{Name: "a", Cron: "CRON_TZ=UTC @every 5m", Run: run}}},
 		{"duplicate", []schedule.Job{{Name: "a", Every: time.Second, Run: run}, {Name: "a", Cron: "@daily", Run: run}}},
 	}
 	for _, tt := range tests {
@@ -41,6 +43,32 @@ func TestNewRejectsInvalidJobs(t *testing.T) {
 	}
 	if _, err := schedule.New(schedule.Options{}, ok...); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCronThatNeverFires: an expression without any instant (30 February,
+// 31 April) is refused by New and NextRun, with an error naming the job;
+// 29 February (every four years) is accepted.
+func TestCronThatNeverFires(t *testing.T) {
+	run := func(context.Context) error { return nil }
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for _, spec := range []string{"0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *", "CRON_TZ=Europe/Paris 0 0 30 2 *"} {
+		t.Run(spec, func(t *testing.T) {
+			_, err := schedule.New(schedule.Options{}, schedule.Job{Name: "never", Cron: spec, Run: run})
+			if !errors.Is(err, schedule.ErrInvalidJob) || !strings.Contains(err.Error(), `job "never"`) || !strings.Contains(err.Error(), "never fires") {
+				t.Fatalf("New: err = %v, want ErrInvalidJob naming the job", err)
+			}
+			if _, err := schedule.NextRun(schedule.Job{Cron: spec}, now, time.UTC); !errors.Is(err, schedule.ErrInvalidJob) {
+				t.Fatalf("NextRun: err = %v, want ErrInvalidJob", err)
+			}
+		})
+	}
+	if _, err := schedule.New(schedule.Options{}, schedule.Job{Name: "leap", Cron: "0 0 29 2 *", Run: run}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := schedule.NextRun(schedule.Job{Cron: "0 0 29 2 *"}, now, time.UTC)
+	if want := time.Date(2028, 2, 29, 0, 0, 0, 0, time.UTC); err != nil || !got.Equal(want) {
+		t.Fatalf("leap day: %v, %v; want %v", got, err, want)
 	}
 }
 

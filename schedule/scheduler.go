@@ -79,7 +79,9 @@ type job struct {
 }
 
 // New validates the jobs and returns a Scheduler that runs them once
-// started. An invalid job fails with an error wrapping ErrInvalidJob.
+// started. An invalid job fails with an error wrapping ErrInvalidJob and
+// naming the job: among others, a cron expression that never fires (such
+// as "0 0 30 2 *", 30 February) is refused here.
 func New(opts Options, jobs ...Job) (*Scheduler, error) {
 	if opts.Clock == nil {
 		opts.Clock = SystemClock
@@ -92,8 +94,9 @@ func New(opts Options, jobs ...Job) (*Scheduler, error) {
 	}
 	s := &Scheduler{opts: opts, log: opts.Logger, stopped: make(chan struct{})}
 	names := map[string]bool{}
+	now := opts.Clock.Now()
 	for _, j := range jobs {
-		p, err := j.plan(opts.Location)
+		p, err := j.plan(opts.Location, now)
 		if err != nil {
 			return nil, err
 		}
@@ -153,12 +156,19 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 // run unless the previous run of j is still going (runs never stack). An
 // instant the scheduler wakes up for too late (past its hold window: the
 // process was suspended, the clock stepped) is skipped: another instance
-// may have run it already.
+// may have run it already. A job with no next instant (a cron expression
+// that stopped matching, the clock stepped years ahead) stops planning and
+// logs an error. The loop checks the scheduler's ctx at every instant, so it
+// stops even with a Clock whose SleepUntil returns at once for past times.
 func (s *Scheduler) loop(j *job) {
 	clock := s.opts.Clock
 	from := clock.Now()
-	for {
+	for s.ctx.Err() == nil {
 		planned := j.plan.next(from)
+		if planned.IsZero() {
+			s.log.Error("scheduled job has no next instant: no more runs", zap.String("job", j.Name), zap.Time("after", from))
+			return
+		}
 		if err := clock.SleepUntil(s.ctx, planned); err != nil {
 			return
 		}

@@ -13,16 +13,24 @@ import (
 type Action[In, Out any] func(ctx context.Context, in In) (Out, error)
 
 // Wrap returns fn running holding the lock named by tmpl over In's fields:
-// "order:{id}" reads the field with Go name "id" or json tag "id"; dotted
-// paths ("{customer.id}") go into nested structs, pointers and maps with
-// string keys (map[string]any included). The fields are resolved against In
-// once, here: a malformed tmpl, a field In does not have, or a field whose
-// type cannot name a lock (a struct, slice or map) fail here with an error
-// wrapping ErrTemplate. Fields inside interface values (any) are looked up
-// at each call.
+// "order:{id}" reads the field with Go name "id", or the field
+// encoding/json fills from the key "id" (its rules: the shallowest field
+// wins, then the only tagged one at that depth); dotted paths
+// ("{customer.id}") go into nested structs, pointers and maps with string
+// keys (map[string]any included). The fields are resolved against In once,
+// here: a malformed tmpl, a field In does not have, an ambiguous one (two
+// json keys at the same depth, or the Go name of one field and the json key
+// of another), or a field whose type cannot name a lock (a struct, slice or
+// map) fail here with an error wrapping ErrTemplate. Fields inside
+// interface values (any) are looked up at each call.
 //
-// Per call: a field that is missing (nil pointer, absent key) or empty
-// fails with ErrLockName; a lock not acquired in time with
+// Numbers are written in decimal without an exponent, whatever their type:
+// 1234567 decoded from JSON into an any (a float64), a json.Number, an
+// int64 field and the path value "1234567" all give "order:1234567".
+// Values are escaped as Template describes.
+//
+// Per call: a field that is missing (nil pointer, nil interface, absent
+// key) or empty fails with ErrLockName; a lock not acquired in time with
 // component.ErrTimeout; a store failure with component.ErrDriver; ctx
 // ending during the wait with ctx's cause. fn's ctx carries the lock
 // (LockFrom) and ends when the lock is lost; the lock is released when fn

@@ -2,8 +2,11 @@ package synchronized
 
 import (
 	"encoding"
+	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -15,6 +18,7 @@ type getter func(v reflect.Value) (string, bool)
 var (
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 	stringerType      = reflect.TypeFor[fmt.Stringer]()
+	jsonNumberType    = reflect.TypeFor[json.Number]()
 )
 
 // compileField resolves the dotted path against type t once. Struct fields
@@ -61,9 +65,9 @@ func compilePath(t reflect.Type, segs []string) (getter, error) {
 			return next(e)
 		}, nil
 	case t.Kind() == reflect.Struct:
-		f, ok := fieldByName(t, segs[0])
-		if !ok {
-			return nil, fmt.Errorf("%s has no exported field or json tag %q", t, segs[0])
+		f, err := fieldByName(t, segs[0])
+		if err != nil {
+			return nil, err
 		}
 		next, err := compilePath(f.Type, segs[1:])
 		if err != nil {
@@ -82,32 +86,46 @@ func compilePath(t reflect.Type, segs []string) (getter, error) {
 	}
 }
 
-// fieldByName finds an exported field of struct t by Go name, else by json
-// tag name.
-func fieldByName(t reflect.Type, name string) (reflect.StructField, bool) {
-	fields := reflect.VisibleFields(t)
-	for _, f := range fields {
+// fieldByName finds the exported field of struct t that name names: by Go
+// name (Go's rules for promoted fields) or by json key (encoding/json's
+// rules, see jsonField). A name that is the Go name of one field and the
+// json key of another, or an ambiguous json key, is an error.
+func fieldByName(t reflect.Type, name string) (reflect.StructField, error) {
+	var byName *reflect.StructField
+	for _, f := range reflect.VisibleFields(t) {
 		if f.IsExported() && f.Name == name {
-			return f, true
+			byName = &f
+			break
 		}
 	}
-	for _, f := range fields {
-		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.IsExported() && tag != "" && tag != "-" && tag == name {
-			return f, true
-		}
+	byKey, found, err := jsonField(t, name)
+	switch {
+	case err != nil && byName == nil:
+		return reflect.StructField{}, err
+	case byName != nil && found && !slices.Equal(byName.Index, byKey.Index):
+		return reflect.StructField{}, fmt.Errorf("%q is the Go name of field %s and the json key of field %s in %s: rename one",
+			name, byName.Name, byKey.Name, t)
+	case byName != nil:
+		return *byName, nil
+	case found:
+		return byKey, nil
 	}
-	return reflect.StructField{}, false
+	return reflect.StructField{}, fmt.Errorf("%s has no exported field or json key %q", t, name)
 }
 
 // leaf formats a value of type t: strings, booleans and numbers, and types
 // implementing encoding.TextMarshaler or fmt.Stringer. Other kinds
 // (structs, slices, maps) are refused: their text is no stable lock name.
+// A nil pointer or nil interface is a missing value.
 func leaf(t reflect.Type) (getter, error) {
 	switch {
+	case t == jsonNumberType: // a Stringer, but a number to format as one
+		return func(v reflect.Value) (string, bool) { return formatJSONNumber(json.Number(v.String())) }, nil
+	case t.Kind() == reflect.Pointer && t.Elem() == jsonNumberType:
+		return pointerLeaf(t)
 	case t.Implements(textMarshalerType):
 		return func(v reflect.Value) (string, bool) {
-			if v.Kind() == reflect.Pointer && v.IsNil() {
+			if isNil(v) {
 				return "", false
 			}
 			b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
@@ -115,7 +133,7 @@ func leaf(t reflect.Type) (getter, error) {
 		}, nil
 	case t.Implements(stringerType):
 		return func(v reflect.Value) (string, bool) {
-			if v.Kind() == reflect.Pointer && v.IsNil() {
+			if isNil(v) {
 				return "", false
 			}
 			return v.Interface().(fmt.Stringer).String(), true
@@ -128,16 +146,7 @@ func leaf(t reflect.Type) (getter, error) {
 		reflect.Float32, reflect.Float64:
 		return func(v reflect.Value) (string, bool) { return format(v) }, nil
 	case reflect.Pointer:
-		next, err := leaf(t.Elem())
-		if err != nil {
-			return nil, err
-		}
-		return func(v reflect.Value) (string, bool) {
-			if v.IsNil() {
-				return "", false
-			}
-			return next(v.Elem())
-		}, nil
+		return pointerLeaf(t)
 	case reflect.Interface:
 		return func(v reflect.Value) (string, bool) { return dynamic(v, nil) }, nil
 	default:
@@ -145,7 +154,37 @@ func leaf(t reflect.Type) (getter, error) {
 	}
 }
 
-// format formats a basic value.
+// pointerLeaf formats the value a pointer of type t points to; a nil
+// pointer is a missing value.
+func pointerLeaf(t reflect.Type) (getter, error) {
+	next, err := leaf(t.Elem())
+	if err != nil {
+		return nil, err
+	}
+	return func(v reflect.Value) (string, bool) {
+		if v.IsNil() {
+			return "", false
+		}
+		return next(v.Elem())
+	}, nil
+}
+
+// isNil reports whether v is a nil pointer or interface, or an interface
+// holding a nil pointer: a missing value, whose methods are not called.
+func isNil(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Interface:
+		return v.IsNil() || isNil(v.Elem())
+	case reflect.Pointer:
+		return v.IsNil()
+	}
+	return false
+}
+
+// format formats a basic value. Numbers are written in decimal, never with
+// an exponent, so that a number names the same lock whatever its Go type:
+// 1234567 from an int64, a path value or a float64 (JSON decoded into an
+// any) all give "1234567".
 func format(v reflect.Value) (string, bool) {
 	switch v.Kind() {
 	case reflect.String:
@@ -157,11 +196,53 @@ func format(v reflect.Value) (string, bool) {
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		return strconv.FormatUint(v.Uint(), 10), true
 	case reflect.Float32:
-		return strconv.FormatFloat(v.Float(), 'g', -1, 32), true
+		return formatFloat(v.Float(), 32), true
 	case reflect.Float64:
-		return strconv.FormatFloat(v.Float(), 'g', -1, 64), true
+		return formatFloat(v.Float(), 64), true
 	}
 	return "", false
+}
+
+// maxExactInt is 2^53: integers up to it in magnitude are exact in a
+// float64.
+const maxExactInt = 1 << 53
+
+// formatFloat writes an integral float up to 2^53 in magnitude as the
+// integer it is (1234567, not 1.234567e+06; -0 as 0), any other in decimal
+// without an exponent (0.5, 1000000000000000000000).
+func formatFloat(f float64, bits int) string {
+	if f == math.Trunc(f) && math.Abs(f) <= maxExactInt {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'f', -1, bits)
+}
+
+// formatJSONNumber formats a json.Number (a decoder's UseNumber) as the
+// number it holds would be: "1e6" and "1000000.0" give "1000000", as the
+// float64 they decode to otherwise. An integer literal keeps all its
+// digits, even past 2^53; text that is no number stays as it is.
+func formatJSONNumber(n json.Number) (string, bool) {
+	s := string(n)
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return strconv.FormatInt(i, 10), true
+	}
+	if isDigits(strings.TrimPrefix(s, "-")) {
+		return s, true
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return formatFloat(f, 64), true
+	}
+	return s, true
+}
+
+// isDigits reports whether s is a non-empty run of ASCII digits.
+func isDigits(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // dynamic looks the path up in the value an interface holds, at call time

@@ -13,6 +13,9 @@ import (
 // (r.PathValue): "order:{id}" with the pattern "POST /orders/{id}/pay".
 // Wrap the handler registered on the http.ServeMux (not the mux itself:
 // outside it, path values are unset), after the authentication middleware.
+// Path values are escaped as Template describes, so that different
+// requests never share a name: under "{tenant}:{id}", /t/a:b/orders/c locks
+// "a%3Ab:c" and /t/a/orders/b:c locks "a:b%3Ac".
 //
 // A malformed tmpl, or Options naming no store, fail here. Per request:
 //   - a field missing or empty: 400 (code E_MUTEX_LOCK_NAME);

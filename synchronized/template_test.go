@@ -41,7 +41,8 @@ func TestParseTemplate(t *testing.T) {
 }
 
 func TestParseTemplateMalformed(t *testing.T) {
-	for _, tmpl := range []string{"", "order:{", "order:}", "order:{}", "order:{ }", "{a{b}}", "{a}}", "x{a.}", "x{.a}", "x{a..b}", "{id"} {
+	for _, tmpl := range []string{"", "order:{", "order:}", "order:{}", "order:{ }", "{a{b}}", "{a}}", "x{a.}", "x{.a}", "x{a..b}", "{id",
+		"{a}{b}", "x{a}{b}y", "{a}%{b}", "{a}%25{b}"} {
 		t.Run(tmpl, func(t *testing.T) {
 			if _, err := synchronized.ParseTemplate(tmpl); !errors.Is(err, synchronized.ErrTemplate) {
 				t.Fatalf("err = %v, want ErrTemplate", err)
