@@ -11,8 +11,8 @@ import (
 //
 // The locks' contexts are cancelled (cause ErrClosed) before they are
 // released in the store. Store attempts in flight are cancelled, and Close
-// waits for them (bounded by ctx) before it releases anything, so that a
-// lock one of them got is released before the driver closes.
+// waits for them (bounded by ctx) while it releases the held locks, so that
+// a lock one of them got is released before the driver closes.
 func (m *Mutex) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -41,12 +41,6 @@ func (m *Mutex) Close(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 
-	if settled != nil {
-		select {
-		case <-settled:
-		case <-ctx.Done():
-		}
-	}
 	var wg sync.WaitGroup
 	for _, l := range locks {
 		wg.Go(func() {
@@ -55,6 +49,12 @@ func (m *Mutex) Close(ctx context.Context) error {
 			m.end(l, stateReleased, ErrClosed)
 			m.mu.Unlock()
 		})
+	}
+	if settled != nil {
+		select {
+		case <-settled:
+		case <-ctx.Done():
+		}
 	}
 	wg.Wait()
 	m.mu.Lock()

@@ -44,15 +44,18 @@ func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) 
 	start := time.Now()
 	released, res, err := m.handoff.Handover(ctx, l.key, l.token, drivers.AcquireRequest{Key: l.key, Token: token, TTL: w.ttl})
 
+	// answered after the waiter's ttl: the lock may have expired there
+	overdue := time.Since(start) >= w.ttl-drift(w.ttl)
+
 	m.mu.Lock()
 	w.handing = false
 	q := m.queues[l.name]
 	waiting := q != nil && len(q.waiters) > 0 && q.waiters[0] == w
-	if err != nil || !res.Acquired || !waiting || m.closed {
+	if err != nil || !res.Acquired || !waiting || m.closed || overdue {
 		// Not handed, or handed to a waiter that gave up meanwhile, or
-		// after Close: the old lock ends as a release does (waking the
-		// first waiter, which acquires as usual), and a lock taken for
-		// nobody is released.
+		// after Close, or too late: the old lock ends as a release does
+		// (waking the first waiter, which acquires as usual), and a lock
+		// taken for nobody is released.
 		m.end(l, stateReleased, ErrReleased)
 		// a failed call may have handed it over all the same
 		orphan, closed := err != nil || res.Acquired, m.closed

@@ -200,8 +200,12 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
 	held := l.state == stateHeld
 	switch {
 	case err != nil && held:
+		// The store may have applied ttl: renew at once (with the ttl
+		// in force), and lose the lock by the earlier expiry if that
+		// fails too.
 		l.expiry = minTime(l.expiry, start.Add(ttl-drift(ttl)))
-		m.wakeFor(l) // a renewal skipped while this call was in flight
+		l.due = time.Now()
+		m.wakeFor(l)
 	case err != nil:
 	case !held:
 		ok = false

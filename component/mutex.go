@@ -354,14 +354,14 @@ func (m *Mutex) renewed(l *Lock, start time.Time) {
 	m.wakeFor(l)
 }
 
-// wakeFor makes sure the scheduler looks at l by its renewal time; m.mu
-// held. When it sleeps past it, its timer is brought forward. Only the
+// wakeFor makes sure the scheduler looks at l by its renewal time (or its
+// expiry, when that comes first: after a failed Extend); m.mu held. When it sleeps past it, its timer is brought forward. Only the
 // timer: waking the goroutine at every acquisition would cost a thread
 // wake-up each time while no other lock is held.
 func (m *Mutex) wakeFor(l *Lock) {
-	if l.due.Before(m.nextWake) {
-		m.nextWake = l.due
-		m.timer.Reset(time.Until(l.due))
+	if at := minTime(l.due, l.expiry); at.Before(m.nextWake) {
+		m.nextWake = at
+		m.timer.Reset(time.Until(at))
 	}
 }
 

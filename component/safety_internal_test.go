@@ -321,3 +321,167 @@ func TestReleaseAfterCtxEnded(t *testing.T) {
 		t.Fatal("the store still holds the lock")
 	}
 }
+
+// shortening is the memory store as a network store without wake-ups,
+// whose Extend applies the new ttl and then fails (the reply is lost), and
+// whose renewals fail (the store is unreachable).
+type shortening struct{ *memory.Driver }
+
+func (s *shortening) Features() drivers.Features {
+	f := s.Driver.Features()
+	f.InProcess = false
+	return f
+}
+
+func (s *shortening) Subscribe() {} // hides the memory store's Subscriber
+
+func (s *shortening) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	_, _ = s.Driver.Extend(ctx, key, token, ttl)
+	return false, context.DeadlineExceeded
+}
+
+func (s *shortening) Renew(context.Context, []drivers.Lease) []drivers.RenewResult {
+	return []drivers.RenewResult{{Err: errors.New("unreachable")}}
+}
+
+// TestFailedExtendShortens: an Extend to a shorter ttl that fails may have
+// been applied: the lock is lost by that earlier expiry (its renewals
+// failing), before another holder can take it — not at its next renewal.
+func TestFailedExtendShortens(t *testing.T) {
+	ctx := context.Background()
+	s := &shortening{Driver: memory.New()}
+	m1, m2 := newOn(t, s, 3*time.Second), newOn(t, s, 3*time.Second)
+	l, err := m1.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// once the scheduler sleeps until the first renewal (1 s); its state
+	// has no signal: poll it
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		m1.mu.Lock()
+		asleep := m1.started && time.Until(m1.nextWake) > 500*time.Millisecond
+		m1.mu.Unlock()
+		if asleep {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the scheduler never planned the renewal")
+		}
+	}
+	if _, err := l.Extend(ctx, 50*time.Millisecond); err == nil {
+		t.Fatal("Extend: no error")
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(500 * time.Millisecond): // 10 × the shortened ttl; the next renewal was due at 1 s
+		t.Fatal("the lock's context is live past the shortened expiry")
+	}
+	if other, err := m2.TryAcquire(ctx, "a"); other != nil && l.Context().Err() == nil {
+		t.Fatalf("two holders (%v)", err)
+	}
+}
+
+// slowHanding hands a lock over in the store and answers late.
+type slowHanding struct {
+	*memory.Driver
+	delay time.Duration
+}
+
+func (h *slowHanding) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
+	ok, err := h.Driver.Release(ctx, key, token)
+	if err != nil || !ok {
+		return ok, drivers.AcquireResult{}, err
+	}
+	res, err := h.Driver.Acquire(ctx, next)
+	time.Sleep(h.delay)
+	return true, res, err
+}
+
+// TestHandoverAnsweredLate: a handover answered after the waiter's ttl is
+// not handed (the lock may have expired in the store): the waiter acquires
+// as usual and gets a held lock.
+func TestHandoverAnsweredLate(t *testing.T) {
+	ctx := context.Background()
+	for range 10 {
+		st := &slowHanding{Driver: memory.New(), delay: 150 * time.Millisecond}
+		m, err := New(Options{Driver: st, TTL: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := m.Acquire(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *Lock, 1)
+		go func() {
+			l, err := m.Acquire(ctx, "a", WithTimeout(5*time.Second))
+			if err != nil {
+				t.Error(err)
+			}
+			got <- l
+		}()
+		parked(t, m, "a")
+		_, _ = first.Release(ctx)
+		l := <-got
+		if l != nil {
+			info, held, _ := st.Inspect(ctx, l.Key())
+			if !l.Held() || !held || info.Token != l.Token() {
+				t.Errorf("Acquire returned a lock not held: Held %v, store held %v by %q", l.Held(), held, info.Token)
+			}
+		}
+		_ = m.Close(ctx)
+	}
+}
+
+// hung is the memory store as a network store whose Acquire of "mutex:b"
+// hangs whatever its ctx says, until unblock closes.
+type hung struct {
+	*memory.Driver
+	entered, unblock chan struct{}
+}
+
+func (h *hung) Features() drivers.Features {
+	f := h.Driver.Features()
+	f.InProcess = false
+	return f
+}
+
+func (h *hung) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	if req.Key == "mutex:b" {
+		close(h.entered)
+		<-h.unblock
+		return drivers.AcquireResult{}, context.Canceled
+	}
+	return h.Driver.Acquire(ctx, req)
+}
+
+func (h *hung) Close(context.Context) error { return nil } // the test inspects the store after Close
+
+// TestCloseReleasesDespiteHungAttempt: an attempt that ignores its
+// cancellation does not keep Close from releasing the held locks.
+func TestCloseReleasesDespiteHungAttempt(t *testing.T) {
+	ctx := context.Background()
+	h := &hung{Driver: memory.New(), entered: make(chan struct{}), unblock: make(chan struct{})}
+	m, err := New(Options{Driver: h, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = m.Acquire(ctx, "b")
+	}()
+	<-h.entered
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_ = m.Close(cctx)
+	cancel()
+	close(h.unblock)
+	<-done
+	if info, held, _ := h.Inspect(ctx, l.Key()); held {
+		t.Fatalf("after Close the store holds %q for %v", l.Key(), info.TTL)
+	}
+}
