@@ -58,13 +58,13 @@ func (a *advisory) startMonitor() {
 // the pool has none to spare (every connection in use at max_open_conns:
 // held locks and kept connections can fill it), with one query per lock on
 // its own connection, rather than waiting for one. timeout, when positive,
-// bounds each query.
+// bounds each pooled query (see probeOwn for the others).
 func (a *advisory) probe(ctx context.Context, hs []*heldLock, timeout time.Duration) (held []bool, errs []error) {
 	held = make([]bool, len(hs))
 	errs = make([]error, len(hs))
 	if a.poolFull() {
 		for i, h := range hs {
-			held[i], errs[i] = a.probeOwn(ctx, h, timeout)
+			held[i], errs[i] = a.probeOwn(ctx, h)
 		}
 		return held, errs
 	}
@@ -115,8 +115,12 @@ func (a *advisory) probeChunk(ctx context.Context, chunk []*heldLock, held []boo
 // held — unless ctx ended: then it is an error, as on a pooled connection.
 // It needs no boot time: a connection that answers is h's own session
 // (a restart would have broken it), and its CONNECTION_ID() is read in the
-// same statement.
-func (a *advisory) probeOwn(ctx context.Context, h *heldLock, timeout time.Duration) (bool, error) {
+// same statement. Only ctx bounds the query, never a timeout of the probe's
+// own: ending a statement on the holder's connection closes it, which
+// frees the lock in the server, so a network stall shorter than the lock's
+// tracked expiry (Renew's deadline) must not end it. The monitor's probe
+// then waits out the stall (Close ends it).
+func (a *advisory) probeOwn(ctx context.Context, h *heldLock) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("mysql: probe: %w", err)
 	}
@@ -125,14 +129,8 @@ func (a *advisory) probeOwn(ctx context.Context, h *heldLock, timeout time.Durat
 	if h.done {
 		return false, nil
 	}
-	qctx := ctx
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		qctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
 	var ok sql.NullBool
-	err := h.conn.queryRow(qctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", []any{h.name}, &ok)
+	err := h.conn.queryRow(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", []any{h.name}, &ok)
 	if err != nil && ctx.Err() != nil {
 		return false, fmt.Errorf("mysql: probe: %w", err)
 	}

@@ -2,6 +2,8 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,4 +73,46 @@ func TestAdvisoryProbeFullPool(t *testing.T) {
 			t.Fatalf("Renew of a killed holder with the pool full = %+v; want not held", r)
 		}
 	})
+}
+
+// TestAdvisoryProbeOwnStall: with the pool full, the monitor checks each
+// lock on its own connection; a network stall longer than the monitor's
+// probe timeout but far shorter than the lock's ttl must not end the
+// statement there (which would close the connection and free the lock).
+func TestAdvisoryProbeOwnStall(t *testing.T) {
+	ctx := ctxT(t)
+	admin := openDB(t, testutil.MySQLDSN())
+	p := testutil.NewProxy(t, "127.0.0.1:3306")
+	d := openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", Username: "root",
+		MaxOpenConns: 1, ProbeInterval: 100 * time.Millisecond})
+	var lost atomic.Int32
+	if _, err := d.Subscribe(ctx, func(e drivers.Event) {
+		if e.Kind == drivers.Lost {
+			lost.Add(1)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	key, tok := "mysqltest:"+runID+":ownstall", token()
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	// the scenario's timing: probes run every 100 ms on the holder's
+	// connection (the pool's one connection holds the lock); the stall
+	// outlasts the monitor's 1 s probe timeout
+	time.Sleep(300 * time.Millisecond)
+	p.Stall()
+	time.Sleep(1500 * time.Millisecond)
+	p.Resume()
+	time.Sleep(500 * time.Millisecond)
+	var holder sql.NullInt64
+	if err := admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(key)).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	if lost.Load() != 0 || !holder.Valid {
+		t.Fatalf("a 1.5 s stall lost a lock whose ttl is a minute: %d Lost events, server holder %v", lost.Load(), holder)
+	}
+	if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+		t.Errorf("Release = %v, %v", ok, err)
+	}
 }

@@ -293,15 +293,30 @@ func (o Options) tls(u *goredis.UniversalOptions) error {
 }
 
 // misplacedAt reports whether raw has an @ after its host part (which ends
-// at the first / ? or # after "//"): the user name or password then holds
-// one of those unescaped.
+// at the first / ? or # after "//") where none can be: in the path (the
+// database number), the fragment, or a query parameter's name. The user
+// name or password then holds an unescaped / ? or #. An @ in a query
+// value (client_name=billing@eu) is data.
 func misplacedAt(raw string) bool {
 	_, rest, ok := strings.Cut(raw, "//")
 	if !ok {
 		return false
 	}
 	end := strings.IndexAny(rest, "/?#")
-	return end >= 0 && strings.Contains(rest[end:], "@")
+	if end < 0 {
+		return false
+	}
+	rest, fragment, _ := strings.Cut(rest[end:], "#")
+	path, query, _ := strings.Cut(rest, "?")
+	if strings.Contains(path, "@") || strings.Contains(fragment, "@") {
+		return true
+	}
+	for _, param := range strings.Split(query, "&") {
+		if name, _, _ := strings.Cut(param, "="); strings.Contains(name, "@") {
+			return true
+		}
+	}
+	return false
 }
 
 // first returns the first positive duration of ds, or the last one.

@@ -145,6 +145,15 @@ func TestURLPasswordNeverShown(t *testing.T) {
 	}
 }
 
+// TestURLAtInQueryValue: an @ in a query value is data, not a misplaced
+// password: the URL is valid.
+func TestURLAtInQueryValue(t *testing.T) {
+	u, err := Options{URL: "redis://127.0.0.1:6379/0?client_name=billing@eu-west"}.universal()
+	if err != nil || u.Addrs[0] != "127.0.0.1:6379" {
+		t.Fatalf("URL with an @ in a query value: %v, %+v", err, u)
+	}
+}
+
 func TestFactory(t *testing.T) {
 	tests := []struct {
 		name    string
