@@ -127,8 +127,13 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		// GET_LOCK granted the key to another connection: the earlier
 		// holder's connection lost it (killed, broken) before the monitor
 		// noticed. Drop that connection and report the loss now, or
-		// nobody would.
-		a.lose(old)
+		// nobody would — unless a statement runs on it (a probe, its
+		// release): that one finds the lock gone and drops it, and this
+		// acquisition does not wait for it.
+		if old.mu.TryLock() {
+			a.loseLocked(old)
+			old.mu.Unlock()
+		}
 	}
 	a.monitorOnce.Do(a.startMonitor)
 	if d.isClosed() { // raced with Close, which may have missed h

@@ -325,6 +325,9 @@ func (d *Driver) advHandover(ctx context.Context, key, token string, next driver
 	defer s.unlock()
 	var fence int64
 	err := s.conn.QueryRow(ctx, d.sql.handover, h).Scan(&fence)
+	if sqlState(err) == "42P01" {
+		d.schemaLost()
+	}
 	if err != nil {
 		if d.settle(s) {
 			err = nil // the session ended: the lock is gone
