@@ -41,12 +41,7 @@ func compilePath(t reflect.Type, segs []string) (getter, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func(v reflect.Value) (string, bool) {
-			if v.IsNil() {
-				return "", false
-			}
-			return next(v.Elem())
-		}, nil
+		return throughPointer(next), nil
 	case len(segs) == 0:
 		return leaf(t)
 	case t.Kind() == reflect.Interface:
@@ -161,12 +156,18 @@ func pointerLeaf(t reflect.Type) (getter, error) {
 	if err != nil {
 		return nil, err
 	}
+	return throughPointer(next), nil
+}
+
+// throughPointer applies next to what a pointer points to; a nil pointer
+// is a missing value.
+func throughPointer(next getter) getter {
 	return func(v reflect.Value) (string, bool) {
 		if v.IsNil() {
 			return "", false
 		}
 		return next(v.Elem())
-	}, nil
+	}
 }
 
 // isNil reports whether v is a nil pointer or interface, or an interface

@@ -29,14 +29,7 @@ func TestBusyTimeout(t *testing.T) {
 	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
 		t.Fatalf("Acquire: %+v, %v", res, err)
 	}
-	fd, err := unix.Open(filepath.Join(dir, fileName("k")), unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	if ok, err := tryLock(fd, stateByte); !ok || err != nil {
-		t.Fatalf("tryLock: %v, %v", ok, err)
-	}
+	fd := guardHeld(t, dir, "k")
 	calls := []struct {
 		name string
 		call func(ctx context.Context) error
@@ -97,14 +90,7 @@ func TestReleaseEndedCtxBusy(t *testing.T) {
 	if err != nil || !res.Acquired {
 		t.Fatalf("Acquire: %+v, %v", res, err)
 	}
-	fd, err := unix.Open(filepath.Join(dir, fileName("k")), unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	if ok, err := tryLock(fd, stateByte); !ok || err != nil {
-		t.Fatalf("tryLock: %v, %v", ok, err)
-	}
+	fd := guardHeld(t, dir, "k")
 	live := int64(res.Fence) + 1
 	if alive, err := lockedByOther(fd, live); !alive || err != nil {
 		t.Fatalf("liveness byte before: %v, %v", alive, err)
@@ -117,4 +103,20 @@ func TestReleaseEndedCtxBusy(t *testing.T) {
 	if alive, err := lockedByOther(fd, live); alive || err != nil {
 		t.Fatalf("liveness byte after Release: %v, %v; want unlocked", alive, err)
 	}
+}
+
+// guardHeld opens key's lock file on a descriptor of the test (closed at
+// the test's end) and takes its guard byte, as a process stuck inside the
+// critical section would; it returns the descriptor.
+func guardHeld(t *testing.T, dir, key string) int {
+	t.Helper()
+	fd, err := unix.Open(filepath.Join(dir, fileName(key)), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if ok, err := tryLock(fd, stateByte); !ok || err != nil {
+		t.Fatalf("tryLock: %v, %v", ok, err)
+	}
+	return fd
 }
