@@ -57,16 +57,7 @@ func TestAdvisoryReacquireBeforeLossNoticed(t *testing.T) {
 	db := openDB(t, testutil.MySQLDSN())
 	admin := openDB(t, testutil.MySQLDSN())
 	d := givenDriver(t, db, Options{ProbeInterval: time.Hour}) // no probe notices the kill
-	lost := make(chan drivers.Event, 4)
-	cancel, err := d.Subscribe(ctx, func(ev drivers.Event) {
-		if ev.Kind == drivers.Lost {
-			lost <- ev
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cancel()
+	lost := lostEvents(ctx, t, d, 4)
 	key := "mysqltest:" + runID + ":" + t.Name()
 	acquire := func(key, tok string) {
 		t.Helper()

@@ -71,16 +71,7 @@ func TestAdvisoryProbeBootTime(t *testing.T) {
 		ctx := ctxT(t)
 		log := &testutil.StatementLog{}
 		d := givenDriver(t, textLogDB(t, log), Options{ProbeInterval: 10 * time.Millisecond})
-		lost := make(chan drivers.Event, 1)
-		cancel, err := d.Subscribe(ctx, func(ev drivers.Event) {
-			if ev.Kind == drivers.Lost {
-				lost <- ev
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cancel()
+		lost := lostEvents(ctx, t, d, 1)
 		key, tok := "mysqltest:"+runID+":"+t.Name(), token()
 		// not counted: the fence sequence, made at the first acquisition
 		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key + ":warm", Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {

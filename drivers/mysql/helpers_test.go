@@ -10,6 +10,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
 )
 
 func ctxT(t testing.TB) context.Context {
@@ -96,4 +97,24 @@ func killSession(ctx context.Context, t testing.TB, admin *sql.DB, id int64) {
 		err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n)
 		return err == nil && n == 0
 	})
+}
+
+// lostEvents subscribes to d's Lost events for the test's duration; the
+// channel holds up to n of them.
+func lostEvents(ctx context.Context, t testing.TB, d *Driver, n int) <-chan drivers.Event {
+	t.Helper()
+	lost := make(chan drivers.Event, n)
+	cancel, err := d.Subscribe(ctx, func(ev drivers.Event) {
+		if ev.Kind == drivers.Lost {
+			select {
+			case lost <- ev:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cancel)
+	return lost
 }
