@@ -92,7 +92,14 @@ func Load(k *koanf.Koanf, path string) (Config, error) {
 		return Config{}, Errorf(path, "must be a map of stores, got %T", raw)
 	}
 	var cfg Config
+	seen := map[string]string{}
 	for _, name := range sortedKeys(block) {
+		if other, dup := seen[strings.ToLower(name)]; dup {
+			// environment variables arrive lower-cased: an override of
+			// store "Orders" would silently make a second store "orders"
+			return Config{}, Errorf(Join(path, name), "differs from store %q only in case (environment overrides arrive lower-cased: name stores in lower case)", other)
+		}
+		seen[strings.ToLower(name)] = name
 		st, err := loadStore(Join(path, name), name, block[name])
 		if err != nil {
 			return Config{}, err

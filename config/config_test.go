@@ -110,6 +110,7 @@ func TestLoadErrors(t *testing.T) {
 		{"mutex:\n  orders: {driver: {type: 3}}\n", "mutex.orders.driver.type: must be a string"},
 		{"mutex:\n  orders: {driver: {client: ''}}\n", "mutex.orders.driver.client: must name a client"},
 		{"mutex:\n  a: {default: true}\n  b: {default: true}\n", `mutex.b.default: store "a" is already the default`},
+		{"mutex:\n  Orders: {ttl: 1s}\n  orders: {ttl: 2s}\n", `mutex.orders: differs from store "Orders" only in case`},
 	}
 	for _, c := range cases {
 		_, err := config.Load(load(t, c.yaml), "")
