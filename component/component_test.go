@@ -231,7 +231,9 @@ func TestDoCancelledWhenLost(t *testing.T) {
 	}
 }
 
-func TestLostEventForAnotherTokenIgnored(t *testing.T) {
+// TestLostEventOfAnotherPrefixIgnored: a loss event for a key outside the
+// Mutex's prefix does not touch its lock of the same name.
+func TestLostEventOfAnotherPrefixIgnored(t *testing.T) {
 	store := memory.New()
 	a := newMutex(t, component.Options{Driver: store})
 	ctx := context.Background()

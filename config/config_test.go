@@ -65,19 +65,29 @@ mutex:
 }
 
 func TestLoadDefaults(t *testing.T) {
+	// first is the first store (stores sort by name): its driver type,
+	// ttl, timeout and retry delay as loaded (0: unset, the component's
+	// defaults apply)
+	type first struct {
+		typ          string
+		ttl, timeout time.Duration
+		retryDelay   time.Duration
+	}
 	cases := []struct {
 		yaml, def string
 		stores    int
+		first     first
 	}{
-		{``, "mutex", 1},                                        // nothing configured: one memory store
-		{"mutex:\n  jobs: {}\n", "jobs", 1},                     // the only store
-		{"mutex:\n  a: {}\n  mutex: {}\n", "mutex", 2},          // the store named mutex
-		{"mutex:\n  a: {}\n  b: {}\n", "", 2},                   // none
-		{"mutex:\n  a: {}\n  b: {default: true}\n", "b", 2},     // marked
-		{"other:\n  x: 1\nmutex:\n  a: {ttl: 1s}\n", "a", 1},    // other keys untouched
-		{"mutex:\n  a: {driver: {client: rdb}}\n", "a", 1},      // memory by default
-		{"mutex:\n  a: {driver: {type: redis}}\n", "a", 1},      // any type: checked by the module
-		{"mutex:\n  a: {timeout: -1, retrydelay: 0}\n", "a", 1}, // env-style lower case
+		{``, "mutex", 1, first{typ: "memory"}},                                                                 // nothing configured: one memory store
+		{"mutex:\n  jobs: {}\n", "jobs", 1, first{typ: "memory"}},                                              // the only store
+		{"mutex:\n  a: {}\n  mutex: {}\n", "mutex", 2, first{typ: "memory"}},                                   // the store named mutex
+		{"mutex:\n  a: {}\n  b: {}\n", "", 2, first{typ: "memory"}},                                            // none
+		{"mutex:\n  a: {}\n  b: {default: true}\n", "b", 2, first{typ: "memory"}},                              // marked
+		{"other:\n  x: 1\nmutex:\n  a: {ttl: 1s}\n", "a", 1, first{typ: "memory", ttl: time.Second}},           // other keys untouched
+		{"mutex:\n  a: {driver: {client: rdb}}\n", "a", 1, first{typ: "memory"}},                               // memory by default
+		{"mutex:\n  a: {driver: {type: redis}}\n", "a", 1, first{typ: "redis"}},                                // any type: checked by the module
+		{"mutex:\n  a: {timeout: -1, retrydelay: 0}\n", "a", 1, first{typ: "memory", timeout: config.Forever}}, // env-style lower case
+		{"mutex:\n  a: {timeout: 0, retryDelay: 20ms}\n", "a", 1, first{typ: "memory", timeout: config.NoWait, retryDelay: 20 * time.Millisecond}},
 	}
 	for _, c := range cases {
 		cfg, err := config.Load(load(t, c.yaml), "")
@@ -87,6 +97,11 @@ func TestLoadDefaults(t *testing.T) {
 		}
 		if cfg.Default != c.def || len(cfg.Stores) != c.stores {
 			t.Errorf("%q: default %q, %d stores; want %q, %d", c.yaml, cfg.Default, len(cfg.Stores), c.def, c.stores)
+			continue
+		}
+		st := cfg.Stores[0]
+		if got := (first{st.Driver.Type, st.TTL, st.Timeout, st.RetryDelay}); got != c.first {
+			t.Errorf("%q: first store %+v; want %+v", c.yaml, got, c.first)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,18 +90,19 @@ func TestFxModuleErrors(t *testing.T) {
 
 func TestFxStopWaitsForJob(t *testing.T) {
 	started := make(chan struct{})
-	var sawCancel bool
+	var returned atomic.Bool
 	app := fxtest.New(t, fx.NopLogger, mutexfx.Module(fxConfig(t)), schedule.Module,
 		schedule.Provide(schedule.Job{Name: "fx-long", Every: 10 * time.Millisecond, Exclusive: true, Run: func(ctx context.Context) error {
 			close(started)
 			<-ctx.Done()
-			sawCancel = true
+			time.Sleep(50 * time.Millisecond) // the job's cleanup, which stop must wait for
+			returned.Store(true)
 			return nil
 		}}))
 	app.RequireStart()
 	<-started
 	app.RequireStop()
-	if !sawCancel {
+	if !returned.Load() {
 		t.Fatal("the app stopped before its running job returned")
 	}
 }

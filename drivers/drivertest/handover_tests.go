@@ -3,6 +3,7 @@ package drivertest
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,7 +143,8 @@ func (s *suite) testHandoverGivingUp(t *testing.T) {
 	m := s.mutex(t, nil, component.Options{TTL: s.h.TTL})
 	n := name(t)
 	var mu sync.Mutex
-	inside, got, gaveUp := 0, 0, 0
+	var inside atomic.Int32 // holders between Acquire's return and Release
+	got, gaveUp := 0, 0
 	var last uint64
 	group(8, func(i int) {
 		for j := range 15 {
@@ -161,25 +163,24 @@ func (s *suite) testHandoverGivingUp(t *testing.T) {
 				t.Errorf("Acquire: %v", err)
 				return
 			}
-			mu.Lock()
-			inside++
-			if inside != 1 {
+			if inside.Add(1) != 1 {
 				t.Errorf("two holders of %q at once", n)
 			}
+			mu.Lock()
 			if drivers.FeaturesOf(m.Driver()).Fencing && l.Fence() <= last {
 				t.Errorf("fence %d after %d", l.Fence(), last)
 			}
 			last = l.Fence()
 			got++
-			inside--
 			mu.Unlock()
+			inside.Add(-1) // (the release may hand the lock on at once)
 			if ok, err := l.Release(ctx); !ok || err != nil {
 				t.Errorf("Release = %v, %v", ok, err)
 			}
 		}
 	})
 	if got == 0 || gaveUp == 0 {
-		t.Logf("%d acquisitions, %d gave up", got, gaveUp)
+		t.Errorf("%d acquisitions, %d gave up; the test needs both", got, gaveUp)
 	}
 	waitFor(t, 5*time.Second, "the lock free at the end", func() bool {
 		l, err := m.TryAcquire(ctx, n)

@@ -3,12 +3,16 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"net"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	"go.uber.org/zap"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -81,10 +85,23 @@ func TestOptionsStringRedacts(t *testing.T) {
 // TestConnectionErrorHidesPassword: a refused login names no password.
 func TestConnectionErrorHidesPassword(t *testing.T) {
 	const secret = "Wr0ng-Pa55word"
-	d := openDriver(t, Options{Host: "127.0.0.1", Port: 3306, Username: "mutexfx_nobody", Password: secret, Database: "test", DialTimeout: time.Second})
-	_, err := d.Acquire(ctxT(t), drivers.AcquireRequest{Key: "k", Token: token(), TTL: time.Second})
-	if err == nil {
-		t.Fatal("acquired as a user that does not exist")
+	cfg, err := gomysql.ParseDSN(testutil.MySQLDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := openDriver(t, Options{Host: host, Port: p, Username: "mutexfx_nobody", Password: secret, Database: cfg.DBName, DialTimeout: time.Second})
+	_, err = d.Acquire(ctxT(t), drivers.AcquireRequest{Key: "k", Token: token(), TTL: time.Second})
+	var me *gomysql.MySQLError
+	if !errors.As(err, &me) || (me.Number != 1045 && me.Number != 1698) {
+		t.Fatalf("Acquire as a user that does not exist = %v; want the server's access denied (1045, or MariaDB's 1698)", err)
 	}
 	if strings.Contains(err.Error(), secret) {
 		t.Fatalf("error leaks the password: %v", err)
