@@ -50,13 +50,17 @@ func run() error {
 	fmt.Println("b: TryAcquire says order:42 is taken")
 
 	// Acquire with a timeout: ErrTimeout (HTTP 409 in the middleware).
-	if _, err := b.Acquire(ctx, "order:42"); errors.Is(err, mutexfx.ErrTimeout) {
-		fmt.Println("b: gave up after 200ms:", err)
+	if _, err := b.Acquire(ctx, "order:42"); !errors.Is(err, mutexfx.ErrTimeout) {
+		return fmt.Errorf("Acquire of a held lock = %v; want ErrTimeout", err)
 	}
+	fmt.Println("b: gave up after 200ms")
 
 	// Release once: the second call reports false.
-	first, _ := lock.Release(ctx)
-	second, _ := lock.Release(ctx)
+	first, err1 := lock.Release(ctx)
+	second, err2 := lock.Release(ctx)
+	if !first || second || err1 != nil || err2 != nil {
+		return fmt.Errorf("Release twice = %v, %v, then %v, %v; want true, then false", first, err1, second, err2)
+	}
 	fmt.Printf("a released order:42 (%v), again (%v)\n", first, second)
 
 	// Do: acquire, run, release — even when fn fails or panics.
@@ -77,10 +81,16 @@ func run() error {
 	store.Revoke(lock.Key())
 	select {
 	case <-lock.Done():
-		fmt.Println("a lost \"migration\":", context.Cause(lock.Context()), "- errors.Is ErrLost:", errors.Is(lock.Err(), mutexfx.ErrLost))
+		if !errors.Is(lock.Err(), mutexfx.ErrLost) {
+			return fmt.Errorf("lock ended with %v; want ErrLost", lock.Err())
+		}
+		fmt.Println("a lost \"migration\":", context.Cause(lock.Context()))
 	case <-time.After(5 * time.Second):
 		return errors.New("no lost signal")
 	}
-	fmt.Println("held by a now:", len(a.Held()), "locks")
+	if n := len(a.Held()); n != 0 {
+		return fmt.Errorf("a holds %d locks; want 0", n)
+	}
+	fmt.Println("held by a now: 0 locks")
 	return nil
 }
