@@ -108,14 +108,16 @@ func within(t testing.TB, d time.Duration, what string, cond func() bool) time.D
 	return time.Since(start)
 }
 
-func done(l *component.Lock) func() bool {
-	return func() bool {
-		select {
-		case <-l.Done():
-			return true
-		default:
-			return false
-		}
+// lostWithin waits for l to end, up to d, and returns how long it took.
+func lostWithin(t testing.TB, d time.Duration, what string, l *component.Lock) time.Duration {
+	t.Helper()
+	start := time.Now()
+	select {
+	case <-l.Done():
+		return time.Since(start)
+	case <-time.After(d):
+		t.Fatalf("%s: not within %v", what, d)
+		return 0
 	}
 }
 
@@ -139,7 +141,7 @@ func TestTerminateBackend(t *testing.T) {
 				t.Fatal("no backend terminated")
 			}
 			if mode == ModeAdvisory {
-				took := within(t, time.Second, "lock lost", done(l))
+				took := lostWithin(t, time.Second, "lock lost", l)
 				within(t, time.Second, "Lost event", func() bool { return lost.has(l.Key(), l.Token()) })
 				t.Logf("advisory lock lost %v after pg_terminate_backend", took)
 				if ok, err := d.Extend(ctx, l.Key(), l.Token(), ttl); err != nil || ok {
@@ -199,12 +201,12 @@ func TestServerStop(t *testing.T) {
 			switch {
 			case tc.mode == ModeAdvisory:
 				for _, l := range locks {
-					within(t, time.Second, "advisory lock lost", done(l))
+					lostWithin(t, time.Second, "advisory lock lost", l)
 				}
 				t.Logf("advisory locks lost %v after the stop", time.Since(stopped))
 				srv.Start()
 			case tc.wantLost:
-				took := within(t, 2*tc.ttl, "table lock lost", done(locks[0]))
+				took := lostWithin(t, 2*tc.ttl, "table lock lost", locks[0])
 				if took > tc.ttl {
 					t.Fatalf("lost %v after the stop; want within ttl %v", took, tc.ttl)
 				}
