@@ -79,8 +79,10 @@ func (s *suite) testHandoverContract(t *testing.T) {
 }
 
 // testHandoverToWaiter: a component's waiter gets the lock its holder
-// releases, with a greater fence, keeps it past its ttl (renewed), and
-// loses nothing when the holder had lost it first.
+// releases, with a greater fence, and keeps it past its ttl (renewed). (A
+// handover whose holder had lost the lock first is tested with the
+// component: TestHandoverFailureReleases and the drivers' HandoverContract,
+// whose stranger's token hands nothing.)
 func (s *suite) testHandoverToWaiter(t *testing.T) {
 	ctx := ctxT(t)
 	ttl := s.h.TTL
