@@ -51,7 +51,7 @@ func run() error {
 
 	// Acquire with a timeout: ErrTimeout (HTTP 409 in the middleware).
 	if _, err := b.Acquire(ctx, "order:42"); !errors.Is(err, mutexfx.ErrTimeout) {
-		return fmt.Errorf("Acquire of a held lock = %v; want ErrTimeout", err)
+		return fmt.Errorf("acquiring a held lock: %v; want ErrTimeout", err)
 	}
 	fmt.Println("b: gave up after 200ms")
 
@@ -59,7 +59,7 @@ func run() error {
 	first, err1 := lock.Release(ctx)
 	second, err2 := lock.Release(ctx)
 	if !first || second || err1 != nil || err2 != nil {
-		return fmt.Errorf("Release twice = %v, %v, then %v, %v; want true, then false", first, err1, second, err2)
+		return fmt.Errorf("releasing twice: %v, %v, then %v, %v; want true, then false", first, err1, second, err2)
 	}
 	fmt.Printf("a released order:42 (%v), again (%v)\n", first, second)
 
