@@ -1,14 +1,10 @@
 package mysql
 
 import (
-	"context"
 	"database/sql"
-	"database/sql/driver"
 	"strings"
 	"testing"
 	"time"
-
-	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/internal/testutil"
@@ -70,7 +66,7 @@ func TestAdvisoryProbeBootTime(t *testing.T) {
 	t.Run("HeldOverProbes", func(t *testing.T) {
 		ctx := ctxT(t)
 		log := &testutil.StatementLog{}
-		d := givenDriver(t, textLogDB(t, log), Options{ProbeInterval: 10 * time.Millisecond})
+		d := givenDriver(t, loggingDB(t, log, true), Options{ProbeInterval: 10 * time.Millisecond})
 		lost := lostEvents(ctx, t, d, 1)
 		key, tok := "mysqltest:"+runID+":"+t.Name(), token()
 		// not counted: the fence sequence, made at the first acquisition
@@ -156,49 +152,4 @@ func notProbes(qs []string) []string {
 		}
 	}
 	return out
-}
-
-// textLogDB opens a pool whose connections record every statement's text
-// in log.
-func textLogDB(t *testing.T, log *testutil.StatementLog) *sql.DB {
-	t.Helper()
-	cfg, err := gomysql.ParseDSN(testutil.MySQLDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.InterpolateParams = true
-	c, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(textLogConnector{c, log})
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-type textLogConnector struct {
-	driver.Connector
-	log *testutil.StatementLog
-}
-
-func (c textLogConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return textLogConn{loggingConn{conn, c.log}}, nil
-}
-
-// textLogConn is a loggingConn (retake_test.go) that records whole
-// statements.
-type textLogConn struct{ loggingConn }
-
-func (c textLogConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	c.log.Add(query)
-	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
-}
-
-func (c textLogConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	c.log.Add(query)
-	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 }

@@ -16,12 +16,30 @@ import (
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-// loggingConnector opens go-sql-driver connections that record the first
-// word of every statement they run (UPDATE, INSERT …); they talk to the
-// real server.
+// loggingDB opens a pool of go-sql-driver connections (interpolating
+// parameters) that record what they run in log: the first word of every
+// statement (UPDATE, INSERT …), or with whole the statement's text; they
+// talk to the real server.
+func loggingDB(t *testing.T, log *testutil.StatementLog, whole bool) *sql.DB {
+	t.Helper()
+	cfg, err := gomysql.ParseDSN(testutil.MySQLDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.InterpolateParams = true
+	c, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(loggingConnector{c, log, whole})
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 type loggingConnector struct {
 	driver.Connector
-	log *testutil.StatementLog
+	log   *testutil.StatementLog
+	whole bool
 }
 
 func (c loggingConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -29,23 +47,31 @@ func (c loggingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return loggingConn{conn, c.log}, nil
+	return loggingConn{conn, c.log, c.whole}, nil
 }
 
 // loggingConn forwards to a go-sql-driver connection (which implements
 // every interface used here) and records what it runs.
 type loggingConn struct {
 	driver.Conn
-	log *testutil.StatementLog
+	log   *testutil.StatementLog
+	whole bool
+}
+
+func (c loggingConn) record(query string) {
+	if !c.whole {
+		query = strings.ToUpper(strings.Fields(query)[0])
+	}
+	c.log.Add(query)
 }
 
 func (c loggingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	c.log.Add(strings.ToUpper(strings.Fields(query)[0]))
+	c.record(query)
 	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
 }
 
 func (c loggingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	c.log.Add(strings.ToUpper(strings.Fields(query)[0]))
+	c.record(query)
 	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 }
 
@@ -62,18 +88,8 @@ func (c loggingConn) IsValid() bool { return c.Conn.(driver.Validator).IsValid()
 // UPDATE.
 func TestTableRetake(t *testing.T) {
 	ctx := ctxT(t)
-	cfg, err := gomysql.ParseDSN(testutil.MySQLDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.InterpolateParams = true
-	c, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := &testutil.StatementLog{}
-	db := sql.OpenDB(loggingConnector{c, log})
-	t.Cleanup(func() { db.Close() })
+	db := loggingDB(t, log, false)
 	d, err := NewWithDB(db, Options{Mode: ModeTable, Table: "mutexfx_test_locks"})
 	if err != nil {
 		t.Fatal(err)
