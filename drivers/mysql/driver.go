@@ -41,6 +41,9 @@ type Driver struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+	// life ends when Close cuts the calls in flight (life.go)
+	life context.Context
+	cut  context.CancelCauseFunc
 
 	schemaMu sync.Mutex
 	schemaOK bool
@@ -116,6 +119,7 @@ func NewWithDB(db *sql.DB, opts Options) (*Driver, error) {
 
 func newDriver(db *sql.DB, own bool, s settings) *Driver {
 	d := &Driver{db: db, ownDB: own, s: s, closed: make(chan struct{}), subs: map[int]func(drivers.Event){}}
+	d.life, d.cut = context.WithCancelCause(context.Background())
 	d.id = make([]byte, 16)
 	_, _ = rand.Read(d.id) // never fails (crypto/rand)
 	d.takeSQL, d.acquireSQL = s.takeSQL(), s.acquireSQL()
@@ -145,10 +149,13 @@ func (d *Driver) Features() drivers.Features {
 }
 
 // Acquire makes one attempt to take req.Key for req.Token.
-func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
 	if d.isClosed() {
 		return drivers.AcquireResult{}, ErrClosed
 	}
+	ctx, stop := d.bind(ctx)
+	defer stop()
+	defer func() { err = d.closedErr(err) }()
 	if err := d.ensureSchema(ctx); err != nil {
 		return drivers.AcquireResult{}, err
 	}
@@ -159,7 +166,10 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drive
 }
 
 // Release frees key if token holds it.
-func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
+func (d *Driver) Release(ctx context.Context, key, token string) (ok bool, err error) {
+	ctx, stop := d.bind(ctx)
+	defer stop()
+	defer func() { err = d.closedErr(err) }()
 	if d.s.mode == ModeTable {
 		if d.isClosed() {
 			return false, ErrClosed
@@ -171,7 +181,10 @@ func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 
 // Extend renews key for token (table mode) or checks that its connection
 // still holds it (advisory mode, where ttl is ignored).
-func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duration) (ok bool, err error) {
+	ctx, stop := d.bind(ctx)
+	defer stop()
+	defer func() { err = d.closedErr(err) }()
 	if d.s.mode == ModeTable {
 		if d.isClosed() {
 			return false, ErrClosed
@@ -191,6 +204,8 @@ func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 		}
 		return out
 	}
+	ctx, stop := d.bind(ctx)
+	defer stop()
 	if d.s.mode == ModeTable {
 		return d.tableRenew(ctx, leases)
 	}
@@ -239,10 +254,16 @@ func (d *Driver) emit(ev drivers.Event) {
 
 // Close stops the driver's goroutine, drops the connections it pinned (the
 // server then frees their advisory locks) and closes its own pool. A pool
-// given to NewWithDB stays open.
+// given to NewWithDB stays open. Calls still in flight when Close is done,
+// or when ctx ends, are cut (they fail, with ErrClosed): Close does not
+// wait for statements on a stalled link.
 func (d *Driver) Close(ctx context.Context) error {
 	var err error
 	d.closeOnce.Do(func() {
+		// calls in flight are cut when ctx ends, or at the end
+		defer d.cutCalls()
+		stop := context.AfterFunc(ctx, d.cutCalls)
+		defer stop()
 		close(d.closed)
 		d.adv.close()
 		d.watch.close()

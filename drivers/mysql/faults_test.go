@@ -130,6 +130,11 @@ func TestFaults(t *testing.T) {
 		l2.Release(ctx)
 	})
 
+	for _, mode := range []string{ModeAdvisory, ModeTable} {
+		t.Run("CloseCutsStalledCalls/"+mode, func(t *testing.T) { closeCutsStalledCalls(t, srv.Addr(), mode, false) })
+		t.Run("CloseCutsStalledCalls/"+mode+"/NewWithDB", func(t *testing.T) { closeCutsStalledCalls(t, srv.Addr(), mode, true) })
+	}
+
 	// The restart subtests run last: they kill the server.
 	t.Run("RestartReusedConnectionID", func(t *testing.T) {
 		ctx := ctxT(t)

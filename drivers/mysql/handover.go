@@ -35,6 +35,8 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 	if d.isClosed() {
 		return false, drivers.AcquireResult{}, ErrClosed
 	}
+	ctx, stop := d.bind(ctx)
+	defer stop()
 	if err := checkToken(next.Token); err != nil {
 		return false, drivers.AcquireResult{}, err
 	}

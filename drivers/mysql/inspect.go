@@ -22,6 +22,8 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 	if d.isClosed() {
 		return drivers.LockInfo{}, false, ErrClosed
 	}
+	ctx, stop := d.bind(ctx)
+	defer stop()
 	if d.s.mode == ModeTable {
 		return d.tableInspect(ctx, key)
 	}

@@ -33,8 +33,25 @@ import (
 
 // sockets maps the driver pool's connections to their sockets.
 type sockets struct {
-	mu sync.Mutex
-	m  map[driver.Conn]*socket
+	mu   sync.Mutex
+	m    map[driver.Conn]*socket
+	all  map[*socket]struct{} // every open socket, connected or connecting
+	done bool                 // cutAll ran: no more dials
+}
+
+// cutAll closes every socket, under whatever statement runs on it, and
+// makes later dials fail (Close, when its ctx ends).
+func (s *sockets) cutAll() {
+	s.mu.Lock()
+	s.done = true
+	all := make([]*socket, 0, len(s.all))
+	for sock := range s.all {
+		all = append(all, sock)
+	}
+	s.mu.Unlock()
+	for _, sock := range all {
+		sock.cut()
+	}
 }
 
 // socket is a connection's network connection; cut closes it.
@@ -50,6 +67,7 @@ func (s *socket) Close() error {
 	if s.key != nil && s.owner.m[s.key] == s {
 		delete(s.owner.m, s.key)
 	}
+	delete(s.owner.all, s)
 	s.owner.mu.Unlock()
 	return s.Conn.Close()
 }
@@ -91,6 +109,7 @@ func (s *sockets) connector(cfg *gomysql.Config) (driver.Connector, error) {
 			return nil, err
 		}
 		s.m = map[driver.Conn]*socket{}
+		s.all = map[*socket]struct{}{}
 		return &connector{inner: inner, s: s}, nil
 	}
 	return gomysql.NewConnector(cfg)
@@ -103,6 +122,14 @@ func (s *sockets) dial(ctx context.Context, network, addr string) (net.Conn, err
 		return nil, err
 	}
 	sock := &socket{Conn: c, owner: s}
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		_ = c.Close()
+		return nil, ErrClosed
+	}
+	s.all[sock] = struct{}{}
+	s.mu.Unlock()
 	if slot, ok := ctx.Value(dialSlotKey{}).(*dialSlot); ok {
 		slot.sock = sock
 	}

@@ -137,7 +137,7 @@ func TestBootMarkerSurvivingConnection(t *testing.T) {
 	take := func() uint64 { t.Helper(); return bootTake(ctx, t, a) }
 	take()
 	f1 := take()
-	err := a.run(ctx, func(q querier) error {
+	err := a.run(ctx, func(ctx context.Context, q querier) error {
 		if _, err := q.Exec(ctx, "DELETE FROM "+a.names.boot); err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func TestBootMarker(t *testing.T) {
 	a := shared(t, opts)
 	take := func(d *Driver) uint64 { t.Helper(); return bootTake(ctx, t, d) }
 	f1 := take(a)
-	err := a.run(ctx, func(q querier) error {
+	err := a.run(ctx, func(ctx context.Context, q querier) error {
 		_, err := q.Exec(ctx, "DELETE FROM "+a.names.boot)
 		return err
 	})
@@ -183,7 +183,7 @@ func TestBootMarker(t *testing.T) {
 		t.Fatalf("fence %d on another new connection after %d; want one jump only", f4, f3)
 	}
 	var rows int
-	if err := a.run(ctx, func(q querier) error {
+	if err := a.run(ctx, func(ctx context.Context, q querier) error {
 		return q.QueryRow(ctx, "SELECT count(*) FROM "+a.names.boot).Scan(&rows)
 	}); err != nil || rows != 1 {
 		t.Fatalf("boot marker rows = %d, %v; want 1", rows, err)
@@ -245,7 +245,7 @@ func TestGuardWhenAsync(t *testing.T) {
 				defer closeDriver(t, d)
 			}
 			var got bool
-			if err := d.run(ctx, func(q querier) error { got = q.boot().guard; return nil }); err != nil {
+			if err := d.run(ctx, func(ctx context.Context, q querier) error { got = q.boot().guard; return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if got != tc.want {

@@ -59,6 +59,11 @@ type Driver struct {
 	watchers watchers // table mode: waiting acquisitions, by key
 
 	dialSem chan struct{} // one connect of the main session at a time
+
+	// life ends when Close gives up waiting (its ctx ended) or is done
+	// (life.go)
+	life context.Context
+	cut  context.CancelCauseFunc
 }
 
 // New returns a Driver for opts. It validates them and connects nothing: the
@@ -76,6 +81,7 @@ func New(opts Options) (*Driver, error) {
 	// the connections carry synchronousCommit from their startup
 	d := newDriver(opts, n, cfg.ConnConfig, false)
 	d.poolCfg, d.ownsPool = cfg, true
+	cfg.ConnConfig.DialFunc = d.lifeDial(cfg.ConnConfig.DialFunc)
 	return d, nil
 }
 
@@ -106,7 +112,10 @@ func NewWithPool(pool *pgxpool.Pool, opts Options) (*Driver, error) {
 }
 
 func newDriver(opts Options, n names, cc *pgx.ConnConfig, txnSync bool) *Driver {
+	life, cut := context.WithCancelCause(context.Background())
 	return &Driver{
+		life:    life,
+		cut:     cut,
 		id:      rand.Text(),
 		bootKey: "mutexfx.boot:" + n.boot,
 		opts:    opts,
@@ -198,7 +207,9 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 
 // Close ends the subscriptions and the LISTEN connection, closes the pinned connections (which frees
 // their advisory locks) and the pool the driver created. It does not close a
-// pool given to NewWithPool. Later calls fail with ErrClosed.
+// pool given to NewWithPool. Later calls fail with ErrClosed. Calls still
+// in flight when Close is done, or when ctx ends, are cut (they fail):
+// Close does not wait for statements on a stalled link.
 func (d *Driver) Close(ctx context.Context) error {
 	d.mu.Lock()
 	if d.closed {
@@ -215,6 +226,12 @@ func (d *Driver) Close(ctx context.Context) error {
 	d.main, d.waiters = nil, nil
 	d.held = map[int64]*advLock{}
 	d.mu.Unlock()
+	// calls in flight may finish until ctx ends; then they are cut, so
+	// that closing the pool does not wait for a statement on a stalled
+	// link
+	defer d.cut(ErrClosed)
+	stop := context.AfterFunc(ctx, func() { d.cut(ErrClosed) })
+	defer stop()
 	if lis != nil {
 		lis.stop()
 	}

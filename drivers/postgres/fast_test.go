@@ -116,7 +116,7 @@ func TestTableRoundTrips(t *testing.T) {
 			key := fmt.Sprintf("roundtrips:%s:%d", t.Name(), time.Now().UnixNano())
 			version := func() string {
 				var v string
-				err := b.run(ctx, func(p querier) error {
+				err := b.run(ctx, func(ctx context.Context, p querier) error {
 					return p.QueryRow(ctx, "SELECT xmin::text || '/' || xmax::text FROM "+a.names.table+" WHERE id = $1", rowID(key)).Scan(&v)
 				})
 				if err != nil {

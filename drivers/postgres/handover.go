@@ -30,7 +30,7 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 	var fence int64
 	var queue []byte
 	var now *float64
-	err = d.run(ctx, func(p querier) error {
+	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		held, handed, queue, now = false, false, nil, nil
 		fs, mark := d.fencing(p)
 		err := p.QueryRow(ctx, fs.handover, append([]any{rowID(key), token, next.Token, ms}, mark...)...).Scan(nil, &handed, &fence, &queue, &now)

@@ -54,7 +54,7 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 	waitFor(ctx, b, key)
 	waitFor(ctx, c, key)
 	var raw []byte
-	err := a.run(ctx, func(p querier) error {
+	err := a.run(ctx, func(ctx context.Context, p querier) error {
 		return p.QueryRow(ctx, "SELECT queue FROM "+a.names.table+" WHERE id = $1", rowID(key)).Scan(&raw)
 	})
 	if err != nil {
@@ -89,7 +89,7 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 	dead := key + ":dead"
 	stale := fmt.Sprintf(`{"STALEDRIVER": [%d, %d]}`, time.Now().Add(-time.Minute).UnixMilli(), time.Now().Add(-time.Minute).UnixMilli())
 	acquire(dead)
-	err = a.run(ctx, func(p querier) error {
+	err = a.run(ctx, func(ctx context.Context, p querier) error {
 		_, err := p.Exec(ctx, "UPDATE "+a.names.table+" SET queue = $2::jsonb WHERE id = $1", rowID(dead), stale)
 		return err
 	})
@@ -130,7 +130,7 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 	w := b.watch(probe)
 	defer b.unwatch(probe, w)
 	within(t, 5*time.Second, "listener ready", func() bool {
-		err := a.run(ctx, func(p querier) error {
+		err := a.run(ctx, func(ctx context.Context, p querier) error {
 			_, err := p.Exec(ctx, "SELECT pg_notify($1, $2)", ownChannel(b.id), probe)
 			return err
 		})
@@ -158,7 +158,7 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 	// WaitPollInterval away; release at once after seeing its entry fresh
 	within(t, 5*time.Second, "b queued", func() bool {
 		var fresh bool
-		err := a.run(ctx, func(p querier) error {
+		err := a.run(ctx, func(ctx context.Context, p querier) error {
 			return p.QueryRow(ctx, "SELECT coalesce((queue->$2->>1)::float8 > extract(epoch FROM now()) * 1000 - 20, false) FROM "+
 				a.names.table+" WHERE id = $1", rowID(key), b.id).Scan(&fresh)
 		})
@@ -192,7 +192,7 @@ func TestTableQueueDeferred(t *testing.T) {
 	row := func() (version string, queue map[string]any) {
 		t.Helper()
 		var raw []byte
-		err := a.run(ctx, func(p querier) error {
+		err := a.run(ctx, func(ctx context.Context, p querier) error {
 			return p.QueryRow(ctx, "SELECT xmin::text, queue FROM "+a.names.table+" WHERE id = $1", rowID(key)).Scan(&version, &raw)
 		})
 		if err != nil {

@@ -45,8 +45,11 @@ type querier interface {
 }
 
 // run runs f on a connection of the pool, retrying serialization failures
-// and deadlocks, and recreating the schema once if it was dropped.
-func (d *Driver) run(ctx context.Context, f func(q querier) error) error {
+// and deadlocks, and recreating the schema once if it was dropped. Close
+// cuts it (ErrClosed as the ctx's cause) when Close's own ctx ends.
+func (d *Driver) run(ctx context.Context, f func(ctx context.Context, q querier) error) error {
+	ctx, stop := d.bind(ctx)
+	defer stop()
 	for again := true; ; again = false {
 		p, err := d.tablePool(ctx)
 		if err != nil {
@@ -63,7 +66,7 @@ func (d *Driver) run(ctx context.Context, f func(q querier) error) error {
 			if err != nil {
 				return err
 			}
-			err = f(checkedConn{c, b})
+			err = f(ctx, checkedConn{c, b})
 			if crashedSince(err) {
 				// The server recovered from a crash since this
 				// connection's check (it outlived the crash: a pooler's):
@@ -72,13 +75,16 @@ func (d *Driver) run(ctx context.Context, f func(q querier) error) error {
 				if b, err = d.bootCheck(ctx, pc); err != nil {
 					return err
 				}
-				err = f(checkedConn{c, b})
+				err = f(ctx, checkedConn{c, b})
 			}
 			return err
 		})
 		if again && sqlState(err) == "42P01" {
 			d.schemaLost()
 			continue
+		}
+		if err != nil && !errors.Is(err, ErrClosed) && context.Cause(ctx) == ErrClosed {
+			err = fmt.Errorf("%w: %w", ErrClosed, err)
 		}
 		return err
 	}
@@ -121,7 +127,7 @@ type attemptOpts struct {
 func (d *Driver) tableTake(ctx context.Context, req drivers.AcquireRequest, ms int64) (uint64, bool, error) {
 	var fence int64
 	var took bool
-	err := d.run(ctx, func(p querier) error {
+	err := d.run(ctx, func(ctx context.Context, p querier) error {
 		fs, mark := d.fencing(p)
 		err := p.QueryRow(ctx, fs.take, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms}, mark...)...).Scan(&fence, nil)
 		took = err == nil
@@ -154,7 +160,7 @@ func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireReques
 		}
 	}
 	live := WaiterLiveness.Milliseconds()
-	err = d.run(ctx, func(p querier) error {
+	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		var fence int64
 		var left float64
 		fs, mark := d.fencing(p)
@@ -176,7 +182,7 @@ func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireReques
 	if err == nil && res.Acquired && res.Fence == 0 {
 		// the row was deleted between the statement's snapshot and its
 		// insert: the new row needs its fence
-		err = d.run(ctx, func(p querier) error {
+		err = d.run(ctx, func(ctx context.Context, p querier) error {
 			var fence int64
 			fs, mark := d.fencing(p)
 			err := p.QueryRow(ctx, fs.refence, append([]any{rowID(req.Key), req.Token}, mark...)...).Scan(&fence)
@@ -200,7 +206,7 @@ func (d *Driver) tableRelease(ctx context.Context, key, token string) (bool, err
 	var live bool
 	var queue []byte
 	var now *float64
-	err := d.run(ctx, func(p querier) error {
+	err := d.run(ctx, func(ctx context.Context, p querier) error {
 		live, queue, now = false, nil, nil
 		err := p.QueryRow(ctx, d.sql.release, rowID(key), token).Scan(&live, &queue, &now)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -227,7 +233,7 @@ func (d *Driver) wakeQueued(ctx context.Context, key string, queue []byte, now *
 		channel = ownChannel(head)
 	}
 	// the lock is released: a failed wake-up costs the waiter a poll
-	_ = d.run(ctx, func(p querier) error {
+	_ = d.run(ctx, func(ctx context.Context, p querier) error {
 		_, err := p.Exec(ctx, d.sql.notify, channel, key)
 		return err
 	})
@@ -260,7 +266,7 @@ func (d *Driver) tableExtend(ctx context.Context, key, token string, ttl time.Du
 		return false, err
 	}
 	var n int64
-	err = d.run(ctx, func(p querier) error {
+	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		tag, err := p.Exec(ctx, d.sql.extend, rowID(key), token, ms)
 		n = tag.RowsAffected()
 		return err
@@ -298,7 +304,7 @@ func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drive
 		renewed := map[string]bool{}
 		err := bad
 		if err == nil {
-			err = d.run(ctx, func(p querier) error {
+			err = d.run(ctx, func(ctx context.Context, p querier) error {
 				clear(renewed)
 				rows, err := p.Query(ctx, d.sql.renew, bid, btok, bttl)
 				if err != nil {
@@ -327,7 +333,7 @@ func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drive
 func (d *Driver) tableInspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	var info drivers.LockInfo
 	var ok bool
-	err := d.run(ctx, func(p querier) error {
+	err := d.run(ctx, func(ctx context.Context, p querier) error {
 		var fence int64
 		var left float64
 		err := p.QueryRow(ctx, d.sql.inspect, rowID(key)).Scan(&info.Token, &fence, &left)

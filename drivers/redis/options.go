@@ -92,7 +92,9 @@ type Options struct {
 	// MaxRetries is how many times go-redis retries a command after a
 	// network error. Default: 0 (none: the component retries with its own
 	// backoff). A retried acquisition whose first run took the lock gets it
-	// (the acquire script recognises the caller's token).
+	// (the acquire script recognises the caller's token); a retried release
+	// whose first run released the lock reports false (not held), as the
+	// retry finds it free.
 	MaxRetries int `koanf:"maxRetries"`
 	// Channel is the prefix of the Pub/Sub channels of release messages:
 	// a driver listens on Channel + ":" + its waiter id, and a release

@@ -37,6 +37,7 @@ type Proxy struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	stalled bool
+	blocked int // pipes holding bytes back while stalled
 	refuse  bool
 	closed  bool
 	conns   map[net.Conn]struct{}
@@ -108,8 +109,12 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			for p.stalled && !p.closed {
-				p.cond.Wait()
+			if p.stalled && !p.closed {
+				p.blocked++
+				for p.stalled && !p.closed {
+					p.cond.Wait()
+				}
+				p.blocked--
 			}
 			closed := p.closed
 			p.mu.Unlock()
@@ -135,6 +140,15 @@ func (p *Proxy) Stall() {
 	p.mu.Lock()
 	p.stalled = true
 	p.mu.Unlock()
+}
+
+// Blocked returns how many directions of the proxied connections hold
+// bytes back because of Stall: a test can tell that a request was sent
+// into the stall.
+func (p *Proxy) Blocked() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.blocked
 }
 
 // Resume undoes Stall.

@@ -61,9 +61,15 @@ func TestProxyStallAndCut(t *testing.T) {
 	if err := roundTrip(c, time.Second); err != nil {
 		t.Fatalf("through the proxy: %v", err)
 	}
+	if n := p.Blocked(); n != 0 {
+		t.Fatalf("Blocked = %d before Stall", n)
+	}
 	p.Stall()
 	if err := roundTrip(c, 200*time.Millisecond); err == nil {
 		t.Fatal("a stalled link answered")
+	}
+	if n := p.Blocked(); n != 1 {
+		t.Fatalf("Blocked = %d after a request into the stall; want 1", n)
 	}
 	p.Resume()
 	c2, err := net.Dial("tcp", p.Addr)

@@ -1,0 +1,71 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The driver's life ends when Close's ctx ends or Close is done, whichever
+// comes first. Close must not wait longer than its ctx for a
+// statement stuck on a stalled link, nor for what pgx does when such a
+// statement is cancelled: it closes the connection after sending the
+// server a cancel request on a new connection, and waits up to 15 s for
+// that one to answer. So the statements of table mode end with the life
+// (bind), and the owned pool's connections, including pgx's cancel
+// connections, are dialled so that they close with it (lifeDial).
+
+// bind returns ctx, also cancelled (cause ErrClosed) when the driver's life
+// ends; call stop when done with it.
+func (d *Driver) bind(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	after := context.AfterFunc(d.life, func() { cancel(ErrClosed) })
+	return ctx, func() {
+		after()
+		cancel(nil)
+	}
+}
+
+// lifeDial wraps dial: connections fail to open once the driver's life has
+// ended, and those open then are closed.
+func (d *Driver) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, stop := d.bind(ctx)
+		defer stop()
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			if cause := context.Cause(ctx); cause == ErrClosed {
+				return nil, ErrClosed
+			}
+			return nil, err
+		}
+		return &lifeConn{Conn: c, stop: context.AfterFunc(d.life, func() { _ = c.Close() })}, nil
+	}
+}
+
+// lifeConn is a connection that closes when the driver's life ends.
+type lifeConn struct {
+	net.Conn
+	stop func() bool
+}
+
+// Close closes the connection.
+func (c *lifeConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
+}
+
+// SyscallConn returns the raw connection: the watcher of a session's
+// socket (watch_linux.go) needs it.
+func (c *lifeConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("postgres: %T has no raw connection", c.Conn)
+	}
+	return sc.SyscallConn()
+}
+
+var _ syscall.Conn = (*lifeConn)(nil)
