@@ -54,6 +54,9 @@ func handoffs() error {
 			} else {
 				turns, err = handoffGoroutines(c.mode, name, c.liveness)
 			}
+			if err == nil {
+				err = check(turns)
+			}
 			if err != nil {
 				return fmt.Errorf("hand-off %s: %w", c.mode, err)
 			}
@@ -75,7 +78,7 @@ func handoffs() error {
 			}
 		}
 		verdict := "met"
-		if pct(w99, 50) > c.goal {
+		if med(w99) > c.goal {
 			verdict = "NOT met"
 		}
 		runs := make([]string, len(w99))
@@ -83,7 +86,23 @@ func handoffs() error {
 			runs[i] = fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond))
 		}
 		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s [%s] | ≤ %v: %s |\n", c.mode, where, fair,
-			ms(pct(g50, 50)), ms(pct(g99, 50)), ms(pct(r50, 50)), ms(pct(a50, 50)), mostTurns, ms(pct(w50, 50)), ms(pct(w99, 50)), strings.Join(runs, ", "), c.goal, verdict)
+			ms(med(g50)), ms(med(g99)), ms(med(r50)), ms(med(a50)), mostTurns, ms(med(w50)), ms(med(w99)), strings.Join(runs, ", "), c.goal, verdict)
+	}
+	return nil
+}
+
+// check fails a run that lost turns (every worker takes *turns) or whose
+// holders overlapped (an acquisition before the previous holder started
+// its release): its numbers would mean nothing.
+func check(ts []turn) error {
+	if want := *procs * *turns; len(ts) != want {
+		return fmt.Errorf("%d turns recorded, want %d", len(ts), want)
+	}
+	sorted := slices.SortedFunc(slices.Values(ts), func(a, b turn) int { return int(a.acquired - b.acquired) })
+	for i := 1; i < len(sorted); i++ {
+		if d := sorted[i-1].release - sorted[i].acquired; d > 0 {
+			return fmt.Errorf("holders overlapped: turn %d acquired %v before the previous holder released", i, time.Duration(d))
+		}
 	}
 	return nil
 }
@@ -196,16 +215,21 @@ func handoffProcesses(mode, name string, liveness time.Duration) ([]turn, error)
 		}
 		wg.Go(func() {
 			sc := bufio.NewScanner(stdout)
+			var bad error
 			for sc.Scan() {
 				var t turn
-				if _, err := fmt.Sscan(sc.Text(), &t.call, &t.acquired, &t.release, &t.released); err == nil {
-					mu.Lock()
-					out = append(out, t)
-					mu.Unlock()
+				if _, err := fmt.Sscan(sc.Text(), &t.call, &t.acquired, &t.release, &t.released); err != nil {
+					bad = fmt.Errorf("worker line %q: %w", sc.Text(), err)
+					continue
 				}
+				mu.Lock()
+				out = append(out, t)
+				mu.Unlock()
 			}
 			if err := cmd.Wait(); err != nil {
 				errs <- err
+			} else if bad != nil {
+				errs <- bad
 			}
 		})
 	}
@@ -232,6 +256,18 @@ func handoffWorker(args []string) int {
 		return 1
 	}
 	defer done()
+	// warm up the pool and the schema on a name of its own, as the
+	// goroutines' run does, and fail rather than join late
+	if l, err := m.Acquire(context.Background(), "warm:"+rand.Text()); err == nil {
+		l.Release(context.Background())
+	} else {
+		fmt.Fprintln(os.Stderr, "worker: warm-up:", err)
+		return 1
+	}
+	if time.Now().After(time.Unix(0, startNs)) {
+		fmt.Fprintln(os.Stderr, "worker: ready after the start time")
+		return 1
+	}
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
 	if err := work(m, args[2], time.Unix(0, startNs), func(t turn) { fmt.Fprintln(w, t.call, t.acquired, t.release, t.released) }); err != nil {

@@ -74,5 +74,8 @@ func run() error {
 // pct is stats.Percentile.
 var pct = stats.Percentile
 
+// med is stats.Median: the median of repeated runs' results.
+var med = stats.Median
+
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }

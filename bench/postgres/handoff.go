@@ -63,6 +63,10 @@ func handoffWorkers(ctx context.Context, m *component.Mutex, name string, worker
 func phases(turns []turn) (waits, holds, releases, handoffs []time.Duration) {
 	slices.SortFunc(turns, func(a, b turn) int { return cmp.Compare(a.got, b.got) })
 	for i, t := range turns {
+		if i > 0 && t.got < turns[i-1].relStart {
+			// holders overlapped: the run's numbers would mean nothing
+			panic(fmt.Sprintf("turn %d got the lock %v before the previous holder released it", i, time.Duration(turns[i-1].relStart-t.got)))
+		}
 		waits = append(waits, t.wait)
 		holds = append(holds, time.Duration(t.relStart-t.got))
 		releases = append(releases, time.Duration(t.relEnd-t.relStart))

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -31,7 +32,8 @@ type record struct {
 	id              int
 }
 
-// work acquires name, holds it, releases it, again and again until end.
+// work acquires name, holds it, releases it, again and again until end. A
+// failed release ends it with the error.
 func work(ctx context.Context, lk locker, name string, id int, end time.Time) ([]record, error) {
 	var recs []record
 	for time.Now().Before(end) {
@@ -43,7 +45,9 @@ func work(ctx context.Context, lk locker, name string, id int, end time.Time) ([
 		got := time.Now()
 		time.Sleep(*hold)
 		rel := time.Now()
-		unlock()
+		if err := unlock(); err != nil {
+			return recs, err
+		}
 		recs = append(recs, record{start: start.UnixNano(), got: got.UnixNano(), rel: rel.UnixNano(), id: id})
 	}
 	return recs, nil
@@ -59,11 +63,14 @@ func contendInProcess(lib string) (contention, error) {
 	defer cancel()
 	name := fmt.Sprintf("contend:%s:%d", lib, time.Now().UnixNano())
 	unlock, err := lk.lock(ctx, name) // warm-up: scripts, pools, subscription
+	if err == nil {
+		err = unlock()
+	}
 	if err != nil {
 		return contention{}, err
 	}
-	unlock()
-	end := time.Now().Add(*duration)
+	start := time.Now()
+	end := start.Add(*duration)
 	var mu sync.Mutex
 	var all []record
 	var firstErr error
@@ -83,7 +90,7 @@ func contendInProcess(lib string) (contention, error) {
 	if firstErr != nil {
 		return contention{}, firstErr
 	}
-	return summarize(all), nil
+	return summarize(all, start)
 }
 
 // contendProcesses runs the workers in separate processes (this binary
@@ -103,12 +110,14 @@ func contendProcesses(lib string) (contention, error) {
 			duration.String(), hold.String(), strconv.Itoa(id))
 		cmd.Stdout, cmd.Stderr = &out, os.Stderr
 		if err := cmd.Start(); err != nil {
+			stop(cmds)
 			return contention{}, err
 		}
 		outs, cmds = append(outs, &out), append(cmds, cmd)
 	}
-	for _, cmd := range cmds {
+	for i, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
+			stop(cmds[i+1:])
 			return contention{}, fmt.Errorf("worker: %w", err)
 		}
 	}
@@ -127,7 +136,18 @@ func contendProcesses(lib string) (contention, error) {
 			all = append(all, record{start: s, got: g, rel: r, id: id})
 		}
 	}
-	return summarize(all), nil
+	return summarize(all, start)
+}
+
+// stop kills and reaps the worker processes cmds (started, not yet
+// waited for), so that none keeps loading Redis during the next run.
+func stop(cmds []*exec.Cmd) {
+	for _, cmd := range cmds {
+		_ = cmd.Process.Kill()
+	}
+	for _, cmd := range cmds {
+		_ = cmd.Wait()
+	}
 }
 
 // workerMain is one worker process: lib addr name startUnixNano duration hold id.
@@ -151,11 +171,13 @@ func workerMain(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), d+15*time.Second)
 	defer cancel()
 	unlock, err := lk.lock(ctx, fmt.Sprintf("%s:warm:%d", name, id))
+	if err == nil {
+		err = unlock()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
 	}
-	unlock()
 	time.Sleep(time.Until(time.Unix(0, startNs)))
 	recs, err := work(ctx, lk, name, id, time.Unix(0, startNs).Add(d))
 	if err != nil {
@@ -170,28 +192,46 @@ func workerMain(args []string) int {
 	return 0
 }
 
-func summarize(all []record) contention {
+// summarize summarises the records of a run that started at start and
+// lasted *duration, sorting them by acquisition time. Acquisitions per
+// second count only the locks got within the run. It fails a run with fewer
+// than two acquisitions, and one whose holders overlapped: a holder that
+// got the lock before the previous holder started its release, with no
+// tolerance (every worker, in this process or another, reads the same
+// machine's clock with time.Now). The release's start, not its end, is the
+// bound: the next holder may have the lock before the releasing call
+// returns.
+func summarize(all []record, start time.Time) (contention, error) {
 	if len(all) < 2 {
-		return contention{}
+		return contention{}, fmt.Errorf("%d acquisitions, want at least 2", len(all))
 	}
-	slices.SortFunc(all, func(a, b record) int { return int(a.got - b.got) })
+	slices.SortFunc(all, func(a, b record) int { return cmp.Compare(a.got, b.got) })
+	from, to := start.UnixNano(), start.Add(*duration).UnixNano()
 	var waits, gaps []time.Duration
-	same := 0
+	same, inRun := 0, 0
 	for i, r := range all {
 		waits = append(waits, time.Duration(r.got-r.start))
-		if i > 0 && all[i-1].id == r.id {
+		if from <= r.got && r.got <= to {
+			inRun++
+		}
+		if i == 0 {
+			continue
+		}
+		prev := all[i-1]
+		if r.got < prev.rel {
+			return contention{}, fmt.Errorf("holders overlapped: worker %d got the lock %v before worker %d started releasing it",
+				r.id, time.Duration(prev.rel-r.got), prev.id)
+		}
+		if prev.id == r.id {
 			same++
 		}
-		if i > 0 {
-			gaps = append(gaps, time.Duration(r.got-all[i-1].rel))
-		}
+		gaps = append(gaps, time.Duration(r.got-prev.rel))
 	}
-	span := time.Duration(all[len(all)-1].got - all[0].start)
 	return contention{
 		waitP99:   p(waits, 99),
 		waitMax:   p(waits, 100),
 		sameAgain: float64(same) / float64(len(all)-1),
-		perSec:    float64(len(all)) / span.Seconds(),
+		perSec:    float64(inRun) / duration.Seconds(),
 		handOff:   p(gaps, 50),
-	}
+	}, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -34,7 +35,7 @@ type latency struct {
 
 // latencies measures PING and, for each library, an uncontended acquire
 // followed by a release, round by round across the libraries (and the
-// mutexfx driver alone), in a rotating order.
+// mutexfx driver alone), in a new random order each round.
 func latencies() (latency, error) {
 	ctx := context.Background()
 	c := goredis.NewClient(&goredis.Options{Addr: *addr})
@@ -55,10 +56,9 @@ func latencies() (latency, error) {
 	defer d.Close(ctx)
 	name := "latency"
 	dreq := drivers.AcquireRequest{Key: "bench:latency:driver", Token: "bench", TTL: 8 * time.Second}
-	// The measured operations. Each round runs them all, starting one
-	// further along each time: an operation that leaves work behind
-	// (rueidislock releases in the background) must not always slow the
-	// same next one.
+	// The measured operations. Each round runs them all in a new random
+	// order: an operation that leaves work behind (rueidislock releases in
+	// the background) must not always slow the same next one.
 	type op struct {
 		name string
 		run  func() error
@@ -75,8 +75,7 @@ func latencies() (latency, error) {
 			if err != nil {
 				return err
 			}
-			unlock()
-			return nil
+			return unlock()
 		}})
 	}
 	ops = append(ops, op{"driver", func() error {
@@ -94,8 +93,8 @@ func latencies() (latency, error) {
 	}})
 	samples := map[string][]time.Duration{}
 	for i := range *n + 100 {
-		for j := range ops {
-			o := ops[(i+j)%len(ops)]
+		for _, j := range rand.Perm(len(ops)) {
+			o := ops[j]
 			start := time.Now()
 			if err := o.run(); err != nil {
 				return latency{}, fmt.Errorf("%s: %w", o.name, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,10 +17,24 @@ import (
 	mredis "github.com/mutexfx/mutexfx/drivers/redis"
 )
 
-// locker is one library's way to take a lock, waiting for it.
+// locker is one library's way to take a lock, waiting for it. unlock
+// releases the lock; its error (a release that failed or found the lock no
+// longer held) fails the run.
 type locker interface {
-	lock(ctx context.Context, name string) (unlock func(), err error)
+	lock(ctx context.Context, name string) (unlock func() error, err error)
 	close()
+}
+
+// released is the error of a release that reported ok and err: err, or an
+// error when the lock was no longer held (lost or expired).
+func released(ok bool, err error) error {
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	if !ok {
+		return errors.New("release: the lock was no longer held")
+	}
+	return nil
 }
 
 // libs are the measured libraries, in table order.
@@ -64,12 +79,12 @@ type mutexfxLocker struct {
 	d *mredis.Driver
 }
 
-func (x *mutexfxLocker) lock(ctx context.Context, name string) (func(), error) {
+func (x *mutexfxLocker) lock(ctx context.Context, name string) (func() error, error) {
 	l, err := x.m.Acquire(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return func() { _, _ = l.Release(ctx) }, nil
+	return func() error { return released(l.Release(ctx)) }, nil
 }
 
 func (x *mutexfxLocker) close() {
@@ -84,12 +99,12 @@ type redsyncLocker struct {
 	rs *redsync.Redsync
 }
 
-func (x *redsyncLocker) lock(ctx context.Context, name string) (func(), error) {
+func (x *redsyncLocker) lock(ctx context.Context, name string) (func() error, error) {
 	m := x.rs.NewMutex("bench:"+name, redsync.WithTries(1<<30))
 	if err := m.LockContext(ctx); err != nil {
 		return nil, err
 	}
-	return func() { _, _ = m.UnlockContext(ctx) }, nil
+	return func() error { return released(m.UnlockContext(ctx)) }, nil
 }
 
 func (x *redsyncLocker) close() { _ = x.c.Close() }
@@ -101,12 +116,17 @@ type redislockLocker struct {
 	rl *redislock.Client
 }
 
-func (x *redislockLocker) lock(ctx context.Context, name string) (func(), error) {
+func (x *redislockLocker) lock(ctx context.Context, name string) (func() error, error) {
 	l, err := x.rl.Obtain(ctx, "bench:"+name, 8*time.Second, &redislock.Options{RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond)})
 	if err != nil {
 		return nil, err
 	}
-	return func() { _ = l.Release(ctx) }, nil
+	return func() error {
+		if err := l.Release(ctx); err != nil { // redislock.ErrLockNotHeld when lost
+			return fmt.Errorf("release: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 func (x *redislockLocker) close() { _ = x.c.Close() }
@@ -115,12 +135,14 @@ func (x *redislockLocker) close() { _ = x.c.Close() }
 // WithContext (woken by client-side caching invalidations).
 type rueidisLocker struct{ l rueidislock.Locker }
 
-func (x *rueidisLocker) lock(ctx context.Context, name string) (func(), error) {
+func (x *rueidisLocker) lock(ctx context.Context, name string) (func() error, error) {
 	_, cancel, err := x.l.WithContext(ctx, "bench:"+name)
 	if err != nil {
 		return nil, err
 	}
-	return cancel, nil
+	// The release is cancel, which returns nothing (rueidislock deletes the
+	// key in the background): a failed release cannot be seen here.
+	return func() error { cancel(); return nil }, nil
 }
 
 func (x *rueidisLocker) close() { x.l.Close() }

@@ -19,12 +19,17 @@ import (
 	mredis "github.com/mutexfx/mutexfx/drivers/redis"
 )
 
-// renewalResult is the renewal of many locks held by one component.
+// renewalResult is the renewal of *nlocks locks held by one component.
 type renewalResult struct {
 	roundTripsPerPeriod float64
 	cpu                 float64 // share of one core used by the renewing process
-	locks               int
+	err                 error   // the measurement failed
 }
+
+// renewalWindow is how many ttls the renewal measurement lasts (three
+// renewal periods each): long enough that a period more or less in the
+// window barely moves the figure, short enough for the default 3 s ttl.
+const renewalWindow = 5
 
 // renewal runs the measurement in a process of its own (this binary with
 // -renewer), so that its CPU time is the renewing component's alone.
@@ -40,7 +45,7 @@ func renewal() (renewalResult, error) {
 		return renewalResult{}, err
 	}
 	var r renewalResult
-	if _, err := fmt.Sscan(strings.TrimSpace(out.String()), &r.roundTripsPerPeriod, &r.cpu, &r.locks); err != nil {
+	if _, err := fmt.Sscan(strings.TrimSpace(out.String()), &r.roundTripsPerPeriod, &r.cpu); err != nil {
 		return r, fmt.Errorf("renewer said %q: %w", out.String(), err)
 	}
 	return r, nil
@@ -58,8 +63,10 @@ func (c *counter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.
 }
 
 // renewerMain: addr locks ttl. Acquires the locks with one component, then
-// counts round trips and CPU time over three renewal periods (one ttl).
-// Prints "roundTripsPerPeriod cpuShare locksHeld".
+// counts round trips and CPU time over renewalWindow ttls, the round trips
+// scaled to one renewal period (ttl/3) by the measured wall time. Prints
+// "roundTripsPerPeriod cpuShare"; fails when, at the end, fewer locks are
+// held than were acquired.
 func renewerMain(args []string) int {
 	if len(args) != 3 {
 		fmt.Fprintln(os.Stderr, "renewer: bad arguments")
@@ -103,10 +110,14 @@ func renewerMain(args []string) int {
 	}
 	time.Sleep(lockTTL / 3) // let the renewals of the acquisition burst settle into ticks
 	before, cpu0, t0 := rt.n.Load(), cpuTime(), time.Now()
-	time.Sleep(lockTTL)
+	time.Sleep(renewalWindow * lockTTL)
 	trips, cpu, wall := rt.n.Load()-before, cpuTime()-cpu0, time.Since(t0)
-	held := len(m.Held())
-	fmt.Printf("%.2f %.4f %d\n", float64(trips)/3, cpu.Seconds()/wall.Seconds(), held)
+	if held := len(m.Held()); held < count {
+		fmt.Fprintf(os.Stderr, "renewer: %d of %d locks still held at the end\n", held, count)
+		return 1
+	}
+	periods := wall.Seconds() / (lockTTL / 3).Seconds()
+	fmt.Printf("%.2f %.4f\n", float64(trips)/periods, cpu.Seconds()/wall.Seconds())
 	return 0
 }
 

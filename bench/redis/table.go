@@ -61,16 +61,19 @@ func printTable(lat latency, in, procs []contention, rn renewalResult) {
 		m := set.cs[0]
 		row(set.label+": wait p99 / max", check(m.err == nil && m.waitP99 <= set.p99 && m.waitMax <= set.max,
 			fmt.Sprintf("≤ %v / ≤ %v", set.p99, set.max)), p99s...)
-		row(set.label+": same worker again", check(m.sameAgain <= set.sameAgainLimit, "≤ 25%"), same...)
-		row(set.label+": acquisitions/s", check(m.perSec >= best(set.cs), "≥ best peer"), rate...)
+		row(set.label+": same worker again", check(m.err == nil && m.sameAgain <= set.sameAgainLimit, "≤ 25%"), same...)
+		row(set.label+": acquisitions/s", check(m.err == nil && m.perSec >= best(set.cs), "≥ best peer"), rate...)
 		row(set.label+": hand-off p50 (release starts → next holder has it)", "(reported)", gap...)
 	}
 	row(fmt.Sprintf("floor of a fair hand-off across processes: Pub/Sub message to a process asleep %v between messages, p50", *hold),
 		"(reported)", only(fmt.Sprintf("%.0f µs", float64(lat.wake)/float64(time.Microsecond)), "—")...)
-	row(fmt.Sprintf("%d locks held: renewal round trips per period", rn.locks), check(rn.roundTripsPerPeriod <= 10, "≤ 10"),
-		only(fmt.Sprintf("%.1f", rn.roundTripsPerPeriod), "n/a")...)
-	row(fmt.Sprintf("%d locks held: CPU of the renewing process", rn.locks), "(reported)",
-		only(fmt.Sprintf("%.1f%% of a core", 100*rn.cpu), "n/a")...)
+	trips, cpu := fmt.Sprintf("%.1f", rn.roundTripsPerPeriod), fmt.Sprintf("%.1f%% of a core", 100*rn.cpu)
+	if rn.err != nil {
+		trips, cpu = "failed", "failed"
+	}
+	row(fmt.Sprintf("%d locks held: renewal round trips per period", *nlocks), check(rn.err == nil && rn.roundTripsPerPeriod <= 10, "≤ 10"),
+		only(trips, "n/a")...)
+	row(fmt.Sprintf("%d locks held: CPU of the renewing process", *nlocks), "(reported)", only(cpu, "n/a")...)
 }
 
 func ratio(a, b time.Duration) float64 {
