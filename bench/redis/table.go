@@ -31,6 +31,13 @@ func printTable(lat latency, in, procs []contention, rn renewalResult) {
 	row("floor: bare SET NX PX + DEL, same client as PING (no token check, no fence)", "(reported)", only(fl, "—")...)
 	row("floor: two PINGs in a row (the round trips alone of a two-command lock)", "(reported)",
 		only(fmt.Sprintf("%.2f× (%v)", ratio(lat.twoPing, lat.ping), lat.twoPing.Round(time.Microsecond)), "—")...)
+	cells = cells[:0]
+	for _, lib := range libs {
+		cells = append(cells, fmt.Sprintf("%.2f× (%v)", ratio(lat.p10[lib], lat.p10["ping"]), lat.p10[lib].Round(time.Microsecond)))
+	}
+	row(fmt.Sprintf("acquire+release p10, × PING p10 (%v; two PINGs %.2f×, floor %.2f×, mutexfx driver alone %.2f×): the fast mode of bimodal round trips",
+		lat.p10["ping"].Round(time.Microsecond), ratio(lat.p10["2ping"], lat.p10["ping"]), ratio(lat.p10["floor"], lat.p10["ping"]),
+		ratio(lat.p10["driver"], lat.p10["ping"])), "(reported)", cells...)
 	best := func(cs []contention) float64 {
 		b := 0.0
 		for _, c := range cs[1:] {
@@ -124,6 +131,13 @@ func medianLatency(ls []latency) latency {
 	out.floor = time.Duration(ping * median(ls, func(l latency) float64 { return ratio(l.floor, l.ping) }))
 	out.twoPing = time.Duration(ping * median(ls, func(l latency) float64 { return ratio(l.twoPing, l.ping) }))
 	out.wake = time.Duration(median(ls, func(l latency) float64 { return float64(l.wake) }))
+	ping10 := median(ls, func(l latency) float64 { return float64(l.p10["ping"]) })
+	out.p10 = map[string]time.Duration{"ping": time.Duration(ping10)}
+	for name := range ls[0].p10 {
+		if name != "ping" {
+			out.p10[name] = time.Duration(ping10 * median(ls, func(l latency) float64 { return ratio(l.p10[name], l.p10["ping"]) }))
+		}
+	}
 	return out
 }
 
