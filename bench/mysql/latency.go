@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	mrand "math/rand/v2"
+	"strings"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -17,13 +18,33 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/mysql"
 )
 
-// row is one measured operation.
+// row is one measured operation, with instances on separate connections.
 type row struct {
 	name string
 	base string // the row it is compared with, "" for none
 	goal float64
-	op   func(ctx context.Context) error
-	ds   []time.Duration
+	// ops are the operation on each of instances connections (or drivers,
+	// or components): each round runs one of them, at random. The same
+	// statements answer at different medians on different connections
+	// (MariaDB runs a thread per connection: measured here, p50 44–93 µs
+	// across 8 connections for one bare GET_LOCK+RELEASE_LOCK pair, p10
+	// 39–40 µs on all), so a row measured on one connection would draw
+	// its median from that lottery.
+	ops []func(ctx context.Context) error
+	ds  []time.Duration
+}
+
+// instances is how many connections (drivers, components) each row runs
+// on.
+const instances = 4
+
+// each returns instances operations made by mk(i).
+func each(mk func(i int) func(context.Context) error) []func(context.Context) error {
+	ops := make([]func(context.Context) error, instances)
+	for i := range ops {
+		ops[i] = mk(i)
+	}
+	return ops
 }
 
 // openDB opens a pool on the DSN, with client-side interpolation or not.
@@ -67,7 +88,11 @@ func latencies() ([]*row, error) {
 	// else: a connection another row has just used is answered faster (the
 	// server's thread for it is still running), which would favour it.
 	var conns []*sql.Conn
+	var closers []func() // components first, then drivers: in reverse order
 	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
 		for _, c := range conns {
 			c.Close()
 		}
@@ -79,15 +104,17 @@ func latencies() ([]*row, error) {
 		}
 		return c, err
 	}
-	var tcs [8]*sql.Conn
-	for i := range tcs {
-		if tcs[i], err = own(text); err != nil {
+	var tcs [8][instances]*sql.Conn
+	var pcs [instances]*sql.Conn
+	for i := range instances {
+		for j := range tcs {
+			if tcs[j][i], err = own(text); err != nil {
+				return nil, err
+			}
+		}
+		if pcs[i], err = own(prep); err != nil {
 			return nil, err
 		}
-	}
-	pc, err := own(prep)
-	if err != nil {
-		return nil, err
 	}
 
 	const bareTable = "mutexfx_bench_bare"
@@ -95,39 +122,59 @@ func latencies() ([]*row, error) {
  token VARBINARY(255) NOT NULL, fence BIGINT UNSIGNED NOT NULL, expires_at DATETIME(6) NOT NULL, name MEDIUMBLOB NOT NULL) ENGINE=InnoDB`); err != nil {
 		return nil, err
 	}
-	adv, err := mysql.New(mysql.Options{DSN: *dsn})
-	if err != nil {
-		return nil, err
+	// drivers and components, instances of each; the drivers the
+	// components use are their own
+	var adv, advU, tab [instances]*mysql.Driver
+	var advM, tabM [instances]*component.Mutex
+	newDriver := func(o mysql.Options) (*mysql.Driver, error) {
+		o.DSN = *dsn
+		d, err := mysql.New(o)
+		if err == nil {
+			closers = append(closers, func() { d.Close(ctx) })
+		}
+		return d, err
 	}
-	defer adv.Close(ctx)
-	advU, err := mysql.New(mysql.Options{DSN: *dsn, Fence: mysql.FenceUUIDShort})
-	if err != nil {
-		return nil, err
+	newMutex := func(o mysql.Options) (*component.Mutex, error) {
+		d, err := newDriver(o)
+		if err != nil {
+			return nil, err
+		}
+		m, err := component.New(component.Options{Driver: d, Prefix: "bench:"})
+		if err == nil {
+			closers = append(closers, func() { m.Close(ctx) })
+		}
+		return m, err
 	}
-	defer advU.Close(ctx)
-	tab, err := mysql.New(mysql.Options{DSN: *dsn, Mode: mysql.ModeTable, Table: "mutexfx_bench_locks"})
-	if err != nil {
-		return nil, err
+	for i := range instances {
+		if adv[i], err = newDriver(mysql.Options{}); err != nil {
+			return nil, err
+		}
+		if advU[i], err = newDriver(mysql.Options{Fence: mysql.FenceUUIDShort}); err != nil {
+			return nil, err
+		}
+		if tab[i], err = newDriver(mysql.Options{Mode: mysql.ModeTable, Table: "mutexfx_bench_locks"}); err != nil {
+			return nil, err
+		}
+		if advM[i], err = newMutex(mysql.Options{}); err != nil {
+			return nil, err
+		}
+		if tabM[i], err = newMutex(mysql.Options{Mode: mysql.ModeTable, Table: "mutexfx_bench_locks"}); err != nil {
+			return nil, err
+		}
 	}
-	defer tab.Close(ctx)
-	advM, err := component.New(component.Options{Driver: adv, Prefix: "bench:"})
-	if err != nil {
-		return nil, err
-	}
-	defer advM.Close(ctx)
-	tabM, err := component.New(component.Options{Driver: tab, Prefix: "bench:"})
-	if err != nil {
-		return nil, err
-	}
-	defer tabM.Close(ctx)
 
 	id := rand.Text()[:8]
 	key := "bench:" + id
 	h := sha256.Sum256([]byte(key))
 	pair := func(c *sql.Conn, acquire, release string, args ...any) func(context.Context) error {
+		// the acquire statement's extra columns, if any, are read too
+		var r, extra1, extra2 sql.NullInt64
+		dest := []any{&r}
+		if strings.Contains(acquire, "CONNECTION_ID()") {
+			dest = append(dest, &extra1, &extra2)
+		}
 		return func(ctx context.Context) error {
-			var r sql.NullInt64
-			if err := c.QueryRowContext(ctx, acquire, args...).Scan(&r); err != nil {
+			if err := c.QueryRowContext(ctx, acquire, args...).Scan(dest...); err != nil {
 				return err
 			}
 			if r.Int64 == 0 {
@@ -162,61 +209,76 @@ func latencies() ([]*row, error) {
 	}
 	upsert := `INSERT INTO ` + bareTable + ` (name_hash, token, fence, expires_at, name) VALUES (?, ?, 1, NOW(6) + INTERVAL 30 SECOND, ?)
 ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), expires_at = IF(expires_at < NOW(6), VALUES(expires_at), expires_at)`
+	type op = func(context.Context) error
 	rows := []*row{
-		{name: "SELECT 1 (text protocol)", op: func(ctx context.Context) error {
-			var one int
-			return tcs[0].QueryRowContext(ctx, "SELECT 1").Scan(&one)
-		}},
-		{name: "bare GET_LOCK+RELEASE_LOCK, text", base: "SELECT 1 (text protocol)",
-			op: pair(tcs[1], "SELECT GET_LOCK('mutexfx_bench_"+id+"', 0)", "SELECT RELEASE_LOCK('mutexfx_bench_"+id+"')")},
-		{name: "bare GET_LOCK+RELEASE_LOCK, prepared args", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: pair(pc, "SELECT GET_LOCK(?, 0)", "SELECT RELEASE_LOCK(?)", "mutexfx_bench_p_"+id)},
-		{name: "bare GET_LOCK+RELEASE_LOCK, interpolated args", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: pair(tcs[2], "SELECT GET_LOCK(?, 0)", "SELECT RELEASE_LOCK(?)", "mutexfx_bench_i_"+id)},
-		{name: "bare pair + NEXTVAL: SELECT CASE GET_LOCK('x',0) WHEN 1 THEN NEXTVAL(mutexfx_fence) … END", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: pair(tcs[3], "SELECT CASE GET_LOCK('mutexfx_bench_n_"+id+"', 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK('mutexfx_bench_n_"+id+"')")},
-		{name: "bare pair + UUID_SHORT(), same shape", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: pair(tcs[4], "SELECT CASE GET_LOCK('mutexfx_bench_u_"+id+"', 0) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK('mutexfx_bench_u_"+id+"')")},
+		{name: "SELECT 1 (text protocol)", ops: each(func(i int) op {
+			return func(ctx context.Context) error {
+				var one int
+				return tcs[0][i].QueryRowContext(ctx, "SELECT 1").Scan(&one)
+			}
+		})},
+		{name: "bare GET_LOCK+RELEASE_LOCK, text", base: "SELECT 1 (text protocol)", ops: each(func(i int) op {
+			return pair(tcs[1][i], "SELECT GET_LOCK('mutexfx_bench_"+id+"', 0)", "SELECT RELEASE_LOCK('mutexfx_bench_"+id+"')")
+		})},
+		{name: "bare GET_LOCK+RELEASE_LOCK, prepared args", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
+			return pair(pcs[i], "SELECT GET_LOCK(?, 0)", "SELECT RELEASE_LOCK(?)", "mutexfx_bench_p_"+id)
+		})},
+		{name: "bare GET_LOCK+RELEASE_LOCK, interpolated args", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
+			return pair(tcs[2][i], "SELECT GET_LOCK(?, 0)", "SELECT RELEASE_LOCK(?)", "mutexfx_bench_i_"+id)
+		})},
+		{name: "bare pair + NEXTVAL: SELECT CASE GET_LOCK('x',0) WHEN 1 THEN NEXTVAL(mutexfx_fence) … END", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
+			return pair(tcs[3][i], "SELECT CASE GET_LOCK('mutexfx_bench_n_"+id+"', 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK('mutexfx_bench_n_"+id+"')")
+		})},
+		{name: "bare pair + UUID_SHORT(), same shape", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
+			return pair(tcs[4][i], "SELECT CASE GET_LOCK('mutexfx_bench_u_"+id+"', 0) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK('mutexfx_bench_u_"+id+"')")
+		})},
 		{name: "mutexfx advisory driver acquire+release (fence: sequence, default)", base: "bare GET_LOCK+RELEASE_LOCK, text", goal: 1.2,
-			op: driverPair(adv, key+":adv")},
-		{name: "the same with a cancellable ctx (as callers pass)", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: func(ctx context.Context) error {
+			ops: each(func(i int) op { return driverPair(adv[i], key+":adv") })},
+		{name: "the same with a cancellable ctx (as callers pass)", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
+			return func(ctx context.Context) error {
 				cctx, cancel := context.WithCancel(ctx)
 				defer cancel()
-				return driverPair(adv, key+":advctx")(cctx)
-			}},
+				return driverPair(adv[i], key+":advctx")(cctx)
+			}
+		})},
 		{name: "mutexfx advisory driver, fence: uuid_short", base: "bare GET_LOCK+RELEASE_LOCK, text", goal: 1.2,
-			op: driverPair(advU, key+":advu")},
-		{name: "its SQL on a pinned conn (sequence fence, GET_LOCK(?, 0))", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: pair(tcs[5], "SELECT CASE GET_LOCK(?, 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql"))},
-		{name: "same, earlier shape GET_LOCK(?, ? / 1000)", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: pair(tcs[6], "SELECT CASE GET_LOCK(?, 0 / 1000) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql0"))},
+			ops: each(func(i int) op { return driverPair(advU[i], key+":advu") })},
+		{name: "its SQL on a pinned conn (sequence fence, GET_LOCK(?, 0))", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
+			return pair(tcs[5][i], "SELECT CASE GET_LOCK(?, 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END, CONNECTION_ID(), UNIX_TIMESTAMP()", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql"))
+		})},
+		{name: "same, earlier shape GET_LOCK(?, ? / 1000)", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
+			return pair(tcs[6][i], "SELECT CASE GET_LOCK(?, 0 / 1000) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END, CONNECTION_ID(), UNIX_TIMESTAMP()", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql0"))
+		})},
 		{name: "mutexfx advisory component TryAcquire+Release", base: "bare GET_LOCK+RELEASE_LOCK, text",
-			op: componentPair(advM, id+":advc")},
-		{name: "bare upsert-if-expired + DELETE", base: "SELECT 1 (text protocol)", op: func(ctx context.Context) error {
-			tok := rand.Text()
-			if _, err := tcs[7].ExecContext(ctx, upsert, h[:], tok, key); err != nil {
+			ops: each(func(i int) op { return componentPair(advM[i], id+":advc") })},
+		{name: "bare upsert-if-expired + DELETE", base: "SELECT 1 (text protocol)", ops: each(func(i int) op {
+			return func(ctx context.Context) error {
+				tok := rand.Text()
+				if _, err := tcs[7][i].ExecContext(ctx, upsert, h[:], tok, key); err != nil {
+					return err
+				}
+				_, err := tcs[7][i].ExecContext(ctx, `DELETE FROM `+bareTable+` WHERE name_hash = ? AND token = ?`, h[:], tok)
 				return err
 			}
-			_, err := tcs[7].ExecContext(ctx, `DELETE FROM `+bareTable+` WHERE name_hash = ? AND token = ?`, h[:], tok)
-			return err
-		}},
+		})},
 		{name: "mutexfx table driver acquire+release", base: "bare upsert-if-expired + DELETE", goal: 1.2,
-			op: driverPair(tab, key+":tab")},
+			ops: each(func(i int) op { return driverPair(tab[i], key+":tab") })},
 		{name: "mutexfx table component TryAcquire+Release", base: "bare upsert-if-expired + DELETE",
-			op: componentPair(tabM, id+":tabc")},
+			ops: each(func(i int) op { return componentPair(tabM[i], id+":tabc") })},
 	}
 	// The drivers create their schema (the fence sequence the bare NEXTVAL
 	// row uses too) at first use.
-	for _, d := range []drivers.Driver{adv, tab} {
+	for _, d := range []drivers.Driver{adv[0], tab[0]} {
 		if err := driverPair(d, key+":schema")(ctx); err != nil {
 			return nil, fmt.Errorf("schema: %w", err)
 		}
 	}
 	for _, r := range rows { // warm up: schema, pools, statements
-		for range 20 {
-			if err := r.op(ctx); err != nil {
-				return nil, fmt.Errorf("%s: %w", r.name, err)
+		for _, o := range r.ops {
+			for range 5 {
+				if err := o(ctx); err != nil {
+					return nil, fmt.Errorf("%s: %w", r.name, err)
+				}
 			}
 		}
 	}
@@ -226,8 +288,9 @@ ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), e
 	for range *n {
 		for _, i := range mrand.Perm(len(rows)) {
 			r := rows[i]
+			o := r.ops[mrand.IntN(len(r.ops))]
 			start := time.Now()
-			if err := r.op(ctx); err != nil {
+			if err := o(ctx); err != nil {
 				return nil, fmt.Errorf("%s: %w", r.name, err)
 			}
 			r.ds = append(r.ds, time.Since(start))
@@ -243,15 +306,17 @@ func lockNameOf(key string) string {
 }
 
 func printLatencies(rows []*row) {
-	p50 := map[string]time.Duration{}
-	fmt.Println("| operation (one round = acquire+release) | p50 | p99 | ratio of p50 | goal |")
-	fmt.Println("|---|---|---|---|---|")
+	p50, p10 := map[string]time.Duration{}, map[string]time.Duration{}
+	fmt.Printf("Each row runs on %d connections (drivers, components), one chosen at random each round; p10 is the fast mode of this machine's bimodal round trips.\n\n", instances)
+	fmt.Println("| operation (one round = acquire+release) | p50 | p99 | p10 | ratio of p50 | ratio of p10 | goal (p50) |")
+	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		m, p99 := pct(r.ds, 50), pct(r.ds, 99)
-		p50[r.name] = m
-		ratio, goal := "", ""
+		m, p99, f := pct(r.ds, 50), pct(r.ds, 99), pct(r.ds, 10)
+		p50[r.name], p10[r.name] = m, f
+		ratio, fast, goal := "", "", ""
 		if r.base != "" {
 			ratio = fmt.Sprintf("%.2f × %s", float64(m)/float64(p50[r.base]), r.base)
+			fast = fmt.Sprintf("%.2f ×", float64(f)/float64(p10[r.base]))
 		}
 		if r.goal > 0 {
 			verdict := "met"
@@ -260,6 +325,6 @@ func printLatencies(rows []*row) {
 			}
 			goal = fmt.Sprintf("≤ %.1f ×: %s", r.goal, verdict)
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", r.name, us(m), us(p99), ratio, goal)
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s |\n", r.name, us(m), us(p99), us(f), ratio, fast, goal)
 	}
 }
