@@ -178,6 +178,11 @@ func workerMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
 	}
+	if time.Now().After(time.Unix(0, startNs)) {
+		// fewer workers would contend at the start, unseen
+		fmt.Fprintln(os.Stderr, "worker: ready after the start time")
+		return 1
+	}
 	time.Sleep(time.Until(time.Unix(0, startNs)))
 	recs, err := work(ctx, lk, name, id, time.Unix(0, startNs).Add(d))
 	if err != nil {
