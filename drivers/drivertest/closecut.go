@@ -13,10 +13,12 @@ import (
 // CloseCutsStalledCall checks that Close does not wait past its ctx for a
 // call stuck on a stalled link. d reaches its store through a proxy that
 // stall stops and whose blocked reports how many of its directions hold
-// bytes back. With a lock held, the link stalls and an Extend with a ctx
-// that never ends is sent into it; then d.Close with a 300ms ctx must
-// return within 2s, and the Extend soon after, reporting the lock not kept:
-// false, or an error wrapping errClosed. resume heals the link at the end.
+// bytes back. With a lock held, the link stalls, and an Extend of the lock
+// and a waiting Acquire of its name, with contexts that never end, are sent
+// into it; then d.Close with a 300ms ctx must return within 2s, and both
+// calls soon after, reporting the lock not kept (Extend false, Acquire not
+// acquired) or an error wrapping errClosed. resume heals the link at the
+// end.
 func CloseCutsStalledCall(t *testing.T, d drivers.Driver, errClosed error, stall, resume func(), blocked func() int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -36,21 +38,25 @@ func CloseCutsStalledCall(t *testing.T, d drivers.Driver, errClosed error, stall
 		ok, err := d.Extend(context.Background(), key, tok, time.Minute)
 		done <- result{ok, err}
 	}()
+	// and a waiting acquisition of the held name, which may need a new
+	// connection (advisory mode)
+	waited := make(chan acquired, 1)
+	go func() {
+		res, err := d.Acquire(context.Background(), drivers.AcquireRequest{Key: key, Token: rand.Text(), TTL: time.Minute, Wait: time.Minute})
+		waited <- acquired{res, err}
+	}()
 	for blocked() == 0 {
 		if ctx.Err() != nil {
-			t.Fatal("Extend never reached the stalled link")
+			t.Fatal("no call reached the stalled link")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	defer ccancel()
-	start := time.Now()
-	cerr := d.Close(cctx)
-	took := time.Since(start)
-	t.Logf("Close = %v after %v", cerr, took)
-	if took > 2*time.Second {
-		t.Fatalf("Close took %v with a 300ms ctx", took)
+	// both calls in the stall, as a rule (a background probe may count
+	// too; a call cut before it is sent must end as well)
+	for deadline := time.Now().Add(time.Second); blocked() < 2 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
 	}
+	closeCutting(t, d)
 	select {
 	case r := <-done:
 		t.Logf("Extend cut by Close = %v, %v", r.ok, r.err)
@@ -62,5 +68,71 @@ func CloseCutsStalledCall(t *testing.T, d drivers.Driver, errClosed error, stall
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("Extend still stuck 2s after Close returned")
+	}
+	wantNotAcquired(t, "waiting Acquire", waited, errClosed)
+}
+
+// CloseCutsStalledDial is CloseCutsStalledCall for a driver that has not
+// connected yet: the link stalls first, so that its first Acquire is stuck
+// opening a connection; Close with a 300ms ctx must return within 2s, and
+// the Acquire soon after, not acquired, with no error or one wrapping
+// errClosed.
+func CloseCutsStalledDial(t *testing.T, d drivers.Driver, errClosed error, stall, resume func(), blocked func() int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stall()
+	defer resume()
+	done := make(chan acquired, 1)
+	go func() {
+		res, err := d.Acquire(context.Background(), drivers.AcquireRequest{Key: "closecut:" + rand.Text(), Token: rand.Text(), TTL: time.Minute})
+		done <- acquired{res, err}
+	}()
+	for blocked() == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the first Acquire never reached the stalled link")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	closeCutting(t, d)
+	wantNotAcquired(t, "first Acquire", done, errClosed)
+}
+
+// acquired is an Acquire's outcome.
+type acquired struct {
+	res drivers.AcquireResult
+	err error
+}
+
+// closeCutting closes d with a 300ms ctx and fails if that takes over 2s.
+func closeCutting(t *testing.T, d drivers.Driver) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := d.Close(ctx)
+	took := time.Since(start)
+	t.Logf("Close = %v after %v", err, took)
+	if took > 2*time.Second {
+		t.Fatalf("Close took %v with a 300ms ctx", took)
+	}
+}
+
+// wantNotAcquired waits up to 2s for what, an Acquire cut by Close, and
+// fails unless it reports the lock not acquired, with no error or one
+// wrapping errClosed.
+func wantNotAcquired(t *testing.T, what string, done <-chan acquired, errClosed error) {
+	t.Helper()
+	select {
+	case a := <-done:
+		t.Logf("%s cut by Close = %+v, %v", what, a.res, a.err)
+		if a.res.Acquired {
+			t.Fatalf("%s cut by Close reports the lock acquired", what)
+		}
+		if a.err != nil && !errors.Is(a.err, errClosed) {
+			t.Fatalf("%s cut by Close: error %v; want one wrapping %v", what, a.err, errClosed)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatalf("%s still stuck 2s after Close returned", what)
 	}
 }

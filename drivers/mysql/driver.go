@@ -86,7 +86,9 @@ func New(opts Options) (*Driver, error) {
 	db.SetMaxIdleConns(s.maxIdle)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	d := newDriver(db, true, s)
-	d.socks = socks
+	if socks.m != nil { // the connector records sockets (socket.go)
+		d.socks = socks
+	}
 	return d, nil
 }
 
@@ -206,10 +208,16 @@ func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 	}
 	ctx, stop := d.bind(ctx)
 	defer stop()
+	var out []drivers.RenewResult
 	if d.s.mode == ModeTable {
-		return d.tableRenew(ctx, leases)
+		out = d.tableRenew(ctx, leases)
+	} else {
+		out = d.adv.renew(ctx, leases)
 	}
-	return d.adv.renew(ctx, leases)
+	for i := range out {
+		out[i].Err = d.closedErr(out[i].Err)
+	}
+	return out
 }
 
 // Subscribe calls fn with Lost events (advisory mode: a held lock's
@@ -255,15 +263,15 @@ func (d *Driver) emit(ev drivers.Event) {
 // Close stops the driver's goroutine, drops the connections it pinned (the
 // server then frees their advisory locks) and closes its own pool. A pool
 // given to NewWithDB stays open. Calls still in flight when Close is done,
-// or when ctx ends, are cut (they fail, with ErrClosed): Close does not
-// wait for statements on a stalled link.
+// or when ctx ends, are cut (they fail, with ErrClosed, or report the lock
+// not held): Close does not wait for statements on a stalled link. It
+// returns ctx's error when ctx ended first.
 func (d *Driver) Close(ctx context.Context) error {
 	var err error
 	d.closeOnce.Do(func() {
 		// calls in flight are cut when ctx ends, or at the end
 		defer d.cutCalls()
 		stop := context.AfterFunc(ctx, d.cutCalls)
-		defer stop()
 		close(d.closed)
 		d.adv.close()
 		d.watch.close()
@@ -272,6 +280,10 @@ func (d *Driver) Close(ctx context.Context) error {
 		d.subMu.Unlock()
 		if d.ownDB {
 			err = d.db.Close()
+		}
+		if !stop() && err == nil {
+			// ctx ended first: calls may have been cut
+			err = fmt.Errorf("mysql: close: %w", ctx.Err())
 		}
 	})
 	return err

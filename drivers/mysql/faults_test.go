@@ -131,8 +131,15 @@ func TestFaults(t *testing.T) {
 	})
 
 	for _, mode := range []string{ModeAdvisory, ModeTable} {
-		t.Run("CloseCutsStalledCalls/"+mode, func(t *testing.T) { closeCutsStalledCalls(t, srv.Addr(), mode, false) })
-		t.Run("CloseCutsStalledCalls/"+mode+"/NewWithDB", func(t *testing.T) { closeCutsStalledCalls(t, srv.Addr(), mode, true) })
+		for _, first := range []bool{false, true} {
+			name := "CloseCutsStalledCalls/" + mode
+			if first {
+				name += "/FirstDial"
+			}
+			t.Run(name, func(t *testing.T) { closeCutsStalledCalls(t, srv.Addr(), mode, false, false, first) })
+			t.Run(name+"/NewWithDB", func(t *testing.T) { closeCutsStalledCalls(t, srv.Addr(), mode, true, false, first) })
+			t.Run(name+"/RegisteredNetwork", func(t *testing.T) { closeCutsStalledCalls(t, srv.Addr(), mode, false, true, first) })
+		}
 	}
 
 	// The restart subtests run last: they kill the server.

@@ -27,7 +27,7 @@ WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 // without fair hand-off (nobody queues: a waiting process would be
 // overtaken) and in advisory mode (whose waiters wait in the server,
 // unseen), it releases key as Release does.
-func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
+func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
 	if d.s.mode != ModeTable || d.s.liveness == 0 {
 		ok, err := d.Release(ctx, key, token)
 		return ok, drivers.AcquireResult{}, err
@@ -37,6 +37,7 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 	}
 	ctx, stop := d.bind(ctx)
 	defer stop()
+	defer func() { err = d.closedErr(err) }()
 	if err := checkToken(next.Token); err != nil {
 		return false, drivers.AcquireResult{}, err
 	}
@@ -44,7 +45,7 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 		return false, drivers.AcquireResult{}, fmt.Errorf("mysql: ttl %v must be positive in table mode", next.TTL)
 	}
 	var id, n int64
-	err := d.tableExecRows(ctx, d.handoverSQL, func(id0, n0 int64) { id, n = id0, n0 },
+	err = d.tableExecRows(ctx, d.handoverSQL, func(id0, n0 int64) { id, n = id0, n0 },
 		next.Token, d.id, next.TTL.Microseconds(), keyHash(key), token)
 	switch {
 	case err != nil:

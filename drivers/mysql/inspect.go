@@ -18,12 +18,13 @@ var _ drivers.Inspector = (*Driver)(nil)
 // TTL is zero: advisory locks do not expire. Whether the holder is this
 // driver's is told as a probe tells it (heldLock.holds), from the same
 // statement, which reads the server's boot time too.
-func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
+func (d *Driver) Inspect(ctx context.Context, key string) (info drivers.LockInfo, held bool, err error) {
 	if d.isClosed() {
 		return drivers.LockInfo{}, false, ErrClosed
 	}
 	ctx, stop := d.bind(ctx)
 	defer stop()
+	defer func() { err = d.closedErr(err) }()
 	if d.s.mode == ModeTable {
 		return d.tableInspect(ctx, key)
 	}

@@ -21,6 +21,10 @@ func (d *Driver) bind(ctx context.Context) (context.Context, func()) {
 		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
+	if d.life.Err() != nil {
+		cancel(ErrClosed) // at once: AfterFunc would run it later
+		return ctx, func() {}
+	}
 	after := context.AfterFunc(d.life, func() { cancel(ErrClosed) })
 	return ctx, func() {
 		after()
@@ -36,7 +40,8 @@ func (d *Driver) cutCalls() {
 	}
 }
 
-// closedErr marks err, the failure of a call that Close cut, as ErrClosed.
+// closedErr marks err, the failure of a call made or cut while Close runs
+// or after it, as ErrClosed.
 func (d *Driver) closedErr(err error) error {
 	if err != nil && d.isClosed() && !errors.Is(err, ErrClosed) {
 		return fmt.Errorf("%w: %w", ErrClosed, err)

@@ -18,10 +18,14 @@ import (
 func TestCloseCutsStalledCalls(t *testing.T) {
 	srv := testutil.StartPostgres(t)
 	for _, mode := range []string{ModeAdvisory, ModeTable} {
-		for _, withPool := range []bool{false, true} {
+		for _, c := range []struct{ withPool, dial bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+			withPool := c.withPool
 			name := mode
 			if withPool {
 				name += "/NewWithPool"
+			}
+			if c.dial {
+				name += "/FirstDial"
 			}
 			t.Run(name, func(t *testing.T) {
 				p := testutil.NewProxy(t, fmt.Sprintf("127.0.0.1:%d", srv.Port))
@@ -43,6 +47,10 @@ func TestCloseCutsStalledCalls(t *testing.T) {
 				}
 				if err != nil {
 					t.Fatal(err)
+				}
+				if c.dial {
+					drivertest.CloseCutsStalledDial(t, d, ErrClosed, p.Stall, p.Resume, p.Blocked)
+					return
 				}
 				drivertest.CloseCutsStalledCall(t, d, ErrClosed, p.Stall, p.Resume, p.Blocked)
 			})

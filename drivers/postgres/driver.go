@@ -143,10 +143,11 @@ func (d *Driver) Features() drivers.Features {
 }
 
 // Acquire makes one attempt to take req.Key for req.Token.
-func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
 	if err := d.check(ctx); err != nil {
 		return drivers.AcquireResult{}, err
 	}
+	defer func() { err = d.closedErr(err) }()
 	if d.opts.Mode == ModeAdvisory {
 		return d.advAcquire(ctx, req)
 	}
@@ -154,10 +155,11 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drive
 }
 
 // Release frees key if token holds it and notifies the channel.
-func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
+func (d *Driver) Release(ctx context.Context, key, token string) (ok bool, err error) {
 	if err := d.check(ctx); err != nil {
 		return false, err
 	}
+	defer func() { err = d.closedErr(err) }()
 	if d.opts.Mode == ModeAdvisory {
 		return d.advRelease(ctx, key, token)
 	}
@@ -166,10 +168,11 @@ func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 
 // Extend renews key for ttl (table mode) or checks that the session still
 // holds it (advisory mode).
-func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duration) (ok bool, err error) {
 	if err := d.check(ctx); err != nil {
 		return false, err
 	}
+	defer func() { err = d.closedErr(err) }()
 	if d.opts.Mode == ModeAdvisory {
 		return d.advExtend(ctx, key, token)
 	}
@@ -186,19 +189,26 @@ func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 		}
 		return out
 	}
+	var out []drivers.RenewResult
 	if d.opts.Mode == ModeAdvisory {
-		return d.advRenew(ctx, leases)
+		out = d.advRenew(ctx, leases)
+	} else {
+		out = d.tableRenew(ctx, leases)
 	}
-	return d.tableRenew(ctx, leases)
+	for i := range out {
+		out[i].Err = d.closedErr(out[i].Err)
+	}
+	return out
 }
 
 // Inspect describes key's holder. In advisory mode the token and fence are
 // known only for locks this driver holds; a lock held by another session is
 // reported with an empty Token.
-func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
+func (d *Driver) Inspect(ctx context.Context, key string) (info drivers.LockInfo, held bool, err error) {
 	if err := d.check(ctx); err != nil {
 		return drivers.LockInfo{}, false, err
 	}
+	defer func() { err = d.closedErr(err) }()
 	if d.opts.Mode == ModeAdvisory {
 		return d.advInspect(ctx, key)
 	}
@@ -208,8 +218,10 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 // Close ends the subscriptions and the LISTEN connection, closes the pinned connections (which frees
 // their advisory locks) and the pool the driver created. It does not close a
 // pool given to NewWithPool. Later calls fail with ErrClosed. Calls still
-// in flight when Close is done, or when ctx ends, are cut (they fail):
-// Close does not wait for statements on a stalled link.
+// in flight when Close is done, or when ctx ends, are cut (they fail with
+// an error wrapping ErrClosed, or report the lock not held): Close does not
+// wait for statements on a stalled link. It returns ctx's error when ctx
+// ended first.
 func (d *Driver) Close(ctx context.Context) error {
 	d.mu.Lock()
 	if d.closed {
@@ -231,7 +243,6 @@ func (d *Driver) Close(ctx context.Context) error {
 	// link
 	defer d.cut(ErrClosed)
 	stop := context.AfterFunc(ctx, func() { d.cut(ErrClosed) })
-	defer stop()
 	if lis != nil {
 		lis.stop()
 	}
@@ -246,6 +257,10 @@ func (d *Driver) Close(ctx context.Context) error {
 		d.pool.Close()
 	}
 	d.poolMu.Unlock()
+	if !stop() && len(errs) == 0 {
+		// ctx ended first: calls may have been cut
+		errs = append(errs, fmt.Errorf("postgres: close: %w", ctx.Err()))
+	}
 	return errors.Join(errs...)
 }
 

@@ -254,19 +254,18 @@ func TestTableSchemaUpgrade(t *testing.T) {
 // snapshot saw the row (so it took no fence for an insert) but it inserts a
 // new row, whose fence refence takes.
 func TestTableRowDeletedDuringAcquire(t *testing.T) {
-	// The acquisition must wait for the deleting transaction: checked as a
-	// session blocked by the admin's backend (pg_blocking_pids), whatever
-	// statement it runs. Usually that is the take in the first case and the
-	// acquire statement in the second; pg_stat_activity was also seen
-	// naming the take or the release statement for the blocked session
-	// (about 1 in 4 runs under load, reason not found), so the text is
-	// logged, not asserted.
+	// The acquisition must wait for the deleting transaction: a session
+	// blocked by the admin's backend (pg_blocking_pids), running the
+	// statement the case expects. (pg_stat_activity keeps one snapshot per
+	// transaction, and the admin polls inside its open one: each poll
+	// clears it. Without that, session 5 saw stale statement texts.)
 	cases := []struct {
-		name  string
-		queue string // the row's queue before the deletion
+		name    string
+		queue   string // the row's queue before the deletion
+		waiting string // how the waiting statement starts
 	}{
-		{"uncontended path", "{}"},
-		{"acquire statement and refence", `{"gone": [0, 0]}`},
+		{"uncontended path", "{}", "UPDATE % AS l SET name = %"},
+		{"acquire statement and refence", `{"gone": [0, 0]}`, "WITH %"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -306,13 +305,15 @@ func TestTableRowDeletedDuringAcquire(t *testing.T) {
 				got <- result{res, err}
 			}()
 			within(t, 5*time.Second, "the acquisition waits for the deleting transaction", func() bool {
-				var q string
-				err := admin.QueryRow(ctx, "SELECT left(query, 60) FROM pg_stat_activity "+
-					"WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid)) LIMIT 1").Scan(&q)
-				if err == nil {
-					t.Logf("blocked by the deleting transaction: %s", q)
+				// inside tx, pg_stat_activity keeps its first snapshot
+				// unless cleared
+				if _, err := admin.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
+					t.Fatal(err)
 				}
-				return err == nil
+				var waiting bool
+				err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity "+
+					"WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid)) AND query LIKE $1)", tc.waiting).Scan(&waiting)
+				return err == nil && waiting
 			})
 			if err := tx.Commit(ctx); err != nil {
 				t.Fatal(err)

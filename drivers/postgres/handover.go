@@ -15,10 +15,11 @@ var _ drivers.Handoverer = (*Driver)(nil)
 // other driver waits for it (table mode: queues in its row; advisory mode:
 // waits in the server, see advHandover); otherwise it releases key as
 // Release does.
-func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
+func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
 	if err := d.check(ctx); err != nil {
 		return false, drivers.AcquireResult{}, err
 	}
+	defer func() { err = d.closedErr(err) }()
 	if d.opts.Mode == ModeAdvisory {
 		return d.advHandover(ctx, key, token, next)
 	}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"syscall"
@@ -22,11 +23,30 @@ import (
 // ends; call stop when done with it.
 func (d *Driver) bind(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
+	if d.life.Err() != nil {
+		cancel(ErrClosed) // at once: AfterFunc would run it later
+		return ctx, func() {}
+	}
 	after := context.AfterFunc(d.life, func() { cancel(ErrClosed) })
 	return ctx, func() {
 		after()
 		cancel(nil)
 	}
+}
+
+// closedErr marks err, the failure of a call made or cut while Close runs
+// or after it, as ErrClosed (closing the pool also cancels its dials).
+func (d *Driver) closedErr(err error) error {
+	if err == nil || errors.Is(err, ErrClosed) {
+		return err
+	}
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
 }
 
 // lifeDial wraps dial: connections fail to open once the driver's life has

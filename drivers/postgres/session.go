@@ -50,6 +50,10 @@ func (s *session) unlock() { <-s.sem }
 // ask the server to cancel it, and only StallTimeout later close the
 // connection, so that a caller's deadline does not drop every lock.
 func (d *Driver) dial(ctx context.Context, waiter bool) (*session, error) {
+	// a dial stuck on a stalled link ends with the driver's life, whoever
+	// built the connection config (NewWithPool: not lifeDial)
+	ctx, stop := d.bind(ctx)
+	defer stop()
 	cfg := d.connCfg.Copy()
 	stall := d.opts.StallTimeout
 	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
