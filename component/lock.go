@@ -69,18 +69,24 @@ func (l *Lock) AcquiredAt() time.Time { return l.acquiredAt }
 func (l *Lock) Held() bool {
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
-	return l.state == stateHeld && time.Now().Before(l.expiry)
+	l.m.expireLocked(l, time.Now())
+	return l.state == stateHeld
 }
 
 // Context returns a context cancelled when the lock ends; its cause
 // (context.Cause) tells why: ErrLost (wrapped), ErrReleased or ErrClosed.
+//
+// Its Err also checks the lock's tracked expiry (see expiry.go): past it,
+// the lock ends as lost there and then, even if the timer that would end it
+// has not fired yet.
 func (l *Lock) Context() context.Context {
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
 	if l.ctx == nil {
 		// Created on first use: most locks are released without anyone
 		// asking for their context.
-		l.ctx, l.cancel = context.WithCancelCause(context.Background())
+		ctx, cancel := context.WithCancelCause(context.Background())
+		l.ctx, l.cancel = lockContext{ctx, l}, cancel
 		if l.cause != nil {
 			l.cancel(l.cause)
 		}
@@ -96,6 +102,7 @@ func (l *Lock) Done() <-chan struct{} { return l.Context().Done() }
 func (l *Lock) Err() error {
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
+	l.m.expireLocked(l, time.Now())
 	return l.cause
 }
 

@@ -147,7 +147,11 @@ func (m *Mutex) acquireOptions(opts []AcquireOption) (acquireOptions, error) {
 }
 
 // drift is the margin by which the Mutex considers a lock expired before the
-// store does, for clock drift between client and store (as Redlock does).
+// store does: ttl/100 for clock drift between client and store (as Redlock
+// does), and 10 ms (ttl/10 for ttls under 100 ms) for the timer that tells
+// the holder to fire late on a busy machine (2 ms, Redlock's constant, was
+// seen overrun under a loaded parallel test run: drivertest's
+// LostWhenStoreStalls).
 func drift(ttl time.Duration) time.Duration {
-	return ttl/100 + 2*time.Millisecond
+	return ttl/100 + min(10*time.Millisecond, ttl/10)
 }

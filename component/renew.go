@@ -27,12 +27,7 @@ func (m *Mutex) schedule() {
 			if l.state != stateHeld {
 				continue
 			}
-			if !now.Before(l.expiry) {
-				m.lose(l, "the store did not confirm it before its expiry")
-				// The store may still hold it for us (a slow store, a
-				// session lock whose connection looks alive): free it
-				// for the others, best effort.
-				m.cleanupLocked(l.key, l.token)
+			if m.expireLocked(l, now) {
 				continue
 			}
 			next = minTime(next, l.expiry)

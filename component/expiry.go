@@ -1,0 +1,47 @@
+package component
+
+import (
+	"context"
+	"time"
+)
+
+// A held lock ends at its tracked expiry (Lock.expiry) even when nobody is
+// there to end it: the scheduler's timer ends it then, but a timer can
+// fire late on a busy machine, after the store could have given the lock
+// to another holder. So whoever asks — Lock.Err, Lock.Held, and Err of the
+// lock's context — also checks the expiry, and ends the lock itself when
+// it has passed: a holder that checks before it writes is never told
+// "held" past the expiry. (Done can still close late: it is the timer's.)
+
+// expireLocked ends l as lost if it is held past its tracked expiry (at
+// now), and asks the store to free it, best effort; m.mu held. It reports
+// whether it did.
+func (m *Mutex) expireLocked(l *Lock, now time.Time) bool {
+	if l.state != stateHeld || now.Before(l.expiry) {
+		return false
+	}
+	m.lose(l, "the store did not confirm it before its expiry")
+	// The store may still hold it for us (a slow store, a session lock
+	// whose connection looks alive): free it for the others.
+	m.cleanupLocked(l.key, l.token)
+	return true
+}
+
+// lockContext is a lock's context: Err also checks the lock's expiry.
+type lockContext struct {
+	context.Context // cancelled with the cause when the lock ends
+	l               *Lock
+}
+
+// Err returns nil while the lock is held and not past its expiry, then
+// context.Canceled (context.Cause tells why the lock ended).
+func (c lockContext) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	m := c.l.m
+	m.mu.Lock()
+	m.expireLocked(c.l, time.Now())
+	m.mu.Unlock()
+	return c.Context.Err()
+}
