@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/mutexfx/mutexfx/internal/lifectx"
 )
 
 // Calls in flight when Close is called are cut when Close's ctx ends or
@@ -20,16 +22,7 @@ func (d *Driver) bind(ctx context.Context) (context.Context, func()) {
 	if d.socks != nil {
 		return ctx, func() {}
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	if d.life.Err() != nil {
-		cancel(ErrClosed) // at once: AfterFunc would run it later
-		return ctx, func() {}
-	}
-	after := context.AfterFunc(d.life, func() { cancel(ErrClosed) })
-	return ctx, func() {
-		after()
-		cancel(nil)
-	}
+	return lifectx.Bind(ctx, d.life, ErrClosed)
 }
 
 // cutCalls ends the calls in flight (see above).

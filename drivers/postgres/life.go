@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/mutexfx/mutexfx/internal/lifectx"
 )
 
 // The driver's life ends when Close's ctx ends or Close is done, whichever
@@ -22,16 +24,7 @@ import (
 // bind returns ctx, also cancelled (cause ErrClosed) when the driver's life
 // ends; call stop when done with it.
 func (d *Driver) bind(ctx context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	if d.life.Err() != nil {
-		cancel(ErrClosed) // at once: AfterFunc would run it later
-		return ctx, func() {}
-	}
-	after := context.AfterFunc(d.life, func() { cancel(ErrClosed) })
-	return ctx, func() {
-		after()
-		cancel(nil)
-	}
+	return lifectx.Bind(ctx, d.life, ErrClosed)
 }
 
 // closedErr marks err, the failure of a call made or cut while Close runs
