@@ -46,7 +46,8 @@ type querier interface {
 
 // run runs f on a connection of the pool, retrying serialization failures
 // and deadlocks, and recreating the schema once if it was dropped. Close
-// cuts it (ErrClosed as the ctx's cause) when Close's own ctx ends.
+// cuts it when Close's own ctx ends (the public calls then wrap its error
+// with ErrClosed: closedErr).
 func (d *Driver) run(ctx context.Context, f func(ctx context.Context, q querier) error) error {
 	ctx, stop := d.bind(ctx)
 	defer stop()
@@ -82,9 +83,6 @@ func (d *Driver) run(ctx context.Context, f func(ctx context.Context, q querier)
 		if again && sqlState(err) == "42P01" {
 			d.schemaLost()
 			continue
-		}
-		if err != nil && !errors.Is(err, ErrClosed) && context.Cause(ctx) == ErrClosed {
-			err = fmt.Errorf("%w: %w", ErrClosed, err)
 		}
 		return err
 	}
