@@ -3,6 +3,8 @@ package component
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,9 +20,22 @@ import (
 type handing struct {
 	*memory.Driver
 	replyLost bool
+	// handedReleased, when set, is closed when the token of the last
+	// handover is released
+	handedReleased chan struct{}
+	handed         atomic.Pointer[string]
+}
+
+func (h *handing) Release(ctx context.Context, key, token string) (bool, error) {
+	ok, err := h.Driver.Release(ctx, key, token)
+	if t := h.handed.Load(); h.handedReleased != nil && t != nil && *t == token {
+		close(h.handedReleased)
+	}
+	return ok, err
 }
 
 func (h *handing) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
+	h.handed.Store(&next.Token)
 	ok, err := h.Driver.Release(ctx, key, token)
 	if err != nil || !ok {
 		return ok, drivers.AcquireResult{}, err
@@ -51,31 +66,43 @@ func parked(t *testing.T, m *Mutex, name string) {
 
 // TestHandedLockAfterClose: a lock handed to a waiter and released by
 // Close before the waiter woke is not returned: the waiter gets ErrClosed.
+// The waiter is held at its wake-up (testHookWoken) until Close has
+// released the handed lock in the store.
 func TestHandedLockAfterClose(t *testing.T) {
 	ctx := context.Background()
-	for range 20 {
-		m, err := New(Options{Driver: &handing{Driver: memory.New()}})
-		if err != nil {
-			t.Fatal(err)
+	d := &handing{Driver: memory.New(), handedReleased: make(chan struct{})}
+	m, err := New(Options{Driver: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHookWoken = func() {
+		select {
+		case <-d.handedReleased:
+		case <-time.After(5 * time.Second): // the test fails below
 		}
-		l, err := m.Acquire(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
+	}
+	t.Cleanup(func() { testHookWoken = nil })
+	got := make(chan error, 1)
+	go func() {
+		l, err := m.Acquire(ctx, "a", WithTimeout(Forever))
+		if err == nil {
+			err = fmt.Errorf("Acquire returned a lock (held %v) that Close had released", l.Held())
 		}
-		got := make(chan error, 1)
-		go func() {
-			l, err := m.Acquire(ctx, "a", WithTimeout(Forever))
-			if err == nil && !l.Held() {
-				err = errors.New("Acquire returned a lock that is not held")
-			}
-			got <- err
-		}()
-		parked(t, m, "a")
-		_, _ = l.Release(ctx)
-		_ = m.Close(ctx)
-		if err := <-got; err != nil && !errors.Is(err, ErrClosed) {
-			t.Fatal(err)
-		}
+		got <- err
+	}()
+	parked(t, m, "a")
+	if ok, err := l.Release(ctx); !ok || err != nil {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-got; !errors.Is(err, ErrClosed) {
+		t.Fatalf("waiter: %v; want ErrClosed", err)
 	}
 }
 

@@ -217,6 +217,9 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 	slept := false
 	for first := true; ; first = false {
 		if !first {
+			if testHookWoken != nil {
+				testHookWoken()
+			}
 			m.mu.Lock()
 			if l := w.handed; l != nil {
 				// our holder released it to us (handover.go), unless it
@@ -375,3 +378,7 @@ func (m *Mutex) driverError(op, name string, err error) error {
 func (m *Mutex) nameOf(key string) (string, bool) {
 	return strings.CutPrefix(key, m.opts.Prefix)
 }
+
+// testHookWoken, when set by a test, runs each time a waiting Acquire wakes,
+// before it looks at what woke it.
+var testHookWoken func()
