@@ -243,11 +243,11 @@ ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), e
 		})},
 		{name: "mutexfx advisory driver, fence: uuid_short", base: "bare GET_LOCK+RELEASE_LOCK, text", goal: 1.2,
 			ops: each(func(i int) op { return driverPair(advU[i], key+":advu") })},
-		{name: "its SQL on a pinned conn (sequence fence, GET_LOCK(?, 0))", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
-			return pair(tcs[5][i], "SELECT CASE GET_LOCK(?, 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END, CONNECTION_ID(), UNIX_TIMESTAMP()", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql"))
+		{name: "its SQL on a pinned conn: " + driverAcquire + "; " + driverRelease, base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
+			return pair(tcs[5][i], driverAcquire, driverRelease, lockNameOf(key+":sql"))
 		})},
-		{name: "same, earlier shape GET_LOCK(?, ? / 1000)", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
-			return pair(tcs[6][i], "SELECT CASE GET_LOCK(?, 0 / 1000) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END, CONNECTION_ID(), UNIX_TIMESTAMP()", "SELECT RELEASE_LOCK(?)", lockNameOf(key+":sql0"))
+		{name: "the same, also reading the session (CONNECTION_ID(), UNIX_TIMESTAMP()) in the acquire", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
+			return pair(tcs[6][i], driverAcquire+", CONNECTION_ID(), UNIX_TIMESTAMP()", driverRelease, lockNameOf(key+":sqlsess"))
 		})},
 		{name: "mutexfx advisory component TryAcquire+Release", base: "bare GET_LOCK+RELEASE_LOCK, text",
 			ops: each(func(i int) op { return componentPair(advM[i], id+":advc") })},
@@ -298,6 +298,13 @@ ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), e
 	}
 	return rows, nil
 }
+
+// The advisory driver's statements (drivers/mysql: advSequenceSQL without
+// a timeout, on a connection whose session it knows, and its release).
+const (
+	driverAcquire = "SELECT CASE GET_LOCK(?, 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END"
+	driverRelease = "SELECT RELEASE_LOCK(?)"
+)
 
 // lockNameOf is the driver's GET_LOCK name of a key (its doc's formula).
 func lockNameOf(key string) string {

@@ -61,10 +61,11 @@ const (
 	// from the sequence, in one SELECT. 1 = acquired, 0 = busy, NULL =
 	// GET_LOCK failed (killed, error).
 	// %[2]s is the timeout: "? / 1000" (a millisecond parameter) or "0".
-	// Then the connection's id and the server's clock (takenSQL).
-	advSequenceSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN NEXTVAL(%[1]s) WHEN 0 THEN 0 END, CONNECTION_ID(), ` + takenSQL
+	// A connection whose session is not known yet (identity.go) also
+	// reads sessionSQL in it.
+	advSequenceSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN NEXTVAL(%[1]s) WHEN 0 THEN 0 END`
 	// advUUIDShortSQL is advSequenceSQL with UUID_SHORT() for NEXTVAL.
-	advUUIDShortSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END, CONNECTION_ID(), ` + takenSQL
+	advUUIDShortSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END`
 	// advCounterSQL takes the lock and increments the key's counter row in
 	// one statement; LAST_INSERT_ID is the fence, 0 when GET_LOCK failed.
 	advCounterSQL = `INSERT INTO %s (name_hash, fence)
@@ -90,12 +91,11 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
-	src, q := d.advisorySQL(wait > 0)
 	args := []any{name, waitMS}
 	if wait == 0 {
 		args = args[:1] // the statement says 0: the server parses no division
 	}
-	fence, id, err := a.take(ctx, conn, req.Key, src, q, args)
+	fence, id, err := a.take(ctx, conn, req.Key, wait > 0, args)
 	if cached && ctx.Err() == nil && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
 		// A kept connection died while idle (whatever it may have taken
 		// ended with its session): once more on one from the pool.
@@ -103,7 +103,7 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		if conn, err = a.poolConn(ctx); err != nil {
 			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 		}
-		fence, id, err = a.take(ctx, conn, req.Key, src, q, args)
+		fence, id, err = a.take(ctx, conn, req.Key, wait > 0, args)
 	}
 	if err != nil {
 		// The statement may have taken the lock before failing: drop the
@@ -159,15 +159,27 @@ type session struct {
 	at   int64
 }
 
-// take runs the acquire statement q (of fence source src) on conn and
-// returns the fence (0: not acquired) and the connection's session.
-func (a *advisory) take(ctx context.Context, conn pinned, key, src, q string, args []any) (fence uint64, s session, err error) {
+// take runs the acquire statement (with a timeout parameter: wait) on
+// conn and returns the fence (0: not acquired) and the connection's
+// session: the one known for conn (identity.go), else read in the same
+// round trip (a separate one for the counter fence, once acquired).
+func (a *advisory) take(ctx context.Context, conn pinned, key string, wait bool, args []any) (fence uint64, s session, err error) {
+	src, q := a.d.advisorySQL(wait)
+	known, ok := a.session(ctx, conn)
 	switch src {
 	case FenceSequence, FenceUUIDShort:
 		var f sql.Null[uint64]
-		err = conn.queryRow(ctx, q, args, &f, &s.conn, &s.at)
+		if ok {
+			s = known
+			err = conn.queryRow(ctx, q, args, &f)
+		} else {
+			err = conn.queryRow(ctx, q+", "+sessionSQL, args, &f, &s.conn, &s.at)
+		}
 		if err == nil && !f.Valid {
 			err = errors.New("GET_LOCK returned NULL")
+		}
+		if err == nil && !ok {
+			conn.learn(s)
 		}
 		return f.V, s, err
 	}
@@ -176,8 +188,15 @@ func (a *advisory) take(ctx context.Context, conn pinned, key, src, q string, ar
 		return 0, s, err
 	}
 	id, err := res.LastInsertId()
-	if err == nil && id > 0 {
-		err = conn.queryRow(ctx, "SELECT CONNECTION_ID(), "+takenSQL, nil, &s.conn, &s.at)
+	switch {
+	case err != nil || id <= 0:
+	case ok:
+		s = known
+	default:
+		err = conn.queryRow(ctx, "SELECT "+sessionSQL, nil, &s.conn, &s.at)
+		if err == nil {
+			conn.learn(s)
+		}
 	}
 	return uint64(id), s, err
 }

@@ -11,26 +11,37 @@ import (
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
+// pools are the two kinds of advisory driver: on its own pool (sockets
+// known) and on a pool given to NewWithDB.
+var pools = []struct {
+	name string
+	open func(t *testing.T) *Driver
+}{
+	{"own pool", func(t *testing.T) *Driver { return openDriver(t, Options{DSN: testutil.MySQLDSN()}) }},
+	{"given pool", func(t *testing.T) *Driver { return givenDriver(t, openDB(t, testutil.MySQLDSN()), Options{}) }},
+}
+
+// held opens a driver, which holds key for tok, and another driver.
+func held(t *testing.T, open func(t *testing.T) *Driver) (ctx context.Context, d, other *Driver, key, tok string) {
+	t.Helper()
+	ctx = ctxT(t)
+	d = open(t)
+	other = openDriver(t, Options{DSN: testutil.MySQLDSN()})
+	key, tok = "mysqltest:"+runID+":"+t.Name(), token()
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	return ctx, d, other, key, tok
+}
+
 // TestAdvisoryReleaseEndedContext: a Release whose context has already
 // ended cannot run RELEASE_LOCK; it drops the lock's connection, so that
 // the server frees the lock (advisory locks never expire), and forgets the
 // holder. Another driver waiting in GET_LOCK then gets the lock.
 func TestAdvisoryReleaseEndedContext(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(t *testing.T) *Driver
-	}{
-		{"own pool", func(t *testing.T) *Driver { return openDriver(t, Options{DSN: testutil.MySQLDSN()}) }},
-		{"given pool", func(t *testing.T) *Driver { return givenDriver(t, openDB(t, testutil.MySQLDSN()), Options{}) }},
-	} {
+	for _, tc := range pools {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := ctxT(t)
-			d := tc.open(t)
-			other := openDriver(t, Options{DSN: testutil.MySQLDSN()})
-			key, tok := "mysqltest:"+runID+":"+t.Name(), token()
-			if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
-				t.Fatalf("Acquire = %+v, %v", res, err)
-			}
+			ctx, d, other, key, tok := held(t, tc.open)
 			ended, cancel := context.WithCancel(ctx)
 			cancel()
 			if ok, err := d.Release(ended, key, tok); ok || !errors.Is(err, context.Canceled) {
@@ -45,6 +56,52 @@ func TestAdvisoryReleaseEndedContext(t *testing.T) {
 				t.Fatalf("the lock released with an ended context stays held: Acquire = %+v, %v", res, err)
 			}
 		})
+	}
+}
+
+// TestAdvisoryReleaseNotHeld: a Release whose connection is alive but no
+// longer holds the name (freed under the driver; another session holds it,
+// or none) reports false without an error, drops that connection, and
+// leaves the name to whoever holds it; a Release that frees the lock
+// reports true. Both own and given pools, every fence source's statement.
+func TestAdvisoryReleaseNotHeld(t *testing.T) {
+	for _, tc := range pools {
+		for _, taken := range []bool{false, true} {
+			name := tc.name + "/free"
+			if taken {
+				name = tc.name + "/taken"
+			}
+			t.Run(name, func(t *testing.T) {
+				ctx, d, other, key, tok := held(t, tc.open)
+				h := d.adv.get(key, tok)
+				if _, err := h.conn.conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", h.name); err != nil {
+					t.Fatal(err)
+				}
+				otherTok := token()
+				if taken {
+					if res, err := other.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: otherTok, TTL: time.Minute}); err != nil || !res.Acquired {
+						t.Fatalf("other Acquire = %+v, %v", res, err)
+					}
+				}
+				if ok, err := d.Release(ctx, key, tok); ok || err != nil {
+					t.Fatalf("Release of a lock its connection no longer holds = %v, %v; want false, nil", ok, err)
+				}
+				if err := h.conn.conn.PingContext(ctx); !errors.Is(err, sql.ErrConnDone) {
+					t.Fatalf("the connection is still in use after a Release that found the lock gone: %v", err)
+				}
+				if taken {
+					if ok, err := other.Release(ctx, key, otherTok); !ok || err != nil {
+						t.Fatalf("the other holder's Release = %v, %v; want true", ok, err)
+					}
+				}
+				if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+					t.Fatalf("Acquire again = %+v, %v", res, err)
+				}
+				if ok, err := d.Release(ctx, key, tok); !ok || err != nil {
+					t.Fatalf("Release = %v, %v; want true", ok, err)
+				}
+			})
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -59,6 +60,9 @@ type socket struct {
 	net.Conn
 	owner *sockets
 	key   driver.Conn // set once the connection is made
+
+	sess atomic.Pointer[session] // the connection's session, once known (identity.go)
+	boot atomic.Int64            // the server's boot time, when the session was read in its first seconds
 }
 
 // Close closes the socket and forgets it.
