@@ -40,8 +40,8 @@ type heldLock struct {
 	key, token, name string
 	fence            uint64
 	connID           int64        // its connection's CONNECTION_ID()
-	takenAt          int64        // the server's clock (takenSQL) at the acquire statement
-	boot             atomic.Int64 // the server's boot time first seen by a probe finding it held; 0: none yet
+	takenAt          int64        // the server's clock (takenSQL) during its connection's session, at or before the acquire statement
+	boot             atomic.Int64 // the server's boot time read with its session, or first seen by a probe finding it held; 0: none yet
 
 	mu   sync.Mutex // serialises the use of conn
 	conn pinned
@@ -79,23 +79,11 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 	}
 	d := a.d
 	name := lockName(req.Key)
-	// Block in the server at most Wait, and never past ctx's deadline: a
-	// query cancelled by ctx costs its connection.
-	wait := max(req.Wait, 0)
-	if dl, ok := ctx.Deadline(); ok {
-		wait = max(min(wait, time.Until(dl)-20*time.Millisecond), 0)
-	}
-	waitMS := wait.Milliseconds()
-
 	conn, cached, err := a.getConn(ctx)
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
-	args := []any{name, waitMS}
-	if wait == 0 {
-		args = args[:1] // the statement says 0: the server parses no division
-	}
-	fence, id, err := a.take(ctx, conn, req.Key, wait > 0, args)
+	fence, id, err := a.take(ctx, conn, req.Key, name, req.Wait)
 	if cached && ctx.Err() == nil && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
 		// A kept connection died while idle (whatever it may have taken
 		// ended with its session): once more on one from the pool.
@@ -103,7 +91,7 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		if conn, err = a.poolConn(ctx); err != nil {
 			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 		}
-		fence, id, err = a.take(ctx, conn, req.Key, wait > 0, args)
+		fence, id, err = a.take(ctx, conn, req.Key, name, req.Wait)
 	}
 	if err != nil {
 		// The statement may have taken the lock before failing: drop the
@@ -119,6 +107,7 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		return drivers.AcquireResult{}, nil
 	}
 	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: fence, connID: id.conn, takenAt: id.at, conn: conn}
+	h.boot.Store(id.boot)
 	a.mu.Lock()
 	old := a.held[req.Key]
 	a.held[req.Key] = h
@@ -150,22 +139,40 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 }
 
 // session identifies a connection of a server's life: its CONNECTION_ID()
-// and the server's clock when the acquire statement ran (takenSQL). Ids
-// start again from 1 when the server restarts, so the id alone could name
-// another client's session: a probe also compares the time with the
-// server's boot time (boot.go).
+// and the server's clock (takenSQL) at a moment of that session — read in
+// the acquire statement, or once per connection (identity.go). Ids start
+// again from 1 when the server restarts, so the id alone could name another
+// client's session: a probe also compares the time with the server's boot
+// time (boot.go), and with the boot time read with the session, when it
+// was (boot; 0: not read).
 type session struct {
 	conn int64
 	at   int64
+	boot int64
 }
 
-// take runs the acquire statement (with a timeout parameter: wait) on
-// conn and returns the fence (0: not acquired) and the connection's
-// session: the one known for conn (identity.go), else read in the same
-// round trip (a separate one for the counter fence, once acquired).
-func (a *advisory) take(ctx context.Context, conn pinned, key string, wait bool, args []any) (fence uint64, s session, err error) {
-	src, q := a.d.advisorySQL(wait)
-	known, ok := a.session(ctx, conn)
+// take runs the acquire statement of name on conn, blocking in the server
+// up to maxWait, and returns the fence (0: not acquired) and the
+// connection's session: the one known for conn (identity.go), else read in
+// the same round trip (a separate one for the counter fence, once
+// acquired).
+func (a *advisory) take(ctx context.Context, conn pinned, key, name string, maxWait time.Duration) (fence uint64, s session, err error) {
+	known, ok, err := a.session(ctx, conn)
+	if err != nil {
+		return 0, s, err
+	}
+	// Block in the server at most maxWait, and never past ctx's deadline
+	// (a statement cancelled by ctx costs its connection): computed after
+	// the session's round trip, if any.
+	wait := max(maxWait, 0)
+	if dl, has := ctx.Deadline(); has {
+		wait = max(min(wait, time.Until(dl)-20*time.Millisecond), 0)
+	}
+	args := []any{name, wait.Milliseconds()}
+	if wait == 0 {
+		args = args[:1] // the statement says 0: the server parses no division
+	}
+	src, q := a.d.advisorySQL(wait > 0)
 	switch src {
 	case FenceSequence, FenceUUIDShort:
 		var f sql.Null[uint64]

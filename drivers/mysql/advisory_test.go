@@ -63,7 +63,7 @@ func TestAdvisoryReleaseEndedContext(t *testing.T) {
 // longer holds the name (freed under the driver; another session holds it,
 // or none) reports false without an error, drops that connection, and
 // leaves the name to whoever holds it; a Release that frees the lock
-// reports true. Both own and given pools, every fence source's statement.
+// reports true. Both own and given pools (default fence source).
 func TestAdvisoryReleaseNotHeld(t *testing.T) {
 	for _, tc := range pools {
 		for _, taken := range []bool{false, true} {

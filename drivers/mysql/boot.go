@@ -15,9 +15,12 @@ import (
 // reads the server's boot time, and a lock taken before it (by the server's
 // own clock) is lost, whatever the id.
 //
-// The acquire statements read the server's clock (takenSQL) in the same
-// round trip; the boot time costs a read of the server's status (about
-// 0.3 ms), once per probe statement, never per acquisition.
+// The lock's session — its connection's id and a reading of the server's
+// clock (takenSQL) during it — is read in the acquire statement, or once
+// per connection of the driver's own pool with the boot time (identity.go).
+// The boot time costs a read of the server's status (about 0.3 ms): once
+// per probe statement, and once per new connection of the driver's own
+// pool, never per acquisition.
 
 // takenSQL is the server's clock, in seconds, when the statement started.
 // UNIX_TIMESTAMP() without an argument converts no time zone (that of

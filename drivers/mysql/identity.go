@@ -3,6 +3,9 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
+
+	gomysql "github.com/go-sql-driver/mysql"
 )
 
 // A lock's session is what a probe compares with the server's answers
@@ -18,30 +21,48 @@ import (
 // driver's own pool, whose connections are known by their sockets, the
 // session is read once per connection and kept with its socket, and the
 // acquire statement then reads the fence alone: the two more columns cost
-// about 0.1 × a bare GET_LOCK + RELEASE_LOCK pair on MariaDB here, every
+// 0.04–0.07 × a bare GET_LOCK + RELEASE_LOCK pair on MariaDB here, every
 // acquisition. The first acquisition on a connection reads the session
 // and the server's boot time in one statement (the boot time costs about
-// 0.3 ms, once per connection). A connection made in the server's first
-// seconds is not kept that way until one of its acquisitions reads the
-// clock past them: until then the acquisition reads the session in its own
-// statement, as on a pool given to NewWithDB, where sockets are unknown.
+// 0.3 ms, once per connection). That boot time is also the one a lock
+// taken on the connection starts with (heldLock.boot): a probe that finds
+// another boot time reports the lock lost, whatever the clock did.
+//
+// A connection made in the server's first seconds is not kept that way
+// until one of its acquisitions reads the clock past them (with a second
+// more than a probe allows, since each boot time read may be off by one):
+// until then the acquisition reads the session in its own statement, as
+// on a pool given to NewWithDB, where sockets are unknown.
+//
+// This assumes, as advisory locks do anyway (RELEASE_LOCK must run in the
+// session that took the lock), that a client connection is one server
+// session for its whole life: true of a direct connection, not of a proxy
+// that moves a client connection between server connections.
 
 // sessionSQL reads a connection's session: its id and the server's clock.
 const sessionSQL = "CONNECTION_ID(), " + takenSQL
 
+// Values of socket.boot besides a boot time.
+const (
+	bootUnread  = 0  // the session was never read
+	bootNoCache = -1 // reading it failed on the server's side: read it with every acquisition
+)
+
 // session returns conn's session when it is known, reading it (with the
 // server's boot time) if conn has never been asked; ok is false when it
-// must be read with the acquisition (learn).
-func (a *advisory) session(ctx context.Context, conn pinned) (s session, ok bool) {
+// must be read with the acquisition (learn). An error is the connection's
+// (the acquisition would meet it too); a statement the server refuses
+// makes the connection's acquisitions read their session themselves.
+func (a *advisory) session(ctx context.Context, conn pinned) (s session, ok bool, err error) {
 	sock := conn.sock
 	if sock == nil {
-		return session{}, false
+		return session{}, false, nil
 	}
 	if p := sock.sess.Load(); p != nil {
-		return *p, true
+		return *p, true, nil
 	}
-	if sock.boot.Load() != 0 {
-		return session{}, false // made in the server's first seconds
+	if sock.boot.Load() != bootUnread {
+		return session{}, false, nil // made in the server's first seconds, or not to be kept
 	}
 	for {
 		src := a.bootSrc.Load()
@@ -51,28 +72,37 @@ func (a *advisory) session(ctx context.Context, conn pinned) (s session, ok bool
 			a.bootSrc.CompareAndSwap(src, src+1)
 			continue
 		}
-		if err != nil {
-			// The acquire statement reads it, and meets whatever
-			// failed here.
-			return session{}, false
-		}
-		if !boot.Valid || s.at > boot.Int64+bootSlack {
-			// With no boot time, probes compare ids alone.
+		var me *gomysql.MySQLError
+		switch {
+		case errors.As(err, &me):
+			sock.boot.Store(bootNoCache)
+			return session{}, false, nil
+		case err != nil:
+			return session{}, false, err
+		case !boot.Valid:
+			// No boot time: probes compare ids alone.
 			sock.sess.Store(&s)
-			return s, true
+			return s, true, nil
 		}
-		sock.boot.Store(max(boot.Int64, 1))
-		return session{}, false
+		s.boot = boot.Int64
+		if s.at > s.boot+2*bootSlack {
+			sock.sess.Store(&s)
+			return s, true, nil
+		}
+		sock.boot.Store(max(s.boot, 1))
+		return session{}, false, nil
 	}
 }
 
 // learn keeps s, conn's session read by an acquisition, once it is past
-// the server's first seconds.
+// the first seconds of the server whose boot time conn's first session
+// read found.
 func (p pinned) learn(s session) {
 	if p.sock == nil {
 		return
 	}
-	if b := p.sock.boot.Load(); b != 0 && s.at > b+bootSlack {
+	if b := p.sock.boot.Load(); b > 0 && s.at > b+2*bootSlack {
+		s.boot = b
 		p.sock.sess.Store(&s)
 	}
 }
