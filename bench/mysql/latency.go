@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -105,7 +106,7 @@ func latencies() ([]*row, error) {
 		return c, err
 	}
 	var tcs [8][instances]*sql.Conn
-	var pcs [instances]*sql.Conn
+	var pcs, kps [instances]*sql.Conn
 	for i := range instances {
 		for j := range tcs {
 			if tcs[j][i], err = own(text); err != nil {
@@ -113,6 +114,9 @@ func latencies() ([]*row, error) {
 			}
 		}
 		if pcs[i], err = own(prep); err != nil {
+			return nil, err
+		}
+		if kps[i], err = own(prep); err != nil {
 			return nil, err
 		}
 	}
@@ -243,10 +247,13 @@ ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), e
 		})},
 		{name: "mutexfx advisory driver, fence: uuid_short", base: "bare GET_LOCK+RELEASE_LOCK, text", goal: 1.2,
 			ops: each(func(i int) op { return driverPair(advU[i], key+":advu") })},
-		{name: "its SQL on a pinned conn: " + driverAcquire + "; " + driverRelease, base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
+		{name: "its statements as it sends them on its own pool: kept prepared statements (" + driverAcquire + "; " + driverRelease + ")", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
+			return keptPair(ctx, kps[i], lockNameOf(key+":kept"))
+		})},
+		{name: "the same as text, arguments interpolated (as with NewWithDB)", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
 			return pair(tcs[5][i], driverAcquire, driverRelease, lockNameOf(key+":sql"))
 		})},
-		{name: "the same, also reading the session (CONNECTION_ID(), UNIX_TIMESTAMP()) in the acquire", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
+		{name: "the same as text, also reading the session (CONNECTION_ID(), UNIX_TIMESTAMP()) in the acquire", base: "bare GET_LOCK+RELEASE_LOCK, text", ops: each(func(i int) op {
 			return pair(tcs[6][i], driverAcquire+", CONNECTION_ID(), UNIX_TIMESTAMP()", driverRelease, lockNameOf(key+":sqlsess"))
 		})},
 		{name: "mutexfx advisory component TryAcquire+Release", base: "bare GET_LOCK+RELEASE_LOCK, text",
@@ -301,10 +308,31 @@ ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), e
 
 // The advisory driver's statements (drivers/mysql: advSequenceSQL without
 // a timeout, on a connection whose session it knows, and its release).
+// On its own pool it keeps them prepared per connection (prepared.go).
 const (
 	driverAcquire = "SELECT CASE GET_LOCK(?, 0) WHEN 1 THEN NEXTVAL(mutexfx_fence) WHEN 0 THEN 0 END"
 	driverRelease = "SELECT RELEASE_LOCK(?)"
 )
+
+// keptPair is an acquire+release of name with the driver's statements kept
+// prepared on c (prepared once, here).
+func keptPair(ctx context.Context, c *sql.Conn, name string) func(context.Context) error {
+	a, errA := c.PrepareContext(ctx, driverAcquire)
+	r, errR := c.PrepareContext(ctx, driverRelease)
+	return func(ctx context.Context) error {
+		if err := cmp.Or(errA, errR); err != nil {
+			return err
+		}
+		var v sql.NullInt64
+		if err := a.QueryRowContext(ctx, name).Scan(&v); err != nil {
+			return err
+		}
+		if v.Int64 == 0 {
+			return fmt.Errorf("GET_LOCK = %v", v)
+		}
+		return r.QueryRowContext(ctx, name).Scan(&v)
+	}
+}
 
 // lockNameOf is the driver's GET_LOCK name of a key (its doc's formula).
 func lockNameOf(key string) string {

@@ -178,7 +178,7 @@ func (a *advisory) take(ctx context.Context, conn pinned, key, name string, maxW
 		var f sql.Null[uint64]
 		if ok {
 			s = known
-			err = conn.queryRow(ctx, q, args, &f)
+			f.V, f.Valid, err = conn.queryUint(ctx, q, args)
 		} else {
 			err = conn.queryRow(ctx, q+", "+sessionSQL, args, &f, &s.conn, &s.at)
 		}
@@ -258,15 +258,14 @@ func (a *advisory) release(ctx context.Context, key, token string) (bool, error)
 		discard(h.conn.conn)
 		return false, fmt.Errorf("mysql: release: %w", context.Cause(ctx))
 	}
-	var r sql.NullInt64
-	err := h.conn.queryRow(ctx, "SELECT RELEASE_LOCK(?)", []any{h.name}, &r)
+	r, valid, err := h.conn.queryUint(ctx, "SELECT RELEASE_LOCK(?)", []any{h.name})
 	if err != nil {
 		// Dropping the connection frees the lock in the server, but
 		// whether it was still held is unknown.
 		discard(h.conn.conn)
 		return false, fmt.Errorf("mysql: release: %w", err)
 	}
-	if r.Int64 != 1 {
+	if !valid || r != 1 {
 		discard(h.conn.conn)
 		return false, nil
 	}

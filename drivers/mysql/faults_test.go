@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"testing"
@@ -18,6 +19,37 @@ func TestFaults(t *testing.T) {
 	admin := openDB(t, srv.DSN())
 	// A lock taken in a server's first seconds is reported lost (boot.go).
 	waitUptime(t, admin)
+
+	t.Run("PrepareRefused", func(t *testing.T) {
+		// The server refuses every prepare: the advisory statements run as
+		// text on that connection (prepared.go), and locks work as before.
+		ctx := ctxT(t)
+		if _, err := admin.ExecContext(ctx, "SET GLOBAL max_prepared_stmt_count = 0"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if _, err := admin.ExecContext(context.Background(), "SET GLOBAL max_prepared_stmt_count = DEFAULT"); err != nil {
+				t.Error(err)
+			}
+		})
+		d := openDriver(t, Options{DSN: srv.DSN(), ProbeInterval: time.Hour})
+		var last uint64
+		for range 3 {
+			tok := token()
+			res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "refused", Token: tok, TTL: time.Minute})
+			if err != nil || !res.Acquired || res.Fence <= last {
+				t.Fatalf("Acquire = %+v, %v; want a fence above %d", res, err, last)
+			}
+			last = res.Fence
+			sock := d.adv.get("refused", tok).conn.sock
+			if ok, err := d.Release(ctx, "refused", tok); err != nil || !ok {
+				t.Fatalf("Release = %v, %v", ok, err)
+			}
+			if sock == nil || !sock.noPrepare || len(sock.stmts) != 0 {
+				t.Fatalf("socket %+v: want it known, marked to run the statements as text, with none kept", sock)
+			}
+		}
+	})
 
 	t.Run("KillAdvisoryConnection", func(t *testing.T) {
 		ctx := ctxT(t)

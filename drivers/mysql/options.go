@@ -139,7 +139,10 @@ type Options struct {
 	// statements (prepare, execute, close: 3 round trips per statement)
 	// instead of go-sql-driver's client-side interpolation (1 round trip,
 	// still escaped by the driver, never concatenated by mutexfx). Only for
-	// connections the driver opens. Default false.
+	// connections the driver opens. The advisory acquire and release
+	// statements are server-side prepared statements on those connections
+	// either way, prepared once per connection and kept (one round trip
+	// each). Default false.
 	PreparedStatements bool `koanf:"prepared_statements"`
 }
 

@@ -63,6 +63,11 @@ type socket struct {
 
 	sess atomic.Pointer[session] // the connection's session, once known (identity.go)
 	boot atomic.Int64            // the server's boot time, when the session was read in its first seconds
+
+	// Statements kept prepared on the connection (prepared.go); used only
+	// by whoever holds the connection, one at a time.
+	stmts     map[string]driver.Stmt
+	noPrepare bool // the server refused a prepare: run them as text
 }
 
 // Close closes the socket and forgets it.

@@ -1,0 +1,86 @@
+package mysql
+
+import (
+	"database/sql/driver"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// TestPreparedKept: on the driver's own pool, the advisory acquire and
+// release statements are prepared once per connection and then only
+// executed (the server's own counters of that session say so), and the
+// fences they return keep growing.
+func TestPreparedKept(t *testing.T) {
+	ctx := ctxT(t)
+	d := openDriver(t, Options{DSN: testutil.MySQLDSN(), ProbeInterval: time.Hour})
+	key := "mysqltest:" + runID + ":" + t.Name()
+	var last uint64
+	pair := func() {
+		t.Helper()
+		tok := token()
+		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})
+		if err != nil || !res.Acquired || res.Fence <= last {
+			t.Fatalf("Acquire = %+v, %v; want a fence above %d", res, err, last)
+		}
+		last = res.Fence
+		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+	}
+	// counters reads the session's statement counters on the kept
+	// connection, and keeps it again.
+	counters := func() (prepare, execute int64, sock *socket) {
+		t.Helper()
+		conn, cached, err := d.adv.getConn(ctx)
+		if err != nil || !cached {
+			t.Fatalf("getConn = cached %v, %v; want the kept connection", cached, err)
+		}
+		defer d.adv.putConn(conn)
+		for name, dst := range map[string]*int64{"Com_stmt_prepare": &prepare, "Com_stmt_execute": &execute} {
+			var n string
+			if err := conn.conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE ?", name).Scan(&n, dst); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return prepare, execute, conn.sock
+	}
+	pair()
+	p0, e0, sock := counters()
+	if p0 != 2 || e0 != 2 || len(sock.stmts) != 2 || sock.noPrepare {
+		t.Fatalf("after one pair: %d prepared, %d executed, %d kept, text only %v; want 2, 2, 2, false", p0, e0, len(sock.stmts), sock.noPrepare)
+	}
+	for range 5 {
+		pair()
+	}
+	p1, e1, again := counters()
+	if again != sock || p1 != p0 || e1-e0 != 10 {
+		t.Fatalf("after five more pairs on the same connection (%v): %d prepared, %d executed; want %d and %d", again == sock, p1, e1, p0, e0+10)
+	}
+}
+
+// TestUintValue: the binary protocol's values of a one-column result.
+func TestUintValue(t *testing.T) {
+	for _, tc := range []struct {
+		in    driver.Value
+		v     uint64
+		valid bool
+		err   bool
+	}{
+		{nil, 0, false, false},
+		{int64(0), 0, true, false},
+		{int64(42), 42, true, false},
+		{int64(-1), 0, false, true},
+		{uint64(1 << 63), 1 << 63, true, false},
+		{[]byte("18446744073709551615"), 1<<64 - 1, true, false},
+		{[]byte("x"), 0, false, true},
+		{"42", 0, false, true},
+	} {
+		v, valid, err := uintValue(tc.in)
+		if v != tc.v || valid != tc.valid || (err != nil) != tc.err {
+			t.Errorf("uintValue(%#v) = %d, %v, %v; want %d, %v, error %v", tc.in, v, valid, err, tc.v, tc.valid, tc.err)
+		}
+	}
+}
