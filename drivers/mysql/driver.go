@@ -338,9 +338,10 @@ func retryable(err error) bool {
 	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
 }
 
-// missingTable reports "table doesn't exist" (1146), after which the schema
-// is created again.
+// missingTable reports "table doesn't exist" (1146) or, for the fence
+// sequence, "unknown sequence" (MariaDB 4091), after which the schema is
+// created again.
 func missingTable(err error) bool {
 	var me *gomysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1146
+	return errors.As(err, &me) && (me.Number == 1146 || me.Number == 4091)
 }

@@ -29,8 +29,9 @@ import (
 // driver runs this way (advisory acquire with and without a timeout, and
 // release): a handful, freed with the connection. A connection whose
 // prepare the server refuses (max_prepared_stmt_count reached, say) runs
-// them as text from then on. With a pool given to NewWithDB (sockets
-// unknown) they run as text.
+// them as text from then on (except for a missing fence sequence: the
+// acquisition fails, and the next creates it again). With a pool given to
+// NewWithDB (sockets unknown) they run as text.
 
 // errNoPrepare makes queryUint run its statement as text.
 var errNoPrepare = errors.New("mysql: statement not prepared")
@@ -67,10 +68,12 @@ func (s *socket) execute(ctx context.Context, dc any, q string, args []any) (uin
 		var err error
 		if st, err = pc.PrepareContext(ctx, q); err != nil {
 			var me *gomysql.MySQLError
-			if errors.As(err, &me) {
+			if errors.As(err, &me) && !missingTable(err) {
 				s.noPrepare = true // the server refused it: text from now on
 				return 0, false, errNoPrepare
 			}
+			// The fence sequence was dropped (the acquisition's error
+			// makes the driver create it again), or the connection failed.
 			return 0, false, err
 		}
 		if s.stmts == nil {

@@ -84,3 +84,56 @@ func TestUintValue(t *testing.T) {
 		}
 	}
 }
+
+// TestSequenceDropped: the fence sequence dropped under a running driver
+// fails the next acquisition (MariaDB: unknown sequence, 4091), which makes
+// the driver create it again; the one after it succeeds — on the driver's
+// own pool on the same connection, still with its statements kept
+// prepared; on a given pool as text.
+func TestSequenceDropped(t *testing.T) {
+	const seq = "mutexfx_test_fence_dropped"
+	admin := openDB(t, testutil.MySQLDSN())
+	for _, own := range []bool{true, false} {
+		name := map[bool]string{true: "own pool", false: "given pool"}[own]
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			opts := Options{FenceTable: seq, ProbeInterval: time.Hour}
+			var d *Driver
+			if own {
+				opts.DSN = testutil.MySQLDSN()
+				d = openDriver(t, opts)
+			} else {
+				d = givenDriver(t, openDB(t, testutil.MySQLDSN()), opts)
+			}
+			key, tok := "mysqltest:"+runID+":"+t.Name(), token()
+			acquire := func() (drivers.AcquireResult, error) {
+				return d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})
+			}
+			release := func() {
+				t.Helper()
+				if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+					t.Fatalf("Release = %v, %v", ok, err)
+				}
+			}
+			if res, err := acquire(); err != nil || !res.Acquired {
+				t.Fatalf("Acquire = %+v, %v", res, err)
+			}
+			release()
+			if _, err := admin.ExecContext(ctx, "DROP SEQUENCE "+seq); err != nil {
+				t.Fatal(err)
+			}
+			if res, err := acquire(); err == nil || !missingTable(err) {
+				t.Fatalf("Acquire with the sequence dropped = %+v, %v; want the missing sequence's error", res, err)
+			}
+			res, err := acquire()
+			if err != nil || !res.Acquired {
+				t.Fatalf("Acquire after that = %+v, %v; want the lock, the sequence created again", res, err)
+			}
+			sock := d.adv.get(key, tok).conn.sock
+			release()
+			if own && (sock == nil || sock.noPrepare || len(sock.stmts) == 0) {
+				t.Fatalf("socket %+v: want its statements kept prepared", sock)
+			}
+		})
+	}
+}
