@@ -136,13 +136,14 @@ type Options struct {
 	// MaxIdleConns is how many idle connections the pool keeps. Default 16.
 	MaxIdleConns int `koanf:"max_idle_conns"`
 	// PreparedStatements sends parameters with server-side prepared
-	// statements (prepare, execute, close: 3 round trips per statement)
-	// instead of go-sql-driver's client-side interpolation (1 round trip,
-	// still escaped by the driver, never concatenated by mutexfx). Only for
-	// connections the driver opens. The advisory acquire and release
-	// statements are server-side prepared statements on those connections
-	// either way, prepared once per connection and kept (one round trip
-	// each). Default false.
+	// statements (prepare, execute: 2 round trips per statement, and a
+	// close) instead of go-sql-driver's client-side interpolation (1 round
+	// trip, still escaped by the driver, never concatenated by mutexfx).
+	// Only for connections the driver opens. Whatever this says, the
+	// advisory release statement, and the acquire statement with the
+	// sequence or uuid_short fence, are server-side prepared statements on
+	// those connections, prepared once per connection and kept (1 round
+	// trip each; prepared.go). Default false.
 	PreparedStatements bool `koanf:"prepared_statements"`
 }
 

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"database/sql/driver"
+	"reflect"
 	"testing"
 	"time"
 
@@ -88,8 +89,8 @@ func TestUintValue(t *testing.T) {
 // TestSequenceDropped: the fence sequence dropped under a running driver
 // fails the next acquisition (MariaDB: unknown sequence, 4091), which makes
 // the driver create it again; the one after it succeeds — on the driver's
-// own pool on the same connection, still with its statements kept
-// prepared; on a given pool as text.
+// own pool with its statements kept prepared (on another connection: the
+// failed acquisition dropped its own), on a given pool as text.
 func TestSequenceDropped(t *testing.T) {
 	const seq = "mutexfx_test_fence_dropped"
 	admin := openDB(t, testutil.MySQLDSN())
@@ -136,4 +137,54 @@ func TestSequenceDropped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPreparedForgotten: statements the server no longer knows (as after a
+// reset of the session under the driver: here each is closed through a
+// copy of its handle) are prepared once more, and locks work on.
+func TestPreparedForgotten(t *testing.T) {
+	ctx := ctxT(t)
+	d := openDriver(t, Options{DSN: testutil.MySQLDSN(), ProbeInterval: time.Hour})
+	key := "mysqltest:" + runID + ":" + t.Name()
+	pair := func() {
+		t.Helper()
+		tok := token()
+		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+			t.Fatalf("Acquire = %+v, %v", res, err)
+		}
+		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+	}
+	pair()
+	conn, cached, err := d.adv.getConn(ctx)
+	if err != nil || !cached || len(conn.sock.stmts) != 2 {
+		t.Fatalf("getConn = cached %v, %v, %d statements kept; want the kept connection and 2", cached, err, len(conn.sock.stmts))
+	}
+	kept := map[string]driver.Stmt{}
+	err = conn.conn.Raw(func(any) error {
+		for q, st := range conn.sock.stmts {
+			kept[q] = st
+			dup := reflect.New(reflect.TypeOf(st).Elem())
+			dup.Elem().Set(reflect.ValueOf(st).Elem())
+			if err := dup.Interface().(driver.Stmt).Close(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	d.adv.putConn(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair()
+	if conn.sock.noPrepare || len(conn.sock.stmts) != 2 {
+		t.Fatalf("text only %v, %d statements kept; want 2, prepared again", conn.sock.noPrepare, len(conn.sock.stmts))
+	}
+	for q, st := range conn.sock.stmts {
+		if kept[q] == st {
+			t.Fatalf("statement %q not prepared again", q)
+		}
+	}
+	pair()
 }
