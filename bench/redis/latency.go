@@ -28,8 +28,8 @@ type latency struct {
 	// whose acquire and release are one command each.
 	twoPing time.Duration
 	// wake is the p50 of a Pub/Sub message to another process that sleeps
-	// between messages (wakeFloor): what a fair hand-off to a waiting
-	// process costs at least.
+	// between messages as long as a waiter in a fair queue does
+	// (wakeFloor): what a fair hand-off to a waiting process costs at least.
 	wake time.Duration
 	// p10 is the 10th percentile of every operation above, by name (ping,
 	// 2ping, floor, driver and the libraries): on a machine whose round

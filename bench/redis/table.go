@@ -72,7 +72,7 @@ func printTable(lat latency, in, procs []contention, rn renewalResult) {
 		row(set.label+": acquisitions/s", check(m.err == nil && m.perSec >= best(set.cs), "≥ best peer"), rate...)
 		row(set.label+": hand-off p50 (release starts → next holder has it)", "(reported)", gap...)
 	}
-	row(fmt.Sprintf("floor of a fair hand-off across processes: Pub/Sub message to a process asleep %v between messages, p50", *hold),
+	row(fmt.Sprintf("floor of a fair hand-off across processes: Pub/Sub message to a process asleep %v between messages (a waiter's turn in a fair queue), p50", wakeIdle()),
 		"(reported)", only(fmt.Sprintf("%.0f µs", float64(lat.wake)/float64(time.Microsecond)), "—")...)
 	trips, cpu := fmt.Sprintf("%.1f", rn.roundTripsPerPeriod), fmt.Sprintf("%.1f%% of a core", 100*rn.cpu)
 	if rn.err != nil {

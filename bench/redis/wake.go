@@ -15,10 +15,17 @@ import (
 )
 
 // wakeMessages is how many messages the wake measurement sends.
-const wakeMessages = 1000
+const wakeMessages = 500
+
+// wakeIdle is how long the wake measurement's subscriber sleeps between
+// messages: as long as a worker waits in a fair queue of -workers, each
+// holding the lock -hold, before its turn (workers − 1 holds). How long a
+// process slept changes what waking it costs on a virtual machine: here
+// about 110–150 µs after 1 ms, 270–300 µs after 8 ms.
+func wakeIdle() time.Duration { return time.Duration(max(*workers-1, 1)) * *hold }
 
 // wakeFloor measures the least a fair hand-off to another process can cost
-// here: a Pub/Sub message, published every -hold, to a subscriber in
+// here: a Pub/Sub message, published every wakeIdle, to a subscriber in
 // another process (this binary with -wakee) that sleeps in between, as a
 // waiting worker does. It returns the p50 of publish start → message read
 // by the subscriber. A peer whose releasing worker takes the lock again
@@ -49,7 +56,7 @@ func wakeFloor() (time.Duration, error) {
 	c := goredis.NewClient(&goredis.Options{Addr: *addr})
 	defer c.Close()
 	for range wakeMessages {
-		time.Sleep(*hold)
+		time.Sleep(wakeIdle())
 		if err := c.Publish(ctx, channel, strconv.FormatInt(time.Now().UnixNano(), 10)).Err(); err != nil {
 			_ = cmd.Process.Kill()
 			return 0, err
