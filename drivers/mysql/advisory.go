@@ -172,7 +172,7 @@ func (a *advisory) take(ctx context.Context, conn pinned, key, name string, maxW
 	if wait == 0 {
 		args = args[:1] // the statement says 0: the server parses no division
 	}
-	src, q := a.d.advisorySQL(wait > 0)
+	src, q, qs := a.d.advisorySQL(wait > 0)
 	switch src {
 	case FenceSequence, FenceUUIDShort:
 		var f sql.Null[uint64]
@@ -180,7 +180,7 @@ func (a *advisory) take(ctx context.Context, conn pinned, key, name string, maxW
 			s = known
 			f.V, f.Valid, err = conn.queryUint(ctx, q, args)
 		} else {
-			err = conn.queryRow(ctx, q+", "+sessionSQL, args, &f, &s.conn, &s.at)
+			err = conn.queryRow(ctx, qs, args, &f, &s.conn, &s.at)
 		}
 		if err == nil && !f.Valid {
 			err = errors.New("GET_LOCK returned NULL")

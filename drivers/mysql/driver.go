@@ -47,8 +47,8 @@ type Driver struct {
 
 	schemaMu sync.Mutex
 	schemaOK bool
-	fence    string    // advisory: resolved fence source
-	advSQL   [2]string // advisory: its acquire statement without, with a timeout
+	fence    string       // advisory: resolved fence source
+	advSQL   [2][2]string // advisory: its acquire statement [without, with a timeout][alone, also reading the session]
 
 	adv   advisory
 	watch watcher

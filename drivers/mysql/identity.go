@@ -64,34 +64,29 @@ func (a *advisory) session(ctx context.Context, conn pinned) (s session, ok bool
 	if sock.boot.Load() != bootUnread {
 		return session{}, false, nil // made in the server's first seconds, or not to be kept
 	}
-	for {
-		src := a.bootSrc.Load()
-		var boot sql.NullInt64
-		err := conn.queryRow(ctx, "SELECT "+sessionSQL+", "+a.bootSQL[src], nil, &s.conn, &s.at, &boot)
-		if int(src) < len(a.bootSQL)-1 && noBootSource(err) {
-			a.bootSrc.CompareAndSwap(src, src+1)
-			continue
-		}
-		var me *gomysql.MySQLError
-		switch {
-		case errors.As(err, &me):
-			sock.boot.Store(bootNoCache)
-			return session{}, false, nil
-		case err != nil:
-			return session{}, false, err
-		case !boot.Valid:
-			// No boot time: probes compare ids alone.
-			sock.sess.Store(&s)
-			return s, true, nil
-		}
-		s.boot = boot.Int64
-		if s.at > s.boot+2*bootSlack {
-			sock.sess.Store(&s)
-			return s, true, nil
-		}
-		sock.boot.Store(max(s.boot, 1))
+	var boot sql.NullInt64
+	err = a.withBoot(func(bootSQL string) error {
+		return conn.queryRow(ctx, "SELECT "+sessionSQL+", "+bootSQL, nil, &s.conn, &s.at, &boot)
+	})
+	var me *gomysql.MySQLError
+	switch {
+	case errors.As(err, &me):
+		sock.boot.Store(bootNoCache)
 		return session{}, false, nil
+	case err != nil:
+		return session{}, false, err
+	case !boot.Valid:
+		// No boot time: probes compare ids alone.
+		sock.sess.Store(&s)
+		return s, true, nil
 	}
+	s.boot = boot.Int64
+	if s.at > s.boot+2*bootSlack {
+		sock.sess.Store(&s)
+		return s, true, nil
+	}
+	sock.boot.Store(max(s.boot, 1))
+	return session{}, false, nil
 }
 
 // learn keeps s, conn's session read by an acquisition, once it is past

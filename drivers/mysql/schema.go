@@ -76,7 +76,13 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 		}
 	}
 	tmpl := map[string]string{FenceSequence: advSequenceSQL, FenceUUIDShort: advUUIDShortSQL, FenceCounter: advCounterSQL}[fence]
-	d.advSQL = [2]string{fmt.Sprintf(tmpl, d.s.fenceTable, "0"), fmt.Sprintf(tmpl, d.s.fenceTable, "? / 1000")}
+	for i, timeout := range []string{"0", "? / 1000"} {
+		q := fmt.Sprintf(tmpl, d.s.fenceTable, timeout)
+		d.advSQL[i] = [2]string{q, ""}
+		if fence != FenceCounter { // a SELECT: the session's columns follow
+			d.advSQL[i][1] = q + ", " + sessionSQL
+		}
+	}
 	ddl := fenceCounterDDL
 	switch fence {
 	case FenceSequence:
@@ -132,12 +138,14 @@ func (d *Driver) schemaGone() {
 }
 
 // advisorySQL returns the resolved advisory fence source and its acquire
-// statement, with a timeout parameter or none (0).
-func (d *Driver) advisorySQL(wait bool) (fence, query string) {
+// statement, with a timeout parameter or none (0), and the same statement
+// also reading the connection's session (sequence and uuid_short fences).
+func (d *Driver) advisorySQL(wait bool) (fence, query, withSession string) {
 	d.schemaMu.Lock()
 	defer d.schemaMu.Unlock()
+	i := 0
 	if wait {
-		return d.fence, d.advSQL[1]
+		i = 1
 	}
-	return d.fence, d.advSQL[0]
+	return d.fence, d.advSQL[i][0], d.advSQL[i][1]
 }
