@@ -2,6 +2,7 @@ package synchronized
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -21,9 +22,16 @@ import (
 //   - a field missing or empty: 400 (code E_MUTEX_LOCK_NAME);
 //   - the lock not acquired in time (or held, with NoWait): 409
 //     (E_MUTEX_TIMEOUT);
-//   - the store failing or closed: 503 (E_MUTEX_DRIVER, E_MUTEX_CLOSED);
-//   - the request's ctx ending during the wait (client gone): the wait
-//     stops and nothing is written.
+//   - the store failing, not answering in time, or closed: 503
+//     (E_MUTEX_DRIVER, E_MUTEX_CLOSED) with Retry-After: 1;
+//   - the client going away during the wait (the request's ctx cancelled
+//     without a cause, as net/http does then): the wait stops and nothing
+//     is written;
+//   - the request's ctx ending for another reason during the wait — a
+//     deadline set by an upstream middleware (context.WithTimeout,
+//     http.TimeoutHandler), a cancellation with a cause: 503
+//     (E_MUTEX_REQUEST_ENDED) with Retry-After: 1. The handler has not
+//     run; the client may retry.
 //
 // The handler's request ctx carries the lock (LockFrom) and is cancelled,
 // with a cause wrapping component.ErrLost, when the lock is lost. The lock
@@ -57,6 +65,20 @@ func MiddlewareFunc(name func(r *http.Request) (string, error), opts Options) (f
 	}, nil
 }
 
+// ErrRequestEnded reports, to Options.ErrorHandler, a request whose ctx
+// ended during the wait for the lock for another reason than its client
+// going away: a deadline (an upstream middleware's timeout) or a
+// cancellation with a cause. It wraps the wait's error (the ctx's cause).
+var ErrRequestEnded = errors.New("synchronized: the request's context ended before the lock was acquired")
+
+// clientGone reports whether the ended ctx of a request says that its
+// client went away: net/http then cancels it without a cause (Canceled is
+// its cause). A deadline, or a cancellation with a cause of its own, comes
+// from the application and gets an answer.
+func clientGone(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled) && context.Cause(ctx) == context.Canceled
+}
+
 type handler struct {
 	l    *locker
 	name func(*http.Request) (string, error)
@@ -76,7 +98,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lock, err := h.l.acquire(ctx, name)
 	if err != nil {
 		if ctx.Err() != nil {
-			return // the client is gone: nobody reads an answer
+			if clientGone(ctx) {
+				return // nobody reads an answer
+			}
+			err = fmt.Errorf("%w: %w", ErrRequestEnded, err)
 		}
 		h.l.onErr(w, r, err)
 		return

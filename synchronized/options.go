@@ -57,7 +57,9 @@ type Options struct {
 	TTL time.Duration
 
 	// ErrorHandler writes the HTTP response when no lock could be taken
-	// (HTTP middleware only). It is not called when the client went away.
+	// (HTTP middleware only). It is not called when the client went away
+	// (the request's ctx cancelled without a cause); it is, with an error
+	// wrapping ErrRequestEnded, when the ctx ended otherwise (a deadline).
 	// Default: WriteProblem (409, 400 or 503 with a JSON problem body).
 	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 }

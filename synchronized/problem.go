@@ -18,6 +18,9 @@ const (
 	CodeDriver = "E_MUTEX_DRIVER"
 	// CodeClosed: the lock store is closed, the application stopping (503).
 	CodeClosed = "E_MUTEX_CLOSED"
+	// CodeRequestEnded: the request's ctx ended (its deadline passed) before
+	// the lock was acquired (503).
+	CodeRequestEnded = "E_MUTEX_REQUEST_ENDED"
 	// CodeInternal: any other error (500).
 	CodeInternal = "E_MUTEX"
 )
@@ -33,19 +36,24 @@ type Problem struct {
 }
 
 // ProblemOf maps an error of the middleware (or of the action wrapper) to
-// its problem: ErrTimeout → 409, ErrLockName → 400, ErrDriver → 503,
-// ErrClosed → 503, anything else → 500.
+// its problem, testing in this order: ErrRequestEnded → 503, ErrLockName →
+// 400, ErrClosed → 503, ErrDriver → 503, ErrTimeout → 409, anything else
+// → 500. A store that did not answer in time fails with an error wrapping
+// both component.ErrTimeout and ErrDriver: it is a store failure (503),
+// not a lock held by another request.
 func ProblemOf(err error) Problem {
 	p := Problem{Type: "about:blank"}
 	switch {
-	case errors.Is(err, component.ErrTimeout):
-		p.Status, p.Code, p.Detail = http.StatusConflict, CodeTimeout, "another request holds the lock of this resource; retry later"
+	case errors.Is(err, ErrRequestEnded):
+		p.Status, p.Code, p.Detail = http.StatusServiceUnavailable, CodeRequestEnded, "the request ended before the lock of this resource was acquired; retry later"
 	case errors.Is(err, ErrLockName):
 		p.Status, p.Code, p.Detail = http.StatusBadRequest, CodeLockName, "the request lacks a value naming the lock of this resource"
 	case errors.Is(err, component.ErrClosed):
 		p.Status, p.Code, p.Detail = http.StatusServiceUnavailable, CodeClosed, "the service is stopping"
 	case errors.Is(err, component.ErrDriver):
 		p.Status, p.Code, p.Detail = http.StatusServiceUnavailable, CodeDriver, "the lock store is unavailable"
+	case errors.Is(err, component.ErrTimeout):
+		p.Status, p.Code, p.Detail = http.StatusConflict, CodeTimeout, "another request holds the lock of this resource; retry later"
 	default:
 		p.Status, p.Code, p.Detail = http.StatusInternalServerError, CodeInternal, "the lock could not be acquired"
 	}
