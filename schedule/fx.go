@@ -14,7 +14,8 @@ const JobsGroup = "mutexfx.schedule.jobs"
 // Module provides a *Scheduler running every Job of the group JobsGroup
 // (see Provide), started on the application's start (the hook returns at
 // once) and stopped on its stop (the hook cancels the running jobs' ctx and
-// waits for them within the stop deadline). Exclusive jobs lock in the
+// waits for them within the stop deadline, and for the holds of the
+// exclusive runs: see Scheduler.Stop). Exclusive jobs lock in the
 // unnamed *mutexfx.Mutex, or the store Job.Store of the *mutexfx.Registry:
 // use it with mutexfx.Module. A Clock and a *zap.Logger in the graph are
 // used when present.

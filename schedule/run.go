@@ -44,14 +44,22 @@ func (s *Scheduler) fire(j *job, planned time.Time) {
 		log.Debug("exclusive job run by another instance, skipped", zap.String("lock", j.lock))
 		return
 	}
-	_ = component.Run(ctx, lock, func(lctx context.Context, _ *component.Lock) error {
+	_ = component.Run(ctx, lock, func(lctx context.Context, l *component.Lock) error {
 		s.call(lctx, log, j)
-		// Keep the lock past the planned instant, so that instances whose
-		// clocks are late find it held; until the scheduler stops or the
-		// lock is lost.
-		_ = s.opts.Clock.SleepUntil(lctx, planned.Add(j.plan.hold(planned)))
+		s.hold(l, planned.Add(j.plan.hold(planned)))
 		return nil
 	})
+}
+
+// hold keeps l until the clock reads until, so that instances whose clocks
+// are late find it held and skip the instant. The scheduler's stop does
+// not end it (those instances still run); l ending (lost) and the end of
+// a Stop's ctx do (see Stop).
+func (s *Scheduler) hold(l *component.Lock, until time.Time) {
+	ctx, cancel := context.WithCancel(s.holds)
+	defer cancel()
+	defer context.AfterFunc(l.Context(), cancel)()
+	_ = s.opts.Clock.SleepUntil(ctx, until)
 }
 
 // call runs the job's function, recovering and logging a panic.

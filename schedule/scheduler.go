@@ -68,6 +68,11 @@ type Scheduler struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopped chan struct{}
+
+	// holds ends the holds of the exclusive runs (see hold): when a
+	// Stop's ctx ends, or all runs ended. Stop does not end it.
+	holds    context.Context
+	endHolds context.CancelFunc
 }
 
 // job is a Job with its timetable and run state.
@@ -122,34 +127,69 @@ func (s *Scheduler) Start(context.Context) error {
 	}
 	s.state = 1
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.holds, s.endHolds = context.WithCancel(context.Background())
 	for _, j := range s.jobs {
 		s.wg.Go(func() { s.loop(j) })
 	}
-	go func() { s.wg.Wait(); close(s.stopped) }()
+	go func() {
+		s.wg.Wait()
+		s.endHolds()
+		close(s.stopped)
+	}()
 	return nil
 }
 
-// Stop stops planning, cancels the ctx of the running jobs (an exclusive
-// job then releases its lock) and waits for them to return, until ctx
-// ends: it then returns ctx's error, the jobs finishing in the background.
-// Stop on a Scheduler never started returns nil.
+// maxStopMargin bounds the time Stop keeps before its ctx's deadline for
+// the release of the locks whose hold the deadline cuts short.
+const maxStopMargin = time.Second
+
+// Stop stops planning, cancels the ctx of the running jobs and waits for
+// them to return, until ctx ends: it then returns ctx's error, the jobs
+// finishing in the background. No run starts once Stop is called.
+//
+// An exclusive run keeps its lock past the end of its job until its hold
+// ends (half the period, 30 s at most, past the planned instant), so that
+// an instance whose clock is late does not run the same instant again; a
+// stop does not cut the hold short, so Stop may take up to the hold. The
+// holds end early, and their locks are released, a tenth of the time left
+// (1 s at most) before ctx's deadline, or when ctx ends: then an instance
+// late by more than the time between the instant and that moment may run
+// the instant again. Give Stop at least the hold to avoid that.
+//
+// Every Stop after a successful Start waits for the runs (a second Stop
+// too); Stop on a Scheduler never started returns nil.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	state := s.state
-	s.state = 2
-	if state == 1 {
+	if s.state == 1 {
 		s.cancel()
 	}
+	s.state = 2
+	started := s.ctx != nil
 	s.mu.Unlock()
-	if state != 1 {
+	if !started {
 		return nil
 	}
+	hctx, cancel := holdsBound(ctx)
+	defer cancel()
+	defer context.AfterFunc(hctx, s.endHolds)()
 	select {
 	case <-s.stopped:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("schedule: jobs still running at the stop deadline: %w", context.Cause(ctx))
 	}
+}
+
+// holdsBound returns the ctx whose end ends the holds of the exclusive
+// runs during a Stop given ctx: ctx, ending a margin before its deadline
+// so that the locks are released by then.
+func holdsBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	margin := min(time.Until(deadline)/10, maxStopMargin)
+	return context.WithDeadline(ctx, deadline.Add(-margin))
 }
 
 // loop plans j's instants until the scheduler stops. Each instant starts a
@@ -169,7 +209,8 @@ func (s *Scheduler) loop(j *job) {
 			s.log.Error("scheduled job has no next instant: no more runs", zap.String("job", j.Name), zap.Time("after", from))
 			return
 		}
-		if err := clock.SleepUntil(s.ctx, planned); err != nil {
+		// A Clock may wake up for a past instant after s.ctx ended.
+		if err := clock.SleepUntil(s.ctx, planned); err != nil || s.ctx.Err() != nil {
 			return
 		}
 		from = planned
@@ -180,13 +221,29 @@ func (s *Scheduler) loop(j *job) {
 			from = now
 			continue
 		}
-		if !j.running.CompareAndSwap(false, true) {
-			s.log.Warn("scheduled job still running, instant skipped", zap.String("job", j.Name), zap.Time("planned", planned))
-			continue
+		if !s.startRun(j, planned) {
+			return
 		}
-		s.wg.Go(func() {
-			defer j.running.Store(false)
-			s.fire(j, planned)
-		})
 	}
+}
+
+// startRun starts the run of j for planned unless the scheduler is
+// stopping (false): Stop cancels s.ctx under s.mu, so no run starts with
+// an ended ctx. An instant reached while j's previous run is still going
+// is skipped (true).
+func (s *Scheduler) startRun(j *job, planned time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return false
+	}
+	if !j.running.CompareAndSwap(false, true) {
+		s.log.Warn("scheduled job still running, instant skipped", zap.String("job", j.Name), zap.Time("planned", planned))
+		return true
+	}
+	s.wg.Go(func() {
+		defer j.running.Store(false)
+		s.fire(j, planned)
+	})
+	return true
 }
