@@ -65,15 +65,20 @@ func New(t testing.TB, opts component.Options) *component.Mutex {
 
 // Lose makes the held lock l lost, as if its store had dropped it, and waits
 // (up to 5 s) until the lock's context is cancelled with ErrLost. The lock
-// must be held in a memory store (Module's or New's).
+// must be held, by l, in m's memory store (Module's or New's): the test
+// fails when l was released, lost or expired, or when its name is now held
+// by another holder — whose lock Lose leaves alone.
 func Lose(t testing.TB, l *component.Lock, m *component.Mutex) {
 	t.Helper()
 	d, ok := m.Driver().(*memory.Driver)
 	if !ok {
 		t.Fatalf("fxtest.Lose: store %q is not a memory store", m.Name())
 	}
-	if !d.Revoke(l.Key()) {
-		t.Fatalf("fxtest.Lose: lock %q is not held in the store", l.Name())
+	if !l.Held() {
+		t.Fatalf("fxtest.Lose: lock %q is not held (released, lost or expired): %v", l.Name(), l.Err())
+	}
+	if !d.RevokeToken(l.Key(), l.Token()) {
+		t.Fatalf("fxtest.Lose: lock %q is not held by this lock in store %q", l.Name(), m.Name())
 	}
 	select {
 	case <-l.Done():

@@ -3,6 +3,9 @@ package fxtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 
 	"go.uber.org/fx"
@@ -79,4 +82,70 @@ func TestNew(t *testing.T) {
 	}
 	fxtest.Lose(t, l, m)
 	fxtest.RequireFree(t, m, "x")
+}
+
+// fatalT records the first Fatalf of the helper it is given and ends the
+// helper's goroutine there, as testing.T does.
+type fatalT struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalT) Helper() {}
+
+func (f *fatalT) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// fatal runs fn with a fatalT in its own goroutine and returns its Fatalf
+// message, "" when fn returned without one.
+func fatal(t *testing.T, fn func(testing.TB)) string {
+	f := &fatalT{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(f)
+	}()
+	<-done
+	return f.msg
+}
+
+// TestLoseNotHeld: Lose of a lock that is no longer held fails the test,
+// and never drops the lock of the name's new holder.
+func TestLoseNotHeld(t *testing.T) {
+	ctx := context.Background()
+	drv := memory.New()
+	m := fxtest.New(t, component.Options{Driver: drv, Name: "a"})
+	other := fxtest.New(t, component.Options{Driver: drv, Name: "b"})
+	l, err := m.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if msg := fatal(t, func(tb testing.TB) { fxtest.Lose(tb, l, m) }); !strings.Contains(msg, "not held") {
+		t.Errorf("Lose of a released lock, name free: failure %q, want \"not held\"", msg)
+	}
+	l2, err := other.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := fatal(t, func(tb testing.TB) { fxtest.Lose(tb, l, m) }); !strings.Contains(msg, "not held") {
+		t.Errorf("Lose of a released lock, name held by another: failure %q, want \"not held\"", msg)
+	}
+	if !l2.Held() {
+		t.Fatalf("the other holder's lock ended: %v", l2.Err())
+	}
+	fxtest.RequireHeld(t, other, "x")
+	if info, held, err := drv.Inspect(ctx, l2.Key()); err != nil || !held || info.Token != l2.Token() {
+		t.Fatalf("store: %+v, held %v, %v; want held by the other holder", info, held, err)
+	}
+	if msg := fatal(t, func(tb testing.TB) { fxtest.Lose(tb, l2, other) }); msg != "" {
+		t.Fatalf("Lose of a held lock failed: %s", msg)
+	}
+	if !errors.Is(l2.Err(), mutexfx.ErrLost) {
+		t.Fatalf("after Lose: %v", l2.Err())
+	}
 }

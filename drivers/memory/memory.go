@@ -161,13 +161,27 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 }
 
 // Revoke drops key from the store whoever holds it, as if it had expired,
-// and tells the subscribers that its holder lost it. For tests (package
-// fxtest uses it to make a held lock lost on demand). It reports whether key
-// was held.
+// and tells the subscribers that its holder lost it. For tests. It reports
+// whether key was held. To make one holder's lock lost, use RevokeToken.
 func (d *Driver) Revoke(key string) bool {
+	return d.revoke(key, func(entry) bool { return true })
+}
+
+// RevokeToken is Revoke of key only when token holds it: a lock released
+// since, and now held by another token, is left to that holder. For tests
+// (package fxtest's Lose uses it). It reports whether it revoked.
+func (d *Driver) RevokeToken(key, token string) bool {
+	return d.revoke(key, func(e entry) bool { return e.token == token })
+}
+
+// revoke drops key if its entry is one of whose, and publishes the loss.
+func (d *Driver) revoke(key string, whose func(entry) bool) bool {
 	d.mu.Lock()
 	e, ok := d.locks[key]
-	delete(d.locks, key)
+	ok = ok && whose(e)
+	if ok {
+		delete(d.locks, key)
+	}
 	d.mu.Unlock()
 	if ok {
 		d.publish(drivers.Event{Kind: drivers.Lost, Key: key, Token: e.token})
