@@ -40,8 +40,9 @@ const NoWait = time.Duration(1)
 type Config struct {
 	// Stores, sorted by name.
 	Stores []Store
-	// Default is the name of the store also provided unnamed, or "" when
-	// there is none (several stores, none named "mutex" or marked default).
+	// Default is the name of the store also provided unnamed: the one
+	// marked default: true, else the store named "mutex", else the only
+	// store — unless that store says default: false. "" when there is none.
 	Default string
 }
 
@@ -58,6 +59,10 @@ type Store struct {
 	Timeout    time.Duration // NoWait for 0, Forever for no limit, 0 when unset
 	RetryDelay time.Duration
 	Default    bool
+
+	// defaultSet: the block has a default key; a store saying default:
+	// false is never the default by its name or by being the only store.
+	defaultSet bool
 }
 
 // Driver is a store's driver block.
@@ -118,8 +123,12 @@ func Load(k *koanf.Koanf, path string) (Config, error) {
 		}
 	}
 	if cfg.Default == "" {
-		if i := slices.IndexFunc(cfg.Stores, func(s Store) bool { return s.Name == DefaultStore }); i >= 0 || len(cfg.Stores) == 1 {
-			cfg.Default = cfg.Stores[max(i, 0)].Name
+		i := slices.IndexFunc(cfg.Stores, func(s Store) bool { return s.Name == DefaultStore })
+		if i < 0 && len(cfg.Stores) == 1 {
+			i = 0
+		}
+		if i >= 0 && !cfg.Stores[i].defaultSet { // not a store saying default: false
+			cfg.Default = cfg.Stores[i].Name
 		}
 	}
 	return cfg, nil
@@ -162,8 +171,12 @@ func loadStore(path, name string, raw any) (Store, error) {
 			}
 		case "timeout":
 			st.Timeout, err = duration(p, v)
-			if err == nil && st.Timeout == 0 {
+			switch {
+			case err != nil:
+			case st.Timeout == 0:
 				st.Timeout = NoWait
+			case st.Timeout < 0 && st.Timeout != Forever:
+				err = Errorf(p, "must not be negative (-1 or \"infinite\": no limit), got %v", st.Timeout)
 			}
 		case "retrydelay":
 			st.RetryDelay, err = duration(p, v)
@@ -172,6 +185,7 @@ func loadStore(path, name string, raw any) (Store, error) {
 			}
 		case "default":
 			st.Default, err = boolean(p, v)
+			st.defaultSet = true
 		default:
 			err = Errorf(p, "unknown key (known: %s)", strings.Join(storeKeys, ", "))
 		}
@@ -188,7 +202,11 @@ func loadDriver(path string, v any) (Driver, error) {
 	case string: // driver: memory
 		d.Type = x
 	case map[string]any:
-		for k, val := range x {
+		// Sorted, as a store block's keys: of two spellings (Type from a
+		// file, type from the environment) the lower-case one wins, the
+		// same in every run.
+		for _, k := range sortedKeys(x) {
+			val := x[k]
 			switch strings.ToLower(k) {
 			case "type":
 				s, ok := val.(string)

@@ -88,20 +88,47 @@ func TestLoadDefaults(t *testing.T) {
 		{"mutex:\n  a: {driver: {type: redis}}\n", "a", 1, first{typ: "redis"}},                                // any type: checked by the module
 		{"mutex:\n  a: {timeout: -1, retrydelay: 0}\n", "a", 1, first{typ: "memory", timeout: config.Forever}}, // env-style lower case
 		{"mutex:\n  a: {timeout: 0, retryDelay: 20ms}\n", "a", 1, first{typ: "memory", timeout: config.NoWait, retryDelay: 20 * time.Millisecond}},
+		{"mutex:\n  a: {timeout: '-1'}\n", "a", 1, first{typ: "memory", timeout: config.Forever}},          // -1 as the environment gives it
+		{"mutex:\n  a: {}\n  mutex: {default: false}\n", "", 2, first{typ: "memory"}},                      // mutex, but not the default
+		{"mutex:\n  mutex: {default: false}\n", "", 1, first{typ: "memory"}},                               // the only store, not the default
+		{"mutex:\n  jobs: {default: 'false'}\n", "", 1, first{typ: "memory"}},                              // the same from the environment
+		{"mutex:\n  a: {default: true}\n  mutex: {default: false}\n", "a", 2, first{typ: "memory"}},        // marked, the other not
+		{"mutex:\n  a: {}\n  mutex: {default: true}\n", "mutex", 2, first{typ: "memory"}},                  // marked and named mutex
+		{"mutex:\n  a: {driver: {Type: redis, type: file}}\n", "a", 1, first{typ: "file"}},                 // two spellings: lower case wins
+		{"mutex:\n  a: {driver: {TYPE: postgres, Type: redis, type: file}}\n", "a", 1, first{typ: "file"}}, // three
+		{"mutex:\n  a: {driver: {Type: redis, Client: x, client: rdb}}\n", "a", 1, first{typ: "redis"}},    // the lower-case client wins, checked below
 	}
-	for _, c := range cases {
-		cfg, err := config.Load(load(t, c.yaml), "")
-		if err != nil {
-			t.Errorf("%q: %v", c.yaml, err)
-			continue
-		}
+	// check reports whether cfg is what c wants; if not, it fails the test.
+	check := func(c struct {
+		yaml, def string
+		stores    int
+		first     first
+	}, cfg config.Config) bool {
 		if cfg.Default != c.def || len(cfg.Stores) != c.stores {
 			t.Errorf("%q: default %q, %d stores; want %q, %d", c.yaml, cfg.Default, len(cfg.Stores), c.def, c.stores)
-			continue
+			return false
 		}
 		st := cfg.Stores[0]
 		if got := (first{st.Driver.Type, st.TTL, st.Timeout, st.RetryDelay}); got != c.first {
 			t.Errorf("%q: first store %+v; want %+v", c.yaml, got, c.first)
+			return false
+		}
+		if st.Driver.Client != "" && st.Driver.Client != "rdb" {
+			t.Errorf("%q: client %q, want rdb", c.yaml, st.Driver.Client)
+			return false
+		}
+		return true
+	}
+	for _, c := range cases {
+		for range 20 { // the same whatever the maps' iteration order
+			cfg, err := config.Load(load(t, c.yaml), "")
+			if err != nil {
+				t.Errorf("%q: %v", c.yaml, err)
+				break
+			}
+			if !check(c, cfg) {
+				break
+			}
 		}
 	}
 }
@@ -109,7 +136,13 @@ func TestLoadDefaults(t *testing.T) {
 func TestLoadErrors(t *testing.T) {
 	cases := []struct{ yaml, want string }{
 		{"mutex:\n  orders: {ttl: 0}\n", "mutex.orders.ttl: must be at least 10ms"},
-		{"mutex:\n  orders: {ttl: -5}\n", "mutex.orders.ttl: must be at least 10ms"},
+		{"mutex:\n  orders: {ttl: -5}\n", "mutex.orders.ttl: negative duration -5 ms: only -1"},
+		{"mutex:\n  orders: {ttl: -1}\n", "mutex.orders.ttl: must be at least 10ms"},
+		{"mutex:\n  orders: {timeout: -100}\n", "mutex.orders.timeout: negative duration -100 ms: only -1"},
+		{"mutex:\n  orders: {timeout: '-100'}\n", "mutex.orders.timeout: negative duration -100 ms: only -1"},
+		{"mutex:\n  orders: {timeout: -0.5}\n", "mutex.orders.timeout: negative duration -0.5 ms: only -1"},
+		{"mutex:\n  orders: {timeout: -100ms}\n", "mutex.orders.timeout: must not be negative (-1 or \"infinite\": no limit), got -100ms"},
+		{"mutex:\n  orders: {retryDelay: -2}\n", "mutex.orders.retryDelay: negative duration -2 ms: only -1"},
 		{"mutex:\n  orders: {ttl: 5ns}\n", "mutex.orders.ttl: must be at least 10ms"},
 		{"mutex:\n  orders: {ttl: soon}\n", `mutex.orders.ttl: invalid duration "soon"`},
 		{"mutex:\n  orders: {ttl: [1]}\n", "mutex.orders.ttl: invalid duration of type"},
@@ -124,6 +157,8 @@ func TestLoadErrors(t *testing.T) {
 		{"mutex:\n  orders: {driver: 3}\n", "mutex.orders.driver: must be a driver type or a map"},
 		{"mutex:\n  orders: {driver: {type: 3}}\n", "mutex.orders.driver.type: must be a string"},
 		{"mutex:\n  orders: {driver: {client: ''}}\n", "mutex.orders.driver.client: must name a client"},
+		{"mutex:\n  orders: {driver: {Type: 3, type: file}}\n", "mutex.orders.driver.Type: must be a string"},
+		{"mutex:\n  orders: {driver: {Client: rdb, client: ''}}\n", "mutex.orders.driver.client: must name a client"},
 		{"mutex:\n  a: {default: true}\n  b: {default: true}\n", `mutex.b.default: store "a" is already the default`},
 		{"mutex:\n  Orders: {ttl: 1s}\n  orders: {ttl: 2s}\n", `mutex.orders: differs from store "Orders" only in case`},
 	}
@@ -169,6 +204,7 @@ func TestDecode(t *testing.T) {
 	type opts struct {
 		Dir     string        `koanf:"dir"`
 		Timeout time.Duration `koanf:"timeout"`
+		Busy    time.Duration `koanf:"busyTimeout"`
 		Pool    int           `koanf:"poolSize"`
 	}
 	var o opts
@@ -183,6 +219,12 @@ func TestDecode(t *testing.T) {
 	if err != nil || o.Pool != 4 {
 		t.Fatalf("Decode of two spellings = %+v, %v; want poolSize 4", o, err)
 	}
+	// -1 is the one negative number: no limit
+	o = opts{}
+	err = config.Decode("mutex.a.driver", map[string]any{"busyTimeout": -1, "timeout": "infinite"}, &o)
+	if err != nil || o.Busy != config.Forever || o.Timeout != config.Forever {
+		t.Fatalf("Decode of -1 = %+v, %v; want Forever", o, err)
+	}
 	cases := []struct {
 		in   map[string]any
 		want string
@@ -190,6 +232,9 @@ func TestDecode(t *testing.T) {
 		{map[string]any{"dri": "/x"}, "mutex.a.driver.dri: unknown key"},
 		{map[string]any{"timeout": "later"}, "mutex.a.driver.timeout: "},
 		{map[string]any{"poolSize": "many"}, "mutex.a.driver.poolSize: "},
+		{map[string]any{"busyTimeout": -5}, "mutex.a.driver.busyTimeout: negative duration -5 ms: only -1"},
+		{map[string]any{"busyTimeout": "-100"}, "mutex.a.driver.busyTimeout: negative duration -100 ms: only -1"},
+		{map[string]any{"timeout": int64(-2)}, "mutex.a.driver.timeout: negative duration -2 ms: only -1"},
 	}
 	for _, c := range cases {
 		err := config.Decode("mutex.a.driver", c.in, &opts{})
@@ -207,13 +252,14 @@ func TestParseDuration(t *testing.T) {
 		{"30s", 30 * time.Second}, {30000, 30 * time.Second}, {int64(5), 5 * time.Millisecond},
 		{"250", 250 * time.Millisecond}, {1.5, 1500 * time.Microsecond}, {"forever", config.Forever},
 		{"Infinite", config.Forever}, {-1, config.Forever}, {uint8(2), 2 * time.Millisecond}, {time.Second, time.Second},
+		{"-1", config.Forever}, {-1.0, config.Forever}, {int64(-1), config.Forever}, {"-100ms", -100 * time.Millisecond}, // a Go duration: the key checks its sign
 	}
 	for _, c := range cases {
 		if got, err := config.ParseDuration(c.in); err != nil || got != c.want {
 			t.Errorf("ParseDuration(%#v) = %v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []any{"soon", true, 1e300, nil} {
+	for _, bad := range []any{"soon", true, 1e300, nil, -100, -2, int8(-5), "-100", -0.5, -1e300} {
 		if _, err := config.ParseDuration(bad); err == nil {
 			t.Errorf("ParseDuration(%#v) accepted", bad)
 		}

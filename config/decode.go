@@ -39,7 +39,7 @@ func Join(path, key string) string {
 }
 
 // Forever is the Duration that waits without limit (timeout: -1, "infinite"
-// or "forever" in configuration).
+// or "forever" in configuration; no other negative number).
 const Forever = time.Duration(-1)
 
 // Decode decodes a configuration block (nested maps as koanf loads them) into
@@ -111,7 +111,9 @@ func DurationHook(from, to reflect.Type, data any) (any, error) {
 
 // ParseDuration reads a configuration duration: a time.Duration as is, a Go
 // duration string, an integer or numeric string as milliseconds, a float as
-// milliseconds, "infinite"/"forever" as Forever.
+// milliseconds, -1 and "infinite"/"forever" as Forever. Another negative
+// number of milliseconds is an error (a negative Go duration string is
+// returned as is, for the key's own check).
 func ParseDuration(v any) (time.Duration, error) {
 	switch x := v.(type) {
 	case time.Duration:
@@ -149,8 +151,11 @@ func ms(f float64) (time.Duration, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > float64(math.MaxInt64/int64(time.Millisecond)) {
 		return 0, fmt.Errorf("duration %v ms out of range", f)
 	}
-	if f < 0 {
+	switch {
+	case f == -1:
 		return Forever, nil
+	case f < 0:
+		return 0, fmt.Errorf("negative duration %v ms: only -1 (or \"infinite\") means no limit", f)
 	}
 	return time.Duration(f * float64(time.Millisecond)), nil
 }
