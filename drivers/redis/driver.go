@@ -70,28 +70,77 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newDriver(goredis.NewUniversalClient(u), true, set), nil
+	c := goredis.NewUniversalClient(u) // a *goredis.Client or *goredis.ClusterClient
+	_, cluster := c.(*goredis.ClusterClient)
+	return newDriver(c, true, cluster, set), nil
 }
 
 // NewWithClient returns a driver using c, a client the application already
-// has (a *goredis.Client, *goredis.ClusterClient or failover client). The
-// driver never closes c. Only opts' driver settings (Channel, FenceTTL,
+// has. c must be a *goredis.Client (one server, or a Sentinel failover
+// client from goredis.NewFailoverClient) or a *goredis.ClusterClient (Redis
+// Cluster, including goredis.NewFailoverClusterClient); the driver's scope
+// (Features().Scope) is "server" or "cluster" accordingly. Any other
+// UniversalClient is refused with an error wrapping ErrOptions:
+//
+//   - a *goredis.Ring shards keys on the client side over independent
+//     servers: a renewal batch or a lock's wake-up message would reach
+//     another shard than the lock's keys, and locks would be reported lost;
+//   - a *goredis.AutoPipeliner does not tell whether it wraps a Cluster
+//     client, which the driver must know to batch renewals per slot; pass
+//     the client it wraps (the driver pipelines its own renewals);
+//   - other types (wrappers) likewise: pass the go-redis client itself and
+//     add behaviour with c.AddHook.
+//
+// The driver never closes c. Only opts' driver settings (Channel, FenceTTL,
 // RenewBatch) are read; the connection options are c's. Give c
 // ContextTimeoutEnabled so that contexts bound its reads.
 func NewWithClient(c goredis.UniversalClient, opts Options) (*Driver, error) {
-	if c == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrOptions)
+	cluster, err := clientMode(c)
+	if err != nil {
+		return nil, err
 	}
 	set, err := opts.settings()
 	if err != nil {
 		return nil, err
 	}
-	return newDriver(c, false, set), nil
+	return newDriver(c, false, cluster, set), nil
 }
 
-func newDriver(c goredis.UniversalClient, owned bool, set settings) *Driver {
-	d := &Driver{client: c, owned: owned, set: set, id: rand.Text()}
-	_, d.cluster = c.(*goredis.ClusterClient)
+// clientMode reports whether c is a Cluster client (true) or a client of
+// one server (false), or an error for a client the driver cannot use.
+func clientMode(c goredis.UniversalClient) (bool, error) {
+	switch c := c.(type) {
+	case nil:
+		return false, fmt.Errorf("%w: nil client", ErrOptions)
+	case *goredis.Client:
+		return false, nilClient(c == nil)
+	case *goredis.ClusterClient:
+		return true, nilClient(c == nil)
+	case *goredis.Ring:
+		return false, fmt.Errorf("%w: client: a *redis.Ring is not supported: it shards keys on the client side over "+
+			"independent servers, so renewals and wake-ups would miss the locks' shard; use a *redis.Client "+
+			"(one server or Sentinel) or a *redis.ClusterClient (Redis Cluster)", ErrOptions)
+	case *goredis.AutoPipeliner:
+		return false, fmt.Errorf("%w: client: a *redis.AutoPipeliner is not supported: it does not tell whether it wraps "+
+			"a Cluster client; pass the *redis.Client or *redis.ClusterClient it wraps (the driver pipelines its own "+
+			"renewals)", ErrOptions)
+	default:
+		return false, fmt.Errorf("%w: client: a %T is not supported: the driver must know whether it talks to one "+
+			"server or a Redis Cluster; pass a *redis.Client or *redis.ClusterClient (add behaviour with AddHook)",
+			ErrOptions, c)
+	}
+}
+
+// nilClient returns the error of a nil client pointer, or nil.
+func nilClient(isNil bool) error {
+	if isNil {
+		return fmt.Errorf("%w: nil client", ErrOptions)
+	}
+	return nil
+}
+
+func newDriver(c goredis.UniversalClient, owned, cluster bool, set settings) *Driver {
+	d := &Driver{client: c, owned: owned, cluster: cluster, set: set, id: rand.Text()}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.health = newHealth(d)
 	return d

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -40,24 +39,43 @@ var ErrOptions = errors.New("redis: invalid options")
 type Options struct {
 	// URL is a redis:// or rediss:// (TLS) URL, for example
 	// "redis://user:secret@host:6379/2?dial_timeout=3s". With Cluster it may
-	// list more nodes with "addr" query parameters (go-redis
-	// ParseClusterURL). Username, Password, DB and the TLS fields, when set,
-	// override the URL's. Percent-encode / ? # @ : in the user name and
-	// password. Mutually exclusive with Addrs. Default: none.
+	// list more nodes with "addr" query parameters and its database must be
+	// 0. Mutually exclusive with Addrs. Default: none.
+	//
+	// Every query parameter of go-redis's URL parser (ParseURL; with
+	// Cluster, ParseClusterURL) applies, with go-redis's meaning
+	// (client_name, protocol, dial_timeout, read_timeout, write_timeout,
+	// pool_size, pool_timeout, min_idle_conns, max_idle_conns,
+	// max_active_conns, conn_max_idle_time, conn_max_lifetime, max_retries,
+	// min_retry_backoff, max_retry_backoff, pool_fifo, skip_verify, ...;
+	// unknown ones are errors), except that dial_timeout must be positive
+	// and max_retries=0 means no retries, as MaxRetries does. Precedence:
+	// a field of Options set to a non-zero value (Username, Password, DB,
+	// the TLS fields, DialTimeout, CommandTimeout for both read_timeout and
+	// write_timeout, PoolSize, MaxRetries) wins over the URL's parameter,
+	// which wins over the driver's defaults (those of the fields, and one
+	// dial attempt per connection: go-redis's dialer_retries, which only a
+	// Cluster URL can set), which win over go-redis's.
+	//
+	// Percent-encode / ? # @ : in the user name and password, and an @ in
+	// a query value (client_name=billing%40eu): a URL with an @ after its
+	// host part is refused, as it may be a password that ended the host
+	// part early.
 	URL string `koanf:"url"`
 	// Addrs are "host:port" addresses: one standalone server, the seed
-	// nodes of a cluster (Cluster true) or the Sentinels (MasterName set).
-	// Default: none.
+	// nodes of a cluster (Cluster true) or the Sentinels (MasterName set);
+	// several addresses need Cluster or MasterName. Default: none.
 	Addrs []string `koanf:"addrs"`
 	// MasterName is the Sentinel master name; setting it selects Sentinel
 	// (failover) mode with Addrs the Sentinels. Default: "" (no Sentinel).
 	MasterName string `koanf:"masterName"`
 	// Cluster selects Redis Cluster mode. Default: false.
 	Cluster bool `koanf:"cluster"`
-	// Username is the ACL user name. Default: "" (the default user).
+	// Username is the ACL user name; it overrides the URL's.
+	// Default: the URL's, else "" (the default user).
 	Username string `koanf:"username"`
-	// Password authenticates; it never appears in errors or logs.
-	// Default: "" (no AUTH).
+	// Password authenticates; it overrides the URL's and never appears in
+	// errors or logs. Default: the URL's, else "" (no AUTH).
 	Password string `koanf:"password"`
 	// SentinelUsername is the ACL user of the Sentinels (Sentinel mode
 	// only). Default: "" (the default user).
@@ -65,13 +83,13 @@ type Options struct {
 	// SentinelPassword authenticates against the Sentinels (Sentinel mode
 	// only); it never appears in errors or logs. Default: "" (no AUTH).
 	SentinelPassword string `koanf:"sentinelPassword"`
-	// DB is the database number (standalone and Sentinel only).
-	// Default: 0.
+	// DB is the database number (standalone and Sentinel only); it
+	// overrides the URL's. Default: the URL's, else 0.
 	DB int `koanf:"db"`
 	// TLS enables TLS (implied by rediss://). Default: false.
 	TLS bool `koanf:"tls"`
 	// TLSInsecureSkipVerify disables server certificate verification
-	// (testing only). Default: false.
+	// (testing only); false leaves a URL's skip_verify. Default: false.
 	TLSInsecureSkipVerify bool `koanf:"tlsInsecureSkipVerify"`
 	// TLSCAFile is a PEM file of CA certificates trusted in place of the
 	// system pool. Default: "" (system pool).
@@ -79,22 +97,32 @@ type Options struct {
 	// TLSServerName overrides the name verified in the server certificate.
 	// Default: the host name.
 	TLSServerName string `koanf:"tlsServerName"`
-	// DialTimeout bounds each connection attempt: an unreachable server
-	// fails the first call after it. Default: DefaultDialTimeout (5 s).
+	// DialTimeout bounds each connection attempt (go-redis's DialTimeout;
+	// the driver makes one attempt per connection, not go-redis's 5): an
+	// unreachable server fails the first call after it. Overrides the URL's
+	// dial_timeout. Default: the URL's dial_timeout, else DefaultDialTimeout
+	// (5 s).
 	DialTimeout time.Duration `koanf:"dialTimeout"`
 	// CommandTimeout bounds a command's reads and writes on the socket when
-	// the caller's context allows longer. Default: DefaultCommandTimeout
-	// (3 s).
+	// the caller's context allows longer (go-redis's ReadTimeout and
+	// WriteTimeout; contexts always bound them, as the driver sets
+	// ContextTimeoutEnabled). Overrides the URL's read_timeout and
+	// write_timeout. Default: the URL's read_timeout and write_timeout
+	// (write_timeout defaulting to read_timeout; -1 or 0 there: no socket
+	// timeout), else DefaultCommandTimeout (3 s).
 	CommandTimeout time.Duration `koanf:"commandTimeout"`
-	// PoolSize is the connection pool size (per node). Default: go-redis's
-	// (10 per GOMAXPROCS).
+	// PoolSize is the connection pool size (per node), in connections.
+	// Overrides the URL's pool_size. Default: the URL's pool_size, else
+	// go-redis's (10 per GOMAXPROCS).
 	PoolSize int `koanf:"poolSize"`
 	// MaxRetries is how many times go-redis retries a command after a
-	// network error. Default: 0 (none: the component retries with its own
-	// backoff). A retried acquisition whose first run took the lock gets it
-	// (the acquire script recognises the caller's token); a retried release
-	// whose first run released the lock reports false (not held), as the
-	// retry finds it free.
+	// network error. Overrides the URL's max_retries. Default: the URL's
+	// max_retries when positive, else 0 (none: the component retries with
+	// its own backoff; go-redis's default of 3 never applies). A retried
+	// acquisition whose first run took the lock gets it (the acquire script
+	// recognises the caller's token); a retried release whose first run
+	// released the lock reports false (not held), as the retry finds it
+	// free.
 	MaxRetries int `koanf:"maxRetries"`
 	// Channel is the prefix of the Pub/Sub channels of release messages:
 	// a driver listens on Channel + ":" + its waiter id, and a release
@@ -163,6 +191,9 @@ func (o Options) universal() (*goredis.UniversalOptions, error) {
 				return nil, fmt.Errorf("%w: addrs: has an empty address", ErrOptions)
 			}
 		}
+		if len(o.Addrs) > 1 && !o.Cluster && o.MasterName == "" {
+			return nil, fmt.Errorf("%w: addrs: several addresses need cluster (the seed nodes) or masterName (the Sentinels)", ErrOptions)
+		}
 		u.Addrs = append([]string(nil), o.Addrs...)
 	}
 	if o.Username != "" {
@@ -190,83 +221,45 @@ func (o Options) universal() (*goredis.UniversalOptions, error) {
 	if o.DialTimeout < 0 || o.CommandTimeout < 0 || o.PoolSize < 0 || o.MaxRetries < 0 {
 		return nil, fmt.Errorf("%w: dialTimeout, commandTimeout, poolSize and maxRetries must not be negative", ErrOptions)
 	}
-	// Options fields win over URL query parameters, which win over defaults.
-	u.DialTimeout = first(o.DialTimeout, u.DialTimeout, DefaultDialTimeout)
-	u.DialerRetries = 1 // one attempt: an unreachable server fails after DialTimeout, not 5 of them
-	u.ReadTimeout = first(o.CommandTimeout, u.ReadTimeout, DefaultCommandTimeout)
-	u.WriteTimeout = first(o.CommandTimeout, u.WriteTimeout, DefaultCommandTimeout)
+	// Precedence: Options' fields when set (not zero), then the URL's query
+	// parameters, then the driver's defaults, then go-redis's.
+	switch {
+	case o.DialTimeout > 0:
+		u.DialTimeout = o.DialTimeout
+	case u.DialTimeout < 0: // dial_timeout=0 or -1: go-redis would fail every dial at once
+		return nil, fmt.Errorf("%w: url: dial_timeout must be positive", ErrOptions)
+	case u.DialTimeout == 0:
+		u.DialTimeout = DefaultDialTimeout
+	}
+	if u.DialerRetries == 0 {
+		u.DialerRetries = 1 // one attempt: an unreachable server fails after DialTimeout, not 5 of them
+	}
+	// read_timeout=-1 (or 0) in the URL disables the socket timeout, as in
+	// go-redis; write_timeout defaults to the read timeout, as in go-redis.
+	u.ReadTimeout = firstSet(o.CommandTimeout, u.ReadTimeout, DefaultCommandTimeout)
+	u.WriteTimeout = firstSet(o.CommandTimeout, u.WriteTimeout, u.ReadTimeout)
 	u.ContextTimeoutEnabled = true
 	if o.PoolSize != 0 {
 		u.PoolSize = o.PoolSize
 	}
-	if o.MaxRetries != 0 {
+	switch {
+	case o.MaxRetries > 0:
 		u.MaxRetries = o.MaxRetries
-	}
-	if u.MaxRetries == 0 {
+	case u.MaxRetries <= 0: // not set, or max_retries=0 or -1 in the URL
 		u.MaxRetries = -1 // go-redis: -1 disables retries, 0 means 3
 	}
 	u.DisableIdentity = true
 	return u, nil
 }
 
-// urlProblems are the kinds of url.Parse errors, named in New's error in
-// place of the parser's message, which quotes parts of the URL.
-var urlProblems = []string{
-	"invalid port", "invalid character", "invalid URL escape", "invalid control character", "invalid userinfo",
-	"invalid IP-literal", "missing ']' in host", "invalid host", "missing protocol scheme",
-	"first path segment in URL cannot contain colon",
-}
-
-// notShown ends the errors of a URL that could not be parsed.
-const notShown = "(the URL is not shown: it may hold a password; percent-encode / ? # @ : in the user name and password)"
-
-// fromURL parses o.URL into u. Errors never contain the URL (it may hold a
-// password), nor any part of one that could not be parsed: a password with
-// an unescaped / ? or # ends the host part early, so the parser takes
-// pieces of it for the port, the path or the query.
-func (o Options) fromURL(u *goredis.UniversalOptions) error {
-	if misplacedAt(o.URL) {
-		return fmt.Errorf("%w: url: an @ after the host %s", ErrOptions, notShown)
-	}
-	parsed, err := url.Parse(o.URL)
-	if err != nil {
-		kind := "malformed"
-		for _, p := range urlProblems {
-			if strings.Contains(err.Error(), p) {
-				kind = p
-				break
-			}
+// firstSet returns the first non-zero duration of ds, or zero.
+func firstSet(ds ...time.Duration) time.Duration {
+	for _, d := range ds {
+		if d != 0 {
+			return d
 		}
-		return fmt.Errorf("%w: url: %s %s", ErrOptions, kind, notShown)
 	}
-	secret, _ := parsed.User.Password()
-	switch parsed.Scheme {
-	case "redis", "rediss":
-	default:
-		return fmt.Errorf("%w: url: scheme must be redis or rediss, not %q", ErrOptions, parsed.Scheme)
-	}
-	if o.Cluster {
-		co, err := goredis.ParseClusterURL(o.URL)
-		if err != nil {
-			return fmt.Errorf("%w: url: %s", ErrOptions, scrub(err.Error(), o.URL, secret, o.Password))
-		}
-		u.Addrs, u.Username, u.Password, u.TLSConfig = co.Addrs, co.Username, co.Password, co.TLSConfig
-		u.DialTimeout, u.ReadTimeout, u.WriteTimeout = co.DialTimeout, co.ReadTimeout, co.WriteTimeout
-		u.PoolSize = co.PoolSize
-		return nil
-	}
-	so, err := goredis.ParseURL(o.URL)
-	if err != nil {
-		return fmt.Errorf("%w: url: %s", ErrOptions, scrub(err.Error(), o.URL, secret, o.Password))
-	}
-	u.Addrs = []string{so.Addr}
-	u.Username, u.Password, u.DB, u.TLSConfig = so.Username, so.Password, so.DB, so.TLSConfig
-	u.DialTimeout, u.ReadTimeout, u.WriteTimeout = so.DialTimeout, so.ReadTimeout, so.WriteTimeout
-	u.PoolSize = so.PoolSize
-	if so.MaxRetries > 0 {
-		u.MaxRetries = so.MaxRetries
-	}
-	return nil
+	return 0
 }
 
 func (o Options) tls(u *goredis.UniversalOptions) error {
@@ -279,7 +272,9 @@ func (o Options) tls(u *goredis.UniversalOptions) error {
 	if o.TLSServerName != "" {
 		u.TLSConfig.ServerName = o.TLSServerName
 	}
-	u.TLSConfig.InsecureSkipVerify = o.TLSInsecureSkipVerify //nolint:gosec // explicit option
+	if o.TLSInsecureSkipVerify { // false leaves a URL's skip_verify
+		u.TLSConfig.InsecureSkipVerify = true //nolint:gosec // explicit option
+	}
 	if o.TLSCAFile != "" {
 		pem, err := os.ReadFile(o.TLSCAFile)
 		if err != nil {
@@ -292,56 +287,4 @@ func (o Options) tls(u *goredis.UniversalOptions) error {
 		u.TLSConfig.RootCAs = pool
 	}
 	return nil
-}
-
-// misplacedAt reports whether raw has an @ after its host part (which ends
-// at the first / ? or # after "//") where none can be: in the path (the
-// database number), the fragment, or a query parameter's name. The user
-// name or password then holds an unescaped / ? or #. An @ in a query
-// value (client_name=billing@eu) is data.
-func misplacedAt(raw string) bool {
-	_, rest, ok := strings.Cut(raw, "//")
-	if !ok {
-		return false
-	}
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		return false
-	}
-	rest, fragment, _ := strings.Cut(rest[end:], "#")
-	path, query, _ := strings.Cut(rest, "?")
-	if strings.Contains(path, "@") || strings.Contains(fragment, "@") {
-		return true
-	}
-	for _, param := range strings.Split(query, "&") {
-		if name, _, _ := strings.Cut(param, "="); strings.Contains(name, "@") {
-			return true
-		}
-	}
-	return false
-}
-
-// first returns the first positive duration of ds, or the last one.
-func first(ds ...time.Duration) time.Duration {
-	for _, d := range ds {
-		if d > 0 {
-			return d
-		}
-	}
-	return ds[len(ds)-1]
-}
-
-// scrub removes the URL and the secrets from an error message.
-func scrub(msg, rawURL string, secrets ...string) string {
-	if rawURL != "" {
-		msg = strings.ReplaceAll(msg, rawURL, "<url>")
-	}
-	for _, s := range secrets {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, "xxxxx")
-			msg = strings.ReplaceAll(msg, url.QueryEscape(s), "xxxxx")
-			msg = strings.ReplaceAll(msg, url.PathEscape(s), "xxxxx")
-		}
-	}
-	return msg
 }

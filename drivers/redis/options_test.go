@@ -145,12 +145,65 @@ func TestURLPasswordNeverShown(t *testing.T) {
 	}
 }
 
-// TestURLAtInQueryValue: an @ in a query value is data, not a misplaced
-// password: the URL is valid.
+// TestURLPiecesNeverShown: URLs whose password ends the host part early
+// where the part before the password's / ? or # still parses (as a port,
+// or as nothing), or that lack the "//", are refused by New and the
+// factory, before any dial, with an error showing none of the pieces
+// (password, user, host, the parameters the password's tail would be).
+func TestURLPiecesNeverShown(t *testing.T) {
+	tests := []struct {
+		name   string
+		url    string
+		pieces []string // none may appear in the error
+	}{
+		// was "unexpected option: Qw"
+		{"? after a port-like start", "redis://user:83?Qw=T9k@host", []string{"83", "Qw", "T9k"}},
+		// was accepted, then dialled 127.0.0.1:4411
+		{"? after a port-like password", "redis://:4411?client_name=Zq@127.0.0.1:1", []string{"4411", "Zq", "127.0.0.1"}},
+		{"? with a known parameter", "redis://:Pw9?pool_size=3@hst5z:6379", []string{"Pw9", "pool_size", "hst5z"}},
+		{"? then &", "redis://u:Pw9?client_name=Kv&x=Yb@hst5z/0", []string{"Pw9", "Kv", "Yb", "hst5z"}},
+		{"# after a port-like start", "redis://:4411#Zq7@hst5z:6379", []string{"4411", "Zq7", "hst5z"}},
+		{"/ after a port-like start", "redis://:4411/Zq7@hst5z:6379", []string{"4411", "Zq7", "hst5z"}},
+		{"@ in the user and ? in the password", "redis://Usr8k@Grp2:12?a=Qw7@hst5z", []string{"Usr8k", "Grp2", "12", "Qw7", "hst5z"}},
+		{"no //", "redis:Usr8k:Pw9x@hst5z:6379", []string{"Usr8k", "Pw9x", "hst5z"}},
+		{"no scheme", "Usr8k:Pw9x@hst5z:6379", []string{"Usr8k", "Pw9x", "hst5z"}},
+		{"@ in a query value", "redis://hst5z:6379/0?client_name=Kv@Yb", []string{"hst5z", "Kv", "Yb"}},
+	}
+	for _, tt := range tests {
+		for _, cluster := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s cluster=%v", tt.name, cluster), func(t *testing.T) {
+				d, err := New(Options{URL: tt.url, Cluster: cluster})
+				if err == nil {
+					_ = d.Close(context.Background())
+					t.Fatal("New accepted the URL")
+				}
+				if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "url: ") {
+					t.Fatalf("error %q; want ErrOptions on the url", err)
+				}
+				_, ferr := Factory().New(drivers.Spec{Path: "mutex.orders.driver", Logger: zap.NewNop(),
+					Options: map[string]any{"url": tt.url, "cluster": cluster}})
+				if ferr == nil || !strings.HasPrefix(ferr.Error(), "mutex.orders.driver.url: ") {
+					t.Fatalf("factory error %v; want one at mutex.orders.driver.url", ferr)
+				}
+				for _, msg := range []string{err.Error(), ferr.Error()} {
+					for _, p := range tt.pieces {
+						if strings.Contains(msg, p) {
+							t.Fatalf("error %q shows %q of the URL", msg, p)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestURLAtInQueryValue: an @ in a query value must be percent-encoded
+// (a raw one is refused above, as it could be a misplaced password); so
+// encoded, it reaches go-redis decoded.
 func TestURLAtInQueryValue(t *testing.T) {
-	u, err := Options{URL: "redis://127.0.0.1:6379/0?client_name=billing@eu-west"}.universal()
-	if err != nil || u.Addrs[0] != "127.0.0.1:6379" {
-		t.Fatalf("URL with an @ in a query value: %v, %+v", err, u)
+	u, err := Options{URL: "redis://127.0.0.1:6379/0?client_name=billing%40eu-west"}.universal()
+	if err != nil || u.Addrs[0] != "127.0.0.1:6379" || u.ClientName != "billing@eu-west" {
+		t.Fatalf("URL with an encoded @ in a query value: %v, %+v", err, u)
 	}
 }
 

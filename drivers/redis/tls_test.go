@@ -89,7 +89,7 @@ func TestTLS(t *testing.T) {
 // TestTLSRefused: a server certificate the client must not trust (another
 // CA, the system pool, another name), a plain-text client on the TLS port
 // or a TLS client on a plain port fail the first call with ErrDriver, saying why, without the password; skipping
-// verification (tests only) connects.
+// verification (tests only; tlsInsecureSkipVerify or the URL's skip_verify) connects.
 func TestTLSRefused(t *testing.T) {
 	s, ca := tlsServer(t)
 	other := testutil.NewTestCA(t)
@@ -116,6 +116,8 @@ func TestTLSRefused(t *testing.T) {
 		// reports ErrTimeout wrapping the ErrDriver).
 		{"TLS client, plain server", Options{Addrs: []string{plainServer.Addr}, Password: secret, TLS: true, DialTimeout: 300 * time.Millisecond}, "deadline exceeded"},
 		{"skip verify", Options{URL: redissURL(s), TLSCAFile: other.CAFile, TLSInsecureSkipVerify: true}, ""},
+		// the URL's skip_verify is kept (tlsInsecureSkipVerify false does not reset it)
+		{"skip_verify in the URL", Options{URL: redissURL(s) + "?skip_verify=true", TLSCAFile: other.CAFile}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
