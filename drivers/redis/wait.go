@@ -126,8 +126,8 @@ func (d *Driver) leaveNow(ctx context.Context, req drivers.AcquireRequest, last 
 // leaveLater unregisters req's token in the background after its call
 // ended without the lock (ctx ended, or the store failed), releasing a lock
 // handed to it meanwhile (passing it on). It runs past the health gate (the
-// store error that ended the call marked the server down), and once more
-// when the server answers again if that failed. Best effort, bounded by
+// store error that ended the call marked the key's server down), and once
+// more when that server answers again if that failed. Best effort, bounded by
 // DefaultCommandTimeout; a lock handed over that this cannot release
 // expires after req.TTL (unless its message comes: see message). Close
 // waits for it.
@@ -146,7 +146,7 @@ func (d *Driver) leaveLater(req drivers.AcquireRequest) {
 		if _, err := d.leave(ctx, req, true, false); err == nil {
 			return
 		}
-		if d.health.wait(ctx) == nil {
+		if n, _ := d.health.node(ctx, tag(req.Key)); n.wait(ctx) == nil {
 			_, _ = d.leave(ctx, req, true, false)
 		}
 	}()
