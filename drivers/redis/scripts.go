@@ -170,11 +170,16 @@ return 1
 // ARGV[7] ms, with the next fence, when nobody queues for it, and returns
 // {2, fence}; with waiters queued it releases the lock as releaseScript
 // does (passing it on) and returns {1, 0}. {0, 0}: token did not hold it.
+// A lock already held by the new token was handed to it by an earlier run
+// of the same call (go-redis retrying after a lost reply): {2, its fence},
+// as acquireScript answers a retry, so that the caller tracks that lock.
 //
 //	KEYS and ARGV[1..5] as releaseScript
 //	ARGV[6] new token, ARGV[7] its ttl (ms)
 var handoverScript = goredis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
+local cur = redis.call('GET', KEYS[1])
+if cur == ARGV[6] then return {2, tonumber(redis.call('GET', KEYS[2]) or '0')} end
+if cur ~= ARGV[1] then return {0, 0} end
 local fttl = math.max(tonumber(ARGV[5]), tonumber(ARGV[7]))
 local seeding = false
 if redis.call('EXISTS', KEYS[3]) == 0 then
