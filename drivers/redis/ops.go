@@ -140,7 +140,9 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 // leave ends a waiting attempt for req that got no lock: no release will
 // hand it the lock after this. If one did meanwhile, leave returns the
 // lock as acquired, or with release set releases it (passing it on) and
-// returns not acquired. With gated false it runs past the health gate.
+// returns not acquired. release says the call ended for good: the waiter
+// also leaves the queue (else it keeps its place for its next attempt).
+// With gated false it runs past the health gate.
 func (d *Driver) leave(ctx context.Context, req drivers.AcquireRequest, release, gated bool) (drivers.AcquireResult, error) {
 	t := tag(req.Key)
 	r := "0"
