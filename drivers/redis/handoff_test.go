@@ -166,9 +166,10 @@ func TestNoHandOffToGoneWaiters(t *testing.T) {
 			cancel()
 			<-done
 			w.wg.Wait() // the background leave
-			// Unregistered by the leave, not by the queue's expiry.
-			if f := w.Client().HMGet(t.Context(), liveKey(key), w.id, "t:"+w.id).Val(); f[0] == nil || f[1] != nil {
-				t.Fatalf("queue hash fields %v; want the waiter live and its token gone", f)
+			// Out of the queue by the leave, not by the queue's expiry.
+			f := w.Client().HMGet(t.Context(), liveKey(key), w.id, "t:"+w.id, "x:"+w.id).Val()
+			if f[0] != nil || f[1] != nil || f[2] != nil || w.Client().ZScore(t.Context(), queueKey(key), w.id).Err() != goredis.Nil {
+				t.Fatalf("queue hash fields %v; want the waiter gone from the queue", f)
 			}
 		}},
 		{"process gone", func(t *testing.T, w *Driver, key string) {

@@ -15,9 +15,11 @@ import (
 )
 
 // ErrUnavailable is returned at once, without a network call, while the
-// driver's client is reconnecting after a network error: a probe pings the
-// server in the background and clears the state when it answers. Calls thus
-// fail fast instead of each waiting for a dial or read timeout.
+// server a call needs is reconnecting after a network error: the server
+// (standalone or Sentinel), or in a Cluster the master of the key's slot
+// (the other masters' keys work on). A probe pings that server in the
+// background and clears the state when it answers. Calls thus fail fast
+// instead of each waiting for a dial or read timeout.
 var ErrUnavailable = errors.New("redis: unreachable, reconnecting")
 
 // probeInterval is the pause between two probes of a down server.
@@ -26,47 +28,119 @@ const probeInterval = 200 * time.Millisecond
 // probeTimeout bounds one probe (and so how long Close may wait for it).
 const probeTimeout = time.Second
 
-// health tracks whether the server was reachable at the last call.
+// health tracks whether the servers were reachable at their last call: the
+// one server of a standalone or Sentinel client, or each Cluster master on
+// its own, so that a dead master fails only the calls for its slots.
 type health struct {
-	d       *Driver
+	d  *Driver
+	cc *goredis.ClusterClient // nil unless Cluster
+	// one is the server (standalone, Sentinel); in a Cluster, the client's
+	// slot map while it cannot be loaded (no master known yet).
+	one *node
+
+	mu    sync.Mutex
+	nodes map[string]*node // Cluster masters by address
+}
+
+// node is the health of one server.
+type node struct {
+	h       *health
+	addr    string // a Cluster master's address; "" for the one server
 	down    atomic.Bool
 	lastErr atomic.Pointer[string]
 
-	mu sync.Mutex
-	up chan struct{} // closed when the server answers again; nil while up
+	mu     sync.Mutex
+	client *goredis.Client // a Cluster master's own client, pinged by the probe
+	up     chan struct{}   // closed when the server answers again; nil while up
 }
 
-func newHealth(d *Driver) *health { return &health{d: d} }
+func newHealth(d *Driver) *health {
+	h := &health{d: d}
+	h.cc, _ = d.client.(*goredis.ClusterClient)
+	h.one = &node{h: h}
+	return h
+}
 
-// check fails at once when the driver is closed or reconnecting.
-func (h *health) check() error {
+// gate returns the node of redisKey, or fails at once when the driver is
+// closed or that node is reconnecting.
+func (h *health) gate(ctx context.Context, redisKey string) (*node, error) {
 	if h.d.isClosed() {
-		return ErrClosed
+		return nil, ErrClosed
 	}
-	if h.down.Load() {
-		if msg := h.lastErr.Load(); msg != nil {
-			return fmt.Errorf("%w (last error: %s)", ErrUnavailable, *msg)
+	if h.cc != nil {
+		if err := h.one.check(); err != nil { // no slot map yet
+			return nil, err
 		}
-		return ErrUnavailable
 	}
-	return nil
+	n, err := h.node(ctx, redisKey)
+	if err != nil {
+		return nil, err
+	}
+	return n, n.check()
+}
+
+// node returns the node serving redisKey: the one server, or in a Cluster
+// the master of its slot as the client's slot map has it. A Cluster client
+// that cannot load its slot map returns the error, observed by h.one, and
+// h.one (never nil).
+func (h *health) node(ctx context.Context, redisKey string) (*node, error) {
+	if h.cc == nil {
+		return h.one, nil
+	}
+	c, err := h.cc.MasterForKey(ctx, redisKey)
+	if err != nil {
+		return h.one, h.one.observe(ctx, err)
+	}
+	addr := c.Options().Addr
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.nodes[addr]
+	if n == nil {
+		if h.nodes == nil {
+			h.nodes = map[string]*node{}
+		}
+		n = &node{h: h, addr: addr}
+		h.nodes[addr] = n
+	}
+	n.mu.Lock()
+	n.client = c // go-redis makes a new one if the node left and came back
+	n.mu.Unlock()
+	return n, nil
+}
+
+// check fails at once while the node is reconnecting.
+func (n *node) check() error {
+	if !n.down.Load() {
+		return nil
+	}
+	at := ""
+	if n.addr != "" {
+		at = n.addr + ", "
+	}
+	if msg := n.lastErr.Load(); msg != nil {
+		return fmt.Errorf("%w (%slast error: %s)", ErrUnavailable, at, *msg)
+	}
+	if n.addr != "" {
+		return fmt.Errorf("%w (%s)", ErrUnavailable, n.addr)
+	}
+	return ErrUnavailable
 }
 
 // observe looks at a call's error: a network error while the caller's
-// context is still live marks the server down and starts the probe. It
+// context is still live marks the node down and starts its probe. It
 // returns err unchanged.
-func (h *health) observe(ctx context.Context, err error) error {
+func (n *node) observe(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() != nil || !isNetworkError(err) {
 		return err
 	}
 	msg := err.Error()
-	h.lastErr.Store(&msg)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.down.Load() {
+	n.lastErr.Store(&msg)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.down.Load() {
 		return err
 	}
-	d := h.d
+	d := n.h.d
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -74,17 +148,17 @@ func (h *health) observe(ctx context.Context, err error) error {
 	}
 	d.wg.Add(1)
 	d.mu.Unlock()
-	h.down.Store(true)
-	h.up = make(chan struct{})
-	go h.probe()
+	n.down.Store(true)
+	n.up = make(chan struct{})
+	go n.probe()
 	return err
 }
 
-// wait returns when the server is up (at once if it is) or ctx ends.
-func (h *health) wait(ctx context.Context) error {
-	h.mu.Lock()
-	up := h.up
-	h.mu.Unlock()
+// wait returns when the node is up (at once if it is) or ctx ends.
+func (n *node) wait(ctx context.Context) error {
+	n.mu.Lock()
+	up := n.up
+	n.mu.Unlock()
 	if up == nil {
 		return nil
 	}
@@ -96,28 +170,61 @@ func (h *health) wait(ctx context.Context) error {
 	}
 }
 
-// probe pings the server until it answers or the driver closes.
-func (h *health) probe() {
-	defer h.d.wg.Done()
+// ping sends one PING to the node's own server: the one server; a Cluster
+// master on its own client (a keyless PING on the Cluster client may go to
+// every master); or, for a Cluster's slot map, loads it.
+func (n *node) ping(ctx context.Context) error {
+	h := n.h
+	switch {
+	case h.cc == nil:
+		return h.d.client.Ping(ctx).Err()
+	case n == h.one:
+		_, err := h.cc.MasterForKey(ctx, "")
+		return err
+	}
+	n.mu.Lock()
+	c := n.client
+	n.mu.Unlock()
+	return c.Ping(ctx).Err()
+}
+
+// probe pings the node until it answers or the driver closes. A Cluster
+// master whose client go-redis closed (the master left the slot map) is
+// forgotten: the calls for its slots look their master up afresh.
+func (n *node) probe() {
+	d := n.h.d
+	defer d.wg.Done()
 	for {
-		ctx, cancel := context.WithTimeout(h.d.ctx, probeTimeout)
-		err := h.d.client.Ping(ctx).Err()
+		ctx, cancel := context.WithTimeout(d.ctx, probeTimeout)
+		err := n.ping(ctx)
 		cancel()
-		if err == nil {
-			h.mu.Lock()
-			h.down.Store(false)
-			close(h.up)
-			h.up = nil
-			h.mu.Unlock()
+		if err == nil || (n.addr != "" && errors.Is(err, goredis.ErrClosed)) {
+			if err != nil {
+				n.h.forget(n)
+			}
+			n.mu.Lock()
+			n.down.Store(false)
+			close(n.up)
+			n.up = nil
+			n.mu.Unlock()
 			return
 		}
 		msg := err.Error()
-		h.lastErr.Store(&msg)
+		n.lastErr.Store(&msg)
 		select {
-		case <-h.d.ctx.Done():
+		case <-d.ctx.Done():
 			return
 		case <-time.After(probeInterval):
 		}
+	}
+}
+
+// forget drops a Cluster master's node.
+func (h *health) forget(n *node) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.nodes[n.addr] == n {
+		delete(h.nodes, n.addr)
 	}
 }
 

@@ -182,24 +182,7 @@ func TestLateGrantToAHolderKept(t *testing.T) {
 // go-redis's default 3 retries); the first run took the lock, so the
 // retry finds it held by the same token and returns it as acquired.
 func TestRetriedAcquireGetsItsOwnLock(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		new  func(t *testing.T, addr string) *Driver
-	}{
-		{"maxRetries", func(t *testing.T, addr string) *Driver {
-			return standalone(t, Options{Addrs: []string{addr}, MaxRetries: 2})
-		}},
-		{"client default retries", func(t *testing.T, addr string) *Driver {
-			c := goredis.NewClient(&goredis.Options{Addr: addr, ContextTimeoutEnabled: true})
-			t.Cleanup(func() { c.Close() })
-			d, err := NewWithClient(c, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = d.Close(context.Background()) })
-			return d
-		}},
-	} {
+	for _, tc := range retrying {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
 			p := newLoser(t, testutil.RedisAddr())

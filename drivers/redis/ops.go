@@ -12,26 +12,36 @@ import (
 )
 
 // run runs a script through the health gate: at once ErrUnavailable while
-// reconnecting, else one round trip (two the first time a server sees the
-// script).
+// the server of keys[0] (a Cluster: its master) is reconnecting, else one
+// round trip (two the first time a server sees the script).
 func (d *Driver) run(ctx context.Context, s *goredis.Script, keys []string, args ...any) (any, error) {
-	if err := d.health.check(); err != nil {
+	n, err := d.health.gate(ctx, keys[0])
+	if err != nil {
 		return nil, err
 	}
-	return d.exec(ctx, s, keys, args...)
+	return d.eval(ctx, n, s, keys, args...)
 }
 
 // exec runs a script past the health gate (for the cleanups that must try
-// even while the driver reconnects); it still fails on a closed driver.
+// even while the server reconnects); it still fails on a closed driver.
 func (d *Driver) exec(ctx context.Context, s *goredis.Script, keys []string, args ...any) (any, error) {
 	if d.isClosed() {
 		return nil, ErrClosed
 	}
+	n, err := d.health.node(ctx, keys[0])
+	if err != nil {
+		return nil, err
+	}
+	return d.eval(ctx, n, s, keys, args...)
+}
+
+// eval runs a script on n's server; a network error marks n down.
+func (d *Driver) eval(ctx context.Context, n *node, s *goredis.Script, keys []string, args ...any) (any, error) {
 	v, err := s.Run(ctx, d.client, keys, args...).Result()
 	if err == goredis.Nil {
 		return nil, nil
 	}
-	return v, d.health.observe(ctx, err)
+	return v, n.observe(ctx, err)
 }
 
 // Acquire takes req.Key for req.Token with req.TTL in the server's clock:
@@ -130,7 +140,9 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 // leave ends a waiting attempt for req that got no lock: no release will
 // hand it the lock after this. If one did meanwhile, leave returns the
 // lock as acquired, or with release set releases it (passing it on) and
-// returns not acquired. With gated false it runs past the health gate.
+// returns not acquired. release says the call ended for good: the waiter
+// also leaves the queue (else it keeps its place for its next attempt).
+// With gated false it runs past the health gate.
 func (d *Driver) leave(ctx context.Context, req drivers.AcquireRequest, release, gated bool) (drivers.AcquireResult, error) {
 	t := tag(req.Key)
 	r := "0"

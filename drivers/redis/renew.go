@@ -16,6 +16,8 @@ type renewGroup struct {
 	idx  []int // indexes into the leases
 	keys []string
 	args []any
+	node *node // the server of the group's slot
+	err  error // set when the group was not sent (its server is down)
 	cmd  *goredis.Cmd
 }
 
@@ -23,33 +25,31 @@ type renewGroup struct {
 // are grouped by Cluster slot (all together on a standalone server or
 // Sentinel master), split into groups of at most RenewBatch, and every
 // group is one script call; all calls go in one pipeline, so a renewal tick
-// costs one round trip per node (plus one if the server lost its scripts).
+// costs one round trip per node (plus one if a server lost its scripts).
+// Errors are per group: the groups of a Cluster master that is down fail
+// (at once with ErrUnavailable while it reconnects) and the others renew.
 func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
 	if len(leases) == 0 {
 		return out
 	}
-	if err := d.health.check(); err != nil {
-		return fail(out, fmt.Errorf("redis: renew: %w", err))
-	}
+	var send []*renewGroup
 	groups := d.group(leases)
-	err := d.execRenew(ctx, groups, false)
-	if err == nil {
-		var again []*renewGroup
-		for _, g := range groups {
-			if e := g.cmd.Err(); e != nil && strings.HasPrefix(e.Error(), "NOSCRIPT") {
-				again = append(again, g)
-			}
-		}
-		if len(again) > 0 {
-			err = d.execRenew(ctx, again, true)
+	for _, g := range groups {
+		g.node, g.err = d.health.gate(ctx, g.keys[0])
+		if g.err == nil {
+			send = append(send, g)
 		}
 	}
-	if err != nil {
-		_ = d.health.observe(ctx, err)
+	if again := d.execRenew(ctx, send, false); len(again) > 0 {
+		d.execRenew(ctx, again, true)
 	}
 	for _, g := range groups {
-		vals, gerr := g.cmd.Slice()
+		gerr := g.err
+		var vals []any
+		if gerr == nil {
+			vals, gerr = g.cmd.Slice()
+		}
 		if gerr == nil && len(vals) != len(g.idx) {
 			gerr = fmt.Errorf("unexpected reply of %d values for %d leases", len(vals), len(g.idx))
 		}
@@ -66,9 +66,14 @@ func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 }
 
 // execRenew sends the groups' script calls in one pipeline (EVAL when
-// eval, else EVALSHA). It returns a network error; per-group replies stay
-// in the groups' commands.
-func (d *Driver) execRenew(ctx context.Context, groups []*renewGroup, eval bool) error {
+// eval, else EVALSHA); each group's reply or error stays in its command. A
+// group's network error marks its node down. It returns the groups whose
+// server answered NOSCRIPT (it lost its scripts), whatever the other
+// nodes answered.
+func (d *Driver) execRenew(ctx context.Context, groups []*renewGroup, eval bool) []*renewGroup {
+	if len(groups) == 0 {
+		return nil
+	}
 	pipe := d.client.Pipeline()
 	for _, g := range groups {
 		if eval {
@@ -77,11 +82,17 @@ func (d *Driver) execRenew(ctx context.Context, groups []*renewGroup, eval bool)
 			g.cmd = renewScript.EvalSha(ctx, pipe, g.keys, g.args...)
 		}
 	}
-	_, err := pipe.Exec(ctx)
-	if err != nil && isNetworkError(err) {
-		return err
+	_, _ = pipe.Exec(ctx) // errors are read per command
+	var again []*renewGroup
+	for _, g := range groups {
+		err := g.cmd.Err()
+		if err != nil && !eval && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			again = append(again, g)
+			continue
+		}
+		_ = g.node.observe(ctx, err)
 	}
-	return nil
+	return again
 }
 
 // group splits leases into script calls by slot and batch size.
@@ -105,11 +116,4 @@ func (d *Driver) group(leases []drivers.Lease) []*renewGroup {
 		g.args = append(g.args, l.Token, ttlMillis(l.TTL))
 	}
 	return groups
-}
-
-func fail(out []drivers.RenewResult, err error) []drivers.RenewResult {
-	for i := range out {
-		out[i].Err = err
-	}
-	return out
 }

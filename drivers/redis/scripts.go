@@ -35,9 +35,10 @@ import goredis "github.com/redis/go-redis/v9"
 //     set for that token here, with the waiter's ttl and the next fence,
 //     the waiter leaves the queue, and the message
 //     "g<fence>,<token length>,<token><key>" tells it that it holds the
-//     lock, so it needs no round trip of its own. A waiter that gave up
-//     first unregistered its token (leaveScript), and a crashed process has
-//     no subscription, so neither is handed a lock.
+//     lock, so it needs no round trip of its own. A waiter whose wait
+//     ended first unregistered its token (leaveScript; one whose call
+//     ended for good also left the queue), and a crashed process has no
+//     subscription, so neither is handed a lock.
 //   - else the message "w<key>" wakes it to retry.
 const queueLua = `
 local function now()
@@ -170,11 +171,16 @@ return 1
 // ARGV[7] ms, with the next fence, when nobody queues for it, and returns
 // {2, fence}; with waiters queued it releases the lock as releaseScript
 // does (passing it on) and returns {1, 0}. {0, 0}: token did not hold it.
+// A lock already held by the new token was handed to it by an earlier run
+// of the same call (go-redis retrying after a lost reply): {2, its fence},
+// as acquireScript answers a retry, so that the caller tracks that lock.
 //
 //	KEYS and ARGV[1..5] as releaseScript
 //	ARGV[6] new token, ARGV[7] its ttl (ms)
 var handoverScript = goredis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
+local cur = redis.call('GET', KEYS[1])
+if cur == ARGV[6] then return {2, tonumber(redis.call('GET', KEYS[2]) or '0')} end
+if cur ~= ARGV[1] then return {0, 0} end
 local fttl = math.max(tonumber(ARGV[5]), tonumber(ARGV[7]))
 local seeding = false
 if redis.call('EXISTS', KEYS[3]) == 0 then
@@ -200,18 +206,29 @@ pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), to
 
 // leaveScript ends a waiting attempt that got no lock in time. It first
 // unregisters the attempt's token, so that no later release hands it the
-// lock (the waiter keeps its place in the queue for its next attempt).
+// lock. A call whose wait ran out (ARGV[7] = "0") keeps its place in the
+// queue for its next attempt (its component usually asks again at once);
+// a call that ended for good (ARGV[7] = "1": its context ended or the store
+// failed) leaves the queue, so that the next waiter is first at once (and
+// pass below does not pick it). Both only while the token is still the
+// one registered: a later attempt of the same driver for the same key,
+// registered meanwhile under the same waiter id, keeps its place.
 // Then, if a release handed it the lock meanwhile, it returns {1, fence}:
 // the caller holds it; or, with ARGV[7] = "1", it releases that lock at
 // once, passing it on as releaseScript does, and returns {0, 0}. Else
 // {0, 0}.
 //
 //	KEYS and ARGV[1..5] as releaseScript
-//	ARGV[6] waiter id, ARGV[7] "1" to release a lock handed over
+//	ARGV[6] waiter id, ARGV[7] "1" when the call ended: release a lock
+//	handed over, and leave the queue
 var leaveScript = goredis.NewScript(`
 local id = ARGV[6]
 if redis.call('HGET', KEYS[4], 't:' .. id) == ARGV[1] then
   redis.call('HDEL', KEYS[4], 't:' .. id, 'x:' .. id)
+  if ARGV[7] == '1' then
+    redis.call('ZREM', KEYS[3], id)
+    redis.call('HDEL', KEYS[4], id)
+  end
 end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
 if ARGV[7] ~= '1' then return {1, tonumber(redis.call('GET', KEYS[2]) or '0')} end

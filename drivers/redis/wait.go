@@ -16,8 +16,11 @@ const (
 	// release message wakes it; each retry also proves the waiter alive.
 	WaitPollInterval = 100 * time.Millisecond
 	// WaiterLiveness is how long a queued waiter keeps its turn without
-	// retrying: a waiter that hangs delays the others by at most this long
-	// (one that gave up or crashed is passed over at once).
+	// retrying: a waiter that hangs or crashed, or whose wait ran out and
+	// that does not ask again, delays the others by at most this long. One
+	// whose call ended (its context ended, or the store failed) leaves the
+	// queue as it returns (in the background), and is then passed over at
+	// once.
 	WaiterLiveness = 400 * time.Millisecond
 )
 
@@ -123,11 +126,12 @@ func (d *Driver) leaveNow(ctx context.Context, req drivers.AcquireRequest, last 
 	return res, nil
 }
 
-// leaveLater unregisters req's token in the background after its call
-// ended without the lock (ctx ended, or the store failed), releasing a lock
-// handed to it meanwhile (passing it on). It runs past the health gate (the
-// store error that ended the call marked the server down), and once more
-// when the server answers again if that failed. Best effort, bounded by
+// leaveLater unregisters req's token and takes its waiter out of the
+// queue, in the background, after its call ended without the lock (ctx
+// ended, or the store failed), releasing a lock handed to it meanwhile
+// (passing it on). It runs past the health gate (the
+// store error that ended the call marked the key's server down), and once
+// more when that server answers again if that failed. Best effort, bounded by
 // DefaultCommandTimeout; a lock handed over that this cannot release
 // expires after req.TTL (unless its message comes: see message). Close
 // waits for it.
@@ -146,7 +150,7 @@ func (d *Driver) leaveLater(req drivers.AcquireRequest) {
 		if _, err := d.leave(ctx, req, true, false); err == nil {
 			return
 		}
-		if d.health.wait(ctx) == nil {
+		if n, _ := d.health.node(ctx, tag(req.Key)); n.wait(ctx) == nil {
 			_, _ = d.leave(ctx, req, true, false)
 		}
 	}()

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -57,4 +58,116 @@ func TestWaitersTakeTurns(t *testing.T) {
 		t.Fatalf("abandoned turn delayed a by %v", took)
 	}
 	a.Release(ctx, key, "a3")
+}
+
+// TestCancelledWaiterPassedOver: B queues first, C second; B's context is
+// cancelled, and B's driver takes it out of the queue as the call returns
+// (in the background: its wait group), so the holder's release hands the
+// lock straight to C in the same script, instead of keeping it free for B
+// until B's liveness runs out.
+func TestCancelledWaiterPassedOver(t *testing.T) {
+	ch := "redistest:" + t.Name()
+	h, b, c := standalone(t, Options{Channel: ch}), standalone(t, Options{Channel: ch}), standalone(t, Options{Channel: ch})
+	ctx := t.Context()
+	key := "redistest:" + t.Name() + strconv.FormatInt(time.Now().UnixNano(), 10)
+	defer h.Client().Del(context.Background(), lockKey(key), fenceKey(key), queueKey(key), liveKey(key))
+	req := func(tok string) drivers.AcquireRequest {
+		return drivers.AcquireRequest{Key: key, Token: tok, TTL: 5 * time.Second, Wait: 5 * time.Second}
+	}
+	if res, err := h.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "h", TTL: 5 * time.Second}); err != nil || !res.Acquired {
+		t.Fatalf("h: %+v, %v", res, err)
+	}
+	bctx, cancelB := context.WithCancel(ctx)
+	gotB := make(chan drivers.AcquireResult, 1)
+	go func() {
+		res, err := b.Acquire(bctx, req("b"))
+		if err != nil {
+			t.Error(err)
+		}
+		gotB <- res
+	}()
+	queued(t, h, key, 1)
+	gotC := make(chan drivers.AcquireResult, 1)
+	go func() {
+		res, err := c.Acquire(ctx, req("c"))
+		if err != nil {
+			t.Error(err)
+		}
+		gotC <- res
+	}()
+	queued(t, h, key, 2)
+	waitFor(t, "c subscribed", func() bool { return numSub(t, h, c.channel()) == 1 })
+
+	cancelB()
+	if res := <-gotB; res.Acquired {
+		t.Fatalf("b: %+v after its ctx ended", res)
+	}
+	b.wg.Wait() // b's background leave
+	if ids := h.Client().ZRange(ctx, queueKey(key), 0, -1).Val(); len(ids) != 1 || ids[0] != c.id {
+		t.Fatalf("queue %v after b gave up; want c alone", ids)
+	}
+	released := time.Now()
+	if ok, err := h.Release(ctx, key, "h"); err != nil || !ok {
+		t.Fatalf("release: %v, %v", ok, err)
+	}
+	// The release script itself handed the lock to c.
+	if info, held, err := h.Inspect(ctx, key); err != nil || !held || info.Token != "c" {
+		t.Fatalf("after the release: %+v, %v, %v; want handed to c", info, held, err)
+	}
+	res := <-gotC
+	if took := time.Since(released); !res.Acquired || took > WaiterLiveness/4 {
+		t.Fatalf("c: %+v %v after the release; want acquired well within %v", res, took, WaiterLiveness)
+	}
+}
+
+// TestLeaveKeepsALaterAttempt: the waiter id is the driver's, so a leave
+// (run in the background) of an ended call must not take out a later
+// attempt of the same driver for the same key: it only does so while its
+// own token is the one registered. A wait that ran out keeps its place.
+func TestLeaveKeepsALaterAttempt(t *testing.T) {
+	h, w := standalone(t, Options{}), standalone(t, Options{})
+	ctx := t.Context()
+	key := "redistest:" + t.Name() + strconv.FormatInt(time.Now().UnixNano(), 10)
+	defer h.Client().Del(context.Background(), lockKey(key), fenceKey(key), queueKey(key), liveKey(key))
+	if res, err := h.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "h", TTL: 5 * time.Second}); err != nil || !res.Acquired {
+		t.Fatalf("h: %+v, %v", res, err)
+	}
+	req := func(tok string) drivers.AcquireRequest {
+		return drivers.AcquireRequest{Key: key, Token: tok, TTL: 5 * time.Second}
+	}
+	state := func() (queuedAt float64, token string) {
+		queuedAt = h.Client().ZScore(ctx, queueKey(key), w.id).Val()
+		token = h.Client().HGet(ctx, liveKey(key), "t:"+w.id).Val()
+		return queuedAt, token
+	}
+	for _, tok := range []string{"w1", "w2"} { // the second attempt keeps the first's place
+		if res, err := w.acquireOnce(ctx, req(tok), true); err != nil || res.Acquired {
+			t.Fatalf("w %s: %+v, %v", tok, res, err)
+		}
+	}
+	at, tok := state()
+	if at == 0 || tok != "w2" {
+		t.Fatalf("queued at %v with token %q; want queued with w2", at, tok)
+	}
+	if _, err := w.leave(ctx, req("w1"), true, true); err != nil {
+		t.Fatal(err)
+	}
+	if at2, tok := state(); at2 != at || tok != "w2" {
+		t.Fatalf("after w1's leave: queued at %v with token %q; want the w2 attempt kept at %v", at2, tok, at)
+	}
+	if _, err := w.leave(ctx, req("w2"), false, true); err != nil {
+		t.Fatal(err)
+	}
+	if at2, tok := state(); at2 != at || tok != "" {
+		t.Fatalf("after w2's wait ran out: queued at %v with token %q; want its place kept, token gone", at2, tok)
+	}
+	if res, err := w.acquireOnce(ctx, req("w3"), true); err != nil || res.Acquired {
+		t.Fatalf("w w3: %+v, %v", res, err)
+	}
+	if _, err := w.leave(ctx, req("w3"), true, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.Client().ZCard(ctx, queueKey(key)).Val(); n != 0 {
+		t.Fatalf("%d waiters queued after w3's call ended; want none", n)
+	}
 }
