@@ -39,10 +39,10 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	if m.feat.InProcess {
 		res, err = m.drv.Acquire(ctx, req)
 	} else {
-		if !m.beginAttempt() {
+		if !m.beginCall() {
 			return nil, res, ErrClosed
 		}
-		defer m.endAttempt() // after a lock got after Close is released
+		defer m.endCall() // after a lock got after Close is released
 		// ctx's end and Close cancel the attempt too; the wait's deadline
 		// does not: the attempt has its grace.
 		actx, cancel := context.WithDeadline(ctx, limit)
@@ -69,6 +69,9 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 		derr := m.driverError("acquire", name, err)
 		return nil, res, fmt.Errorf("%w: %q: no answer from the store after %v: %w", ErrTimeout, name, time.Since(now).Round(time.Millisecond), derr)
 	case err != nil:
+		// Nothing is known: the store may have taken the lock for our
+		// token before it failed. The release frees it only for us.
+		m.cleanup(key, token)
 		return nil, res, m.driverError("acquire", name, err)
 	case !res.Acquired:
 		return nil, res, nil
@@ -155,59 +158,6 @@ func (m *Mutex) startLocked() {
 	if !m.started && !m.closed {
 		m.started = true
 		m.wg.Go(m.schedule)
-	}
-}
-
-// subscribe subscribes to the store's events, once. On failure it logs,
-// lets the waiters poll, and tries again at a later acquisition, 30 s later
-// at the soonest.
-func (m *Mutex) subscribe(ctx context.Context) {
-	if m.subbed.Load() {
-		return
-	}
-	sub, ok := m.drv.(drivers.Subscriber)
-	if !ok {
-		m.subbed.Store(true)
-		return
-	}
-	m.subMu.Lock()
-	defer m.subMu.Unlock()
-	if m.subbed.Load() || time.Now().Before(m.subRetry) {
-		return
-	}
-	m.mu.Lock()
-	closed := m.closed
-	m.mu.Unlock()
-	if closed {
-		return
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptGrace)
-	defer cancel()
-	unsub, err := sub.Subscribe(sctx, m.onEvent)
-	if err != nil {
-		m.subRetry = time.Now().Add(30 * time.Second)
-		m.log.Warn("mutex store wake-ups unavailable, polling", zap.Error(err))
-		return
-	}
-	m.unsub = unsub
-	m.subbed.Store(true)
-}
-
-// onEvent handles a store event.
-func (m *Mutex) onEvent(e drivers.Event) {
-	name, ok := m.nameOf(e.Key)
-	if !ok {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch e.Kind {
-	case drivers.Released:
-		m.wakeHead(name)
-	case drivers.Lost:
-		if l := m.held[name]; l != nil && l.token == e.Token {
-			m.lose(l, "the store reported it lost")
-		}
 	}
 }
 

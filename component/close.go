@@ -7,18 +7,42 @@ import (
 
 // Close releases the locks the Mutex holds (failures ignored, bounded by
 // ctx), ends its waits with ErrClosed, stops its background work and closes
-// the driver. Calls after Close fail with ErrClosed; Close again returns nil.
+// the driver. Calls after Close fail with ErrClosed. A later Close waits for
+// the first to finish and returns its result, or ctx's cause when ctx ends
+// first.
 //
 // The locks' contexts are cancelled (cause ErrClosed) before they are
-// released in the store. Store attempts in flight are cancelled, and Close
-// waits for them (bounded by ctx) while it releases the held locks, so that
-// a lock one of them got is released before the driver closes.
+// released in the store. Store attempts in flight are cancelled; Close
+// waits for them, and for the releases, handovers and Extends in flight
+// (bounded by ctx), while it releases the held locks, so that the driver
+// is not closed under them and a lock an attempt got is released before it
+// closes.
 func (m *Mutex) Close(ctx context.Context) error {
 	m.mu.Lock()
-	if m.closed {
+	if done := m.closeDone; done != nil {
 		m.mu.Unlock()
-		return nil
+		select {
+		case <-done:
+			return m.closeErr
+		default:
+		}
+		select {
+		case <-done:
+			return m.closeErr
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 	}
+	done := make(chan struct{})
+	m.closeDone = done
+	err := m.shutdown(ctx)
+	m.closeErr = err // read by later calls once done is closed
+	close(done)
+	return err
+}
+
+// shutdown is the first Close's work; it is entered with m.mu held.
+func (m *Mutex) shutdown(ctx context.Context) error {
 	m.closed = true
 	locks := make([]*Lock, 0, len(m.held))
 	for _, l := range m.held {
@@ -35,7 +59,7 @@ func (m *Mutex) Close(ctx context.Context) error {
 	close(m.stop)
 	m.closingCancel()
 	var settled chan struct{}
-	if m.attempts > 0 {
+	if m.calls > 0 {
 		m.settled = make(chan struct{})
 		settled = m.settled
 	}
@@ -62,39 +86,46 @@ func (m *Mutex) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	m.bgCancel()
 	stop := context.AfterFunc(ctx, m.cleanupsCancel)
-	m.wg.Wait() // renewals end at once; cleanups within attemptGrace, or as ctx ends
+	m.wg.Wait() // renewals and subscribing end at once; cleanups within attemptGrace, or as ctx ends
 	stop()
 	m.cleanupsCancel()
-	m.subMu.Lock()
-	if m.unsub != nil {
-		m.unsub()
-		m.unsub = nil
+	m.mu.Lock()
+	unsub := m.unsub
+	m.unsub = nil
+	m.mu.Unlock()
+	if unsub != nil {
+		unsub()
 	}
-	m.subMu.Unlock()
 	if err := m.drv.Close(ctx); err != nil {
 		return m.driverError("close", "", err)
 	}
 	return nil
 }
 
-// beginAttempt counts a store attempt in flight, for Close to wait for;
-// false after Close.
-func (m *Mutex) beginAttempt() bool {
+// beginCall counts a store call in flight (an attempt; Release and Extend
+// count theirs under m.mu themselves), for Close to wait for; false after
+// Close.
+func (m *Mutex) beginCall() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return false
 	}
-	m.attempts++
+	m.calls++
 	return true
 }
 
-// endAttempt ends what beginAttempt counted.
-func (m *Mutex) endAttempt() {
+// endCall ends what beginCall (or a m.calls++ under m.mu) counted.
+func (m *Mutex) endCall() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.attempts--
-	if m.attempts == 0 && m.settled != nil {
+	m.endCallLocked()
+}
+
+// endCallLocked is endCall with m.mu held.
+func (m *Mutex) endCallLocked() {
+	m.calls--
+	if m.calls == 0 && m.settled != nil {
 		close(m.settled)
 		m.settled = nil
 	}

@@ -16,7 +16,9 @@ var (
 	// ErrLost is the cause of a lock's context when the lock is lost: a
 	// renewal found it gone or taken, the store stayed unreachable until the
 	// lock's expiry, or an advisory lock's connection closed. Acquire never
-	// returns it. Test with errors.Is(context.Cause(lock.Context()), ErrLost).
+	// returns it. Test with errors.Is(lock.Err(), ErrLost), which also checks
+	// the lock's tracked expiry; context.Cause(lock.Context()) does not, so
+	// look at it once the context's Err is non-nil.
 	ErrLost = errors.New("mutexfx: lock lost")
 
 	// ErrReleased is the cause of a lock's context after Release.

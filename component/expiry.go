@@ -9,9 +9,11 @@ import (
 // there to end it: the scheduler's timer ends it then, but a timer can
 // fire late on a busy machine, after the store could have given the lock
 // to another holder. So whoever asks — Lock.Err, Lock.Held, and Err of the
-// lock's context — also checks the expiry, and ends the lock itself when
-// it has passed: a holder that checks before it writes is never told
-// "held" past the expiry. (Done can still close late: it is the timer's.)
+// lock's context and of Run's (Do's) fn context — also checks the expiry,
+// and ends the lock itself when it has passed: a holder that checks before
+// it writes is never told "held" past the expiry. (Done can still close
+// late: it is the timer's; and context.Cause asks nothing of the context
+// but its cause: it is nil until the lock ended, by the timer or by an Err.)
 
 // expireLocked ends l as lost if it is held past its tracked expiry (at
 // now), and asks the store to free it, best effort; m.mu held. It reports

@@ -63,3 +63,25 @@ func TestAskingChecksExpiry(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldOrderPastHalfTheSequence: Held is in acquisition order even when
+// the acquisition numbers are 2^63 apart (a difference converted to int
+// has the wrong sign there, and past 2^31 on 32-bit platforms).
+func TestHeldOrderPastHalfTheSequence(t *testing.T) {
+	m := newOn(t, memory.New(), time.Minute)
+	ctx := context.Background()
+	a, err := m.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	m.seq += 1 << 63
+	m.mu.Unlock()
+	b, err := m.Acquire(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Held(); len(got) != 2 || got[0] != a || got[1] != b {
+		t.Fatalf("Held = %v; want a then b", got)
+	}
+}

@@ -43,6 +43,7 @@ type Lock struct {
 	inflight chan struct{}
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
+	runs     []context.CancelCauseFunc // fn contexts of Run, ended with ctx
 }
 
 // Name returns the lock's name, without the store's prefix.
@@ -78,7 +79,9 @@ func (l *Lock) Held() bool {
 //
 // Its Err also checks the lock's tracked expiry (see expiry.go): past it,
 // the lock ends as lost there and then, even if the timer that would end it
-// has not fired yet.
+// has not fired yet. context.Cause does not check it (nor does Done, which
+// the timer closes): ask Err first — if ctx.Err() != nil, then
+// context.Cause(ctx) — or use Lock.Err, which checks and tells why.
 func (l *Lock) Context() context.Context {
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
@@ -129,8 +132,10 @@ func (l *Lock) Release(ctx context.Context) (bool, error) {
 	}
 	l.releasing(ErrReleased)
 	w := m.handoverTarget(l)
+	m.calls++ // Close waits for it (l was held: Close has not started)
 	m.mu.Unlock()
 	if w != nil {
+		defer m.endCall()
 		return m.handover(ctx, l, w)
 	}
 
@@ -138,6 +143,7 @@ func (l *Lock) Release(ctx context.Context) (bool, error) {
 
 	m.mu.Lock()
 	m.end(l, stateReleased, ErrReleased)
+	m.endCallLocked()
 	m.mu.Unlock()
 	if err != nil {
 		return false, m.driverError("release", l.name, err)
@@ -150,9 +156,7 @@ func (l *Lock) Release(ctx context.Context) (bool, error) {
 // the lock while the store is slow to answer the release. m.mu held.
 func (l *Lock) releasing(cause error) {
 	l.state, l.cause = stateReleasing, cause
-	if l.cancel != nil {
-		l.cancel(cause)
-	}
+	l.cancelContexts(cause)
 }
 
 // finish records that l ended, as state for cause, and cancels its
@@ -162,10 +166,20 @@ func (l *Lock) finish(state lockState, cause error) bool {
 		return false
 	}
 	l.state, l.cause = state, cause
+	l.cancelContexts(cause)
+	return true
+}
+
+// cancelContexts ends the lock's context and those of Run, for cause;
+// m.mu held.
+func (l *Lock) cancelContexts(cause error) {
 	if l.cancel != nil {
 		l.cancel(cause)
 	}
-	return true
+	for _, cancel := range l.runs {
+		cancel(cause)
+	}
+	l.runs = nil
 }
 
 // Extend sets the lock's time to live to ttl from now (and keeps renewing it
@@ -196,12 +210,14 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
 	}
 	done := make(chan struct{})
 	l.inflight = done
+	m.calls++ // Close waits for it (l is held: Close has not started)
 	m.mu.Unlock()
 
 	start := time.Now()
 	ok, err := m.drv.Extend(ctx, l.key, l.token, ttl)
 
 	m.mu.Lock()
+	m.endCallLocked()
 	l.inflight = nil
 	close(done)
 	held := l.state == stateHeld

@@ -7,12 +7,12 @@
 package component
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -33,7 +33,8 @@ type Mutex struct {
 	log     *zap.Logger
 
 	// bg is cancelled by Close once the locks are released; renewals use
-	// it. closing is cancelled as Close starts; store attempts use it.
+	// it. closing is cancelled as Close starts; store attempts and the
+	// subscription use it.
 	bg            context.Context
 	bgCancel      context.CancelFunc
 	closing       context.Context
@@ -44,23 +45,27 @@ type Mutex struct {
 	cleanupsCancel context.CancelFunc
 	wg             sync.WaitGroup
 
-	subbed   atomic.Bool // subscribed, or nothing to subscribe to
-	subMu    sync.Mutex  // serialises subscribing
-	subRetry time.Time
-	unsub    func()
+	mu        sync.Mutex
+	closed    bool
+	closeDone chan struct{} // closed when the first Close has finished
+	closeErr  error         // its result, written before closeDone closes
+	draining  bool          // Close waits for wg: no new background work
+	calls     int           // store calls in flight that Close waits for (close.go)
+	settled   chan struct{} // closed when calls drops to 0 after Close
+	started   bool
+	queues    map[string]*queue
+	held      map[string]*Lock
+	seq       uint64
+	timer     *time.Timer // wakes the scheduler at nextWake
+	stop      chan struct{}
+	nextWake  time.Time // when the scheduler looks next
 
-	mu       sync.Mutex
-	closed   bool
-	draining bool          // Close waits for wg: no new background work
-	attempts int           // store attempts in flight (attempt.go)
-	settled  chan struct{} // closed when attempts drops to 0 after Close
-	started  bool
-	queues   map[string]*queue
-	held     map[string]*Lock
-	seq      uint64
-	timer    *time.Timer // wakes the scheduler at nextWake
-	stop     chan struct{}
-	nextWake time.Time // when the scheduler looks next
+	// Subscribing to the store's events (subscribe.go); guarded by mu.
+	subbed   bool // subscribed, or nothing to subscribe to
+	subbing  bool // a subscription is under way
+	subRetry time.Time
+	subSince time.Time // when the last subscription was in place
+	unsub    func()
 }
 
 // New builds a Mutex. It connects nothing: the store is reached at the first
@@ -126,10 +131,10 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 	}
 	w := m.enqueue(name, o.ttl)
 	m.startLocked()
+	m.subscribeLocked()
 	m.mu.Unlock()
 	defer m.dequeue(name, w)
 
-	m.subscribe(ctx)
 	now := time.Now()
 	l, _, err := m.attempt(ctx, name, o.ttl, now, now, w)
 	return l, err
@@ -169,11 +174,11 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 	}
 	w := m.enqueue(name, o.ttl)
 	m.startLocked()
+	m.subscribeLocked()
 	head, busy := m.queues[name].waiters[0] == w, m.held[name] != nil
 	w.parked = !head || busy
 	m.mu.Unlock()
 	defer m.dequeue(name, w)
-	m.subscribe(ctx)
 
 	var timer *time.Timer
 	defer func() {
@@ -283,33 +288,6 @@ func (m *Mutex) timeout(name string, timeout time.Duration) error {
 	return fmt.Errorf("%w: %q not acquired within %v", ErrTimeout, name, timeout)
 }
 
-// Do acquires the lock name as Acquire does, runs fn, and releases the lock
-// whether fn returned, failed or panicked (the panic goes on after the
-// release). fn's ctx carries ctx's values and the lock (LockFrom); it is
-// cancelled when the lock is lost (cause wrapping ErrLost) or ctx ends. A
-// failure of the release is ignored: the lock then expires in the store.
-func (m *Mutex) Do(ctx context.Context, name string, fn func(ctx context.Context, l *Lock) error, opts ...AcquireOption) error {
-	l, err := m.Acquire(ctx, name, opts...)
-	if err != nil {
-		return err
-	}
-	return Run(ctx, l, fn)
-}
-
-// Run runs fn holding the acquired lock l, as Do does, and releases l.
-func Run(ctx context.Context, l *Lock, fn func(ctx context.Context, l *Lock) error) error {
-	fnCtx, cancel := context.WithCancelCause(WithLock(ctx, l))
-	stop := context.AfterFunc(l.Context(), func() { cancel(l.Err()) })
-	defer func() {
-		stop()
-		cancel(nil)
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), attemptGrace)
-		_, _ = l.Release(rctx)
-		rcancel()
-	}()
-	return fn(fnCtx, l)
-}
-
 // Held returns the locks this Mutex holds now (not released, not lost, not
 // past their tracked expiry: see Lock.Held), in acquisition order; a new
 // slice on each call.
@@ -323,7 +301,7 @@ func (m *Mutex) Held() []*Lock {
 		}
 	}
 	m.mu.Unlock()
-	slices.SortFunc(out, func(a, b *Lock) int { return int(a.seq - b.seq) })
+	slices.SortFunc(out, func(a, b *Lock) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
@@ -349,11 +327,16 @@ func (m *Mutex) lose(l *Lock, reason string) {
 }
 
 // renewed records a successful acquire/extend/renew call started at start;
-// m.mu held.
+// m.mu held. A call started before the store's events were subscribed to
+// is followed by a renewal at once: a loss the store reported in between
+// went unseen (subscribe.go).
 func (m *Mutex) renewed(l *Lock, start time.Time) {
 	l.failures = 0
 	l.expiry = start.Add(l.ttl - drift(l.ttl))
 	l.due = start.Add(l.ttl / 3)
+	if start.Before(m.subSince) {
+		l.due = start
+	}
 	m.wakeFor(l)
 }
 

@@ -103,7 +103,8 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// AcquireOption overrides an option of one acquisition.
+// AcquireOption overrides an option of one acquisition. A nil
+// AcquireOption is ignored.
 type AcquireOption func(*acquireOptions)
 
 type acquireOptions struct {
@@ -141,7 +142,9 @@ func (m *Mutex) acquireOptions(opts []AcquireOption) (acquireOptions, error) {
 	}
 	o := &acquireOptions{ttl: m.opts.TTL, timeout: m.opts.Timeout}
 	for _, f := range opts {
-		f(o)
+		if f != nil { // a nil option (built conditionally) sets nothing
+			f(o)
+		}
 	}
 	return *o, o.err
 }

@@ -13,11 +13,17 @@ import (
 // third of their ttl, in batches (a Renewer renews a batch in few round
 // trips), and loses a lock at its tracked expiry when no renewal succeeded
 // in time — even when the store never answers, since the renewal calls run
-// in their own goroutine, one batch at a time.
+// in goroutines of their own.
+//
+// A lock is in one renewal or Extend at a time (Lock.inflight), but batches
+// of different locks may be in flight together: the locks that fall due
+// while a batch is out form a batch of their own, so that one call hung on
+// a dead connection holds up no other lock. And each call is bounded
+// (renewContext): a hung call fails in time for its locks to be renewed by
+// another before their expiry.
 func (m *Mutex) schedule() {
 	defer m.timer.Stop()
-	done := make(chan struct{}, 1)
-	inflight := false
+	done := make(chan struct{}, 1) // a batch ended: look again
 	for {
 		m.mu.Lock()
 		now := time.Now()
@@ -31,7 +37,7 @@ func (m *Mutex) schedule() {
 				continue
 			}
 			next = minTime(next, l.expiry)
-			if !inflight && l.inflight == nil { // (an Extend renews it meanwhile)
+			if l.inflight == nil { // (a renewal or Extend in flight renews it)
 				due = due || !now.Before(l.due)
 				next = minTime(next, l.due)
 			}
@@ -42,13 +48,20 @@ func (m *Mutex) schedule() {
 			// few batches.
 			var batch []*Lock
 			sent := make(chan struct{})
+			next = now.Add(time.Hour)
 			for _, l := range m.held {
-				if l.state == stateHeld && l.inflight == nil && !now.Before(l.due.Add(-l.ttl/6)) {
+				if l.state != stateHeld {
+					continue
+				}
+				if l.inflight == nil && !now.Before(l.due.Add(-l.ttl/6)) {
 					l.inflight = sent
 					batch = append(batch, l)
 				}
+				next = minTime(next, l.expiry)
+				if l.inflight == nil {
+					next = minTime(next, l.due)
+				}
 			}
-			inflight = true
 			m.wg.Go(func() { m.renew(batch, sent, done) })
 		}
 		// Set under m.mu: renewed brings the timer forward, under m.mu
@@ -60,38 +73,46 @@ func (m *Mutex) schedule() {
 		select {
 		case <-m.timer.C:
 		case <-done:
-			inflight = false
 		case <-m.stop:
 			return
 		}
 	}
 }
 
-// renew renews a batch of locks, marked in flight with sent, and records
-// the outcome.
+// renew renews a batch of locks, marked in flight with sent, records the
+// outcome and tells the scheduler on done.
 func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
-	defer func() { done <- struct{}{} }()
+	defer func() {
+		select {
+		case done <- struct{}{}:
+		default: // the scheduler has been told already
+		}
+	}()
 	leases := make([]drivers.Lease, len(batch))
+	expiries := make([]time.Time, len(batch))
 	m.mu.Lock()
-	deadline := batch[0].expiry
 	for i, l := range batch {
 		leases[i] = drivers.Lease{Key: l.key, Token: l.token, TTL: l.ttl}
-		deadline = minTime(deadline, l.expiry)
+		expiries[i] = l.expiry
 	}
 	m.mu.Unlock()
 
-	// The call must not outlive the first expiry: past it the lock is lost
-	// whatever the store answers.
-	ctx, cancel := context.WithDeadline(m.bg, deadline)
-	defer cancel()
+	// A lock's new expiry counts from when its call was sent.
 	start := time.Now()
+	var starts []time.Time // per lock, when each has a call of its own
 	var results []drivers.RenewResult
 	if m.renewer != nil {
+		ctx, cancel := m.renewContext(start, leases, expiries)
 		results = m.renewer.Renew(ctx, leases)
+		cancel()
 	} else {
 		results = make([]drivers.RenewResult, len(leases))
+		starts = make([]time.Time, len(leases))
 		for i, le := range leases {
+			starts[i] = time.Now()
+			ctx, cancel := m.renewContext(starts[i], leases[i:i+1], expiries[i:i+1])
 			ok, err := m.drv.Extend(ctx, le.Key, le.Token, le.TTL)
+			cancel()
 			results[i] = drivers.RenewResult{Held: ok, Err: err}
 		}
 	}
@@ -121,10 +142,25 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 				zap.Duration("expires_in", time.Until(l.expiry)), zap.Error(r.Err))
 		case !r.Held:
 			m.lose(l, "renewal found it gone or taken")
+		case starts != nil:
+			m.renewed(l, starts[i])
 		default:
 			m.renewed(l, start)
 		}
 	}
+}
+
+// renewContext bounds one renewal call, started at start, of leases whose
+// tracked expiries are expiries: to a third of the shortest ttl, so that a
+// call hung on a dead connection fails in time for a retry on another
+// before the locks' expiry, and never past the earliest expiry, when that
+// lock is lost whatever the store answers.
+func (m *Mutex) renewContext(start time.Time, leases []drivers.Lease, expiries []time.Time) (context.Context, context.CancelFunc) {
+	deadline := expiries[0]
+	for i, le := range leases {
+		deadline = minTime(deadline, minTime(expiries[i], start.Add(le.TTL/3)))
+	}
+	return context.WithDeadline(m.bg, deadline)
 }
 
 func minTime(a, b time.Time) time.Time {

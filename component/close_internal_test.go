@@ -1,0 +1,211 @@
+package component
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/memory"
+)
+
+// gated is the memory store as a network store with a Handover (release,
+// then acquire for the new token), whose Release, Handover and Extend wait
+// at a gate, and whose Close records whether one of them was in flight and
+// fails with closeErr.
+type gated struct {
+	*memory.Driver
+	entered  chan struct{} // a Release, Handover or Extend reached the gate
+	open     chan struct{} // closed to let them through
+	inFlight atomic.Int32
+	handed   atomic.Int32  // Handover calls
+	closed   chan struct{} // closed by Close
+	closeErr error
+
+	mu          sync.Mutex
+	closedUnder int // Release/Handover calls in flight when Close came
+}
+
+func newGated() *gated {
+	return &gated{Driver: memory.New(), entered: make(chan struct{}, 8), open: make(chan struct{}), closed: make(chan struct{})}
+}
+
+func (g *gated) Features() drivers.Features {
+	f := g.Driver.Features()
+	f.InProcess = false
+	return f
+}
+
+func (g *gated) Subscribe() {} // hides the memory store's Subscriber
+
+func (g *gated) gate() func() {
+	g.inFlight.Add(1)
+	g.entered <- struct{}{}
+	<-g.open
+	return func() { g.inFlight.Add(-1) }
+}
+
+func (g *gated) Release(ctx context.Context, key, token string) (bool, error) {
+	defer g.gate()()
+	return g.Driver.Release(ctx, key, token)
+}
+
+func (g *gated) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
+	g.handed.Add(1)
+	defer g.gate()()
+	ok, err := g.Driver.Release(ctx, key, token)
+	if err != nil || !ok {
+		return ok, drivers.AcquireResult{}, err
+	}
+	res, err := g.Driver.Acquire(ctx, next)
+	return true, res, err
+}
+
+func (g *gated) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	defer g.gate()()
+	return g.Driver.Extend(ctx, key, token, ttl)
+}
+
+func (g *gated) Close(context.Context) error {
+	g.mu.Lock()
+	g.closedUnder = int(g.inFlight.Load())
+	g.mu.Unlock()
+	close(g.closed)
+	return g.closeErr
+}
+
+// TestCloseWaitsForReleases: Close waits for a Release, a handover or an
+// Extend in flight before it closes the driver under it.
+func TestCloseWaitsForReleases(t *testing.T) {
+	for _, call := range []string{"Release", "Handover", "Extend"} {
+		t.Run(call, func(t *testing.T) {
+			ctx := context.Background()
+			g := newGated()
+			m, err := New(Options{Driver: g, TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := m.Acquire(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			openGate := sync.OnceFunc(func() { close(g.open) })
+			defer openGate() // first, when the test fails
+			if call == "Handover" {
+				wg.Go(func() {
+					if _, err := m.Acquire(ctx, "a", WithTimeout(Forever)); !errors.Is(err, ErrClosed) {
+						t.Errorf("waiter during Close: %v; want ErrClosed", err)
+					}
+				})
+				parked(t, m, "a")
+			}
+			wg.Go(func() {
+				var err error
+				if call == "Extend" {
+					_, err = l.Extend(ctx, time.Minute)
+				} else {
+					_, err = l.Release(ctx)
+				}
+				if err != nil {
+					t.Errorf("%s: %v", call, err)
+				}
+			})
+			<-g.entered // the call is in flight
+			closed := make(chan error, 1)
+			wg.Go(func() { closed <- m.Close(ctx) })
+			// Let it through once Close waits for it (its state has no
+			// signal: poll it) — or once Close closed the driver under it.
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+				m.mu.Lock()
+				waiting := m.closed && m.settled != nil
+				m.mu.Unlock()
+				select {
+				case <-g.closed:
+					waiting = true
+				default:
+				}
+				if waiting {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("Close neither waits nor closes the driver")
+				}
+			}
+			openGate()
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+			if (call == "Handover") != (g.handed.Load() > 0) {
+				t.Fatalf("%d handovers", g.handed.Load())
+			}
+			if g.closedUnder != 0 {
+				t.Fatalf("the driver was closed with %d calls in flight", g.closedUnder)
+			}
+		})
+	}
+}
+
+// TestSecondClose: a Close called while the first is under way waits for
+// it and returns its result, or its own ctx's cause when that ends first.
+func TestSecondClose(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"WaitsForTheFirst", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }, boom},
+		{"CtxEnds", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx, cancel
+		}, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			g := newGated()
+			g.closeErr = boom
+			m, err := New(Options{Driver: g, TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Acquire(ctx, "a"); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			openGate := sync.OnceFunc(func() { close(g.open) })
+			defer openGate() // first, when the test fails
+			first := make(chan error, 1)
+			wg.Go(func() { first <- m.Close(ctx) })
+			<-g.entered // the first Close is releasing the lock
+			cctx, cancel := tc.ctx()
+			defer cancel()
+			second := make(chan error, 1)
+			wg.Go(func() { second <- m.Close(cctx) })
+			if tc.want == context.Canceled {
+				// it returns while the first is still under way
+				if err := <-second; !errors.Is(err, context.Canceled) {
+					t.Errorf("second Close with an ended ctx = %v; want context.Canceled", err)
+				}
+			}
+			openGate()
+			if err := <-first; !errors.Is(err, boom) {
+				t.Fatalf("first Close = %v; want %v", err, boom)
+			}
+			if tc.want == boom {
+				if err := <-second; !errors.Is(err, boom) {
+					t.Fatalf("second Close = %v; want the first's result, %v", err, boom)
+				}
+			}
+			if err := m.Close(ctx); !errors.Is(err, boom) {
+				t.Fatalf("Close after Close = %v; want the first's result", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,133 @@
+package component_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/memory"
+)
+
+// hangOnce is a store whose first renewal call hangs until its ctx ends,
+// as a call sent on a dead pooled connection does, while the calls after
+// it work. It records the keys of the renewals that succeeded after it.
+type hangOnce struct {
+	entered, ended chan struct{} // the hung call started, returned
+
+	mu      sync.Mutex
+	calls   int
+	renewed []string
+}
+
+// hang hangs the first call; it reports whether it did.
+func (h *hangOnce) hang(ctx context.Context) bool {
+	h.mu.Lock()
+	h.calls++
+	first := h.calls == 1
+	h.mu.Unlock()
+	if !first {
+		return false
+	}
+	close(h.entered)
+	<-ctx.Done()
+	close(h.ended)
+	return true
+}
+
+func (h *hangOnce) record(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.renewed = append(h.renewed, key)
+}
+
+func (h *hangOnce) renewedAfter(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Contains(h.renewed, key)
+}
+
+// hangOnceRenewer renews in batches (drivers.Renewer).
+type hangOnceRenewer struct {
+	*faulty
+	*hangOnce
+}
+
+func (d *hangOnceRenewer) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	if d.hang(ctx) {
+		out := make([]drivers.RenewResult, len(leases))
+		for i := range out {
+			out[i].Err = ctx.Err()
+		}
+		return out
+	}
+	out := d.faulty.Renew(ctx, leases)
+	for i, r := range out {
+		if r.Held {
+			d.record(leases[i].Key)
+		}
+	}
+	return out
+}
+
+// hangOnceExtender has no Renewer: the Mutex renews with one Extend per
+// lock.
+type hangOnceExtender struct {
+	drivers.Driver
+	*hangOnce
+}
+
+func (d *hangOnceExtender) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	if d.hang(ctx) {
+		return false, ctx.Err()
+	}
+	ok, err := d.Driver.Extend(ctx, key, token, ttl)
+	if ok {
+		d.record(key)
+	}
+	return ok, err
+}
+
+// TestHungRenewal: while the renewal call of one lock hangs, a lock
+// acquired meanwhile, whose expiry comes before the hung call's lock's, is
+// renewed all the same (it is not lost waiting for the hung call); and the
+// hung call, bounded to a third of the ttl, fails in time for its lock to
+// be renewed by a retry before its expiry.
+func TestHungRenewal(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(h *hangOnce) drivers.Driver
+	}{
+		{"Renewer", func(h *hangOnce) drivers.Driver { return &hangOnceRenewer{faulty: newFaulty(), hangOnce: h} }},
+		{"Extend", func(h *hangOnce) drivers.Driver { return &hangOnceExtender{Driver: memory.New(), hangOnce: h} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			h := &hangOnce{entered: make(chan struct{}), ended: make(chan struct{})}
+			// a: renewed at 300 ms, the call hanging until 600 ms (before:
+			// until its expiry at 881 ms), retried 10-20 ms later.
+			m := newMutex(t, component.Options{Driver: tc.store(h), TTL: 900 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
+			a, err := m.Acquire(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-h.entered
+			// b expires 138 ms after it is taken unless renewed (every 50 ms).
+			b, err := m.Acquire(ctx, "b", component.WithTTL(150*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-h.ended
+			if !b.Held() {
+				t.Fatalf("b, taken during a's hung renewal, was lost: %v", b.Err())
+			}
+			waitUntil(t, "a renewed by a retry", func() bool { return h.renewedAfter(a.Key()) || a.Err() != nil })
+			if !a.Held() || !b.Held() {
+				t.Fatalf("a: %v, b: %v; want both held", a.Err(), b.Err())
+			}
+		})
+	}
+}
