@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,15 +22,16 @@ type contention struct {
 	sameAgain        float64 // share of acquisitions by the worker that made the previous one
 	perSec           float64
 	handOff          time.Duration // p50 from a holder starting its release to the next holder having the lock
+	release          time.Duration // p50 of the release call in the releasing worker
 	err              error         // the run failed
 }
 
 // record is one acquisition: when the worker started waiting, when it got
-// the lock and when it started releasing it (Unix ns, one host's clock),
-// and which worker.
+// the lock, when it started releasing it and when the release returned
+// (Unix ns, one host's clock), and which worker.
 type record struct {
-	start, got, rel int64
-	id              int
+	start, got, rel, done int64
+	id                    int
 }
 
 // work acquires name, holds it, releases it, again and again until end. A
@@ -39,6 +41,9 @@ func work(ctx context.Context, lk locker, name string, id int, end time.Time) ([
 	for time.Now().Before(end) {
 		start := time.Now()
 		unlock, err := lk.lock(ctx, name)
+		if errors.Is(err, errRunOver) {
+			return recs, nil
+		}
 		if err != nil {
 			return recs, err
 		}
@@ -48,7 +53,7 @@ func work(ctx context.Context, lk locker, name string, id int, end time.Time) ([
 		if err := unlock(); err != nil {
 			return recs, err
 		}
-		recs = append(recs, record{start: start.UnixNano(), got: got.UnixNano(), rel: rel.UnixNano(), id: id})
+		recs = append(recs, record{start: start.UnixNano(), got: got.UnixNano(), rel: rel.UnixNano(), done: time.Now().UnixNano(), id: id})
 	}
 	return recs, nil
 }
@@ -107,7 +112,7 @@ func contendProcesses(lib string) (contention, error) {
 	for id := range *workers {
 		var out bytes.Buffer
 		cmd := exec.Command(exe, "-worker", lib, *addr, name, strconv.FormatInt(start.UnixNano(), 10),
-			duration.String(), hold.String(), strconv.Itoa(id))
+			duration.String(), hold.String(), strconv.Itoa(id), strconv.Itoa(*workers))
 		cmd.Stdout, cmd.Stderr = &out, os.Stderr
 		if err := cmd.Start(); err != nil {
 			stop(cmds)
@@ -126,14 +131,15 @@ func contendProcesses(lib string) (contention, error) {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
-			if len(f) != 4 {
+			if len(f) != 5 {
 				return contention{}, fmt.Errorf("worker said %q", sc.Text())
 			}
 			id, _ := strconv.Atoi(f[0])
 			s, _ := strconv.ParseInt(f[1], 10, 64)
 			g, _ := strconv.ParseInt(f[2], 10, 64)
 			r, _ := strconv.ParseInt(f[3], 10, 64)
-			all = append(all, record{start: s, got: g, rel: r, id: id})
+			dn, _ := strconv.ParseInt(f[4], 10, 64)
+			all = append(all, record{start: s, got: g, rel: r, done: dn, id: id})
 		}
 	}
 	return summarize(all, start)
@@ -150,9 +156,9 @@ func stop(cmds []*exec.Cmd) {
 	}
 }
 
-// workerMain is one worker process: lib addr name startUnixNano duration hold id.
+// workerMain is one worker process: lib addr name startUnixNano duration hold id workers.
 func workerMain(args []string) int {
-	if len(args) != 7 {
+	if len(args) != 8 {
 		fmt.Fprintln(os.Stderr, "worker: bad arguments")
 		return 2
 	}
@@ -161,8 +167,9 @@ func workerMain(args []string) int {
 	d, _ := time.ParseDuration(args[4])
 	h, _ := time.ParseDuration(args[5])
 	id, _ := strconv.Atoi(args[6])
+	nw, _ := strconv.Atoi(args[7])
 	*hold = h
-	lk, err := open(lib, a)
+	lk, err := openWorker(lib, a, name, id, nw, time.Unix(0, startNs).Add(d))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
@@ -191,7 +198,7 @@ func workerMain(args []string) int {
 	}
 	w := bufio.NewWriter(os.Stdout)
 	for _, r := range recs {
-		fmt.Fprintf(w, "%d %d %d %d\n", r.id, r.start, r.got, r.rel)
+		fmt.Fprintf(w, "%d %d %d %d %d\n", r.id, r.start, r.got, r.rel, r.done)
 	}
 	_ = w.Flush()
 	return 0
@@ -212,10 +219,11 @@ func summarize(all []record, start time.Time) (contention, error) {
 	}
 	slices.SortFunc(all, func(a, b record) int { return cmp.Compare(a.got, b.got) })
 	from, to := start.UnixNano(), start.Add(*duration).UnixNano()
-	var waits, gaps []time.Duration
+	var waits, gaps, rels []time.Duration
 	same, inRun := 0, 0
 	for i, r := range all {
 		waits = append(waits, time.Duration(r.got-r.start))
+		rels = append(rels, time.Duration(r.done-r.rel))
 		if from <= r.got && r.got <= to {
 			inRun++
 		}
@@ -238,5 +246,6 @@ func summarize(all []record, start time.Time) (contention, error) {
 		sameAgain: float64(same) / float64(len(all)-1),
 		perSec:    float64(inRun) / duration.Seconds(),
 		handOff:   p(gaps, 50),
+		release:   p(rels, 50),
 	}, nil
 }

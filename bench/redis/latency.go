@@ -31,6 +31,9 @@ type latency struct {
 	// between messages as long as a waiter in a fair queue does
 	// (wakeFloor): what a fair hand-off to a waiting process costs at least.
 	wake time.Duration
+	// ring is the process contention of the hand-off ring (see ring): the
+	// acquisitions/s no fair lock across processes can exceed here.
+	ring contention
 	// p10 is the 10th percentile of every operation above, by name (ping,
 	// 2ping, floor, driver and the libraries): on a machine whose round
 	// trips are bimodal (fast when the CPUs are awake, slow when one must

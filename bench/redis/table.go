@@ -74,6 +74,8 @@ func printTable(lat latency, in, procs []contention, rn renewalResult) {
 	}
 	row(fmt.Sprintf("floor of a fair hand-off across processes: Pub/Sub message to a process asleep %v between messages (a waiter's turn in a fair queue), p50", wakeIdle()),
 		"(reported)", only(fmt.Sprintf("%.0f µs", float64(lat.wake)/float64(time.Microsecond)), "—")...)
+	row(fmt.Sprintf("floor of a fair hand-off across processes: a baton passed round %d processes by Pub/Sub, each holding it %v, no lock state: acquisitions/s (hand-off p50)", *workers, *hold),
+		"(reported)", only(fmt.Sprintf("%.0f (%.0f µs)", lat.ring.perSec, float64(lat.ring.handOff)/float64(time.Microsecond)), "—")...)
 	trips, cpu := fmt.Sprintf("%.1f", rn.roundTripsPerPeriod), fmt.Sprintf("%.1f%% of a core", 100*rn.cpu)
 	if rn.err != nil {
 		trips, cpu = "failed", "failed"
@@ -110,12 +112,14 @@ func printRun(r int, lat latency, in, procs []contention) {
 				fmt.Print(" failed")
 				continue
 			}
-			fmt.Printf(" %.0f/s p99 %s same %.0f%% hand-off %.0fµs", c.perSec, ms(c.waitP99), 100*c.sameAgain, float64(c.handOff)/float64(time.Microsecond))
+			fmt.Printf(" %.0f/s p99 %s same %.0f%% hand-off %.0fµs release %.0fµs", c.perSec, ms(c.waitP99), 100*c.sameAgain,
+				float64(c.handOff)/float64(time.Microsecond), float64(c.release)/float64(time.Microsecond))
 		}
 		fmt.Print(";")
 	}
-	fmt.Printf(" mutexfx driver alone %.2f×; floor %.2f×; two PINGs %.2f×; wake-up %.0fµs\n", ratio(lat.driver, lat.ping),
-		ratio(lat.floor, lat.ping), ratio(lat.twoPing, lat.ping), float64(lat.wake)/float64(time.Microsecond))
+	fmt.Printf(" mutexfx driver alone %.2f×; floor %.2f×; two PINGs %.2f×; wake-up %.0fµs; ring %.0f/s hand-off %.0fµs release %.0fµs\n", ratio(lat.driver, lat.ping),
+		ratio(lat.floor, lat.ping), ratio(lat.twoPing, lat.ping), float64(lat.wake)/float64(time.Microsecond),
+		lat.ring.perSec, float64(lat.ring.handOff)/float64(time.Microsecond), float64(lat.ring.release)/float64(time.Microsecond))
 }
 
 // medianLatency is, per library, the median ratio over the runs,
@@ -131,6 +135,10 @@ func medianLatency(ls []latency) latency {
 	out.floor = time.Duration(ping * median(ls, func(l latency) float64 { return ratio(l.floor, l.ping) }))
 	out.twoPing = time.Duration(ping * median(ls, func(l latency) float64 { return ratio(l.twoPing, l.ping) }))
 	out.wake = time.Duration(median(ls, func(l latency) float64 { return float64(l.wake) }))
+	out.ring = contention{
+		perSec:  median(ls, func(l latency) float64 { return l.ring.perSec }),
+		handOff: time.Duration(median(ls, func(l latency) float64 { return float64(l.ring.handOff) })),
+	}
 	ping10 := median(ls, func(l latency) float64 { return float64(l.p10["ping"]) })
 	out.p10 = map[string]time.Duration{"ping": time.Duration(ping10)}
 	for name := range ls[0].p10 {
