@@ -2,6 +2,7 @@ package component
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -35,11 +36,23 @@ func (m *Mutex) Close(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	m.closeDone = done
+	finished := false
+	defer func() {
+		// Even when shutdown panics (a driver's Release or Close did), the
+		// later calls are not left waiting; they report the panic.
+		if !finished {
+			m.closeErr = errClosePanicked
+		}
+		close(done)
+	}()
 	err := m.shutdown(ctx)
 	m.closeErr = err // read by later calls once done is closed
-	close(done)
+	finished = true
 	return err
 }
+
+// errClosePanicked is what a later Close returns when the first panicked.
+var errClosePanicked = errors.New("mutex: the first Close panicked")
 
 // shutdown is the first Close's work; it is entered with m.mu held.
 func (m *Mutex) shutdown(ctx context.Context) error {

@@ -209,3 +209,30 @@ func TestSecondClose(t *testing.T) {
 		})
 	}
 }
+
+// panicClose is a store whose Close panics.
+type panicClose struct{ drivers.Driver }
+
+func (panicClose) Close(context.Context) error { panic("close panicked") }
+
+// TestClosePanicked: when the first Close panics (here the driver's Close),
+// a later Close does not wait for it forever: it reports the panic.
+func TestClosePanicked(t *testing.T) {
+	m, err := New(Options{Driver: panicClose{memory.New()}, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the first Close did not panic")
+			}
+		}()
+		_ = m.Close(context.Background())
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); !errors.Is(err, errClosePanicked) {
+		t.Fatalf("second Close = %v; want errClosePanicked", err)
+	}
+}

@@ -20,7 +20,7 @@ import (
 // while a batch is out form a batch of their own, so that one call hung on
 // a dead connection holds up no other lock. And each call is bounded
 // (renewContext): a hung call fails in time for its locks to be renewed by
-// another before their expiry.
+// another before their expiry, when their ttl leaves time for that.
 func (m *Mutex) schedule() {
 	defer m.timer.Stop()
 	done := make(chan struct{}, 1) // a batch ended: look again
@@ -151,14 +151,20 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 }
 
 // renewContext bounds one renewal call, started at start, of leases whose
-// tracked expiries are expiries: to a third of the shortest ttl, so that a
-// call hung on a dead connection fails in time for a retry on another
-// before the locks' expiry, and never past the earliest expiry, when that
-// lock is lost whatever the store answers.
+// tracked expiries are expiries. Each lease's bound is a third of its ttl,
+// but never less than attemptGrace, and never past its expiry (its lock is
+// lost then, whatever the store answers): so a call hung on a dead
+// connection fails in time for a retry on another before the expiry, while
+// a store that is slow but answers within a second keeps its locks however
+// short their ttl. A batch's call runs to its latest lease's bound, so that
+// a short-ttl lease does not cut the call of long-ttl ones; a lock whose
+// expiry passes meanwhile is lost by the scheduler all the same.
 func (m *Mutex) renewContext(start time.Time, leases []drivers.Lease, expiries []time.Time) (context.Context, context.CancelFunc) {
-	deadline := expiries[0]
+	var deadline time.Time
 	for i, le := range leases {
-		deadline = minTime(deadline, minTime(expiries[i], start.Add(le.TTL/3)))
+		if b := minTime(expiries[i], start.Add(max(le.TTL/3, attemptGrace))); b.After(deadline) {
+			deadline = b
+		}
 	}
 	return context.WithDeadline(m.bg, deadline)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,8 +95,8 @@ func (d *hangOnceExtender) Extend(ctx context.Context, key, token string, ttl ti
 // TestHungRenewal: while the renewal call of one lock hangs, a lock
 // acquired meanwhile, whose expiry comes before the hung call's lock's, is
 // renewed all the same (it is not lost waiting for the hung call); and the
-// hung call, bounded to a third of the ttl, fails in time for its lock to
-// be renewed by a retry before its expiry.
+// hung call, bounded to a third of the ttl (at least a second), fails in
+// time for its lock to be renewed by a retry before its expiry.
 func TestHungRenewal(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -107,9 +108,9 @@ func TestHungRenewal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			h := &hangOnce{entered: make(chan struct{}), ended: make(chan struct{})}
-			// a: renewed at 300 ms, the call hanging until 600 ms (before:
-			// until its expiry at 881 ms), retried 10-20 ms later.
-			m := newMutex(t, component.Options{Driver: tc.store(h), TTL: 900 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
+			// a: renewed at 1 s, the call hanging until 2 s (before: until
+			// its expiry at about 2.98 s), retried 10-20 ms later.
+			m := newMutex(t, component.Options{Driver: tc.store(h), TTL: 3 * time.Second, RetryDelay: 10 * time.Millisecond})
 			a, err := m.Acquire(ctx, "a")
 			if err != nil {
 				t.Fatal(err)
@@ -129,5 +130,48 @@ func TestHungRenewal(t *testing.T) {
 				t.Fatalf("a: %v, b: %v; want both held", a.Err(), b.Err())
 			}
 		})
+	}
+}
+
+// slowRenewer answers every renewal call after delay (or when its ctx
+// ends), as a loaded but working store does, and counts the calls that
+// renewed something.
+type slowRenewer struct {
+	*faulty
+	delay   time.Duration
+	renewed atomic.Int32
+}
+
+func (d *slowRenewer) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	select {
+	case <-time.After(d.delay):
+	case <-ctx.Done():
+		out := make([]drivers.RenewResult, len(leases))
+		for i := range out {
+			out[i].Err = ctx.Err()
+		}
+		return out
+	}
+	out := d.faulty.Renew(ctx, leases)
+	if len(out) > 0 && out[0].Held {
+		d.renewed.Add(1)
+	}
+	return out
+}
+
+// TestSlowRenewalKeepsLocks: a store that answers each renewal in 120 ms,
+// more than a third of a 300 ms ttl but well before the lock's expiry,
+// keeps the lock renewed: the bound of a renewal call is never below a
+// second (a bound of ttl/3 cut every call, and the lock was lost).
+func TestSlowRenewalKeepsLocks(t *testing.T) {
+	d := &slowRenewer{faulty: newFaulty(), delay: 120 * time.Millisecond}
+	m := newMutex(t, component.Options{Driver: d, TTL: 300 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
+	l, err := m.Acquire(context.Background(), "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "five renewals, or the lock lost", func() bool { return d.renewed.Load() >= 5 || l.Err() != nil })
+	if !l.Held() {
+		t.Fatalf("lost with a slow but working store: %v", l.Err())
 	}
 }
