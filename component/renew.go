@@ -3,6 +3,7 @@ package component
 import (
 	"context"
 	"errors"
+	mrand "math/rand/v2"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -124,6 +125,9 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 		}
 	}
 
+	// One draw for the batch: its failed locks (with as many failures)
+	// retry together, in one call, rather than each in a call of its own.
+	u := mrand.Float64()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	close(sent)
@@ -135,7 +139,8 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 		switch r := results[i]; {
 		case r.Err != nil:
 			l.failures++
-			retry := jitter(min(m.opts.RetryDelay<<min(l.failures, 10), maxRetryDelay))
+			d := min(m.opts.RetryDelay<<min(l.failures, 10), maxRetryDelay)
+			retry := d/2 + time.Duration(u*float64(d/2)) // between d/2 and d
 			l.due = time.Now().Add(retry)
 			m.log.Warn("mutex renewal failed, retrying until the lock's expiry",
 				zap.String("lock", l.name), zap.Int("failures", l.failures),

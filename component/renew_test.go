@@ -2,6 +2,8 @@ package component_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -173,5 +175,42 @@ func TestSlowRenewalKeepsLocks(t *testing.T) {
 	waitUntil(t, "five renewals, or the lock lost", func() bool { return d.renewed.Load() >= 5 || l.Err() != nil })
 	if !l.Held() {
 		t.Fatalf("lost with a slow but working store: %v", l.Err())
+	}
+}
+
+// renewOnly is a store with batch renewal but no events (no Subscriber):
+// no catch-up renewal joins the schedule.
+type renewOnly struct {
+	drivers.Driver
+	r drivers.Renewer
+}
+
+func (d renewOnly) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	return d.r.Renew(ctx, leases)
+}
+
+// TestFailedBatchRetriesTogether: the locks of a renewal batch that failed
+// retry together, in one call, not each in a call of its own (which would
+// multiply the calls to a store already failing).
+func TestFailedBatchRetriesTogether(t *testing.T) {
+	f := newFaulty()
+	f.set(func(f *faulty) { f.renewErr = errors.New("connection refused") })
+	// Renewed at 400 ms; the retry comes 300-600 ms later, spread wider
+	// than the 200 ms within which due locks are gathered into one batch.
+	m := newMutex(t, component.Options{Driver: renewOnly{f, f}, TTL: 1200 * time.Millisecond, RetryDelay: 300 * time.Millisecond})
+	var locks []*component.Lock
+	for i := range 20 {
+		l, err := m.Acquire(context.Background(), fmt.Sprint("l", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		locks = append(locks, l)
+	}
+	for _, l := range locks {
+		<-l.Done()
+	}
+	calls, leases := f.renews.Load(), f.renewLeases.Load()
+	if calls < 2 || leases != 20*calls {
+		t.Fatalf("%d renewal calls carried %d leases; want every call (at least 2) to carry all 20", calls, leases)
 	}
 }
