@@ -217,3 +217,63 @@ func TestClusterMasterDownLocks(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterSlotMovedWhileMasterDown: while a master is down, calls for
+// its slots are refused without a request, so no MOVED reply tells
+// go-redis that a slot moved; the probe has the slot map reloaded, and
+// the key, now served by another master, can be acquired again within
+// seconds (not when go-redis's map is a minute old).
+func TestClusterSlotMovedWhileMasterDown(t *testing.T) {
+	c := faultCluster(t)
+	d, err := New(faultOptions(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(context.Background())
+	ctx := t.Context()
+	k := byMaster(t, c, "redistest:moved:", 1)[victim][0]
+	if _, err := d.Acquire(ctx, drivers.AcquireRequest{Key: k, Token: "a", TTL: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	c.Nodes[victim].Kill()
+	if _, err := d.Acquire(ctx, drivers.AcquireRequest{Key: k, Token: "b", TTL: 10 * time.Second}); err == nil {
+		t.Fatal("Acquire on the killed master succeeded")
+	}
+	if _, err := d.Acquire(ctx, drivers.AcquireRequest{Key: k, Token: "b", TTL: 10 * time.Second}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("second Acquire on the killed master = %v; want ErrUnavailable", err)
+	}
+
+	// Give the slot to another master, as a failover or a resharding does.
+	to, other := c.Nodes[1], c.Nodes[2]
+	slot, err := to.Command("CLUSTER", "KEYSLOT", lockKey(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := to.Command("CLUSTER", "MYID")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{
+		{"CLUSTER", "BUMPEPOCH"},
+		{"CLUSTER", "SETSLOT", slot, "NODE", id},
+	} {
+		if _, err := to.Command(cmd...); err != nil {
+			t.Fatalf("%v on %s: %v", cmd, to.Addr, err)
+		}
+	}
+	if _, err := other.Command("CLUSTER", "SETSLOT", slot, "NODE", id); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "both live masters agree on the slot's new master", func() bool {
+		_, errTo := to.Command("GET", lockKey(k))
+		_, errOther := other.Command("GET", lockKey(k))
+		return errTo == nil && errOther != nil
+	})
+
+	moved := time.Now()
+	eventually(t, 10*time.Second, "the key acquired on its new master", func() bool {
+		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: k, Token: "c", TTL: 10 * time.Second})
+		return err == nil && res.Acquired
+	})
+	t.Logf("acquired on the new master %v after the move", time.Since(moved).Round(time.Millisecond))
+}

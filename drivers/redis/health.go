@@ -40,7 +40,13 @@ type health struct {
 
 	mu    sync.Mutex
 	nodes map[string]*node // Cluster masters by address
+
+	reloaded atomic.Int64 // when a probe last asked for a new slot map (Unix ns)
 }
+
+// reloadInterval is how often, at most, the probes of down Cluster masters
+// ask go-redis to load the slot map again.
+const reloadInterval = time.Second
 
 // node is the health of one server.
 type node struct {
@@ -211,12 +217,31 @@ func (n *node) probe() {
 		}
 		msg := err.Error()
 		n.lastErr.Store(&msg)
+		n.h.reloadSlots()
 		select {
 		case <-d.ctx.Done():
 			return
 		case <-time.After(probeInterval):
 		}
 	}
+}
+
+// reloadSlots asks go-redis, at most once per reloadInterval, to load a
+// Cluster's slot map again: while a master is down its slots' calls are
+// refused without a request, so no MOVED reply would tell go-redis that a
+// failover or a resharding gave them to another master, and it reloads its
+// map on its own only when the map is a minute old. Without a Cluster it
+// does nothing.
+func (h *health) reloadSlots() {
+	if h.cc == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := h.reloaded.Load()
+	if now-last < int64(reloadInterval) || !h.reloaded.CompareAndSwap(last, now) {
+		return
+	}
+	h.cc.ReloadState(h.d.ctx)
 }
 
 // forget drops a Cluster master's node.

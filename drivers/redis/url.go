@@ -133,16 +133,17 @@ func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
-// scrub removes the URL and the secrets from an error message.
+// scrub removes the URL from an error message, and withholds a message
+// that contains a secret (as is, query- or path-escaped) altogether:
+// masking each occurrence would show where a short secret matches the
+// parser's own words.
 func scrub(msg, rawURL string, secrets ...string) string {
 	if rawURL != "" {
 		msg = strings.ReplaceAll(msg, rawURL, "<url>")
 	}
 	for _, s := range secrets {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, "xxxxx")
-			msg = strings.ReplaceAll(msg, url.QueryEscape(s), "xxxxx")
-			msg = strings.ReplaceAll(msg, url.PathEscape(s), "xxxxx")
+		if s != "" && (strings.Contains(msg, s) || strings.Contains(msg, url.QueryEscape(s)) || strings.Contains(msg, url.PathEscape(s))) {
+			return "invalid (the parser's message is withheld: it may quote the password)"
 		}
 	}
 	return msg

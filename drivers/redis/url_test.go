@@ -207,3 +207,16 @@ func TestURLClientName(t *testing.T) {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
 }
+
+// TestShortPasswordNotMasked: a parser message that contains the password
+// (here a one-letter one, found in go-redis's own words) is withheld, not
+// masked occurrence by occurrence, which would show the letter.
+func TestShortPasswordNotMasked(t *testing.T) {
+	_, err := New(Options{URL: "redis://:p@127.0.0.1:6379?skip_verify=true", Cluster: true})
+	if err == nil {
+		t.Fatal("New accepted skip_verify on a plain cluster URL")
+	}
+	if msg := err.Error(); strings.Contains(msg, "xxxxx") || !strings.Contains(msg, "withheld") {
+		t.Fatalf("error %q; want the parser's message withheld", msg)
+	}
+}
