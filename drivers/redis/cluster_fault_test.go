@@ -38,6 +38,19 @@ func faultOptions(c *testutil.RedisCluster) Options {
 	return Options{Addrs: c.Addrs, Cluster: true, PoolSize: 1000}
 }
 
+// faultDriver starts a faultCluster and a driver on it, closed at the
+// test's end.
+func faultDriver(t *testing.T) (*testutil.RedisCluster, *Driver) {
+	t.Helper()
+	c := faultCluster(t)
+	d, err := New(faultOptions(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close(context.Background()) })
+	return c, d
+}
+
 // byMaster returns, for each master of c, n keys (prefix + a number) whose
 // Redis lock key it serves, as the masters themselves say (the others
 // answer MOVED).
@@ -89,12 +102,7 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 // keys fail at once with ErrUnavailable once its first network error is
 // seen. Restarted, its keys work again.
 func TestClusterMasterDown(t *testing.T) {
-	c := faultCluster(t)
-	d, err := New(faultOptions(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close(context.Background())
+	c, d := faultDriver(t)
 	ctx := t.Context()
 	keys := byMaster(t, c, "redistest:cluster-down:", 21)
 	var leases []drivers.Lease
@@ -224,12 +232,7 @@ func TestClusterMasterDownLocks(t *testing.T) {
 // the key, now served by another master, can be acquired again within
 // seconds (not when go-redis's map is a minute old).
 func TestClusterSlotMovedWhileMasterDown(t *testing.T) {
-	c := faultCluster(t)
-	d, err := New(faultOptions(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close(context.Background())
+	c, d := faultDriver(t)
 	ctx := t.Context()
 	k := byMaster(t, c, "redistest:moved:", 1)[victim][0]
 	if _, err := d.Acquire(ctx, drivers.AcquireRequest{Key: k, Token: "a", TTL: 10 * time.Second}); err != nil {
