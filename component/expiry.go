@@ -37,13 +37,18 @@ type lockContext struct {
 
 // Err returns nil while the lock is held and not past its expiry, then
 // context.Canceled (context.Cause tells why the lock ended).
-func (c lockContext) Err() error {
-	if err := c.Context.Err(); err != nil {
+func (c lockContext) Err() error { return expiringErr(c.Context, c.l) }
+
+// expiringErr is the Err of ctx, a context that ends with lock l (its own,
+// or Run's): before it answers nil, it ends l as lost if l is past its
+// tracked expiry, which cancels ctx in the same call.
+func expiringErr(ctx context.Context, l *Lock) error {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m := c.l.m
+	m := l.m
 	m.mu.Lock()
-	m.expireLocked(c.l, time.Now())
+	m.expireLocked(l, time.Now())
 	m.mu.Unlock()
-	return c.Context.Err()
+	return ctx.Err()
 }

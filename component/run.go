@@ -1,9 +1,6 @@
 package component
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // Do acquires the lock name as Acquire does, runs fn, and releases the lock
 // whether fn returned, failed or panicked (the panic goes on after the
@@ -65,13 +62,4 @@ func newRunContext(caller context.Context, l *Lock) (runContext, context.CancelC
 // else context.Canceled (context.Cause tells why). A lock past its expiry
 // is ended as lost there and then, which cancels this context in the same
 // call.
-func (c runContext) Err() error {
-	if err := c.Context.Err(); err != nil {
-		return err
-	}
-	m := c.l.m
-	m.mu.Lock()
-	m.expireLocked(c.l, time.Now())
-	m.mu.Unlock()
-	return c.Context.Err()
-}
+func (c runContext) Err() error { return expiringErr(c.Context, c.l) }

@@ -277,12 +277,18 @@ func TestStopCancelsAndWaitsForRunningJob(t *testing.T) {
 	}
 }
 
-func TestStopDeadline(t *testing.T) {
-	release := make(chan struct{})
+// startStubborn starts a scheduler whose one job ignores its ctx: it
+// returns (and sets returned) only once release is closed. It returns when
+// the job's first run has started.
+func startStubborn(t *testing.T) (s *schedule.Scheduler, release chan struct{}, returned *atomic.Bool) {
+	t.Helper()
+	release = make(chan struct{})
+	returned = new(atomic.Bool)
 	started := make(chan struct{})
 	s, err := schedule.New(schedule.Options{}, schedule.Job{Name: "stubborn", Every: 10 * time.Millisecond, Run: func(ctx context.Context) error {
 		close(started)
 		<-release // ignores ctx
+		returned.Store(true)
 		return nil
 	}})
 	if err != nil {
@@ -292,6 +298,11 @@ func TestStopDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-started
+	return s, release, returned
+}
+
+func TestStopDeadline(t *testing.T) {
+	s, release, _ := startStubborn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	if err := s.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {

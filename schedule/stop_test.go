@@ -124,22 +124,7 @@ func TestStopDeadlineEndsTheHold(t *testing.T) {
 // TestSecondStopWaits: a second Stop waits for the runs as the first did,
 // rather than returning nil while they still run.
 func TestSecondStopWaits(t *testing.T) {
-	release := make(chan struct{})
-	started := make(chan struct{})
-	var returned atomic.Bool
-	s, err := schedule.New(schedule.Options{}, schedule.Job{Name: "stubborn", Every: 10 * time.Millisecond, Run: func(ctx context.Context) error {
-		close(started)
-		<-release // ignores ctx
-		returned.Store(true)
-		return nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	<-started
+	s, release, returned := startStubborn(t)
 	for i := range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 		err := s.Stop(ctx)

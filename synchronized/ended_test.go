@@ -67,15 +67,7 @@ func TestMiddlewareRequestEnded(t *testing.T) {
 			if resp == nil {
 				return
 			}
-			if resp.StatusCode != http.StatusServiceUnavailable {
-				t.Fatalf("status %d, body %q; want 503", resp.StatusCode, body)
-			}
-			if p := problemOf(t, resp, body); p.Code != synchronized.CodeRequestEnded {
-				t.Errorf("code %q, want %q", p.Code, synchronized.CodeRequestEnded)
-			}
-			if resp.Header.Get("Retry-After") == "" {
-				t.Error("no Retry-After")
-			}
+			want503(t, resp, body, synchronized.CodeRequestEnded)
 			if called.Load() {
 				t.Error("handler called without the lock")
 			}
@@ -119,15 +111,7 @@ func TestMiddlewareHungStore(t *testing.T) {
 	if resp == nil {
 		return
 	}
-	if resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("status %d, body %q; want 503", resp.StatusCode, body)
-	}
-	if p := problemOf(t, resp, body); p.Code != synchronized.CodeDriver {
-		t.Errorf("code %q, want %q", p.Code, synchronized.CodeDriver)
-	}
-	if resp.Header.Get("Retry-After") == "" {
-		t.Error("no Retry-After")
-	}
+	want503(t, resp, body, synchronized.CodeDriver)
 }
 
 func TestProblemOf(t *testing.T) {

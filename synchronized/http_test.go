@@ -62,6 +62,20 @@ func problemOf(t *testing.T, resp *http.Response, body []byte) synchronized.Prob
 	return p
 }
 
+// want503 checks an answer of 503 with the problem code and a Retry-After.
+func want503(t *testing.T, resp *http.Response, body []byte, code string) {
+	t.Helper()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, body %q; want 503", resp.StatusCode, body)
+	}
+	if p := problemOf(t, resp, body); p.Code != code {
+		t.Errorf("code %q, want %q", p.Code, code)
+	}
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("no Retry-After")
+	}
+}
+
 func TestMiddlewareSerialisesSameID(t *testing.T) {
 	m, _ := newMutex(t)
 	var inflight, most atomic.Int32
@@ -315,15 +329,7 @@ func TestMiddlewareStoreFailure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, "POST /orders/{id}", "order:{id}", synchronized.Options{Mutex: tt.m}, func(http.ResponseWriter, *http.Request) { t.Error("handler called") })
 			resp, body := post(t, srv, "/orders/1")
-			if resp.StatusCode != http.StatusServiceUnavailable {
-				t.Fatalf("status %d, want 503", resp.StatusCode)
-			}
-			if p := problemOf(t, resp, body); p.Code != tt.code {
-				t.Errorf("code %q, want %q", p.Code, tt.code)
-			}
-			if resp.Header.Get("Retry-After") == "" {
-				t.Error("no Retry-After")
-			}
+			want503(t, resp, body, tt.code)
 		})
 	}
 }

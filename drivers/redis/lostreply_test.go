@@ -185,12 +185,7 @@ func TestRetriedAcquireGetsItsOwnLock(t *testing.T) {
 	for _, tc := range retrying {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
-			p := newLoser(t, testutil.RedisAddr())
-			d := tc.new(t, p.addr)
-			direct := standalone(t, Options{})
-			loadScripts(t, direct.Client())
-			key := "redistest:" + t.Name() + strconv.FormatInt(time.Now().UnixNano(), 10)
-			defer direct.Client().Del(context.Background(), lockKey(key), fenceKey(key))
+			p, d, direct, key := retried(t, tc.new)
 			token := "r-" + rand.Text()
 			p.lose(token, loseReply)
 			res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token, TTL: 5 * time.Second})

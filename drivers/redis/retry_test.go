@@ -35,6 +35,24 @@ var retrying = []struct {
 	}},
 }
 
+// retried starts, for a test of go-redis retrying after a lost reply, a
+// proxy that can lose replies, the retrying driver of new through it, and
+// a direct driver on the server with the scripts loaded (so that the
+// first run of a script is not a NOSCRIPT); it returns them and a fresh
+// key, whose lock, counter and queue are deleted when the test ends.
+func retried(t *testing.T, new func(t *testing.T, addr string) *Driver) (p *loser, d, direct *Driver, key string) {
+	t.Helper()
+	p = newLoser(t, testutil.RedisAddr())
+	d = new(t, p.addr)
+	direct = standalone(t, Options{})
+	loadScripts(t, direct.Client())
+	key = "redistest:" + t.Name() + strconv.FormatInt(time.Now().UnixNano(), 10)
+	t.Cleanup(func() {
+		direct.Client().Del(context.Background(), lockKey(key), fenceKey(key), queueKey(key), liveKey(key))
+	})
+	return p, d, direct, key
+}
+
 // TestRetriedHandoverKeepsTheLock: a handover whose first run passed the
 // lock to the new token but whose reply was lost is retried by go-redis;
 // the retry finds the lock held by the new token and reports it handed
@@ -44,12 +62,7 @@ func TestRetriedHandoverKeepsTheLock(t *testing.T) {
 	for _, tc := range retrying {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
-			p := newLoser(t, testutil.RedisAddr())
-			d := tc.new(t, p.addr)
-			direct := standalone(t, Options{})
-			loadScripts(t, direct.Client())
-			key := "redistest:" + t.Name() + strconv.FormatInt(time.Now().UnixNano(), 10)
-			defer direct.Client().Del(context.Background(), lockKey(key), fenceKey(key))
+			p, d, direct, key := retried(t, tc.new)
 			first, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "old", TTL: 5 * time.Second})
 			if err != nil || !first.Acquired {
 				t.Fatalf("Acquire = %+v, %v", first, err)
@@ -80,12 +93,7 @@ func TestRetriedLeave(t *testing.T) {
 		for _, release := range []bool{false, true} {
 			t.Run(tc.name+"/release="+strconv.FormatBool(release), func(t *testing.T) {
 				ctx := t.Context()
-				p := newLoser(t, testutil.RedisAddr())
-				w := tc.new(t, p.addr)
-				h := standalone(t, Options{})
-				loadScripts(t, h.Client())
-				key := "redistest:" + t.Name() + strconv.FormatInt(time.Now().UnixNano(), 10)
-				defer h.Client().Del(context.Background(), lockKey(key), fenceKey(key), queueKey(key), liveKey(key))
+				p, w, h, key := retried(t, tc.new)
 				if res, err := h.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "h", TTL: 5 * time.Second}); err != nil || !res.Acquired {
 					t.Fatalf("h: %+v, %v", res, err)
 				}
