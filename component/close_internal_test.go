@@ -120,22 +120,14 @@ func TestCloseWaitsForReleases(t *testing.T) {
 			wg.Go(func() { closed <- m.Close(ctx) })
 			// Let it through once Close waits for it (its state has no
 			// signal: poll it) — or once Close closed the driver under it.
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-				m.mu.Lock()
-				waiting := m.closed && m.settled != nil
-				m.mu.Unlock()
+			pollLocked(t, m, "Close to wait for the call or close the driver under it", func() bool {
 				select {
 				case <-g.closed:
-					waiting = true
+					return true
 				default:
+					return m.closed && m.settled != nil
 				}
-				if waiting {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("Close neither waits nor closes the driver")
-				}
-			}
+			})
 			openGate()
 			if err := <-closed; err != nil {
 				t.Fatal(err)

@@ -50,18 +50,10 @@ func (h *handing) Handover(ctx context.Context, key, token string, next drivers.
 // parked waits until name's queue has a waiter parked behind the holder.
 func parked(t *testing.T, m *Mutex, name string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		m.mu.Lock()
+	pollLocked(t, m, "a parked waiter", func() bool {
 		q := m.queues[name]
-		ok := q != nil && len(q.waiters) == 1 && q.waiters[0].parked
-		m.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no waiter parked")
-		}
-	}
+		return q != nil && len(q.waiters) == 1 && q.waiters[0].parked
+	})
 }
 
 // TestHandedLockAfterClose: a lock handed to a waiter and released by

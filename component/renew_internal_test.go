@@ -22,18 +22,9 @@ func TestShortLockWhileSchedulerSleeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The scheduler's state has no signal: poll it.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		m.mu.Lock()
-		asleep := time.Until(m.nextWake) > 10*time.Minute
-		m.mu.Unlock()
-		if asleep {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the scheduler never planned the long lock's renewal")
-		}
-	}
+	pollLocked(t, m, "the scheduler planning the long lock's renewal", func() bool {
+		return time.Until(m.nextWake) > 10*time.Minute
+	})
 	const ttl = 100 * time.Millisecond
 	short, err := m.Acquire(ctx, "short", WithTTL(ttl))
 	if err != nil {

@@ -262,19 +262,10 @@ func TestFailedExtendShortens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// once the scheduler sleeps until the first renewal (1 s); its state
-	// has no signal: poll it
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		m1.mu.Lock()
-		asleep := m1.started && time.Until(m1.nextWake) > 500*time.Millisecond
-		m1.mu.Unlock()
-		if asleep {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the scheduler never planned the renewal")
-		}
-	}
+	// once the scheduler sleeps until the first renewal (1 s)
+	pollLocked(t, m1, "the scheduler planning the renewal", func() bool {
+		return m1.started && time.Until(m1.nextWake) > 500*time.Millisecond
+	})
 	if _, err := l.Extend(ctx, 50*time.Millisecond); err == nil {
 		t.Fatal("Extend: no error")
 	}
@@ -365,5 +356,23 @@ func TestLostEventForAnotherToken(t *testing.T) {
 	m.onEvent(drivers.Event{Kind: drivers.Lost, Key: l.Key(), Token: l.Token()})
 	if !errors.Is(l.Err(), ErrLost) {
 		t.Fatalf("after its own token's event: %v; want ErrLost", l.Err())
+	}
+}
+
+// pollLocked polls cond, called with m.mu held, every millisecond until it
+// holds, failing the test after 5 s: for the Mutex's internal states that
+// have no signal to wait on.
+func pollLocked(t *testing.T, m *Mutex, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		m.mu.Lock()
+		ok := cond()
+		m.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }

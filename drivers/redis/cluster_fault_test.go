@@ -82,19 +82,6 @@ func byMaster(t *testing.T, c *testutil.RedisCluster, prefix string, n int) [][]
 	return out
 }
 
-// eventually polls cond until it holds, failing the test after limit (a
-// restarted cluster master takes seconds to serve its slots again).
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting: %s", limit, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestClusterMasterDown: one of three Cluster masters is killed. The locks
 // of the two live masters keep renewing every tick (even the first tick,
 // when the live masters also lost their scripts and need the EVAL

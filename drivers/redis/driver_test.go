@@ -225,10 +225,17 @@ func TestNamesAsData(t *testing.T) {
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	eventually(t, 5*time.Second, what, cond)
+}
+
+// eventually polls cond until it holds, failing the test after limit (a
+// restarted cluster master, say, takes seconds to serve its slots again).
+func eventually(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
+			t.Fatalf("timed out after %v waiting: %s", limit, what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
