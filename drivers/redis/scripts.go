@@ -27,19 +27,24 @@ import goredis "github.com/redis/go-redis/v9"
 // growing as long as a name is acquired less than once per microsecond on
 // average.
 //
-// pass hands a just released lock to the first live waiter, told on its
-// driver's own channel so that only that process wakes:
+// pass is given a lock its holder gives up while waiters are queued (h,
+// the first of them, already read: the caller checked the queue with that
+// one call instead of EXISTS). Waiters at the front that stopped retrying
+// are dropped; when none is left the lock is deleted. Otherwise the lock
+// goes to the first live waiter, told on its driver's own channel so that
+// only that process wakes (its liveness, token and ttl come in one HMGET):
 //
 //   - hand-off, when that waiter's driver is subscribed on this node and
 //     the waiter registered its current attempt (token, ttl): the lock is
-//     set for that token here, with the waiter's ttl and the next fence,
+//     set for that token here (SET over the old holder's value: no DEL),
+//     with the waiter's ttl and the next fence,
 //     the waiter leaves the queue, and the message
 //     "g<fence>,<token length>,<token><key>" tells it that it holds the
 //     lock, so it needs no round trip of its own. A waiter whose wait
 //     ended first unregistered its token (leaveScript; one whose call
 //     ended for good also left the queue), and a crashed process has no
 //     subscription, so neither is handed a lock.
-//   - else the message "w<key>" wakes it to retry.
+//   - else the lock is deleted and the message "w<key>" wakes it to retry.
 const queueLua = `
 local function now()
   local t = redis.call('TIME')
@@ -70,18 +75,28 @@ local function head(queue, seen, ms, live)
     forget(queue, seen, h)
   end
 end
-local function pass(lock, fkey, queue, seen, prefix, key, live, fttl)
-  local h = head(queue, seen, now(), live)
-  if not h then return end
+local function pass(lock, fkey, queue, seen, prefix, key, live, fttl, h)
+  local ms = now()
+  local w
+  while true do
+    w = redis.call('HMGET', seen, h, 't:' .. h, 'x:' .. h)
+    if tonumber(w[1] or '0') >= ms - live then break end
+    forget(queue, seen, h)
+    h = redis.call('ZRANGE', queue, 0, 0)[1]
+    if not h then
+      redis.call('DEL', lock)
+      return
+    end
+  end
   local ch = prefix .. h
-  local tok = redis.call('HGET', seen, 't:' .. h)
-  local ttl = redis.call('HGET', seen, 'x:' .. h)
+  local tok, ttl = w[2], w[3]
   if tok and ttl and redis.call('PUBSUB', 'NUMSUB', ch)[2] > 0 then
     redis.call('SET', lock, tok, 'PX', ttl)
     forget(queue, seen, h)
     local f = fence(fkey, math.max(fttl, tonumber(ttl)))
     redis.call('PUBLISH', ch, 'g' .. string.format('%d', f) .. ',' .. #tok .. ',' .. tok .. key)
   else
+    redis.call('DEL', lock)
     redis.call('PUBLISH', ch, 'w' .. key)
   end
 end
@@ -161,8 +176,11 @@ return {0, redis.call('PTTL', KEYS[1])}
 //	ARGV[3] the component's key, ARGV[4] waiter liveness (ms), ARGV[5] counter ttl (ms)
 var releaseScript = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-if redis.call('EXISTS', KEYS[3]) == 0 then return 1 end
+local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+if not first then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
 ` + queueLua + passLua + `
 return 1
 `)
@@ -183,7 +201,8 @@ if cur == ARGV[6] then return {2, tonumber(redis.call('GET', KEYS[2]) or '0')} e
 if cur ~= ARGV[1] then return {0, 0} end
 local fttl = math.max(tonumber(ARGV[5]), tonumber(ARGV[7]))
 local seeding = false
-if redis.call('EXISTS', KEYS[3]) == 0 then
+local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+if not first then
   redis.call('SET', KEYS[1], ARGV[6], 'PX', ARGV[7])
   local f = redis.call('INCR', KEYS[2])
   if f > 1 then
@@ -191,8 +210,6 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
     return {2, f}
   end
   seeding = true
-else
-  redis.call('DEL', KEYS[1])
 end
 ` + queueLua + `
 if seeding then return {2, seed(KEYS[2], fttl)} end
@@ -200,9 +217,11 @@ if seeding then return {2, seed(KEYS[2], fttl)} end
 return {1, 0}
 `)
 
-// passLua passes a just released lock on (releaseScript, leaveScript).
+// passLua passes on a lock its holder gives up, with waiters queued
+// (releaseScript, handoverScript, leaveScript: each defines first, the
+// queue's first member).
 const passLua = `
-pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))`
+pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), first)`
 
 // leaveScript ends a waiting attempt that got no lock in time. It first
 // unregisters the attempt's token, so that no later release hands it the
@@ -232,8 +251,11 @@ if redis.call('HGET', KEYS[4], 't:' .. id) == ARGV[1] then
 end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
 if ARGV[7] ~= '1' then return {1, tonumber(redis.call('GET', KEYS[2]) or '0')} end
-redis.call('DEL', KEYS[1])
-if redis.call('EXISTS', KEYS[3]) == 0 then return {0, 0} end
+local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+if not first then
+  redis.call('DEL', KEYS[1])
+  return {0, 0}
+end
 ` + queueLua + passLua + `
 return {0, 0}
 `)
