@@ -23,7 +23,11 @@ type contention struct {
 	perSec           float64
 	handOff          time.Duration // p50 from a holder starting its release to the next holder having the lock
 	release          time.Duration // p50 of the release call in the releasing worker
-	err              error         // the run failed
+	// CPU time per acquisition (separate processes only): of the worker
+	// processes while they contended, and of the Redis server from the
+	// workers' start to their end.
+	workerCPU, serverCPU time.Duration
+	err                  error // the run failed
 }
 
 // record is one acquisition: when the worker started waiting, when it got
@@ -107,6 +111,10 @@ func contendProcesses(lib string) (contention, error) {
 	}
 	name := fmt.Sprintf("contend:%s:procs:%d", lib, time.Now().UnixNano())
 	start := time.Now().Add(2 * time.Second) // time to start and warm up
+	server0, err := serverCPU(context.Background(), *addr)
+	if err != nil {
+		return contention{}, err
+	}
 	var outs []*bytes.Buffer
 	var cmds []*exec.Cmd
 	for id := range *workers {
@@ -126,11 +134,21 @@ func contendProcesses(lib string) (contention, error) {
 			return contention{}, fmt.Errorf("worker: %w", err)
 		}
 	}
+	server1, err := serverCPU(context.Background(), *addr)
+	if err != nil {
+		return contention{}, err
+	}
 	var all []record
+	var workerCPU time.Duration
 	for _, out := range outs {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
+			if len(f) == 2 && f[0] == "cpu" {
+				ns, _ := strconv.ParseInt(f[1], 10, 64)
+				workerCPU += time.Duration(ns)
+				continue
+			}
 			if len(f) != 5 {
 				return contention{}, fmt.Errorf("worker said %q", sc.Text())
 			}
@@ -142,7 +160,10 @@ func contendProcesses(lib string) (contention, error) {
 			all = append(all, record{start: s, got: g, rel: r, done: dn, id: id})
 		}
 	}
-	return summarize(all, start)
+	c, err := summarize(all, start)
+	c.workerCPU = workerCPU / time.Duration(max(len(all), 1))
+	c.serverCPU = (server1 - server0) / time.Duration(max(len(all), 1))
+	return c, err
 }
 
 // stop kills and reaps the worker processes cmds (started, not yet
@@ -191,7 +212,9 @@ func workerMain(args []string) int {
 		return 1
 	}
 	time.Sleep(time.Until(time.Unix(0, startNs)))
+	cpu := cpuTime()
 	recs, err := work(ctx, lk, name, id, time.Unix(0, startNs).Add(d))
+	cpu = cpuTime() - cpu
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
@@ -200,6 +223,7 @@ func workerMain(args []string) int {
 	for _, r := range recs {
 		fmt.Fprintf(w, "%d %d %d %d %d\n", r.id, r.start, r.got, r.rel, r.done)
 	}
+	fmt.Fprintf(w, "cpu %d\n", cpu.Nanoseconds())
 	_ = w.Flush()
 	return 0
 }

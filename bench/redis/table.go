@@ -72,10 +72,19 @@ func printTable(lat latency, in, procs []contention, rn renewalResult) {
 		row(set.label+": acquisitions/s", check(m.err == nil && m.perSec >= best(set.cs), "≥ best peer"), rate...)
 		row(set.label+": hand-off p50 (release starts → next holder has it)", "(reported)", gap...)
 	}
+	var cpus []string
+	for _, c := range procs {
+		if c.err != nil {
+			cpus = append(cpus, "failed")
+			continue
+		}
+		cpus = append(cpus, cpuPerAcq(c))
+	}
+	row("8 processes: CPU per acquisition, worker processes + Redis server", "(reported)", cpus...)
 	row(fmt.Sprintf("floor of a fair hand-off across processes: Pub/Sub message to a process asleep %v between messages (a waiter's turn in a fair queue), p50", wakeIdle()),
 		"(reported)", only(fmt.Sprintf("%.0f µs", float64(lat.wake)/float64(time.Microsecond)), "—")...)
-	row(fmt.Sprintf("floor of a fair hand-off across processes: a baton passed round %d processes by Pub/Sub, each holding it %v, no lock state: acquisitions/s (hand-off p50)", *workers, *hold),
-		"(reported)", only(fmt.Sprintf("%.0f (%.0f µs)", lat.ring.perSec, float64(lat.ring.handOff)/float64(time.Microsecond)), "—")...)
+	row(fmt.Sprintf("floor of a fair hand-off across processes: a baton passed round %d processes by Pub/Sub, each holding it %v, no lock state: acquisitions/s (hand-off p50; CPU per acquisition, workers + server)", *workers, *hold),
+		"(reported)", only(fmt.Sprintf("%.0f (%.0f µs; %s)", lat.ring.perSec, float64(lat.ring.handOff)/float64(time.Microsecond), cpuPerAcq(lat.ring)), "—")...)
 	trips, cpu := fmt.Sprintf("%.1f", rn.roundTripsPerPeriod), fmt.Sprintf("%.1f%% of a core", 100*rn.cpu)
 	if rn.err != nil {
 		trips, cpu = "failed", "failed"
@@ -90,6 +99,11 @@ func ratio(a, b time.Duration) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// cpuPerAcq shows a run's CPU per acquisition, of its workers + of the server.
+func cpuPerAcq(c contention) string {
+	return fmt.Sprintf("%.0f + %.0f µs", float64(c.workerCPU)/float64(time.Microsecond), float64(c.serverCPU)/float64(time.Microsecond))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
@@ -115,11 +129,14 @@ func printRun(r int, lat latency, in, procs []contention) {
 			fmt.Printf(" %.0f/s p99 %s same %.0f%% hand-off %.0fµs release %.0fµs", c.perSec, ms(c.waitP99), 100*c.sameAgain,
 				float64(c.handOff)/float64(time.Microsecond), float64(c.release)/float64(time.Microsecond))
 		}
+		if procs[i].err == nil {
+			fmt.Printf(" cpu %s", cpuPerAcq(procs[i]))
+		}
 		fmt.Print(";")
 	}
-	fmt.Printf(" mutexfx driver alone %.2f×; floor %.2f×; two PINGs %.2f×; wake-up %.0fµs; ring %.0f/s hand-off %.0fµs release %.0fµs\n", ratio(lat.driver, lat.ping),
+	fmt.Printf(" mutexfx driver alone %.2f×; floor %.2f×; two PINGs %.2f×; wake-up %.0fµs; ring %.0f/s hand-off %.0fµs release %.0fµs cpu %s\n", ratio(lat.driver, lat.ping),
 		ratio(lat.floor, lat.ping), ratio(lat.twoPing, lat.ping), float64(lat.wake)/float64(time.Microsecond),
-		lat.ring.perSec, float64(lat.ring.handOff)/float64(time.Microsecond), float64(lat.ring.release)/float64(time.Microsecond))
+		lat.ring.perSec, float64(lat.ring.handOff)/float64(time.Microsecond), float64(lat.ring.release)/float64(time.Microsecond), cpuPerAcq(lat.ring))
 }
 
 // medianLatency is, per library, the median ratio over the runs,
@@ -136,8 +153,10 @@ func medianLatency(ls []latency) latency {
 	out.twoPing = time.Duration(ping * median(ls, func(l latency) float64 { return ratio(l.twoPing, l.ping) }))
 	out.wake = time.Duration(median(ls, func(l latency) float64 { return float64(l.wake) }))
 	out.ring = contention{
-		perSec:  median(ls, func(l latency) float64 { return l.ring.perSec }),
-		handOff: time.Duration(median(ls, func(l latency) float64 { return float64(l.ring.handOff) })),
+		perSec:    median(ls, func(l latency) float64 { return l.ring.perSec }),
+		handOff:   time.Duration(median(ls, func(l latency) float64 { return float64(l.ring.handOff) })),
+		workerCPU: time.Duration(median(ls, func(l latency) float64 { return float64(l.ring.workerCPU) })),
+		serverCPU: time.Duration(median(ls, func(l latency) float64 { return float64(l.ring.serverCPU) })),
 	}
 	ping10 := median(ls, func(l latency) float64 { return float64(l.p10["ping"]) })
 	out.p10 = map[string]time.Duration{"ping": time.Duration(ping10)}
@@ -171,6 +190,8 @@ func medianContention(runs [][]contention) []contention {
 			sameAgain: median(ok, func(c contention) float64 { return c.sameAgain }),
 			handOff:   time.Duration(median(ok, func(c contention) float64 { return float64(c.handOff) })),
 			perSec:    median(ok, func(c contention) float64 { return c.perSec }),
+			workerCPU: time.Duration(median(ok, func(c contention) float64 { return float64(c.workerCPU) })),
+			serverCPU: time.Duration(median(ok, func(c contention) float64 { return float64(c.serverCPU) })),
 		}
 	}
 	return out
