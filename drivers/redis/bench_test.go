@@ -2,9 +2,13 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
@@ -66,4 +70,93 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkScripts measures the contended scripts on the server: a release
+// that hands the lock to a queued, subscribed waiter, and an acquire that
+// finds the lock taken and queues behind another waiter. Besides ns/op
+// (which includes a pipelined round trip per op that sets the state up
+// again), it reports server-µs/op: the server's own time in the script, by
+// INFO commandstats (EVALSHA), the figure that the hand-offs of a
+// contended lock wait for.
+func BenchmarkScripts(b *testing.B) {
+	ctx := context.Background()
+	d, w := standalone(b, Options{}), standalone(b, Options{})
+	cancel, err := w.Subscribe(ctx, func(drivers.Event) {})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cancel()
+	waitFor(b, "waiter subscribed", func() bool { return numSub(b, d, w.channel()) == 1 })
+	key := "redisbench:scripts:" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	keys := []string{lockKey(key), fenceKey(key), queueKey(key), liveKey(key)}
+	defer d.Client().Del(ctx, keys...)
+	far := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10) // always live
+	b.Run("Release/handoff", func(b *testing.B) {
+		serverTime(b, d, func() {
+			d.Client().Pipelined(ctx, func(p goredis.Pipeliner) error {
+				p.Set(ctx, keys[0], "holder", 0)
+				p.ZAdd(ctx, keys[2], goredis.Z{Score: 1, Member: w.id})
+				p.HSet(ctx, keys[3], w.id, far, "t:"+w.id, "next", "x:"+w.id, "10000")
+				return nil
+			})
+		}, func() {
+			if ok, err := d.Release(ctx, key, "holder"); !ok || err != nil {
+				b.Fatalf("%v %v", ok, err)
+			}
+		})
+		if v := d.Client().Get(ctx, keys[0]).Val(); v != "next" {
+			b.Fatalf("lock held by %q, want it handed to the waiter", v)
+		}
+	})
+	b.Run("Acquire/queue", func(b *testing.B) {
+		serverTime(b, d, func() {
+			d.Client().Pipelined(ctx, func(p goredis.Pipeliner) error {
+				p.ZRem(ctx, keys[2], d.id)
+				p.ZAdd(ctx, keys[2], goredis.Z{Score: 1, Member: w.id})
+				p.HSet(ctx, keys[3], w.id, far)
+				return nil
+			})
+		}, func() {
+			res, err := d.acquireOnce(ctx, drivers.AcquireRequest{Key: key, Token: "late", TTL: 10 * time.Second}, true)
+			if err != nil || res.Acquired {
+				b.Fatalf("%+v %v", res, err)
+			}
+		})
+	})
+}
+
+// serverTime runs setup and op in b's loop and reports the server's time
+// in EVALSHA per op (only op runs scripts).
+func serverTime(b *testing.B, d *Driver, setup, op func()) {
+	before := evalshaStats(b, d)
+	n := 0
+	for b.Loop() {
+		setup()
+		op()
+		n++
+	}
+	after := evalshaStats(b, d)
+	if calls := after[0] - before[0]; calls != float64(n) {
+		b.Fatalf("%v EVALSHA calls for %d ops: another client ran scripts", calls, n)
+	}
+	b.ReportMetric((after[1]-before[1])/float64(n), "server-µs/op")
+}
+
+// evalshaStats returns the server's EVALSHA calls and µs so far.
+func evalshaStats(b *testing.B, d *Driver) [2]float64 {
+	info, err := d.Client().Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+			var calls, usec float64
+			if _, err := fmt.Sscanf(rest, "calls=%g,usec=%g", &calls, &usec); err != nil {
+				b.Fatal(err)
+			}
+			return [2]float64{calls, usec}
+		}
+	}
+	return [2]float64{}
 }

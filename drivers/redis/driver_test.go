@@ -137,7 +137,7 @@ func TestOneSubscription(t *testing.T) {
 	waitFor(t, "the subscription closes with the last cancel", func() bool { return numSub(t, other, other.channel()) == 0 })
 }
 
-func numSub(t *testing.T, d *Driver, ch string) int64 {
+func numSub(t testing.TB, d *Driver, ch string) int64 {
 	m, err := d.Client().PubSubNumSub(t.Context(), ch).Result()
 	if err != nil {
 		t.Fatal(err)
