@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,6 +71,37 @@ func TestCluster(t *testing.T) {
 				}
 			}
 		}
+	})
+	t.Run("PrunesUnusedMasters", func(t *testing.T) {
+		d, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close(context.Background())
+		h := d.health
+		n, err := h.node(t.Context(), lockKey("prune"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Two masters that left long ago: one up, one still down (its
+		// probe, not simulated here, forgets it); and one up, used lately.
+		long := time.Now().Add(-2 * pruneAfter)
+		gone, down := &node{h: h, addr: "192.0.2.1:6379", used: long}, &node{h: h, addr: "192.0.2.2:6379", used: long}
+		down.down.Store(true)
+		recent := &node{h: h, addr: "192.0.2.3:6379", used: time.Now().Add(-pruneAfter / 2)}
+		h.mu.Lock()
+		h.nodes[gone.addr], h.nodes[down.addr], h.nodes[recent.addr] = gone, down, recent
+		delete(h.nodes, n.addr) // so that the next lookup sees a new master
+		h.mu.Unlock()
+		if _, err := h.node(t.Context(), lockKey("prune")); err != nil {
+			t.Fatal(err)
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.nodes[gone.addr] != nil || h.nodes[down.addr] != down || h.nodes[recent.addr] != recent || h.nodes[n.addr] == nil {
+			t.Fatalf("nodes after a new master: %v; want the long unused up one dropped, the others kept", slices.Sorted(maps.Keys(h.nodes)))
+		}
+		delete(h.nodes, down.addr)
 	})
 	t.Run("RenewPerSlot", func(t *testing.T) {
 		d, err := New(opts)

@@ -39,7 +39,7 @@ type health struct {
 	one *node
 
 	mu    sync.Mutex
-	nodes map[string]*node // Cluster masters by address
+	nodes map[string]*node // Cluster masters by address (see node for their pruning)
 
 	reloaded atomic.Int64 // when a probe last asked for a new slot map (Unix ns)
 }
@@ -58,7 +58,15 @@ type node struct {
 	mu     sync.Mutex
 	client *goredis.Client // a Cluster master's own client, pinged by the probe
 	up     chan struct{}   // closed when the server answers again; nil while up
+
+	used time.Time // a Cluster master's last lookup by a call (h.mu)
 }
+
+// pruneAfter is how long a Cluster master that is up may go unused before
+// its node is dropped, when a master not seen before turns up: masters
+// come and go with failovers and reshardings, and a node that is up holds
+// nothing that a new one would not (see health.node).
+const pruneAfter = 10 * time.Minute
 
 func newHealth(d *Driver) *health {
 	h := &health{d: d}
@@ -88,7 +96,11 @@ func (h *health) gate(ctx context.Context, redisKey string) (*node, error) {
 // node returns the node serving redisKey: the one server, or in a Cluster
 // the master of its slot as the client's slot map has it. A Cluster client
 // that cannot load its slot map returns the error, observed by h.one, and
-// h.one (never nil).
+// h.one (never nil). A master seen for the first time gets a node, and the
+// nodes of masters that are up and went unused for pruneAfter are dropped
+// then, so that the map follows the cluster's masters instead of growing
+// with every address it ever had; a down master's node stays until its
+// probe ends.
 func (h *health) node(ctx context.Context, redisKey string) (*node, error) {
 	if h.cc == nil {
 		return h.one, nil
@@ -98,6 +110,7 @@ func (h *health) node(ctx context.Context, redisKey string) (*node, error) {
 		return h.one, h.one.observe(ctx, err)
 	}
 	addr := c.Options().Addr
+	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := h.nodes[addr]
@@ -105,9 +118,15 @@ func (h *health) node(ctx context.Context, redisKey string) (*node, error) {
 		if h.nodes == nil {
 			h.nodes = map[string]*node{}
 		}
+		for a, old := range h.nodes {
+			if !old.down.Load() && now.Sub(old.used) > pruneAfter {
+				delete(h.nodes, a)
+			}
+		}
 		n = &node{h: h, addr: addr}
 		h.nodes[addr] = n
 	}
+	n.used = now
 	n.mu.Lock()
 	n.client = c // go-redis makes a new one if the node left and came back
 	n.mu.Unlock()
