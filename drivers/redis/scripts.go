@@ -7,6 +7,13 @@ import goredis "github.com/redis/go-redis/v9"
 // with EVALSHA and falls back to EVAL when the server answers NOSCRIPT (a
 // restarted server has an empty script cache).
 
+// Out of memory: a server over maxmemory (noeviction) refuses a command
+// that may grow memory (SET, INCR, HSET, ZADD) in a script that has not
+// written yet, and allows it after any write. A script that passes a lock
+// on therefore writes something that frees memory first (DEL, ZREM), so
+// that a full server still lets a holder give its lock up, to a waiter or
+// a successor, instead of failing and leaving it held until its ttl.
+//
 // queueLua defines the functions of the queue-aware scripts. Scripts run
 // their common, uncontended path first and define these only when they
 // need them (defining them costs the server time on every call).
@@ -36,9 +43,9 @@ import goredis "github.com/redis/go-redis/v9"
 //
 //   - hand-off, when that waiter's driver is subscribed on this node and
 //     the waiter registered its current attempt (token, ttl): the lock is
-//     set for that token here (SET over the old holder's value: no DEL),
-//     with the waiter's ttl and the next fence,
-//     the waiter leaves the queue, and the message
+//     set for that token here (after the waiter leaves the queue, so the
+//     SET is not the first write; no DEL of the old holder's value), with
+//     the waiter's ttl and the next fence, and the message
 //     "g<fence>,<token length>,<token><key>" tells it that it holds the
 //     lock, so it needs no round trip of its own. A waiter whose wait
 //     ended first unregistered its token (leaveScript; one whose call
@@ -91,8 +98,8 @@ local function pass(lock, fkey, queue, seen, prefix, key, live, fttl, h)
   local ch = prefix .. h
   local tok, ttl = w[2], w[3]
   if tok and ttl and redis.call('PUBSUB', 'NUMSUB', ch)[2] > 0 then
-    redis.call('SET', lock, tok, 'PX', ttl)
     forget(queue, seen, h)
+    redis.call('SET', lock, tok, 'PX', ttl)
     local f = fence(fkey, math.max(fttl, tonumber(ttl)))
     redis.call('PUBLISH', ch, 'g' .. string.format('%d', f) .. ',' .. #tok .. ',' .. tok .. key)
   else
@@ -203,6 +210,7 @@ local fttl = math.max(tonumber(ARGV[5]), tonumber(ARGV[7]))
 local seeding = false
 local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 if not first then
+  redis.call('DEL', KEYS[1])
   redis.call('SET', KEYS[1], ARGV[6], 'PX', ARGV[7])
   local f = redis.call('INCR', KEYS[2])
   if f > 1 then
