@@ -25,7 +25,7 @@ type contention struct {
 	release          time.Duration // p50 of the release call in the releasing worker
 	// CPU time per acquisition (separate processes only): of the worker
 	// processes while they contended, and of the Redis server from the
-	// workers' start to their end.
+	// run's start (after the workers' warm-up) until the workers exited.
 	workerCPU, serverCPU time.Duration
 	err                  error // the run failed
 }
@@ -111,10 +111,18 @@ func contendProcesses(lib string) (contention, error) {
 	}
 	name := fmt.Sprintf("contend:%s:procs:%d", lib, time.Now().UnixNano())
 	start := time.Now().Add(2 * time.Second) // time to start and warm up
-	server0, err := serverCPU(context.Background(), *addr)
-	if err != nil {
-		return contention{}, err
+	// The server's CPU from the run's start (after the workers' warm-up);
+	// every client of the server in the run counts: run on a quiet one.
+	type sample struct {
+		cpu time.Duration
+		err error
 	}
+	atStart := make(chan sample, 1) // buffered: the sampler ends even when this returns early
+	go func() {
+		time.Sleep(time.Until(start))
+		c, err := serverCPU(context.Background(), *addr)
+		atStart <- sample{c, err}
+	}()
 	var outs []*bytes.Buffer
 	var cmds []*exec.Cmd
 	for id := range *workers {
@@ -138,6 +146,11 @@ func contendProcesses(lib string) (contention, error) {
 	if err != nil {
 		return contention{}, err
 	}
+	s0 := <-atStart
+	if s0.err != nil {
+		return contention{}, s0.err
+	}
+	server0 := s0.cpu
 	var all []record
 	var workerCPU time.Duration
 	for _, out := range outs {
