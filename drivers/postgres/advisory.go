@@ -147,6 +147,30 @@ func (d *Driver) drop(ctx context.Context, s *session, h int64) bool {
 	return false
 }
 
+// releaseSlot takes s's statement slot for a release or a handover, and
+// returns the context for its statement and the func that gives the slot
+// back. An advisory lock never expires: a release given up while another
+// statement held the slot (a renewal on a slow link) when the caller's ctx
+// ended would leave the lock held for the session's whole life. So when
+// ctx ends first, it waits on for the slot, bounded by StallTimeout, and
+// the statement runs in that bound; when even that fails, it gives the
+// session up (its locks are lost, reported as such) and closes the
+// connection under the stuck statement, which frees them in the server.
+func (d *Driver) releaseSlot(ctx context.Context, s *session) (context.Context, func(), error) {
+	if s.lock(ctx) == nil {
+		return ctx, s.unlock, nil
+	}
+	bounded, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.StallTimeout)
+	if err := s.lock(bounded); err != nil {
+		cancel()
+		d.broken(s)
+		s.watch.stop()
+		s.closeOnce.Do(func() { _ = s.conn.PgConn().Conn().Close() })
+		return nil, nil, fmt.Errorf("postgres: the session holding the lock stayed busy: %w", ctx.Err())
+	}
+	return bounded, func() { s.unlock(); cancel() }, nil
+}
+
 // ownLock returns the lock key's entry if token holds it through this driver.
 func (d *Driver) ownLock(key, token string) (int64, *advLock) {
 	h := advisoryKey(key)
@@ -169,12 +193,12 @@ func (d *Driver) advRelease(ctx context.Context, key, token string) (bool, error
 		return false, nil
 	}
 	s := l.s
-	if err := s.lock(ctx); err != nil {
+	ctx, done, err := d.releaseSlot(ctx, s)
+	if err != nil {
 		return false, err
 	}
-	defer s.unlock()
+	defer done()
 	var ok bool
-	var err error
 	if d.opts.MaxSessions > 1 {
 		err = s.conn.QueryRow(ctx, d.sql.unlock, h).Scan(&ok)
 	} else {
@@ -319,12 +343,13 @@ func (d *Driver) advHandover(ctx context.Context, key, token string, next driver
 		return false, drivers.AcquireResult{}, nil
 	}
 	s := l.s
-	if err := s.lock(ctx); err != nil {
+	ctx, done, err := d.releaseSlot(ctx, s)
+	if err != nil {
 		return false, drivers.AcquireResult{}, err
 	}
-	defer s.unlock()
+	defer done()
 	var fence int64
-	err := s.conn.QueryRow(ctx, d.sql.handover, h).Scan(&fence)
+	err = s.conn.QueryRow(ctx, d.sql.handover, h).Scan(&fence)
 	if sqlState(err) == "42P01" {
 		d.schemaLost()
 	}
