@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"sync"
 	"time"
 
@@ -386,22 +387,38 @@ func retryable(err error) bool {
 	return pgconn.SafeToRetry(err)
 }
 
-// retry runs f until it succeeds, fails for good, or fails retryably five
-// times, with a short growing pause between attempts.
+// retry runs f until it succeeds or fails for good. A serialization
+// failure or a deadlock (a server or role whose default isolation is
+// serializable or repeatable read makes contended statements fail so) is
+// retried for up to conflictBudget, other retryable failures five times,
+// with short growing pauses, jittered so that the conflicting callers do
+// not meet again.
 func retry(ctx context.Context, f func() error) error {
 	delay := time.Millisecond
+	until := time.Now().Add(conflictBudget)
 	for attempt := 1; ; attempt++ {
 		err := f()
-		if err == nil || !retryable(err) || attempt == 5 {
+		if err == nil || !retryable(err) {
 			return err
 		}
-		t := time.NewTimer(delay)
+		if s := sqlState(err); s == "40001" || s == "40P01" {
+			if time.Now().After(until) {
+				return err
+			}
+		} else if attempt == 5 {
+			return err
+		}
+		t := time.NewTimer(delay/2 + mrand.N(delay))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
 		case <-t.C:
 		}
-		delay *= 2
+		delay = min(delay*2, 32*time.Millisecond)
 	}
 }
+
+// conflictBudget is how long retry retries serialization failures and
+// deadlocks.
+const conflictBudget = time.Second

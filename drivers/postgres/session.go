@@ -46,6 +46,31 @@ func (s *session) lock(ctx context.Context) error {
 
 func (s *session) unlock() { <-s.sem }
 
+// sessionSetup pins, on the connections the driver opens for itself (its
+// advisory sessions and its LISTEN connection), the settings that their
+// locks depend on, over whatever the server, the database or the role
+// sets (a pooled table-mode connection is left alone: its session may be
+// shared through a pooler):
+//
+//   - statement_timeout 0: a wait in the server (pg_advisory_lock with
+//     lock_timeout) ends at its own bound, not at a shorter global one
+//     that would fail the Acquire; the driver bounds its statements with
+//     their ctx (the server is asked to cancel) and StallTimeout.
+//   - idle_session_timeout and idle_in_transaction_session_timeout 0: an
+//     advisory session is idle between renewals while it holds its locks;
+//     the server must not end it (freeing them under a live holder).
+//   - TCP keepalives (10 s idle, then every 5 s, 3 probes) and
+//     tcp_user_timeout (30 s): a holder whose host vanished (power loss,
+//     partition) loses its locks in the server within about half a
+//     minute, not after the operating system's two hours.
+//
+// A setting the server does not know (idle_session_timeout before
+// PostgreSQL 14, tcp_user_timeout before 12) is skipped.
+const sessionSetup = "SELECT count(set_config(name, value, false)) FROM (VALUES " +
+	"('statement_timeout', '0'), ('idle_session_timeout', '0'), ('idle_in_transaction_session_timeout', '0'), " +
+	"('tcp_keepalives_idle', '10'), ('tcp_keepalives_interval', '5'), ('tcp_keepalives_count', '3'), " +
+	"('tcp_user_timeout', '30000')) AS v(name, value) WHERE name IN (SELECT name FROM pg_settings)"
+
 // dial opens a pinned connection. A ctx ending during a statement makes pgx
 // ask the server to cancel it, and only StallTimeout later close the
 // connection, so that a caller's deadline does not drop every lock.
@@ -61,6 +86,10 @@ func (d *Driver) dial(ctx context.Context, waiter bool) (*session, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, sessionSetup); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	if err := d.ensureSchema(ctx, conn.Begin); err != nil {

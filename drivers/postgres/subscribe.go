@@ -114,6 +114,9 @@ func (d *Driver) listenOnce(ctx context.Context) {
 		return
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
+	if _, err := conn.Exec(ctx, sessionSetup); err != nil {
+		return
+	}
 	if _, err := conn.Exec(ctx, "LISTEN "+d.names.channel); err != nil {
 		return
 	}

@@ -1,0 +1,77 @@
+package postgres
+
+import (
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// TestSessionSettingsPinned: a role or database may set statement_timeout
+// and idle_session_timeout (here as the connection's startup parameters,
+// which is how the server applies them too). The advisory sessions override
+// them: a lock held by an idle session outlives idle_session_timeout, and a
+// waiting Acquire waits for its own bound, not statement_timeout's.
+func TestSessionSettingsPinned(t *testing.T) {
+	ctx := ctxT(t)
+	dsn := testutil.PostgresDSN() + "&statement_timeout=200&idle_session_timeout=300"
+	d, other := on(t, dsn, Options{}), on(t, dsn, Options{})
+	key, tok := "settings:"+rand.Text(), rand.Text()
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: 5 * time.Second}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+
+	// other waits in the server for longer than statement_timeout: not an
+	// error, not acquired when its wait ends
+	start := time.Now()
+	res, err := other.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "other", TTL: 5 * time.Second, Wait: 700 * time.Millisecond})
+	if err != nil || res.Acquired {
+		t.Fatalf("waiting Acquire = %+v, %v after %v; want not acquired, no error", res, err, time.Since(start))
+	}
+	if e := time.Since(start); e < 600*time.Millisecond {
+		t.Fatalf("waiting Acquire gave up after %v; want its 700ms", e)
+	}
+
+	// d's session has been idle for more than idle_session_timeout since
+	// its Acquire (the time is what is tested here)
+	time.Sleep(400 * time.Millisecond)
+	if ok, err := d.Extend(ctx, key, tok, 5*time.Second); err != nil || !ok {
+		t.Fatalf("Extend after an idle spell = %v, %v; want still held", ok, err)
+	}
+	if res, err := other.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "other", TTL: 5 * time.Second}); err != nil || res.Acquired {
+		t.Fatalf("other Acquire = %+v, %v; want taken", res, err)
+	}
+	if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+}
+
+// TestTableSerializableDefault: with serializable as the role's default
+// isolation, contended table-mode statements fail with serialization
+// failures; the driver retries them, so no call fails.
+func TestTableSerializableDefault(t *testing.T) {
+	ctx := ctxT(t)
+	dsn := testutil.PostgresDSN() + "&default_transaction_isolation=serializable"
+	var wg sync.WaitGroup
+	for i := range 6 {
+		m := mutexOn(t, on(t, dsn, Options{Mode: ModeTable, Table: "mutexfx_locks_serializable"}), 5*time.Second)
+		wg.Go(func() {
+			for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+				l, err := m.Acquire(ctx, fmt.Sprint("serializable:", i%2), component.WithTimeout(5*time.Second))
+				if err != nil {
+					t.Errorf("Acquire: %v", err)
+					continue
+				}
+				if _, err := l.Release(ctx); err != nil {
+					t.Errorf("Release: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
