@@ -313,6 +313,11 @@ func (d *Driver) ensureSchema(ctx context.Context, begin func(context.Context) (
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// the DDL waits for the other drivers' (and for the tables' locks): a
+	// role's lock_timeout or statement_timeout must not fail it, ctx bounds it
+	if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', '0', true), set_config('statement_timeout', '0', true)"); err != nil {
+		return err
+	}
 	var seq, table, boot *string
 	var cols int
 	// the commit is synchronous whatever the session's setting: a sequence
@@ -375,22 +380,23 @@ func sqlState(err error) string {
 	return ""
 }
 
-// retryable reports serialization failures, deadlocks, and failures that
+// retryable reports serialization failures, deadlocks, lock timeouts, and failures that
 // happened before the statement could run: nothing sent yet, or the backend
 // terminated (admin shutdown, crash recovery, starting up) — a pool hands
 // out idle connections whose backend was terminated meanwhile.
 func retryable(err error) bool {
 	switch sqlState(err) {
-	case "40001", "40P01", "57P01", "57P02", "57P03":
+	case "40001", "40P01", "55P03", "57P01", "57P02", "57P03":
 		return true
 	}
 	return pgconn.SafeToRetry(err)
 }
 
 // retry runs f until it succeeds or fails for good. A serialization
-// failure or a deadlock (a server or role whose default isolation is
-// serializable or repeatable read makes contended statements fail so) is
-// retried for up to conflictBudget, other retryable failures five times,
+// failure, a deadlock or a lock timeout (contended statements fail so
+// when a server or role sets the default isolation to serializable or
+// repeatable read, or a short lock_timeout) is retried for up to
+// conflictBudget, other retryable failures five times,
 // with short growing pauses, jittered so that the conflicting callers do
 // not meet again.
 func retry(ctx context.Context, f func() error) error {
@@ -401,7 +407,7 @@ func retry(ctx context.Context, f func() error) error {
 		if err == nil || !retryable(err) {
 			return err
 		}
-		if s := sqlState(err); s == "40001" || s == "40P01" {
+		if s := sqlState(err); s == "40001" || s == "40P01" || s == "55P03" {
 			if time.Now().After(until) {
 				return err
 			}
@@ -419,6 +425,6 @@ func retry(ctx context.Context, f func() error) error {
 	}
 }
 
-// conflictBudget is how long retry retries serialization failures and
-// deadlocks.
-const conflictBudget = time.Second
+// conflictBudget is how long retry retries serialization failures,
+// deadlocks and lock timeouts (within the call's ctx).
+const conflictBudget = 5 * time.Second

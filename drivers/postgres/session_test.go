@@ -51,27 +51,32 @@ func TestSessionSettingsPinned(t *testing.T) {
 	}
 }
 
-// TestTableSerializableDefault: with serializable as the role's default
-// isolation, contended table-mode statements fail with serialization
-// failures; the driver retries them, so no call fails.
-func TestTableSerializableDefault(t *testing.T) {
-	ctx := ctxT(t)
-	dsn := testutil.PostgresDSN() + "&default_transaction_isolation=serializable"
-	var wg sync.WaitGroup
-	for i := range 6 {
-		m := mutexOn(t, on(t, dsn, Options{Mode: ModeTable, Table: "mutexfx_locks_serializable"}), 5*time.Second)
-		wg.Go(func() {
-			for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
-				l, err := m.Acquire(ctx, fmt.Sprint("serializable:", i%2), component.WithTimeout(5*time.Second))
-				if err != nil {
-					t.Errorf("Acquire: %v", err)
-					continue
-				}
-				if _, err := l.Release(ctx); err != nil {
-					t.Errorf("Release: %v", err)
-				}
+// TestTableRoleSettings: a role whose default isolation is serializable,
+// or whose lock_timeout is short, makes contended table-mode statements
+// fail (serialization failures; lock timeouts on the rows); the driver
+// retries them, so no call fails.
+func TestTableRoleSettings(t *testing.T) {
+	for _, param := range []string{"default_transaction_isolation=serializable", "lock_timeout=1"} {
+		t.Run(param, func(t *testing.T) {
+			ctx := ctxT(t)
+			dsn := testutil.PostgresDSN() + "&" + param
+			var wg sync.WaitGroup
+			for i := range 6 {
+				m := mutexOn(t, on(t, dsn, Options{Mode: ModeTable, Table: "mutexfx_locks_rolesettings"}), 5*time.Second)
+				wg.Go(func() {
+					for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+						l, err := m.Acquire(ctx, fmt.Sprint("rolesettings:", i%2), component.WithTimeout(5*time.Second))
+						if err != nil {
+							t.Errorf("Acquire: %v", err)
+							continue
+						}
+						if _, err := l.Release(ctx); err != nil {
+							t.Errorf("Release: %v", err)
+						}
+					}
+				})
 			}
+			wg.Wait()
 		})
 	}
-	wg.Wait()
 }
