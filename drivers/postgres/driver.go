@@ -53,6 +53,7 @@ type Driver struct {
 	main    *session           // advisory: takes locks without waiting
 	waiters []*session         // advisory: blocking waits, then hold
 	dialing int                // advisory: waiter sessions being opened
+	noDial  time.Time          // advisory: no waiter session is opened before this (a dial failed)
 	subs    map[int]func(drivers.Event)
 	nextSub int
 	lis     *listener // the LISTEN goroutine, from its first use to Close

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -226,8 +227,13 @@ func (d *Driver) mainSession(ctx context.Context) (*session, error) {
 	}
 }
 
+// waiterRedial is how long, after a waiter session could not be opened,
+// the driver makes do without opening one.
+const waiterRedial = time.Second
+
 // waiterSession returns, with its slot taken, a session holding no lock on
-// which a blocking wait may run; nil when all MaxSessions are in use.
+// which a blocking wait may run; nil when all MaxSessions are in use or
+// one cannot be opened now.
 func (d *Driver) waiterSession(ctx context.Context) (*session, error) {
 	d.mu.Lock()
 	if d.closed {
@@ -245,7 +251,7 @@ func (d *Driver) waiterSession(ctx context.Context) (*session, error) {
 		default:
 		}
 	}
-	if 1+len(d.waiters)+d.dialing >= d.opts.MaxSessions {
+	if 1+len(d.waiters)+d.dialing >= d.opts.MaxSessions || time.Now().Before(d.noDial) {
 		d.mu.Unlock()
 		return nil, nil
 	}
@@ -254,6 +260,16 @@ func (d *Driver) waiterSession(ctx context.Context) (*session, error) {
 	s, err := d.dial(ctx, true)
 	d.mu.Lock()
 	d.dialing--
+	if err != nil && ctx.Err() == nil {
+		// the server refused a connection more (max_connections, the
+		// role's CONNECTION LIMIT) or failed: callers wait without a
+		// session of their own (one attempt on the main session, then the
+		// component's retries) rather than fail, and no dial is tried
+		// again for waiterRedial
+		d.noDial = time.Now().Add(waiterRedial)
+		d.mu.Unlock()
+		return nil, nil
+	}
 	d.mu.Unlock()
 	if err != nil {
 		return nil, err

@@ -1,11 +1,15 @@
 package postgres
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
@@ -78,5 +82,53 @@ func TestTableRoleSettings(t *testing.T) {
 			}
 			wg.Wait()
 		})
+	}
+}
+
+// TestWaiterSessionRefused: when the server refuses the connection a
+// blocking wait would use (here the role's CONNECTION LIMIT; also
+// max_connections), the wait makes do with the main session instead of
+// failing: one attempt, not acquired while the lock is taken, the lock once
+// it is free.
+func TestWaiterSessionRefused(t *testing.T) {
+	ctx := ctxT(t)
+	admin, err := pgx.Connect(ctx, testutil.PostgresDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	role := "mutexfx_limited_" + strings.ToLower(rand.Text()[:8])
+	table := "mutexfx_locks_limited"
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+role+" LOGIN CONNECTION LIMIT 1"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // after the drivers close (cleanups run last first)
+		for _, q := range []string{"DROP OWNED BY " + role, "DROP ROLE " + role} {
+			if _, err := admin.Exec(context.Background(), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+	holder := on(t, testutil.PostgresDSN(), Options{Table: table}) // creates the sequence and the boot marker
+	key := "limited:" + rand.Text()
+	if res, err := holder.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "holder", TTL: 5 * time.Second}); err != nil || !res.Acquired {
+		t.Fatalf("holder: %+v, %v", res, err)
+	}
+	if _, err := admin.Exec(ctx, "GRANT ALL ON "+table+"_fence, "+table+"_boot TO "+role); err != nil {
+		t.Fatal(err)
+	}
+	limited := on(t, "postgres://"+role+"@127.0.0.1:5432/test?sslmode=disable", Options{Table: table, MaxSessions: 4})
+	wait := drivers.AcquireRequest{Key: key, Token: "limited", TTL: 5 * time.Second, Wait: 300 * time.Millisecond}
+	if res, err := limited.Acquire(ctx, drivers.AcquireRequest{Key: key + ":other", Token: "limited", TTL: 5 * time.Second}); err != nil || !res.Acquired {
+		t.Fatalf("limited, free lock: %+v, %v", res, err) // its main session: the role's one connection
+	}
+	if res, err := limited.Acquire(ctx, wait); err != nil || res.Acquired {
+		t.Fatalf("limited, waiting for a taken lock = %+v, %v; want not acquired, no error", res, err)
+	}
+	if ok, err := holder.Release(ctx, key, "holder"); err != nil || !ok {
+		t.Fatalf("release: %v, %v", ok, err)
+	}
+	if res, err := limited.Acquire(ctx, wait); err != nil || !res.Acquired {
+		t.Fatalf("limited, waiting for a free lock = %+v, %v; want it", res, err)
 	}
 }
