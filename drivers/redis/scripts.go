@@ -32,7 +32,14 @@ import goredis "github.com/redis/go-redis/v9"
 // (new name, expired counter, or a server restarted without persistence):
 // seed then sets it from the server's clock in microseconds, so fences keep
 // growing as long as a name is acquired less than once per microsecond on
-// average.
+// average. When TIME is refused (an ACL user without it), seed deletes the
+// counter again and fails the call: a counter left at 1 would hand out
+// fences below those given before.
+//
+// Pub/Sub is best effort inside the scripts (pcall): a user refused PUBSUB
+// or PUBLISH (Redis 7's default ACL channel rules refuse every channel)
+// still releases and passes locks on; the waiters then learn of it by
+// their polls instead of a message.
 //
 // pass is given a lock its holder gives up while waiters are queued (h,
 // the first of them, already read: the caller checked the queue with that
@@ -58,7 +65,11 @@ local function now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function seed(key, ttl)
-  local t = redis.call('TIME')
+  local t = redis.pcall('TIME')
+  if t.err then
+    redis.call('DEL', key)
+    error(t)
+  end
   redis.call('SET', key, t[1] .. string.format('%06d', tonumber(t[2])))
   local f = redis.call('INCR', key)
   redis.call('PEXPIRE', key, ttl)
@@ -97,14 +108,15 @@ local function pass(lock, fkey, queue, seen, prefix, key, live, fttl, h)
   end
   local ch = prefix .. h
   local tok, ttl = w[2], w[3]
-  if tok and ttl and redis.call('PUBSUB', 'NUMSUB', ch)[2] > 0 then
+  local subs = redis.pcall('PUBSUB', 'NUMSUB', ch)
+  if tok and ttl and not subs.err and subs[2] > 0 then
     forget(queue, seen, h)
     redis.call('SET', lock, tok, 'PX', ttl)
     local f = fence(fkey, math.max(fttl, tonumber(ttl)))
-    redis.call('PUBLISH', ch, 'g' .. string.format('%d', f) .. ',' .. #tok .. ',' .. tok .. key)
+    redis.pcall('PUBLISH', ch, 'g' .. string.format('%d', f) .. ',' .. #tok .. ',' .. tok .. key)
   else
     redis.call('DEL', lock)
-    redis.call('PUBLISH', ch, 'w' .. key)
+    redis.pcall('PUBLISH', ch, 'w' .. key)
   end
 end
 `
