@@ -32,16 +32,20 @@ type advisory struct {
 	bootSrc atomic.Int32 // index in bootSQL of the one in use
 
 	monitorOnce sync.Once
-	monitorWG   sync.WaitGroup
+	monitorWG   sync.WaitGroup // the monitor and its touches (idle.go)
+	wake        chan struct{}  // wakes the monitor early (wakeFor)
 }
 
 // heldLock is one advisory lock and the connection holding it.
 type heldLock struct {
 	key, token, name string
 	fence            uint64
-	connID           int64        // its connection's CONNECTION_ID()
-	takenAt          int64        // the server's clock (takenSQL) during its connection's session, at or before the acquire statement
-	boot             atomic.Int64 // the server's boot time read with its session, or first seen by a probe finding it held; 0: none yet
+	connID           int64         // its connection's CONNECTION_ID()
+	takenAt          int64         // the server's clock (takenSQL) during its connection's session, at or before the acquire statement
+	boot             atomic.Int64  // the server's boot time read with its session, or first seen by a probe finding it held; 0: none yet
+	idle             time.Duration // its session's wait_timeout (0: unknown): idle.go
+
+	used atomic.Int64 // UnixNano: when the last statement on conn started (or the acquire statement ended)
 
 	mu   sync.Mutex // serialises the use of conn
 	conn pinned
@@ -51,6 +55,7 @@ type heldLock struct {
 func (a *advisory) init(d *Driver) {
 	a.d = d
 	a.held = map[string]*heldLock{}
+	a.wake = make(chan struct{}, 1)
 	a.bootSQL = bootSQL
 }
 
@@ -106,12 +111,15 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		a.putConn(conn) // it holds nothing
 		return drivers.AcquireResult{}, nil
 	}
-	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: fence, connID: id.conn, takenAt: id.at, conn: conn}
+	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: fence, connID: id.conn, takenAt: id.at, conn: conn,
+		idle: time.Duration(id.wait) * time.Second}
 	h.boot.Store(id.boot)
+	h.used.Store(time.Now().UnixNano())
 	a.mu.Lock()
 	old := a.held[req.Key]
 	a.held[req.Key] = h
 	a.mu.Unlock()
+	a.wakeFor(h)
 	if old != nil {
 		// GET_LOCK granted the key to another connection: the earlier
 		// holder's connection lost it (killed, broken) before the monitor
@@ -144,11 +152,14 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 // again from 1 when the server restarts, so the id alone could name another
 // client's session: a probe also compares the time with the server's boot
 // time (boot.go), and with the boot time read with the session, when it
-// was (boot; 0: not read).
+// was (boot; 0: not read). wait is the session's wait_timeout in seconds:
+// the server closes the connection after that long without a statement
+// (idle.go).
 type session struct {
 	conn int64
 	at   int64
 	boot int64
+	wait int64
 }
 
 // take runs the acquire statement of name on conn, blocking in the server
@@ -180,7 +191,7 @@ func (a *advisory) take(ctx context.Context, conn pinned, key, name string, maxW
 			s = known
 			f.V, f.Valid, err = conn.queryUint(ctx, q, args)
 		} else {
-			err = conn.queryRow(ctx, qs, args, &f, &s.conn, &s.at)
+			err = conn.queryRow(ctx, qs, args, &f, &s.conn, &s.at, &s.wait)
 		}
 		if err == nil && !f.Valid {
 			err = errors.New("GET_LOCK returned NULL")
@@ -200,7 +211,7 @@ func (a *advisory) take(ctx context.Context, conn pinned, key, name string, maxW
 	case ok:
 		s = known
 	default:
-		err = conn.queryRow(ctx, "SELECT "+sessionSQL, nil, &s.conn, &s.at)
+		err = conn.queryRow(ctx, "SELECT "+sessionSQL, nil, &s.conn, &s.at, &s.wait)
 		if err == nil {
 			conn.learn(s)
 		}
@@ -286,13 +297,21 @@ func (a *advisory) extend(ctx context.Context, key, token string) (bool, error) 
 		return false, err
 	}
 	defer h.mu.Unlock()
-	var ok sql.NullBool
-	err = h.conn.queryRow(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", []any{h.name}, &ok)
-	if err == nil && ok.Valid && ok.Bool {
+	if ok, _ := h.check(ctx); ok {
 		return true, nil
 	}
 	a.loseLocked(h)
 	return false, nil
+}
+
+// check asks h's own connection whether it still holds h (h.mu held). Any
+// statement on that connection also restarts the server's count of its
+// idle time (idle.go).
+func (h *heldLock) check(ctx context.Context) (bool, error) {
+	h.used.Store(time.Now().UnixNano())
+	var ok sql.NullBool
+	err := h.conn.queryRow(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", []any{h.name}, &ok)
+	return err == nil && ok.Valid && ok.Bool, err
 }
 
 // lose marks h lost (its connection broke or no longer holds the lock):

@@ -12,7 +12,8 @@ import (
 
 // startMonitor starts the goroutine that, every ProbeInterval while locks
 // are held, checks them all (probe) and reports those whose connection no
-// longer holds them. It ends with Close.
+// longer holds them; and that keeps each lock's connection from idling
+// past its session's wait_timeout (upkeep, idle.go). It ends with Close.
 func (a *advisory) startMonitor() {
 	a.monitorWG.Add(1)
 	go func() {
@@ -26,13 +27,15 @@ func (a *advisory) startMonitor() {
 			case <-ctx.Done():
 			}
 		}()
-		t := time.NewTicker(a.d.s.probe)
+		t := time.NewTimer(a.d.s.probe)
 		defer t.Stop()
+		nextProbe := time.Now().Add(a.d.s.probe)
 		for {
 			select {
 			case <-a.d.closed:
 				return
 			case <-t.C:
+			case <-a.wake:
 			}
 			a.mu.Lock()
 			hs := make([]*heldLock, 0, len(a.held))
@@ -40,15 +43,22 @@ func (a *advisory) startMonitor() {
 				hs = append(hs, h)
 			}
 			a.mu.Unlock()
-			if len(hs) == 0 {
-				continue
-			}
-			held, errs := a.probe(ctx, hs, max(a.d.s.probe, time.Second))
-			for i, h := range hs {
-				if errs[i] == nil && !held[i] {
-					a.lose(h)
+			next := a.upkeep(ctx, hs)
+			if now := time.Now(); !now.Before(nextProbe) {
+				nextProbe = now.Add(a.d.s.probe)
+				if len(hs) > 0 {
+					held, errs := a.probe(ctx, hs, max(a.d.s.probe, time.Second))
+					for i, h := range hs {
+						if errs[i] == nil && !held[i] {
+							a.lose(h)
+						}
+					}
 				}
 			}
+			if nextProbe.Before(next) {
+				next = nextProbe
+			}
+			t.Reset(time.Until(next)) // (Go 1.23+: no stale tick to drain)
 		}
 	}()
 }
@@ -129,12 +139,11 @@ func (a *advisory) probeOwn(ctx context.Context, h *heldLock) (bool, error) {
 	if h.done {
 		return false, nil
 	}
-	var ok sql.NullBool
-	err := h.conn.queryRow(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", []any{h.name}, &ok)
+	ok, err := h.check(ctx)
 	if err != nil && ctx.Err() != nil {
 		return false, fmt.Errorf("mysql: probe: %w", err)
 	}
-	return err == nil && ok.Valid && ok.Bool, nil
+	return ok, nil
 }
 
 // poolFull reports whether the pool has no connection to give at once:

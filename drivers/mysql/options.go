@@ -319,7 +319,10 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	// Affected rows must count changed rows; the statements rely on it.
 	cfg.ClientFoundRows = false
 	// A connection idle for wait_timeout is closed by the server, and its
-	// advisory locks with it: held locks' connections may idle long.
+	// advisory locks with it. The monitor runs a statement on each held
+	// lock's connection once it has idled for half its wait_timeout
+	// (idle.go); a year makes that once in six months unless the DSN sets
+	// wait_timeout, to bound how long a partitioned holder's locks stay.
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
