@@ -45,7 +45,9 @@ type heldLock struct {
 	boot             atomic.Int64  // the server's boot time read with its session, or first seen by a probe finding it held; 0: none yet
 	idle             time.Duration // its session's wait_timeout (0: unknown): idle.go
 
-	used atomic.Int64 // UnixNano: when the last statement on conn started (or the acquire statement ended)
+	used      atomic.Int64 // UnixNano: when the last statement on conn started (or the acquire statement ended)
+	confirmed atomic.Int64 // UnixNano: when the last acquire, renewal or Extend that found it held started
+	dropAt    atomic.Int64 // UnixNano: when the monitor drops it, a renewal having failed (idle.go); 0: never
 
 	mu   sync.Mutex // serialises the use of conn
 	conn pinned
@@ -84,6 +86,7 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 	}
 	d := a.d
 	name := lockName(req.Key)
+	start := time.Now()
 	conn, cached, err := a.getConn(ctx)
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
@@ -115,6 +118,7 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		idle: time.Duration(id.wait) * time.Second}
 	h.boot.Store(id.boot)
 	h.used.Store(time.Now().UnixNano())
+	h.confirmed.Store(start.UnixNano())
 	a.mu.Lock()
 	old := a.held[req.Key]
 	a.held[req.Key] = h
@@ -297,7 +301,9 @@ func (a *advisory) extend(ctx context.Context, key, token string) (bool, error) 
 		return false, err
 	}
 	defer h.mu.Unlock()
+	start := time.Now()
 	if ok, _ := h.check(ctx); ok {
+		h.confirm(start)
 		return true, nil
 	}
 	a.loseLocked(h)
@@ -314,8 +320,10 @@ func (h *heldLock) check(ctx context.Context) (bool, error) {
 	return err == nil && ok.Valid && ok.Bool, err
 }
 
-// lose marks h lost (its connection broke or no longer holds the lock):
-// forgets it, drops its connection and tells the subscribers.
+// lose marks h lost (its connection broke or no longer holds the lock, or
+// the driver gives it up): forgets it, tells the subscribers, then drops
+// its connection — in that order, so that when the server still holds the
+// lock its holder is told before anyone else can get it.
 func (a *advisory) lose(h *heldLock) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -328,8 +336,8 @@ func (a *advisory) loseLocked(h *heldLock) {
 	}
 	h.done = true
 	a.forget(h)
-	discard(h.conn.conn)
 	a.d.emit(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
+	discard(h.conn.conn)
 }
 
 func (a *advisory) forget(h *heldLock) {

@@ -17,10 +17,15 @@ import (
 // locks there within wait_timeout of the last statement the server got.
 // With the driver's own pool, wait_timeout is a year unless the DSN sets
 // it; with NewWithDB it is the pool's (the server's default is 8 hours).
+//
+// The monitor also gives up, by itself, a lock whose renewal failed and
+// that no renewal confirmed by its expiry (renewFailed): its holder (the
+// component) counts it lost by then and never releases it, and an advisory
+// lock does not expire.
 
 // upkeep touches the connections of hs due for it (a goroutine each, so
-// that a stalled one delays nothing else). It returns when it has more to
-// do.
+// that a stalled one delays nothing else) and drops the locks past the
+// time a failed renewal set for them. It returns when it has more to do.
 func (a *advisory) upkeep(ctx context.Context, hs []*heldLock) time.Time {
 	now := time.Now()
 	next := now.Add(time.Hour)
@@ -30,6 +35,18 @@ func (a *advisory) upkeep(ctx context.Context, hs []*heldLock) time.Time {
 		}
 	}
 	for _, h := range hs {
+		if at := h.dropAt.Load(); at != 0 {
+			if now.UnixNano() < at {
+				soon(time.Unix(0, at))
+			} else if h.mu.TryLock() {
+				a.loseLocked(h)
+				h.mu.Unlock()
+				continue
+			} else { // a statement runs on its connection: next time
+				soon(now.Add(a.d.s.probe))
+				continue
+			}
+		}
 		if h.idle <= 0 {
 			continue
 		}
@@ -74,5 +91,27 @@ func (a *advisory) wakeFor(h *heldLock) {
 		case a.wake <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// confirm records that a call started at start found h held: its holder
+// counts it held until start + ttl at least.
+func (h *heldLock) confirm(start time.Time) {
+	h.confirmed.Store(start.UnixNano())
+	h.dropAt.Store(0)
+}
+
+// renewFailed records that a renewal of h with ttl got no answer. The
+// holder (the component) retries until the lock's expiry, ttl after the
+// start of the last call that confirmed it (or a little before), and
+// counts it lost then: unless a call confirms h first, the monitor drops h
+// at that time, after telling the subscribers — never earlier, since one
+// failed call must not give up a lock its holder still counts as held.
+// Without a ttl, a renewal whose ctx ended drops h at once.
+func (a *advisory) renewFailed(ctx context.Context, h *heldLock, ttl time.Duration) {
+	if ttl > 0 {
+		h.dropAt.CompareAndSwap(0, h.confirmed.Load()+int64(ttl))
+	} else if ctx.Err() != nil {
+		a.lose(h)
 	}
 }

@@ -13,7 +13,8 @@ import (
 // startMonitor starts the goroutine that, every ProbeInterval while locks
 // are held, checks them all (probe) and reports those whose connection no
 // longer holds them; and that keeps each lock's connection from idling
-// past its session's wait_timeout (upkeep, idle.go). It ends with Close.
+// past its session's wait_timeout and drops the locks whose renewals failed
+// up to their expiry (upkeep, idle.go), at their time. It ends with Close.
 func (a *advisory) startMonitor() {
 	a.monitorWG.Add(1)
 	go func() {
@@ -153,8 +154,9 @@ func (a *advisory) poolFull() bool {
 	return st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections
 }
 
-// renew checks many advisory leases with probe (ttl is ignored: these
-// locks do not expire) and reports the lost ones.
+// renew checks many advisory leases with probe and reports the lost ones.
+// These locks do not expire: ttl only serves when a renewal fails
+// (renewFailed).
 func (a *advisory) renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
 	var hs []*heldLock
@@ -168,19 +170,19 @@ func (a *advisory) renew(ctx context.Context, leases []drivers.Lease) []drivers.
 	if len(hs) == 0 {
 		return out
 	}
+	start := time.Now()
 	held, errs := a.probe(ctx, hs, 0)
 	for j, h := range hs {
 		i := idx[j]
 		switch {
-		case errs[j] != nil && ctx.Err() != nil:
-			// The caller's deadline passed without an answer: the component
-			// counts the lock lost, so drop its connection too, or the
-			// server would keep the lock for a holder that let it go.
-			a.lose(h)
-			out[i].Err = errs[j]
 		case errs[j] != nil:
+			// No answer (the component bounds a renewal well before the
+			// lock's expiry, to retry): the lock stays, dropped only if no
+			// renewal confirms it by its expiry (idle.go).
+			a.renewFailed(ctx, h, leases[i].TTL)
 			out[i].Err = errs[j]
 		case held[j]:
+			h.confirm(start)
 			out[i].Held = true
 		default:
 			a.lose(h)
