@@ -329,6 +329,16 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	if _, ok := cfg.Params["wait_timeout"]; !ok {
 		cfg.Params["wait_timeout"] = "31536000"
 	}
+	// Every statement must commit on its own, whatever the server's
+	// default (autocommit=0 in its configuration or init_connect) or the
+	// DSN say: in a transaction left open a released table-mode lock would
+	// stay row-locked, and fences would roll back.
+	for k := range cfg.Params {
+		if strings.EqualFold(k, "autocommit") {
+			delete(cfg.Params, k)
+		}
+	}
+	cfg.Params["autocommit"] = "1"
 	// The driver reports its errors itself; go-sql-driver's own log lines
 	// (to stderr) would only duplicate them.
 	cfg.Logger = &gomysql.NopLogger{}
