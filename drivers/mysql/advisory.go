@@ -66,7 +66,8 @@ func (a *advisory) init(d *Driver) {
 const (
 	// advSequenceSQL takes the lock and, only when it got it, the next fence
 	// from the sequence, in one SELECT. 1 = acquired, 0 = busy, NULL =
-	// GET_LOCK failed (killed, error).
+	// GET_LOCK's wait was interrupted (statement timeout, KILL QUERY): not
+	// acquired either.
 	// %[2]s is the timeout: "? / 1000" (a millisecond parameter) or "0".
 	// A connection whose session is not known yet (identity.go) also
 	// reads sessionSQL in it.
@@ -197,8 +198,14 @@ func (a *advisory) take(ctx context.Context, conn pinned, key, name string, maxW
 		} else {
 			err = conn.queryRow(ctx, qs, args, &f, &s.conn, &s.at, &s.wait)
 		}
-		if err == nil && !f.Valid {
-			err = errors.New("GET_LOCK returned NULL")
+		if !f.Valid {
+			// NULL: GET_LOCK neither got the lock nor timed out — its wait
+			// was interrupted (a statement timeout: MariaDB's
+			// max_statement_time, MySQL's max_execution_time; or KILL
+			// QUERY). Nothing is held: not acquired, and the component
+			// waits on as after a short wait (the counter fence's
+			// statement inserts nothing then, the same answer).
+			f.V = 0
 		}
 		if err == nil && !ok {
 			conn.learn(s)
