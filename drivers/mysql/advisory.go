@@ -32,8 +32,14 @@ type advisory struct {
 	bootSrc atomic.Int32 // index in bootSQL of the one in use
 
 	monitorOnce sync.Once
-	monitorWG   sync.WaitGroup // the monitor and its touches (idle.go)
-	wake        chan struct{}  // wakes the monitor early (wakeFor)
+	monitorWG   sync.WaitGroup
+	wake        chan struct{} // wakes the monitor early (wakeFor)
+
+	// statements on held locks' own connections (ownconn.go)
+	bg       context.Context // ends with Close
+	stopBg   context.CancelFunc
+	bgWG     sync.WaitGroup
+	bgClosed bool // under mu: no more of them
 }
 
 // heldLock is one advisory lock and the connection holding it.
@@ -49,7 +55,7 @@ type heldLock struct {
 	confirmed atomic.Int64 // UnixNano: when the last acquire, renewal or Extend that found it held started
 	dropAt    atomic.Int64 // UnixNano: when the monitor drops it, a renewal having failed (idle.go); 0: never
 
-	mu   sync.Mutex // serialises the use of conn
+	mu   connMutex // serialises the use of conn
 	conn pinned
 	done bool // released or lost: conn is gone
 }
@@ -58,6 +64,7 @@ func (a *advisory) init(d *Driver) {
 	a.d = d
 	a.held = map[string]*heldLock{}
 	a.wake = make(chan struct{}, 1)
+	a.bg, a.stopBg = context.WithCancel(context.Background())
 	a.bootSQL = bootSQL
 }
 
@@ -356,10 +363,12 @@ func (a *advisory) forget(h *heldLock) {
 }
 
 // close drops every pinned connection (the server frees their locks) and
-// waits for the monitor, which ends with d.closed.
+// waits for the monitor, which ends with d.closed, and for the statements
+// on held locks' connections, which it ends.
 func (a *advisory) close() {
 	a.monitorOnce.Do(func() {}) // no monitor after close
 	a.monitorWG.Wait()
+	a.stopBackground()
 	a.mu.Lock()
 	hs := make([]*heldLock, 0, len(a.held))
 	for _, h := range a.held {

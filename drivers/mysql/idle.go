@@ -23,10 +23,10 @@ import (
 // component) counts it lost by then and never releases it, and an advisory
 // lock does not expire.
 
-// upkeep touches the connections of hs due for it (a goroutine each, so
-// that a stalled one delays nothing else) and drops the locks past the
+// upkeep touches the connections of hs due for it (checkOwn: a goroutine
+// each, so that a stalled one delays nothing else) and drops the locks past the
 // time a failed renewal set for them. It returns when it has more to do.
-func (a *advisory) upkeep(ctx context.Context, hs []*heldLock) time.Time {
+func (a *advisory) upkeep(hs []*heldLock) time.Time {
 	now := time.Now()
 	next := now.Add(time.Hour)
 	soon := func(t time.Time) {
@@ -54,32 +54,15 @@ func (a *advisory) upkeep(ctx context.Context, hs []*heldLock) time.Time {
 			soon(due)
 			continue
 		}
-		if !h.mu.TryLock() {
+		if a.checkOwn(h, nil) == nil {
 			// A statement runs, or is about to, on its connection: that
 			// one counts. Look again soon in case it is a long one.
 			soon(now.Add(min(a.d.s.probe, h.idle/4)))
 			continue
 		}
-		if h.done {
-			h.mu.Unlock()
-			continue
-		}
 		soon(now.Add(h.idle / 2))
-		a.monitorWG.Add(1) // the monitor's own count is in: Close waits for both
-		go a.touch(ctx, h)
 	}
 	return next
-}
-
-// touch runs a statement on h's connection, h.mu held (it unlocks it),
-// and reports h lost when that connection no longer holds it. ctx ends
-// with Close, whose cut ends a stalled statement.
-func (a *advisory) touch(ctx context.Context, h *heldLock) {
-	defer a.monitorWG.Done()
-	defer h.mu.Unlock()
-	if ok, _ := h.check(ctx); !ok && ctx.Err() == nil {
-		a.loseLocked(h)
-	}
 }
 
 // wakeFor wakes the monitor for h, just acquired, when h's connection may

@@ -44,10 +44,16 @@ func (a *advisory) startMonitor() {
 				hs = append(hs, h)
 			}
 			a.mu.Unlock()
-			next := a.upkeep(ctx, hs)
+			next := a.upkeep(hs)
 			if now := time.Now(); !now.Before(nextProbe) {
 				nextProbe = now.Add(a.d.s.probe)
-				if len(hs) > 0 {
+				if a.poolFull() {
+					// No connection to spare: each lock on its own, never
+					// waiting for one in use (ownconn.go).
+					for _, h := range hs {
+						a.checkOwn(h, nil)
+					}
+				} else if len(hs) > 0 {
 					held, errs := a.probe(ctx, hs, max(a.d.s.probe, time.Second))
 					for i, h := range hs {
 						if errs[i] == nil && !held[i] {
@@ -65,20 +71,11 @@ func (a *advisory) startMonitor() {
 }
 
 // probe reports whether each of hs is still held by its connection, with
-// one query per RenewBatch locks on a connection of the pool — or, when
-// the pool has none to spare (every connection in use at max_open_conns:
-// held locks and kept connections can fill it), with one query per lock on
-// its own connection, rather than waiting for one. timeout, when positive,
-// bounds each pooled query (see probeOwn for the others).
+// one query per RenewBatch locks on a connection of the pool. timeout, when
+// positive, bounds each query.
 func (a *advisory) probe(ctx context.Context, hs []*heldLock, timeout time.Duration) (held []bool, errs []error) {
 	held = make([]bool, len(hs))
 	errs = make([]error, len(hs))
-	if a.poolFull() {
-		for i, h := range hs {
-			held[i], errs[i] = a.probeOwn(ctx, h)
-		}
-		return held, errs
-	}
 	for start := 0; start < len(hs); start += a.d.s.batch {
 		chunk := hs[start:min(start+a.d.s.batch, len(hs))]
 		err := a.probeChunk(ctx, chunk, held[start:], timeout)
@@ -121,32 +118,6 @@ func (a *advisory) probeChunk(ctx context.Context, chunk []*heldLock, held []boo
 	return nil
 }
 
-// probeOwn asks h's own connection whether it still holds h, as extend
-// does. A failure on that connection, which then is dropped, answers not
-// held — unless ctx ended: then it is an error, as on a pooled connection.
-// It needs no boot time: a connection that answers is h's own session
-// (a restart would have broken it), and its CONNECTION_ID() is read in the
-// same statement. Only ctx bounds the query, never a timeout of the probe's
-// own: ending a statement on the holder's connection closes it, which
-// frees the lock in the server, so a network stall shorter than the lock's
-// tracked expiry (Renew's deadline) must not end it. The monitor's probe
-// then waits out the stall (Close ends it).
-func (a *advisory) probeOwn(ctx context.Context, h *heldLock) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("mysql: probe: %w", err)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.done {
-		return false, nil
-	}
-	ok, err := h.check(ctx)
-	if err != nil && ctx.Err() != nil {
-		return false, fmt.Errorf("mysql: probe: %w", err)
-	}
-	return ok, nil
-}
-
 // poolFull reports whether the pool has no connection to give at once:
 // all of its max_open_conns are in use.
 func (a *advisory) poolFull() bool {
@@ -171,7 +142,16 @@ func (a *advisory) renew(ctx context.Context, leases []drivers.Lease) []drivers.
 		return out
 	}
 	start := time.Now()
-	held, errs := a.probe(ctx, hs, 0)
+	var held []bool
+	var errs []error
+	if a.poolFull() {
+		// No connection to spare (held locks, waiters and kept connections
+		// fill max_open_conns): each lock on its own connection, rather
+		// than wait for one until the lock's ttl (ownconn.go).
+		held, errs = a.probeOwnAll(ctx, hs)
+	} else {
+		held, errs = a.probe(ctx, hs, 0)
+	}
 	for j, h := range hs {
 		i := idx[j]
 		switch {

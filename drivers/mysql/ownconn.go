@@ -1,0 +1,146 @@
+package mysql
+
+import (
+	"context"
+	"sync"
+)
+
+// Statements the driver runs by itself on a held lock's own connection —
+// the monitor's checks when the pool is full, its touches (idle.go), a
+// renewal's checks when the pool is full — run in goroutines of their own,
+// with a context that ends only with Close (advisory.bg). Ending a
+// statement on the holder's connection closes it, which frees the lock:
+// so neither a caller's deadline (a renewal's, bounded well before the
+// lock's expiry) nor a stall ends it, and the monitor and the renewal do
+// not wait for it either: a stall on one lock's connection holds up
+// nothing else, and a renewal returns by its deadline. A renewal that gets
+// no answer in time fails (renewFailed); the check goes on, and reports
+// the lock lost if it finds it so.
+
+// connMutex serialises the use of a lock's connection, like a sync.Mutex
+// (its zero value is unlocked), and can also be waited for until a context
+// ends.
+type connMutex struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (m *connMutex) c() chan struct{} {
+	m.once.Do(func() { m.ch = make(chan struct{}, 1) })
+	return m.ch
+}
+
+// Lock waits for m.
+func (m *connMutex) Lock() { m.c() <- struct{}{} }
+
+// TryLock takes m if it is free.
+func (m *connMutex) TryLock() bool {
+	select {
+	case m.c() <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// LockContext waits for m until a or b ends.
+func (m *connMutex) LockContext(a, b context.Context) error {
+	select {
+	case m.c() <- struct{}{}:
+		return nil
+	case <-a.Done():
+		return context.Cause(a)
+	case <-b.Done():
+		return context.Cause(b)
+	}
+}
+
+// Unlock frees m.
+func (m *connMutex) Unlock() { <-m.c() }
+
+// ownAnswer is what checkOwn found: whether the lock is held, or why it
+// could not ask.
+type ownAnswer struct {
+	held bool
+	err  error
+}
+
+// checkOwn asks h's own connection, in a goroutine, whether it still holds
+// h (heldLock.check, which also counts as the connection's use), and
+// reports h lost when it does not (unless the driver is closing). With
+// wait nil it asks only if nobody uses the connection now, and returns nil
+// otherwise (a statement runs there, or is about to); else it waits for
+// the connection until wait ends (the answer then is wait's error). It
+// returns nil too when the driver is closing. The answer comes on the
+// channel returned.
+func (a *advisory) checkOwn(h *heldLock, wait context.Context) <-chan ownAnswer {
+	if wait == nil && !h.mu.TryLock() {
+		return nil
+	}
+	a.mu.Lock()
+	if a.bgClosed {
+		a.mu.Unlock()
+		if wait == nil {
+			h.mu.Unlock()
+		}
+		return nil
+	}
+	a.bgWG.Add(1)
+	a.mu.Unlock()
+	out := make(chan ownAnswer, 1)
+	go func() {
+		defer a.bgWG.Done()
+		if wait != nil {
+			if err := h.mu.LockContext(wait, a.bg); err != nil {
+				out <- ownAnswer{err: err}
+				return
+			}
+		}
+		defer h.mu.Unlock()
+		if h.done {
+			out <- ownAnswer{}
+			return
+		}
+		ok, _ := h.check(a.bg)
+		if !ok && a.bg.Err() == nil {
+			a.loseLocked(h)
+		}
+		out <- ownAnswer{held: ok}
+	}()
+	return out
+}
+
+// probeOwnAll asks each of hs on its own connection (checkOwn), all at
+// once, and waits for their answers until ctx ends: a renewal when the
+// pool has no connection to spare.
+func (a *advisory) probeOwnAll(ctx context.Context, hs []*heldLock) (held []bool, errs []error) {
+	held = make([]bool, len(hs))
+	errs = make([]error, len(hs))
+	answers := make([]<-chan ownAnswer, len(hs))
+	for i, h := range hs {
+		answers[i] = a.checkOwn(h, ctx)
+	}
+	for i, ch := range answers {
+		if ch == nil {
+			errs[i] = ErrClosed
+			continue
+		}
+		select {
+		case ans := <-ch:
+			held[i], errs[i] = ans.held, ans.err
+		case <-ctx.Done():
+			errs[i] = context.Cause(ctx)
+		}
+	}
+	return held, errs
+}
+
+// stopBackground ends the statements checkOwn runs (closing their
+// connections, whose locks Close drops anyway) and waits for them.
+func (a *advisory) stopBackground() {
+	a.mu.Lock()
+	a.bgClosed = true
+	a.mu.Unlock()
+	a.stopBg()
+	a.bgWG.Wait()
+}

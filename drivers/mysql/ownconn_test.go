@@ -1,0 +1,60 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// TestFullPoolStallRenewReturns: with the pool full (max_open_conns
+// reached: locks are checked on their own connections), a statement
+// stalled on a lock's connection (the monitor's check) holds up no
+// renewal: it fails by its deadline instead of waiting for the stall to
+// end — before, it waited for the connection, and the component's Close
+// with it. The stall, shorter than the ttl, costs nothing: the check goes
+// on and finds the lock held.
+func TestFullPoolStallRenewReturns(t *testing.T) {
+	ctx := ctxT(t)
+	admin := openDB(t, testutil.MySQLDSN())
+	p := testutil.NewProxy(t, "127.0.0.1:3306")
+	d := openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", MaxOpenConns: 1, ProbeInterval: 50 * time.Millisecond})
+	lost := lostEvents(ctx, t, d, 1)
+	lease := drivers.Lease{Key: "mysqltest:" + runID + ":" + t.Name(), Token: token(), TTL: time.Minute}
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: lease.Key, Token: lease.Token, TTL: lease.TTL}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	id := d.adv.get(lease.Key, lease.Token).connID
+	p.Stall()
+	resume := time.AfterFunc(5*time.Second, p.Resume) // bounds the test when the renewal waits for the stall
+	defer resume.Stop()
+	waitFor(t, 2*time.Second, "the monitor's check sent into the stall", func() bool { return p.Blocked() > 0 })
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	start := time.Now()
+	r := d.Renew(rctx, []drivers.Lease{lease})[0]
+	took := time.Since(start)
+	cancel()
+	p.Resume()
+	if r.Err == nil || took > time.Second {
+		t.Fatalf("Renew(deadline 300ms) behind a stalled check = %+v after %v; want an error by its deadline", r, took)
+	}
+	waitFor(t, 5*time.Second, "a renewal after the stall", func() bool {
+		r := d.Renew(ctx, []drivers.Lease{lease})[0]
+		return r.Err == nil && r.Held
+	})
+	var holder sql.NullInt64
+	if err := admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(lease.Key)).Scan(&holder); err != nil || holder.Int64 != id {
+		t.Fatalf("server's holder %v, %v; want the holder's connection %d", holder, err, id)
+	}
+	select {
+	case ev := <-lost:
+		t.Fatalf("Lost event %+v", ev)
+	default:
+	}
+	if ok, err := d.Release(ctx, lease.Key, lease.Token); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+}
