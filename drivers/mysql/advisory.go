@@ -57,7 +57,12 @@ type heldLock struct {
 
 	mu   connMutex // serialises the use of conn
 	conn pinned
-	done bool // released or lost: conn is gone
+	// A release gave up waiting for conn, busy: whoever uses it drops it
+	// when done (unlock), and a check of the driver's own running on it
+	// is ended (abort) — the server then frees the lock.
+	giveUp atomic.Bool
+	abort  atomic.Pointer[context.CancelFunc]
+	done   bool // released or lost: conn is gone
 }
 
 func (a *advisory) init(d *Driver) {
@@ -255,10 +260,9 @@ func (a *advisory) lockHeld(ctx context.Context, key, token string) (*heldLock, 
 	if h == nil {
 		return nil, nil
 	}
-	if err := ctx.Err(); err != nil {
+	if err := h.mu.LockContext(ctx, a.bg); err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
 	if h.done {
 		h.mu.Unlock()
 		return nil, nil
@@ -276,7 +280,19 @@ func (a *advisory) release(ctx context.Context, key, token string) (bool, error)
 	if h == nil {
 		return false, nil
 	}
-	h.mu.Lock()
+	if err := h.mu.LockContext(ctx, a.bg); err != nil {
+		// ctx ended while a statement runs on the connection (a check
+		// stalled on the link, an Extend): give the lock up instead.
+		h.giveUp.Store(true)
+		if stop := h.abort.Load(); stop != nil {
+			(*stop)()
+		}
+		if h.mu.TryLock() { // its user was done before it saw giveUp
+			a.unlock(h)
+		}
+		a.forget(h)
+		return false, fmt.Errorf("mysql: release: %w", context.Cause(ctx))
+	}
 	defer h.mu.Unlock()
 	if h.done {
 		return false, nil
@@ -314,7 +330,7 @@ func (a *advisory) extend(ctx context.Context, key, token string) (bool, error) 
 	if h == nil {
 		return false, err
 	}
-	defer h.mu.Unlock()
+	defer a.unlock(h)
 	start := time.Now()
 	if ok, _ := h.check(ctx); ok {
 		h.confirm(start)
@@ -322,16 +338,6 @@ func (a *advisory) extend(ctx context.Context, key, token string) (bool, error) 
 	}
 	a.loseLocked(h)
 	return false, nil
-}
-
-// check asks h's own connection whether it still holds h (h.mu held). Any
-// statement on that connection also restarts the server's count of its
-// idle time (idle.go).
-func (h *heldLock) check(ctx context.Context) (bool, error) {
-	h.used.Store(time.Now().UnixNano())
-	var ok sql.NullBool
-	err := h.conn.queryRow(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", []any{h.name}, &ok)
-	return err == nil && ok.Valid && ok.Bool, err
 }
 
 // lose marks h lost (its connection broke or no longer holds the lock, or

@@ -2,7 +2,9 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"sync"
+	"time"
 )
 
 // Statements the driver runs by itself on a held lock's own connection —
@@ -15,7 +17,9 @@ import (
 // not wait for it either: a stall on one lock's connection holds up
 // nothing else, and a renewal returns by its deadline. A renewal that gets
 // no answer in time fails (renewFailed); the check goes on, and reports
-// the lock lost if it finds it so.
+// the lock lost if it finds it so. A release that cannot wait for the
+// connection any longer ends such a check (heldLock.abort), or has
+// whoever else uses the connection drop it when done (unlock).
 
 // connMutex serialises the use of a lock's connection, like a sync.Mutex
 // (its zero value is unlocked), and can also be waited for until a context
@@ -43,8 +47,11 @@ func (m *connMutex) TryLock() bool {
 	}
 }
 
-// LockContext waits for m until a or b ends.
+// LockContext waits for m until a or b ends; a free m is taken even then.
 func (m *connMutex) LockContext(a, b context.Context) error {
+	if m.TryLock() {
+		return nil
+	}
 	select {
 	case m.c() <- struct{}{}:
 		return nil
@@ -57,6 +64,16 @@ func (m *connMutex) LockContext(a, b context.Context) error {
 
 // Unlock frees m.
 func (m *connMutex) Unlock() { <-m.c() }
+
+// check asks h's own connection whether it still holds h (h.mu held). Any
+// statement on that connection also restarts the server's count of its
+// idle time (idle.go).
+func (h *heldLock) check(ctx context.Context) (bool, error) {
+	h.used.Store(time.Now().UnixNano())
+	var ok sql.NullBool
+	err := h.conn.queryRow(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", []any{h.name}, &ok)
+	return err == nil && ok.Valid && ok.Bool, err
+}
 
 // ownAnswer is what checkOwn found: whether the lock is held, or why it
 // could not ask.
@@ -96,18 +113,35 @@ func (a *advisory) checkOwn(h *heldLock, wait context.Context) <-chan ownAnswer 
 				return
 			}
 		}
-		defer h.mu.Unlock()
-		if h.done {
+		defer a.unlock(h)
+		ctx, cancel := context.WithCancel(a.bg)
+		defer cancel()
+		h.abort.Store(&cancel)
+		defer h.abort.Store(nil)
+		if h.done || h.giveUp.Load() { // (a release that gave up may have missed abort)
 			out <- ownAnswer{}
 			return
 		}
-		ok, _ := h.check(a.bg)
-		if !ok && a.bg.Err() == nil {
+		ok, _ := h.check(ctx)
+		if !ok && ctx.Err() == nil {
 			a.loseLocked(h)
 		}
 		out <- ownAnswer{held: ok}
 	}()
 	return out
+}
+
+// unlock frees h.mu, held by a call that used h's connection. When a
+// release gave up waiting for it meanwhile, it drops the connection first
+// (the server frees the lock), without a Lost event: the holder let the
+// lock go.
+func (a *advisory) unlock(h *heldLock) {
+	if h.giveUp.Load() && !h.done {
+		h.done = true
+		a.forget(h)
+		discard(h.conn.conn)
+	}
+	h.mu.Unlock()
 }
 
 // probeOwnAll asks each of hs on its own connection (checkOwn), all at

@@ -58,3 +58,48 @@ func TestFullPoolStallRenewReturns(t *testing.T) {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
 }
+
+// TestFullPoolStallRelease: a release whose ctx ends while a statement
+// stalled on the lock's connection (the monitor's check, the pool being
+// full) holds it returns by then, and still gives the lock up: the check
+// is ended, which closes the connection, and the server frees the lock
+// once the link lets the close through — with no Lost event, the holder
+// having let the lock go. Before, it waited for the stall to end, and the
+// component's Close with it.
+func TestFullPoolStallRelease(t *testing.T) {
+	ctx := ctxT(t)
+	admin := openDB(t, testutil.MySQLDSN())
+	p := testutil.NewProxy(t, "127.0.0.1:3306")
+	d := openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", MaxOpenConns: 1, ProbeInterval: 50 * time.Millisecond})
+	lost := lostEvents(ctx, t, d, 1)
+	key, tok := "mysqltest:"+runID+":"+t.Name(), token()
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	p.Stall()
+	resume := time.AfterFunc(5*time.Second, p.Resume) // bounds the test when the release waits for the stall
+	defer resume.Stop()
+	waitFor(t, 2*time.Second, "the monitor's check sent into the stall", func() bool { return p.Blocked() > 0 })
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	start := time.Now()
+	ok, err := d.Release(rctx, key, tok)
+	took := time.Since(start)
+	cancel()
+	p.Resume()
+	if ok || err == nil || took > time.Second {
+		t.Fatalf("Release(deadline 300ms) behind a stalled check = %v, %v after %v; want an error by its deadline", ok, err, took)
+	}
+	waitFor(t, 5*time.Second, "the server to free the lock", func() bool {
+		var holder sql.NullInt64
+		err := admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(key)).Scan(&holder)
+		return err == nil && !holder.Valid
+	})
+	if h := d.adv.get(key, tok); h != nil {
+		t.Fatalf("the driver still tracks the released lock: %+v", h)
+	}
+	select {
+	case ev := <-lost:
+		t.Fatalf("Lost event %+v for a lock its holder released", ev)
+	default:
+	}
+}
