@@ -291,7 +291,7 @@ func (a *advisory) release(ctx context.Context, key, token string) (bool, error)
 			a.unlock(h)
 		}
 		a.forget(h)
-		return false, fmt.Errorf("mysql: release: %w", context.Cause(ctx))
+		return false, fmt.Errorf("mysql: release: %w", err)
 	}
 	defer h.mu.Unlock()
 	if h.done {
