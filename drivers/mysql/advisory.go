@@ -57,12 +57,14 @@ type heldLock struct {
 
 	mu   connMutex // serialises the use of conn
 	conn pinned
-	// A release gave up waiting for conn, busy: whoever uses it drops it
-	// when done (unlock), and a check of the driver's own running on it
-	// is ended (abort) — the server then frees the lock.
-	giveUp atomic.Bool
-	abort  atomic.Pointer[context.CancelFunc]
-	done   bool // released or lost: conn is gone
+	// A release gave up waiting for conn, busy, or the lock was lost
+	// meanwhile: whoever uses it drops it when done (unlock), and a check
+	// of the driver's own running on it is ended (abort) — the server then
+	// frees the lock.
+	giveUp   atomic.Bool
+	abort    atomic.Pointer[context.CancelFunc]
+	lostSent atomic.Bool // the Lost event went out
+	done     bool        // released or lost: conn is gone
 }
 
 func (a *advisory) init(d *Driver) {
@@ -338,26 +340,6 @@ func (a *advisory) extend(ctx context.Context, key, token string) (bool, error) 
 	}
 	a.loseLocked(h)
 	return false, nil
-}
-
-// lose marks h lost (its connection broke or no longer holds the lock, or
-// the driver gives it up): forgets it, tells the subscribers, then drops
-// its connection — in that order, so that when the server still holds the
-// lock its holder is told before anyone else can get it.
-func (a *advisory) lose(h *heldLock) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	a.loseLocked(h)
-}
-
-func (a *advisory) loseLocked(h *heldLock) {
-	if h.done {
-		return
-	}
-	h.done = true
-	a.forget(h)
-	a.d.emit(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
-	discard(h.conn.conn)
 }
 
 func (a *advisory) forget(h *heldLock) {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"sync"
 	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
 )
 
 // Statements the driver runs by itself on a held lock's own connection —
@@ -19,7 +21,8 @@ import (
 // no answer in time fails (renewFailed); the check goes on, and reports
 // the lock lost if it finds it so. A release that cannot wait for the
 // connection any longer ends such a check (heldLock.abort), or has
-// whoever else uses the connection drop it when done (unlock).
+// whoever else uses the connection drop it when done (unlock); so does a
+// lock found lost meanwhile (lose), whose Lost event goes out at once.
 
 // connMutex serialises the use of a lock's connection, like a sync.Mutex
 // (its zero value is unlocked), and can also be waited for until a context
@@ -177,4 +180,46 @@ func (a *advisory) stopBackground() {
 	a.mu.Unlock()
 	a.stopBg()
 	a.bgWG.Wait()
+}
+
+// lose marks h lost (its connection broke or no longer holds the lock, or
+// the driver gives it up): forgets it, tells the subscribers, then drops
+// its connection — in that order, so that when the server still holds the
+// lock its holder is told before anyone else can get it.
+//
+// It never waits for the connection: when a statement runs there (one
+// stalled on the link), the Lost event goes out now, and the connection
+// is dropped when that statement ends (unlock), or at once if it is a
+// check of the driver's own (abort).
+func (a *advisory) lose(h *heldLock) {
+	if !h.mu.TryLock() {
+		a.forget(h)
+		a.tellLost(h)
+		h.giveUp.Store(true)
+		if stop := h.abort.Load(); stop != nil {
+			(*stop)()
+		}
+		if !h.mu.TryLock() { // its user drops it when done (unlock)
+			return
+		}
+	}
+	a.loseLocked(h)
+	h.mu.Unlock()
+}
+
+func (a *advisory) loseLocked(h *heldLock) {
+	if h.done {
+		return
+	}
+	h.done = true
+	a.forget(h)
+	a.tellLost(h)
+	discard(h.conn.conn)
+}
+
+// tellLost sends h's Lost event, once.
+func (a *advisory) tellLost(h *heldLock) {
+	if h.lostSent.CompareAndSwap(false, true) {
+		a.d.emit(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
+	}
 }

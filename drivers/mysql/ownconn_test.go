@@ -103,3 +103,45 @@ func TestFullPoolStallRelease(t *testing.T) {
 	default:
 	}
 }
+
+// TestLoseBusyConnection: when the probe finds a lock lost while a
+// statement runs on the lock's connection (one stalled on the link; here
+// the test holds the connection), the Lost event goes out at once rather
+// than after that statement, and the connection is dropped when it ends.
+// Before, the monitor waited for the connection, and every lock's probe
+// with it.
+func TestLoseBusyConnection(t *testing.T) {
+	ctx := ctxT(t)
+	admin := openDB(t, testutil.MySQLDSN())
+	d := openDriver(t, Options{DSN: testutil.MySQLDSN(), ProbeInterval: 50 * time.Millisecond})
+	lost := lostEvents(ctx, t, d, 1)
+	key, tok := "mysqltest:"+runID+":"+t.Name(), token()
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	h := d.adv.get(key, tok)
+	h.mu.Lock() // a statement runs on the connection
+	busy := true
+	defer func() {
+		if busy {
+			d.adv.unlock(h)
+		}
+	}()
+	killSession(ctx, t, admin, h.connID)
+	select {
+	case ev := <-lost:
+		if ev.Token != tok {
+			t.Fatalf("Lost event %+v; want token %s", ev, tok)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("no Lost event while the lost lock's connection is busy")
+	}
+	if d.adv.get(key, tok) != nil {
+		t.Fatal("the lost lock is still tracked")
+	}
+	busy = false
+	d.adv.unlock(h) // the statement ends: its user drops the connection
+	if !h.done {
+		t.Fatal("the lost lock's connection was not dropped when its statement ended")
+	}
+}
