@@ -24,8 +24,9 @@ import (
 // lock does not expire.
 
 // upkeep touches the connections of hs due for it (checkOwn: a goroutine
-// each, so that a stalled one delays nothing else) and drops the locks past the
-// time a failed renewal set for them. It returns when it has more to do.
+// each, so that a stalled one delays nothing else) and drops the locks
+// past the time a failed renewal set for them. It returns when it has
+// more to do.
 func (a *advisory) upkeep(hs []*heldLock) time.Time {
 	now := time.Now()
 	next := now.Add(time.Hour)
@@ -36,16 +37,11 @@ func (a *advisory) upkeep(hs []*heldLock) time.Time {
 	}
 	for _, h := range hs {
 		if at := h.dropAt.Load(); at != 0 {
-			if now.UnixNano() < at {
-				soon(time.Unix(0, at))
-			} else if h.mu.TryLock() {
-				a.loseLocked(h)
-				h.mu.Unlock()
-				continue
-			} else { // a statement runs on its connection: next time
-				soon(now.Add(a.d.s.probe))
+			if now.UnixNano() >= at {
+				a.lose(h) // (never waits for a busy connection)
 				continue
 			}
+			soon(time.Unix(0, at))
 		}
 		if h.idle <= 0 {
 			continue
