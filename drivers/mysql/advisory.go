@@ -33,24 +33,45 @@ type advisory struct {
 
 	monitorOnce sync.Once
 	monitorWG   sync.WaitGroup
+	wake        chan struct{} // wakes the monitor early (wakeFor)
+
+	// statements on held locks' own connections (ownconn.go)
+	bg       context.Context // ends with Close
+	stopBg   context.CancelFunc
+	bgWG     sync.WaitGroup
+	bgClosed bool // under mu: no more of them
 }
 
 // heldLock is one advisory lock and the connection holding it.
 type heldLock struct {
 	key, token, name string
 	fence            uint64
-	connID           int64        // its connection's CONNECTION_ID()
-	takenAt          int64        // the server's clock (takenSQL) during its connection's session, at or before the acquire statement
-	boot             atomic.Int64 // the server's boot time read with its session, or first seen by a probe finding it held; 0: none yet
+	connID           int64         // its connection's CONNECTION_ID()
+	takenAt          int64         // the server's clock (takenSQL) during its connection's session, at or before the acquire statement
+	boot             atomic.Int64  // the server's boot time read with its session, or first seen by a probe finding it held; 0: none yet
+	idle             time.Duration // its session's wait_timeout (0: unknown): idle.go
 
-	mu   sync.Mutex // serialises the use of conn
+	used      atomic.Int64 // UnixNano: when the last statement on conn started (or the acquire statement ended)
+	confirmed atomic.Int64 // UnixNano: when the last acquire, renewal or Extend that found it held started
+	dropAt    atomic.Int64 // UnixNano: when the monitor drops it, a renewal having failed (idle.go); 0: never
+
+	mu   connMutex // serialises the use of conn
 	conn pinned
-	done bool // released or lost: conn is gone
+	// A release gave up waiting for conn, busy, or the lock was lost
+	// meanwhile: whoever uses it drops it when done (unlock), and a check
+	// of the driver's own running on it is ended (abort) — the server then
+	// frees the lock.
+	giveUp   atomic.Bool
+	abort    atomic.Pointer[context.CancelFunc]
+	lostSent atomic.Bool // the Lost event went out
+	done     bool        // released or lost: conn is gone
 }
 
 func (a *advisory) init(d *Driver) {
 	a.d = d
 	a.held = map[string]*heldLock{}
+	a.wake = make(chan struct{}, 1)
+	a.bg, a.stopBg = context.WithCancel(context.Background())
 	a.bootSQL = bootSQL
 }
 
@@ -59,7 +80,8 @@ func (a *advisory) init(d *Driver) {
 const (
 	// advSequenceSQL takes the lock and, only when it got it, the next fence
 	// from the sequence, in one SELECT. 1 = acquired, 0 = busy, NULL =
-	// GET_LOCK failed (killed, error).
+	// GET_LOCK's wait was interrupted (statement timeout, KILL QUERY): not
+	// acquired either.
 	// %[2]s is the timeout: "? / 1000" (a millisecond parameter) or "0".
 	// A connection whose session is not known yet (identity.go) also
 	// reads sessionSQL in it.
@@ -79,6 +101,7 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 	}
 	d := a.d
 	name := lockName(req.Key)
+	start := time.Now()
 	conn, cached, err := a.getConn(ctx)
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
@@ -106,12 +129,16 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		a.putConn(conn) // it holds nothing
 		return drivers.AcquireResult{}, nil
 	}
-	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: fence, connID: id.conn, takenAt: id.at, conn: conn}
+	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: fence, connID: id.conn, takenAt: id.at, conn: conn,
+		idle: time.Duration(id.wait) * time.Second}
 	h.boot.Store(id.boot)
+	h.used.Store(time.Now().UnixNano())
+	h.confirmed.Store(start.UnixNano())
 	a.mu.Lock()
 	old := a.held[req.Key]
 	a.held[req.Key] = h
 	a.mu.Unlock()
+	a.wakeFor(h)
 	if old != nil {
 		// GET_LOCK granted the key to another connection: the earlier
 		// holder's connection lost it (killed, broken) before the monitor
@@ -144,11 +171,14 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 // again from 1 when the server restarts, so the id alone could name another
 // client's session: a probe also compares the time with the server's boot
 // time (boot.go), and with the boot time read with the session, when it
-// was (boot; 0: not read).
+// was (boot; 0: not read). wait is the session's wait_timeout in seconds:
+// the server closes the connection after that long without a statement
+// (idle.go).
 type session struct {
 	conn int64
 	at   int64
 	boot int64
+	wait int64
 }
 
 // take runs the acquire statement of name on conn, blocking in the server
@@ -180,10 +210,16 @@ func (a *advisory) take(ctx context.Context, conn pinned, key, name string, maxW
 			s = known
 			f.V, f.Valid, err = conn.queryUint(ctx, q, args)
 		} else {
-			err = conn.queryRow(ctx, qs, args, &f, &s.conn, &s.at)
+			err = conn.queryRow(ctx, qs, args, &f, &s.conn, &s.at, &s.wait)
 		}
-		if err == nil && !f.Valid {
-			err = errors.New("GET_LOCK returned NULL")
+		if !f.Valid {
+			// NULL: GET_LOCK neither got the lock nor timed out — its wait
+			// was interrupted (a statement timeout: MariaDB's
+			// max_statement_time, MySQL's max_execution_time; or KILL
+			// QUERY). Nothing is held: not acquired, and the component
+			// waits on as after a short wait (the counter fence's
+			// statement inserts nothing then, the same answer).
+			f.V = 0
 		}
 		if err == nil && !ok {
 			conn.learn(s)
@@ -200,7 +236,7 @@ func (a *advisory) take(ctx context.Context, conn pinned, key, name string, maxW
 	case ok:
 		s = known
 	default:
-		err = conn.queryRow(ctx, "SELECT "+sessionSQL, nil, &s.conn, &s.at)
+		err = conn.queryRow(ctx, "SELECT "+sessionSQL, nil, &s.conn, &s.at, &s.wait)
 		if err == nil {
 			conn.learn(s)
 		}
@@ -226,10 +262,9 @@ func (a *advisory) lockHeld(ctx context.Context, key, token string) (*heldLock, 
 	if h == nil {
 		return nil, nil
 	}
-	if err := ctx.Err(); err != nil {
+	if err := h.mu.LockContext(ctx, a.bg); err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
 	if h.done {
 		h.mu.Unlock()
 		return nil, nil
@@ -247,7 +282,19 @@ func (a *advisory) release(ctx context.Context, key, token string) (bool, error)
 	if h == nil {
 		return false, nil
 	}
-	h.mu.Lock()
+	if err := h.mu.LockContext(ctx, a.bg); err != nil {
+		// ctx ended while a statement runs on the connection (a check
+		// stalled on the link, an Extend): give the lock up instead.
+		h.giveUp.Store(true)
+		if stop := h.abort.Load(); stop != nil {
+			(*stop)()
+		}
+		if h.mu.TryLock() { // its user was done before it saw giveUp
+			a.unlock(h)
+		}
+		a.forget(h)
+		return false, fmt.Errorf("mysql: release: %w", err)
+	}
 	defer h.mu.Unlock()
 	if h.done {
 		return false, nil
@@ -285,32 +332,14 @@ func (a *advisory) extend(ctx context.Context, key, token string) (bool, error) 
 	if h == nil {
 		return false, err
 	}
-	defer h.mu.Unlock()
-	var ok sql.NullBool
-	err = h.conn.queryRow(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", []any{h.name}, &ok)
-	if err == nil && ok.Valid && ok.Bool {
+	defer a.unlock(h)
+	start := time.Now()
+	if ok, _ := h.check(ctx); ok {
+		h.confirm(start)
 		return true, nil
 	}
 	a.loseLocked(h)
 	return false, nil
-}
-
-// lose marks h lost (its connection broke or no longer holds the lock):
-// forgets it, drops its connection and tells the subscribers.
-func (a *advisory) lose(h *heldLock) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	a.loseLocked(h)
-}
-
-func (a *advisory) loseLocked(h *heldLock) {
-	if h.done {
-		return
-	}
-	h.done = true
-	a.forget(h)
-	discard(h.conn.conn)
-	a.d.emit(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
 }
 
 func (a *advisory) forget(h *heldLock) {
@@ -322,10 +351,12 @@ func (a *advisory) forget(h *heldLock) {
 }
 
 // close drops every pinned connection (the server frees their locks) and
-// waits for the monitor, which ends with d.closed.
+// waits for the monitor, which ends with d.closed, and for the statements
+// on held locks' connections, which it ends.
 func (a *advisory) close() {
 	a.monitorOnce.Do(func() {}) // no monitor after close
 	a.monitorWG.Wait()
+	a.stopBackground()
 	a.mu.Lock()
 	hs := make([]*heldLock, 0, len(a.held))
 	for _, h := range a.held {

@@ -51,6 +51,8 @@ func TestFaults(t *testing.T) {
 		}
 	})
 
+	t.Run("ServerAutocommitOff", func(t *testing.T) { serverAutocommitOff(t, srv, admin) })
+
 	t.Run("KillAdvisoryConnection", func(t *testing.T) {
 		ctx := ctxT(t)
 		m := newMutex(t, Options{DSN: srv.DSN()}, 30*time.Second)

@@ -61,7 +61,14 @@ func openDriver(t testing.TB, opts Options) *Driver {
 // ends. The components of one test share their prefix, hence their locks.
 func newMutex(t testing.TB, opts Options, ttl time.Duration) *component.Mutex {
 	t.Helper()
-	m, err := component.New(component.Options{Driver: openDriver(t, opts), TTL: ttl, Prefix: "mysqltest:" + runID + ":" + t.Name() + ":"})
+	return mutexOn(t, openDriver(t, opts), ttl)
+}
+
+// mutexOn builds a component on d, closed when the test ends, with the
+// test's prefix, as newMutex does.
+func mutexOn(t testing.TB, d *Driver, ttl time.Duration) *component.Mutex {
+	t.Helper()
+	m, err := component.New(component.Options{Driver: d, TTL: ttl, Prefix: "mysqltest:" + runID + ":" + t.Name() + ":"})
 	if err != nil {
 		t.Fatal(err)
 	}

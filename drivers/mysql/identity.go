@@ -39,8 +39,9 @@ import (
 // session for its whole life: true of a direct connection, not of a proxy
 // that moves a client connection between server connections.
 
-// sessionSQL reads a connection's session: its id and the server's clock.
-const sessionSQL = "CONNECTION_ID(), " + takenSQL
+// sessionSQL reads a connection's session: its id, the server's clock and
+// the session's wait_timeout (idle.go).
+const sessionSQL = "CONNECTION_ID(), " + takenSQL + ", @@wait_timeout"
 
 // Values of socket.boot besides a boot time.
 const (
@@ -66,7 +67,7 @@ func (a *advisory) session(ctx context.Context, conn pinned) (s session, ok bool
 	}
 	var boot sql.NullInt64
 	err = a.withBoot(func(bootSQL string) error {
-		return conn.queryRow(ctx, "SELECT "+sessionSQL+", "+bootSQL, nil, &s.conn, &s.at, &boot)
+		return conn.queryRow(ctx, "SELECT "+sessionSQL+", "+bootSQL, nil, &s.conn, &s.at, &s.wait, &boot)
 	})
 	var me *gomysql.MySQLError
 	switch {

@@ -106,7 +106,7 @@ func TestSessionYoungServer(t *testing.T) {
 		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}
-		return h.conn.sock, session{h.connID, h.takenAt, h.boot.Load()}
+		return h.conn.sock, session{conn: h.connID, at: h.takenAt, boot: h.boot.Load()}
 	}
 	sock, first := pair()
 	boot := sock.boot.Load()

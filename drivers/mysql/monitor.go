@@ -12,7 +12,9 @@ import (
 
 // startMonitor starts the goroutine that, every ProbeInterval while locks
 // are held, checks them all (probe) and reports those whose connection no
-// longer holds them. It ends with Close.
+// longer holds them; and that keeps each lock's connection from idling
+// past its session's wait_timeout and drops the locks whose renewals failed
+// up to their expiry (upkeep, idle.go), at their time. It ends with Close.
 func (a *advisory) startMonitor() {
 	a.monitorWG.Add(1)
 	go func() {
@@ -26,13 +28,15 @@ func (a *advisory) startMonitor() {
 			case <-ctx.Done():
 			}
 		}()
-		t := time.NewTicker(a.d.s.probe)
+		t := time.NewTimer(a.d.s.probe)
 		defer t.Stop()
+		nextProbe := time.Now().Add(a.d.s.probe)
 		for {
 			select {
 			case <-a.d.closed:
 				return
 			case <-t.C:
+			case <-a.wake:
 			}
 			a.mu.Lock()
 			hs := make([]*heldLock, 0, len(a.held))
@@ -40,34 +44,38 @@ func (a *advisory) startMonitor() {
 				hs = append(hs, h)
 			}
 			a.mu.Unlock()
-			if len(hs) == 0 {
-				continue
-			}
-			held, errs := a.probe(ctx, hs, max(a.d.s.probe, time.Second))
-			for i, h := range hs {
-				if errs[i] == nil && !held[i] {
-					a.lose(h)
+			next := a.upkeep(hs)
+			if now := time.Now(); !now.Before(nextProbe) {
+				nextProbe = now.Add(a.d.s.probe)
+				if a.poolFull() {
+					// No connection to spare: each lock on its own, never
+					// waiting for one in use (ownconn.go).
+					for _, h := range hs {
+						a.checkOwn(h, nil)
+					}
+				} else if len(hs) > 0 {
+					held, errs := a.probe(ctx, hs, max(a.d.s.probe, time.Second))
+					for i, h := range hs {
+						if errs[i] == nil && !held[i] {
+							a.lose(h)
+						}
+					}
 				}
 			}
+			if nextProbe.Before(next) {
+				next = nextProbe
+			}
+			t.Reset(time.Until(next)) // (Go 1.23+: no stale tick to drain)
 		}
 	}()
 }
 
 // probe reports whether each of hs is still held by its connection, with
-// one query per RenewBatch locks on a connection of the pool — or, when
-// the pool has none to spare (every connection in use at max_open_conns:
-// held locks and kept connections can fill it), with one query per lock on
-// its own connection, rather than waiting for one. timeout, when positive,
-// bounds each pooled query (see probeOwn for the others).
+// one query per RenewBatch locks on a connection of the pool. timeout, when
+// positive, bounds each query.
 func (a *advisory) probe(ctx context.Context, hs []*heldLock, timeout time.Duration) (held []bool, errs []error) {
 	held = make([]bool, len(hs))
 	errs = make([]error, len(hs))
-	if a.poolFull() {
-		for i, h := range hs {
-			held[i], errs[i] = a.probeOwn(ctx, h)
-		}
-		return held, errs
-	}
 	for start := 0; start < len(hs); start += a.d.s.batch {
 		chunk := hs[start:min(start+a.d.s.batch, len(hs))]
 		err := a.probeChunk(ctx, chunk, held[start:], timeout)
@@ -110,33 +118,6 @@ func (a *advisory) probeChunk(ctx context.Context, chunk []*heldLock, held []boo
 	return nil
 }
 
-// probeOwn asks h's own connection whether it still holds h, as extend
-// does. A failure on that connection, which then is dropped, answers not
-// held — unless ctx ended: then it is an error, as on a pooled connection.
-// It needs no boot time: a connection that answers is h's own session
-// (a restart would have broken it), and its CONNECTION_ID() is read in the
-// same statement. Only ctx bounds the query, never a timeout of the probe's
-// own: ending a statement on the holder's connection closes it, which
-// frees the lock in the server, so a network stall shorter than the lock's
-// tracked expiry (Renew's deadline) must not end it. The monitor's probe
-// then waits out the stall (Close ends it).
-func (a *advisory) probeOwn(ctx context.Context, h *heldLock) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("mysql: probe: %w", err)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.done {
-		return false, nil
-	}
-	var ok sql.NullBool
-	err := h.conn.queryRow(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", []any{h.name}, &ok)
-	if err != nil && ctx.Err() != nil {
-		return false, fmt.Errorf("mysql: probe: %w", err)
-	}
-	return err == nil && ok.Valid && ok.Bool, nil
-}
-
 // poolFull reports whether the pool has no connection to give at once:
 // all of its max_open_conns are in use.
 func (a *advisory) poolFull() bool {
@@ -144,8 +125,9 @@ func (a *advisory) poolFull() bool {
 	return st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections
 }
 
-// renew checks many advisory leases with probe (ttl is ignored: these
-// locks do not expire) and reports the lost ones.
+// renew checks many advisory leases with probe and reports the lost ones.
+// These locks do not expire: ttl only serves when a renewal fails
+// (renewFailed).
 func (a *advisory) renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
 	var hs []*heldLock
@@ -159,19 +141,28 @@ func (a *advisory) renew(ctx context.Context, leases []drivers.Lease) []drivers.
 	if len(hs) == 0 {
 		return out
 	}
-	held, errs := a.probe(ctx, hs, 0)
+	start := time.Now()
+	var held []bool
+	var errs []error
+	if a.poolFull() {
+		// No connection to spare (held locks, waiters and kept connections
+		// fill max_open_conns): each lock on its own connection, rather
+		// than wait for one until the lock's ttl (ownconn.go).
+		held, errs = a.probeOwnAll(ctx, hs)
+	} else {
+		held, errs = a.probe(ctx, hs, 0)
+	}
 	for j, h := range hs {
 		i := idx[j]
 		switch {
-		case errs[j] != nil && ctx.Err() != nil:
-			// The caller's deadline passed without an answer: the component
-			// counts the lock lost, so drop its connection too, or the
-			// server would keep the lock for a holder that let it go.
-			a.lose(h)
-			out[i].Err = errs[j]
 		case errs[j] != nil:
+			// No answer (the component bounds a renewal well before the
+			// lock's expiry, to retry): the lock stays, dropped only if no
+			// renewal confirms it by its expiry (idle.go).
+			a.renewFailed(ctx, h, leases[i].TTL)
 			out[i].Err = errs[j]
 		case held[j]:
+			h.confirm(start)
 			out[i].Held = true
 		default:
 			a.lose(h)

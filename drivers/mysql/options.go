@@ -319,13 +319,26 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	// Affected rows must count changed rows; the statements rely on it.
 	cfg.ClientFoundRows = false
 	// A connection idle for wait_timeout is closed by the server, and its
-	// advisory locks with it: held locks' connections may idle long.
+	// advisory locks with it. The monitor runs a statement on each held
+	// lock's connection once it has idled for half its wait_timeout
+	// (idle.go); a year makes that once in six months unless the DSN sets
+	// wait_timeout, to bound how long a partitioned holder's locks stay.
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
 	if _, ok := cfg.Params["wait_timeout"]; !ok {
 		cfg.Params["wait_timeout"] = "31536000"
 	}
+	// Every statement must commit on its own, whatever the server's
+	// default (autocommit=0 in its configuration or init_connect) or the
+	// DSN say: in a transaction left open a released table-mode lock would
+	// stay row-locked, and fences would roll back.
+	for k := range cfg.Params {
+		if strings.EqualFold(k, "autocommit") {
+			delete(cfg.Params, k)
+		}
+	}
+	cfg.Params["autocommit"] = "1"
 	// The driver reports its errors itself; go-sql-driver's own log lines
 	// (to stderr) would only duplicate them.
 	cfg.Logger = &gomysql.NopLogger{}
