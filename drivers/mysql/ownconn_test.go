@@ -19,19 +19,9 @@ import (
 // on and finds the lock held.
 func TestFullPoolStallRenewReturns(t *testing.T) {
 	ctx := ctxT(t)
-	admin := openDB(t, testutil.MySQLDSN())
-	p := testutil.NewProxy(t, "127.0.0.1:3306")
-	d := openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", MaxOpenConns: 1, ProbeInterval: 50 * time.Millisecond})
-	lost := lostEvents(ctx, t, d, 1)
 	lease := drivers.Lease{Key: "mysqltest:" + runID + ":" + t.Name(), Token: token(), TTL: time.Minute}
-	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: lease.Key, Token: lease.Token, TTL: lease.TTL}); err != nil || !res.Acquired {
-		t.Fatalf("Acquire = %+v, %v", res, err)
-	}
+	d, p, admin, lost := stalledCheck(ctx, t, lease)
 	id := d.adv.get(lease.Key, lease.Token).connID
-	p.Stall()
-	resume := time.AfterFunc(5*time.Second, p.Resume) // bounds the test when the renewal waits for the stall
-	defer resume.Stop()
-	waitFor(t, 2*time.Second, "the monitor's check sent into the stall", func() bool { return p.Blocked() > 0 })
 	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	start := time.Now()
 	r := d.Renew(rctx, []drivers.Lease{lease})[0]
@@ -59,6 +49,26 @@ func TestFullPoolStallRenewReturns(t *testing.T) {
 	}
 }
 
+// stalledCheck acquires lease through a driver whose pool is full (one
+// connection), behind a proxy, then stalls the link while the monitor's
+// check runs on the lock's own connection. The proxy resumes after 5 s at
+// the latest (a bound on the test should a call wait for the stall).
+func stalledCheck(ctx context.Context, t *testing.T, lease drivers.Lease) (*Driver, *testutil.Proxy, *sql.DB, <-chan drivers.Event) {
+	t.Helper()
+	admin := openDB(t, testutil.MySQLDSN())
+	p := testutil.NewProxy(t, "127.0.0.1:3306")
+	d := openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", MaxOpenConns: 1, ProbeInterval: 50 * time.Millisecond})
+	lost := lostEvents(ctx, t, d, 1)
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: lease.Key, Token: lease.Token, TTL: lease.TTL}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	p.Stall()
+	resume := time.AfterFunc(5*time.Second, p.Resume)
+	t.Cleanup(func() { resume.Stop() })
+	waitFor(t, 2*time.Second, "the monitor's check sent into the stall", func() bool { return p.Blocked() > 0 })
+	return d, p, admin, lost
+}
+
 // TestFullPoolStallRelease: a release whose ctx ends while a statement
 // stalled on the lock's connection (the monitor's check, the pool being
 // full) holds it returns by then, and still gives the lock up: the check
@@ -68,18 +78,8 @@ func TestFullPoolStallRenewReturns(t *testing.T) {
 // component's Close with it.
 func TestFullPoolStallRelease(t *testing.T) {
 	ctx := ctxT(t)
-	admin := openDB(t, testutil.MySQLDSN())
-	p := testutil.NewProxy(t, "127.0.0.1:3306")
-	d := openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", MaxOpenConns: 1, ProbeInterval: 50 * time.Millisecond})
-	lost := lostEvents(ctx, t, d, 1)
 	key, tok := "mysqltest:"+runID+":"+t.Name(), token()
-	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
-		t.Fatalf("Acquire = %+v, %v", res, err)
-	}
-	p.Stall()
-	resume := time.AfterFunc(5*time.Second, p.Resume) // bounds the test when the release waits for the stall
-	defer resume.Stop()
-	waitFor(t, 2*time.Second, "the monitor's check sent into the stall", func() bool { return p.Blocked() > 0 })
+	d, p, admin, lost := stalledCheck(ctx, t, drivers.Lease{Key: key, Token: tok, TTL: time.Minute})
 	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	start := time.Now()
 	ok, err := d.Release(rctx, key, tok)

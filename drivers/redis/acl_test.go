@@ -14,7 +14,7 @@ import (
 func aclServer(t *testing.T, users map[string][]any) (*testutil.RedisServer, *Driver) {
 	t.Helper()
 	s := testutil.StartRedis(t)
-	admin := ownDriver(t, Options{Addrs: []string{s.Addr}})
+	admin := standalone(t, Options{Addrs: []string{s.Addr}})
 	for name, rules := range users {
 		args := append([]any{"ACL", "SETUSER", name, "on", ">pw"}, rules...)
 		if err := admin.Client().Do(t.Context(), args...).Err(); err != nil {
@@ -30,7 +30,7 @@ func aclServer(t *testing.T, users map[string][]any) (*testutil.RedisServer, *Dr
 // given before (after a restart without persistence, or fenceTTL).
 func TestFencesWithoutTime(t *testing.T) {
 	s, admin := aclServer(t, map[string][]any{"lp": {"~*", "&*", "+@read", "+@write", "+@scripting", "+@connection", "+@pubsub"}})
-	d := ownDriver(t, Options{Addrs: []string{s.Addr}, Username: "lp", Password: "pw"})
+	d := standalone(t, Options{Addrs: []string{s.Addr}, Username: "lp", Password: "pw"})
 	key := "notime"
 	before, err := admin.Acquire(t.Context(), drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Second})
 	if err != nil || !before.Acquired {
@@ -70,7 +70,7 @@ func TestPassWithoutPubSub(t *testing.T) {
 	for _, user := range []string{"nochan", "nopubsub"} {
 		t.Run(user, func(t *testing.T) {
 			opts := Options{Addrs: []string{s.Addr}, Username: user, Password: "pw"}
-			h, w := ownDriver(t, opts), ownDriver(t, opts)
+			h, w := standalone(t, opts), standalone(t, opts)
 			key := "acl:" + user
 			if res, err := h.Acquire(t.Context(), drivers.AcquireRequest{Key: key, Token: "h", TTL: 10 * time.Second}); err != nil || !res.Acquired {
 				t.Fatalf("h: %+v, %v", res, err)

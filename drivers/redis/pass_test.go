@@ -109,7 +109,7 @@ func TestPassOnAFullServer(t *testing.T) {
 	}
 	for _, tc := range giveUp {
 		t.Run(tc.name+"/to a waiter", func(t *testing.T) {
-			h, w := ownDriver(t, opts), ownDriver(t, opts)
+			h, w := standalone(t, opts), standalone(t, opts)
 			key := "full:" + t.Name()
 			if res, err := h.Acquire(t.Context(), drivers.AcquireRequest{Key: key, Token: "h", TTL: 5 * time.Second}); err != nil || !res.Acquired {
 				t.Fatalf("h: %+v, %v", res, err)
@@ -123,7 +123,7 @@ func TestPassOnAFullServer(t *testing.T) {
 		})
 	}
 	t.Run("renew and release, nobody queued", func(t *testing.T) {
-		h := ownDriver(t, opts)
+		h := standalone(t, opts)
 		key := "full:" + t.Name()
 		if res, err := h.Acquire(t.Context(), drivers.AcquireRequest{Key: key, Token: "h", TTL: 5 * time.Second}); err != nil || !res.Acquired {
 			t.Fatalf("h: %+v, %v", res, err)
@@ -144,7 +144,7 @@ func TestPassOnAFullServer(t *testing.T) {
 		}
 	})
 	t.Run("handover/to the successor", func(t *testing.T) {
-		h := ownDriver(t, opts)
+		h := standalone(t, opts)
 		key := "full:" + t.Name()
 		first, err := h.Acquire(t.Context(), drivers.AcquireRequest{Key: key, Token: "h", TTL: 5 * time.Second})
 		if err != nil || !first.Acquired {
@@ -156,15 +156,4 @@ func TestPassOnAFullServer(t *testing.T) {
 			t.Fatalf("handover: %v, %+v, %v; want handed with fence %d", released, res, err, first.Fence+1)
 		}
 	})
-}
-
-// ownDriver is a driver on opts, closed at the test's end.
-func ownDriver(t *testing.T, opts Options) *Driver {
-	t.Helper()
-	d, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close(context.Background()) })
-	return d
 }
