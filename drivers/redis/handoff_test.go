@@ -187,15 +187,7 @@ func TestNoHandOffToGoneWaiters(t *testing.T) {
 			w.Close(t.Context())
 		}},
 		{"stopped retrying", func(t *testing.T, w *Driver, key string) {
-			cancel, err := w.Subscribe(t.Context(), func(drivers.Event) {})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(cancel)
-			waitFor(t, "subscribed", func() bool { return numSub(t, w, w.channel()) == 1 })
-			if res, err := w.acquireOnce(t.Context(), drivers.AcquireRequest{Key: key, Token: "w", TTL: 5 * time.Second}, true); err != nil || res.Acquired {
-				t.Fatalf("waiter: %+v, %v", res, err)
-			}
+			queueLive(t, w, key, "w")
 			// Its last attempt long past WaiterLiveness, as for a process
 			// frozen with its connections open.
 			if err := w.Client().HSet(t.Context(), liveKey(key), w.id, 1).Err(); err != nil {
