@@ -69,8 +69,8 @@ func (d *Driver) advTake(ctx context.Context, h int64, wait time.Duration) (uint
 	var fence int64
 	if wait > 0 {
 		err = s.conn.QueryRow(ctx, d.sql.waitLock, h, lockTimeout(wait)).Scan(&fence)
-		switch sqlState(err) {
-		case "55P03", "40P01": // lock_timeout, deadlock: not acquired...
+		// lock_timeout, deadlock, a cancel not this call's: not acquired...
+		if state := sqlState(err); state == "55P03" || state == "40P01" || cancelledByOthers(ctx, err) {
 			// ...unless the server granted the lock as the timeout fired:
 			// a session lock outlives the statement's error, so this
 			// session must not keep it unseen

@@ -399,13 +399,14 @@ func retryable(err error) bool {
 // repeatable read, or a short lock_timeout) is retried for up to
 // conflictBudget, other retryable failures five times,
 // with short growing pauses, jittered so that the conflicting callers do
-// not meet again.
+// not meet again. A statement cancelled while ctx lives (cancelledByOthers)
+// counts among the other failures.
 func retry(ctx context.Context, f func() error) error {
 	delay := time.Millisecond
 	until := time.Now().Add(conflictBudget)
 	for attempt := 1; ; attempt++ {
 		err := f()
-		if err == nil || !retryable(err) {
+		if err == nil || !retryable(err) && !cancelledByOthers(ctx, err) {
 			return err
 		}
 		if s := sqlState(err); s == "40001" || s == "40P01" || s == "55P03" {
@@ -424,6 +425,17 @@ func retry(ctx context.Context, f func() error) error {
 		}
 		delay = min(delay*2, 32*time.Millisecond)
 	}
+}
+
+// cancelledByOthers reports a statement the server cancelled (57014,
+// "canceling statement due to user request") although ctx, the call's, has
+// not ended: the cancel was not this driver's. PostgreSQL reports so a lock
+// timeout that fired as its wait was granted, when the same statement then
+// waits for a second lock (the second wait clears the flag that names the
+// timeout); an operator's pg_cancel_backend looks the same. The statement
+// was rolled back, so it can run again.
+func cancelledByOthers(ctx context.Context, err error) bool {
+	return sqlState(err) == "57014" && ctx.Err() == nil
 }
 
 // conflictBudget is how long retry retries serialization failures,

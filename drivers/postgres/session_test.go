@@ -132,3 +132,99 @@ func TestWaiterSessionRefused(t *testing.T) {
 		t.Fatalf("limited, waiting for a free lock = %+v, %v; want it", res, err)
 	}
 }
+
+// TestCancelledByOthers: a statement the server cancels while its call's ctx
+// lives (an operator's pg_cancel_backend here; also how PostgreSQL reports,
+// now and then, a lock timeout that fired as the wait was granted, as
+// TestTableRoleSettings's lock_timeout=1 can show) does not fail the call:
+// table mode runs the statement again, an advisory wait counts as not
+// acquired yet, and Acquire gets the lock once it is free.
+func TestCancelledByOthers(t *testing.T) {
+	for _, mode := range []string{ModeAdvisory, ModeTable} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := ctxT(t)
+			// admin watches and cancels; blocker blocks the lock (in a
+			// transaction: pg_stat_activity would not change in it)
+			var admin, blocker *pgx.Conn
+			for _, c := range []**pgx.Conn{&admin, &blocker} {
+				conn, err := pgx.Connect(ctx, testutil.PostgresDSN())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = conn.Close(context.Background()) })
+				*c = conn
+			}
+			app := "mutexfx_cancelled_" + mode
+			d := on(t, testutil.PostgresDSN()+"&application_name="+app, Options{Mode: mode, Table: "mutexfx_locks_cancelled"})
+			m := mutexOn(t, d, 5*time.Second)
+			name := "cancelled:" + rand.Text()
+			key := "fault:" + name // mutexOn's prefix
+
+			// blocker takes the advisory lock, or locks the row (made by a
+			// first acquisition) in a transaction
+			block := []string{"SELECT pg_advisory_lock($1)"}
+			free, arg := "SELECT pg_advisory_unlock($1)", any(advisoryKey(key))
+			if mode == ModeTable {
+				l, err := m.Acquire(ctx, name)
+				if err == nil {
+					_, err = l.Release(ctx)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				block = []string{"BEGIN", "SELECT 1 FROM " + d.names.table + " WHERE id = $1 FOR UPDATE"}
+				free, arg = "COMMIT", rowID(key)
+			}
+			for _, q := range block {
+				args := []any{arg}
+				if !strings.Contains(q, "$1") {
+					args = nil
+				}
+				if _, err := blocker.Exec(ctx, q, args...); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+
+			got := make(chan error, 1)
+			go func() {
+				l, err := m.Acquire(ctx, name, component.WithTimeout(10*time.Second))
+				if err == nil {
+					_, err = l.Release(ctx)
+				}
+				got <- err
+			}()
+			pid, since := lockWaiter(t, admin, app, time.Time{})
+			var cancelled bool
+			if err := admin.QueryRow(ctx, "SELECT pg_cancel_backend($1)", pid).Scan(&cancelled); err != nil || !cancelled {
+				t.Fatalf("pg_cancel_backend = %v, %v", cancelled, err)
+			}
+			lockWaiter(t, admin, app, since) // it waits again
+			args := []any{arg}
+			if free == "COMMIT" {
+				args = nil
+			}
+			if _, err := blocker.Exec(ctx, free, args...); err != nil {
+				t.Fatalf("%s: %v", free, err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("Acquire after a cancelled statement: %v", err)
+			}
+		})
+	}
+}
+
+// lockWaiter waits for a backend of application app to wait for a lock in a
+// statement started after since, and returns its pid and the statement's
+// start.
+func lockWaiter(t *testing.T, admin *pgx.Conn, app string, since time.Time) (pid int32, start time.Time) {
+	t.Helper()
+	within(t, 5*time.Second, "a statement waiting for the lock", func() bool {
+		err := admin.QueryRow(context.Background(), "SELECT pid, query_start FROM pg_stat_activity "+
+			"WHERE application_name = $1 AND wait_event_type = 'Lock' AND query_start > $2 LIMIT 1", app, since).Scan(&pid, &start)
+		if err != nil && err != pgx.ErrNoRows {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
+	return pid, start
+}
