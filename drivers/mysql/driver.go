@@ -314,12 +314,13 @@ func lockName(key string) string {
 	return "mutexfx:" + hex.EncodeToString(h[:24])
 }
 
-// retry runs f again while it fails with a deadlock or a lock wait timeout,
-// at most d.s.retries more times.
+// retry runs f again while it fails with a deadlock, a lock wait timeout or
+// an interruption not its own (interrupted), at most d.s.retries more
+// times.
 func (d *Driver) retry(ctx context.Context, f func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := f()
-		if err == nil || attempt >= d.s.retries || !retryable(err) {
+		if err == nil || attempt >= d.s.retries || !retryable(err) && !interrupted(ctx, err) {
 			return err
 		}
 		t := time.NewTimer(time.Duration(attempt+1) * 5 * time.Millisecond)
@@ -336,6 +337,15 @@ func (d *Driver) retry(ctx context.Context, f func() error) error {
 func retryable(err error) bool {
 	var me *gomysql.MySQLError
 	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
+// interrupted reports a statement the server interrupted (1317, "Query
+// execution was interrupted": an operator's KILL QUERY) while ctx, the
+// call's, lives: the driver ends statements by closing their connection,
+// never so. The statement was rolled back, so it can run again.
+func interrupted(ctx context.Context, err error) bool {
+	var me *gomysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1317 && ctx.Err() == nil
 }
 
 // missingTable reports "table doesn't exist" (1146) or, for the fence

@@ -124,8 +124,9 @@ type Options struct {
 	// RenewBatch is the most leases renewed by one statement in table
 	// mode (and probed by one query in advisory mode). Default 1000.
 	RenewBatch int `koanf:"renew_batch"`
-	// Retries is how many times a statement failing with a deadlock (1213)
-	// or a lock wait timeout (1205) is retried. Default 3; -1 for none.
+	// Retries is how many times a table-mode statement failing with a
+	// deadlock (1213), a lock wait timeout (1205) or an operator's KILL
+	// QUERY (1317) is retried. Default 3; -1 for none.
 	Retries int `koanf:"retries"`
 	// DialTimeout bounds each connection attempt. Default 5s.
 	DialTimeout time.Duration `koanf:"dial_timeout"`
