@@ -3,6 +3,7 @@
 package file
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,25 +54,40 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drive
 		}
 	}
 
-	fd, err := d.open(name, true)
-	if err != nil {
-		return drivers.AcquireResult{}, err
+	var res drivers.AcquireResult
+	for attempt := 1; ; attempt++ {
+		fd, err := d.open(name, true)
+		if err != nil {
+			return drivers.AcquireResult{}, err
+		}
+		var keep bool
+		res, keep, err = d.acquireLocked(ctx, fd, name, req, buf[:])
+		if !keep {
+			_ = unix.Close(fd) // also drops the guard byte
+		}
+		if errors.Is(err, errReplaced) && attempt < 3 {
+			continue // the file was deleted or replaced as it was opened: open the new one
+		}
+		if err != nil {
+			return drivers.AcquireResult{}, err
+		}
+		break
 	}
-	res, keep, err := d.acquireLocked(ctx, fd, req, buf[:])
-	if !keep {
-		_ = unix.Close(fd) // also drops the guard byte
-	}
-	if err == nil && !res.Acquired {
+	if !res.Acquired {
 		d.markBusy(name, req.Key)
 	}
-	return res, err
+	return res, nil
 }
 
 // acquireLocked does the acquisition on the open lock file fd. keep reports
 // that fd now belongs to a holder and must stay open.
-func (d *Driver) acquireLocked(ctx context.Context, fd int, req drivers.AcquireRequest, buf []byte) (res drivers.AcquireResult, keep bool, err error) {
+func (d *Driver) acquireLocked(ctx context.Context, fd int, name string, req drivers.AcquireRequest, buf []byte) (res drivers.AcquireResult, keep bool, err error) {
 	if err := lockState(ctx, fd, d.opts.BusyTimeout); err != nil {
 		return res, false, err
+	}
+	path := d.path(name)
+	if same, err := sameFile(fd, path); err != nil || !same {
+		return res, false, cmp.Or(err, errReplaced)
 	}
 	var rec record
 	if err := readRecord(fd, buf, &rec); err != nil {
@@ -93,7 +109,7 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, req drivers.AcquireR
 	if rec.fence >= maxFence {
 		return res, false, fmt.Errorf("mutexfx/file: fence exhausted")
 	}
-	fence := rec.fence + 1
+	fence := nextFence(rec.fence)
 	live := int64(fence) + 1
 	ok, err := tryLock(fd, live)
 	if err != nil {
@@ -114,7 +130,7 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, req drivers.AcquireR
 	if err := unlock(fd, stateByte); err != nil {
 		return res, false, err
 	}
-	h := &holder{fd: fd, fence: fence}
+	h := &holder{fd: fd, fence: fence, path: path}
 	h.expiry.Store(rec.expiry)
 	if !d.addHolder(req.Key, req.Token, h) {
 		return res, false, ErrClosed
@@ -127,7 +143,7 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, req drivers.AcquireR
 // A record torn by a concurrent write fails its checksum and is read again;
 // a wrong "not busy" only costs the full locked attempt.
 func (d *Driver) peekBusy(name string, buf []byte) (ttl time.Duration, busy bool, err error) {
-	fd, err := unix.Open(d.path(name), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	fd, err := unix.Open(d.path(name), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return 0, false, nil
 	}

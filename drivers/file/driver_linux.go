@@ -55,6 +55,7 @@ type holder struct {
 	fd     int        // -1 once closed
 	fence  uint64
 	expiry atomic.Int64 // monotonic ns, as last written to the record
+	path   string       // the lock file's path, checked to still name fd (sameFile)
 }
 
 // New returns a driver on opts.Dir. It validates opts and touches nothing:
@@ -283,6 +284,9 @@ func (d *Driver) sweep(stale map[heldKey]*holder) {
 // expiry to come, refreshing h.expiry from it; h.mu is held and h.fd open.
 // It reports true when it cannot tell.
 func (h *holder) stillHeld(token string, buf []byte) bool {
+	if same, err := sameFile(h.fd, h.path); err == nil && !same {
+		return false
+	}
 	if ok, err := tryLock(h.fd, stateByte); !ok || err != nil {
 		return true
 	}

@@ -78,7 +78,8 @@ type Options struct {
 
 	// DirMode is the permission of Dir when the driver creates it, before
 	// the umask. Default 0o700 (DefaultDirMode): only the same user can use
-	// the locks. Use 0o770 with a setgid directory to share among a group.
+	// the locks. Use 0o770 with a setgid directory, and a FileMode of
+	// 0o660, to share among a group.
 	DirMode fs.FileMode `koanf:"dirMode"`
 
 	// FileMode is the permission of the lock files the driver creates,

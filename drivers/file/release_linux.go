@@ -111,6 +111,12 @@ func (d *Driver) extend(ctx context.Context, key, token string, ttl time.Duratio
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.fd >= 0 {
+			if same, err := sameFile(h.fd, h.path); err != nil || !same {
+				if err == nil {
+					d.dropHolder(key, token, h) // its file was deleted: held no more
+				}
+				return false, err
+			}
 			ok, expiry, err := d.extendLocked(ctx, h.fd, token, ttl, buf, false)
 			if err == nil && !ok {
 				d.dropHolder(key, token, h)
@@ -214,7 +220,7 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 	if err := d.checkOpen(); err != nil {
 		return drivers.LockInfo{}, false, err
 	}
-	fd, err := unix.Open(d.path(fileName(key)), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	fd, err := unix.Open(d.path(fileName(key)), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return drivers.LockInfo{}, false, nil
 	}

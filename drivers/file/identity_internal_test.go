@@ -1,0 +1,126 @@
+//go:build linux
+
+package file
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// TestLockFileLost: a held lock's file deleted, replaced or moved away with
+// its directory (an operator, a tmp cleaner) holds nothing any more: the
+// next Acquire takes the new file at the path. The old holder must then be
+// told at its next Extend or Renew (before: they kept answering held, so
+// its lock was never lost), and the new holder's fence must be above the
+// old one's, so that a store refuses the old holder's writes (before: the
+// new file restarted the fences at 1).
+func TestLockFileLost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lose func(t *testing.T, dir, path string)
+	}{
+		{"deleted", func(t *testing.T, _, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"replaced", func(t *testing.T, dir, path string) {
+			other := filepath.Join(dir, "other")
+			if err := os.WriteFile(other, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(other, path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"directory moved", func(t *testing.T, dir, _ string) {
+			if err := os.Rename(dir, dir+".old"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"directory removed", func(t *testing.T, dir, _ string) {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := filepath.Join(t.TempDir(), "locks")
+			a, b := internalDriver(t, dir), internalDriver(t, dir)
+			first, err := a.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute})
+			if err != nil || !first.Acquired {
+				t.Fatalf("Acquire = %+v, %v", first, err)
+			}
+			tc.lose(t, dir, filepath.Join(dir, fileName("k")))
+
+			for _, d := range []*Driver{b, a} { // another driver, and the holder's own
+				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "new", TTL: time.Minute})
+				if err != nil || !res.Acquired {
+					t.Fatalf("Acquire after the file was lost = %+v, %v; want it", res, err)
+				}
+				if res.Fence <= first.Fence {
+					t.Fatalf("fence %d after the file was lost; want above the lost holder's %d", res.Fence, first.Fence)
+				}
+				if ok, err := d.Release(ctx, "k", "new"); err != nil || !ok {
+					t.Fatalf("Release = %v, %v", ok, err)
+				}
+			}
+			if r := a.Renew(ctx, []drivers.Lease{{Key: "k", Token: "a", TTL: time.Minute}})[0]; r.Held || r.Err != nil {
+				t.Fatalf("Renew of the lost holder = %+v; want not held", r)
+			}
+			if ok, err := a.Extend(ctx, "k", "a", time.Minute); ok || err != nil {
+				t.Fatalf("Extend of the lost holder = %v, %v; want not held", ok, err)
+			}
+		})
+	}
+}
+
+// TestFifoAtLockPath: something other than a regular file at a lock path
+// (here a FIFO, which blocks a plain open for reading until a writer comes)
+// fails the calls; none hangs.
+func TestFifoAtLockPath(t *testing.T) {
+	dir := t.TempDir()
+	d := internalDriver(t, dir)
+	if err := unix.Mkfifo(filepath.Join(dir, fileName("k")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.markBusy(fileName("k"), "k") // Acquire then peeks first, read-only
+	done := make(chan error, 2)
+	go func() {
+		_, err := d.Acquire(context.Background(), drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute})
+		done <- err
+	}()
+	go func() {
+		_, _, err := d.Inspect(context.Background(), "k")
+		done <- err
+	}()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatal("a call on a FIFO succeeded; want an error")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call on a FIFO hangs")
+		}
+	}
+}
+
+// internalDriver is a driver on dir, closed when the test ends.
+func internalDriver(t *testing.T, dir string) *Driver {
+	t.Helper()
+	d, err := New(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close(context.Background()) })
+	return d
+}
