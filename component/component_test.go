@@ -3,6 +3,7 @@ package component_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,7 @@ func TestOptionErrors(t *testing.T) {
 	}{
 		{component.Options{TTL: -time.Second}, "TTL"},
 		{component.Options{TTL: time.Millisecond}, "TTL"},
+		{component.Options{TTL: component.MaxTTL + 1}, "TTL"},
 		{component.Options{RetryDelay: -1}, "RetryDelay"},
 	}
 	for _, c := range cases {
@@ -44,9 +46,19 @@ func TestOptionErrors(t *testing.T) {
 		}
 	}
 	m := newMutex(t, component.Options{})
-	if _, err := m.Acquire(context.Background(), "x", component.WithTTL(time.Microsecond)); !errors.Is(err, component.ErrInvalidOption) {
-		t.Fatalf("WithTTL(1µs): %v", err)
+	for _, ttl := range []time.Duration{time.Microsecond, math.MaxInt64} {
+		if _, err := m.Acquire(context.Background(), "x", component.WithTTL(ttl)); !errors.Is(err, component.ErrInvalidOption) {
+			t.Fatalf("WithTTL(%v): %v", ttl, err)
+		}
 	}
+	l, err := m.Acquire(context.Background(), "x", component.WithTTL(component.MaxTTL))
+	if err != nil {
+		t.Fatalf("WithTTL(MaxTTL): %v", err)
+	}
+	if _, err := l.Extend(context.Background(), math.MaxInt64); !errors.Is(err, component.ErrInvalidOption) {
+		t.Fatalf("Extend(MaxInt64): %v", err)
+	}
+	l.Release(context.Background())
 	if _, err := m.TryAcquire(context.Background(), ""); !errors.Is(err, component.ErrEmptyName) {
 		t.Fatalf("TryAcquire(\"\"): %v", err)
 	}

@@ -19,7 +19,7 @@ import (
 // now), and asks the store to free it, best effort; m.mu held. It reports
 // whether it did.
 func (m *Mutex) expireLocked(l *Lock, now time.Time) bool {
-	if l.state != stateHeld || now.Before(l.expiry) {
+	if l.state != stateHeld || !pastExpiry(now, l.expiry) {
 		return false
 	}
 	m.lose(l, "the store did not confirm it before its expiry")
@@ -28,6 +28,30 @@ func (m *Mutex) expireLocked(l *Lock, now time.Time) bool {
 	m.cleanupLocked(l.key, l.token)
 	return true
 }
+
+// pastExpiry reports whether now is at or past exp, a tracked expiry, by
+// the monotonic clock or by the wall clock. Go's monotonic clock (Linux's
+// CLOCK_MONOTONIC) stands still while the host is suspended; the store's
+// clock does not, and the wall clock is set forward on resume. So a lock
+// the store let expire while the host slept reads as past its expiry at
+// once on resume, not only when its timer fires, up to ttl/3 later. A
+// wall clock stepped forward ends locks early (the safe side); one
+// stepped back is covered by the monotonic clock.
+func pastExpiry(now, exp time.Time) bool {
+	if !now.Before(exp) {
+		return true
+	}
+	wall := now.Round(0) // without its monotonic reading: compared by the wall clock
+	if testHookWall != nil {
+		wall = testHookWall(wall)
+	}
+	return !wall.Before(exp)
+}
+
+// testHookWall, when set by a test, maps the wall clock readings of
+// pastExpiry: a wall clock ahead of the monotonic one is what a host
+// suspended past a lock's expiry shows on resume.
+var testHookWall func(time.Time) time.Time
 
 // lockContext is a lock's context: Err also checks the lock's expiry.
 type lockContext struct {

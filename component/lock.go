@@ -82,6 +82,8 @@ func (l *Lock) Held() bool {
 // has not fired yet. context.Cause does not check it (nor does Done, which
 // the timer closes): ask Err first — if ctx.Err() != nil, then
 // context.Cause(ctx) — or use Lock.Err, which checks and tells why.
+// Contexts derived from it see the lock end only when the timer fires:
+// check Lock.Err just before each write the lock protects.
 func (l *Lock) Context() context.Context {
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
@@ -189,8 +191,8 @@ func (l *Lock) cancelContexts(cause error) {
 // the earlier of the two. Calls to Extend and the renewals of the lock
 // reach the store one at a time.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
-	if ttl < 10*time.Millisecond {
-		return false, &OptionError{Field: "TTL", Msg: "must be at least 10ms"}
+	if err := checkTTL(ttl); err != nil {
+		return false, err
 	}
 	m := l.m
 	m.mu.Lock()
@@ -211,10 +213,16 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
 	done := make(chan struct{})
 	l.inflight = done
 	m.calls++ // Close waits for it (l is held: Close has not started)
+	// The renewals wait for this call: bounded as a renewal is
+	// (renewContext), a call hung on a dead connection fails in time for
+	// a renewal before the expiry, and an answer after the expiry comes
+	// too late anyway (the lock is lost then).
+	cctx, cancel := context.WithDeadline(ctx, minTime(l.expiry, time.Now().Add(max(l.ttl/3, attemptGrace))))
+	defer cancel()
 	m.mu.Unlock()
 
 	start := time.Now()
-	ok, err := m.drv.Extend(ctx, l.key, l.token, ttl)
+	ok, err := m.drv.Extend(cctx, l.key, l.token, ttl)
 
 	m.mu.Lock()
 	m.endCallLocked()

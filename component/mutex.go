@@ -296,7 +296,7 @@ func (m *Mutex) Held() []*Lock {
 	now := time.Now()
 	out := make([]*Lock, 0, len(m.held))
 	for _, l := range m.held {
-		if l.state == stateHeld && now.Before(l.expiry) {
+		if l.state == stateHeld && !pastExpiry(now, l.expiry) {
 			out = append(out, l)
 		}
 	}

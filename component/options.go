@@ -22,6 +22,10 @@ const (
 	attemptGrace = time.Second
 )
 
+// MaxTTL is the longest ttl a lock may have: a hundred years, far from the
+// overflow of time.Duration (292 years) in sums of timeouts.
+const MaxTTL = 100 * 365 * 24 * time.Hour
+
 // Timeouts with a special meaning.
 const (
 	// Forever waits without limit (any negative timeout does).
@@ -50,7 +54,7 @@ type Options struct {
 
 	// TTL is how long a lock stays held without a renewal. The Mutex renews
 	// held locks every TTL/3, so a lock only expires when its holder is gone
-	// or cannot reach the store. Must be at least 10 ms.
+	// or cannot reach the store. From 10 ms to 100 years.
 	// Default: 30 s.
 	TTL time.Duration
 
@@ -77,8 +81,10 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.TTL < 0:
 		return o, &OptionError{Field: "TTL", Msg: "must be positive"}
-	case o.TTL > 0 && o.TTL < 10*time.Millisecond:
-		return o, &OptionError{Field: "TTL", Msg: "must be at least 10ms"}
+	case o.TTL > 0:
+		if err := checkTTL(o.TTL); err != nil {
+			return o, err
+		}
 	case o.RetryDelay < 0:
 		return o, &OptionError{Field: "RetryDelay", Msg: "must not be negative"}
 	}
@@ -113,12 +119,23 @@ type acquireOptions struct {
 	err     error
 }
 
-// WithTTL sets the lock's time to live (at least 10 ms) instead of the
+// checkTTL checks a ttl: from 10 ms to 100 years.
+func checkTTL(ttl time.Duration) error {
+	switch {
+	case ttl < 10*time.Millisecond:
+		return &OptionError{Field: "TTL", Msg: "must be at least 10ms"}
+	case ttl > MaxTTL:
+		return &OptionError{Field: "TTL", Msg: "must be at most 100 years"}
+	}
+	return nil
+}
+
+// WithTTL sets the lock's time to live (10 ms to 100 years) instead of the
 // Mutex's TTL.
 func WithTTL(ttl time.Duration) AcquireOption {
 	return func(o *acquireOptions) {
-		if ttl < 10*time.Millisecond {
-			o.err = &OptionError{Field: "TTL", Msg: "must be at least 10ms"}
+		if err := checkTTL(ttl); err != nil {
+			o.err = err
 			return
 		}
 		o.ttl = ttl

@@ -214,3 +214,85 @@ func TestFailedBatchRetriesTogether(t *testing.T) {
 		t.Fatalf("%d renewal calls carried %d leases; want every call (at least 2) to carry all 20", calls, leases)
 	}
 }
+
+// failFirst is a store whose first renewal call fails.
+type failFirst struct {
+	drivers.Driver
+	r     drivers.Renewer
+	calls atomic.Int32
+}
+
+func (d *failFirst) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	if d.calls.Add(1) == 1 {
+		out := make([]drivers.RenewResult, len(leases))
+		for i := range out {
+			out[i].Err = errors.New("connection reset")
+		}
+		return out
+	}
+	return d.r.Renew(ctx, leases)
+}
+
+// TestShortTTLSurvivesAFailedRenewal: one failed renewal does not lose a
+// lock whose ttl is shorter than the retry delay: the retry comes within a
+// third of the time left. Before, it came RetryDelay·2 (50-100 ms) later,
+// past the expiry of a 100 ms lock, which was lost nearly every time.
+func TestShortTTLSurvivesAFailedRenewal(t *testing.T) {
+	var wg sync.WaitGroup
+	for i := range 5 {
+		md := memory.New()
+		d := &failFirst{Driver: md, r: md}
+		m := newMutex(t, component.Options{Driver: renewOnly{d, d}, TTL: 100 * time.Millisecond})
+		l, err := m.Acquire(context.Background(), "short")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			// lived through several renewal periods (time is what is tested)
+			select {
+			case <-l.Done():
+				t.Errorf("lock %d lost after %d renewal calls: %v", i, d.calls.Load(), context.Cause(l.Context()))
+			case <-time.After(500 * time.Millisecond):
+			}
+			if n := d.calls.Load(); n < 3 {
+				t.Errorf("lock %d: %d renewal calls in 500 ms; want the failed one and later ones", i, n)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestHungExtend: a Lock.Extend whose call hangs on a dead connection,
+// called with a ctx far longer than the ttl, is bounded as a renewal is (a
+// third of the ttl, at least a second): it fails in time for a renewal to
+// keep the lock. Before, it hung until the caller's ctx ended, and the
+// renewals, which wait for it, never ran: the lock was lost at its expiry.
+func TestHungExtend(t *testing.T) {
+	h := &hangOnce{entered: make(chan struct{}), ended: make(chan struct{})}
+	md := memory.New()
+	m := newMutex(t, component.Options{Driver: &hangOnceExtender{Driver: md, hangOnce: h}, TTL: 3 * time.Second, RetryDelay: 10 * time.Millisecond})
+	l, err := m.Acquire(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extended := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		_, err := l.Extend(ctx, 3*time.Second)
+		extended <- err
+	}()
+	<-h.entered
+	select {
+	case err := <-extended:
+		if err == nil {
+			t.Fatal("a hung Extend succeeded")
+		}
+	case <-l.Done():
+		t.Fatalf("lost while Extend hung: %v", context.Cause(l.Context()))
+	}
+	waitUntil(t, "a renewed after the hung Extend", func() bool { return h.renewedAfter(l.Key()) || l.Err() != nil })
+	if !l.Held() {
+		t.Fatalf("lost: %v", l.Err())
+	}
+}

@@ -359,6 +359,7 @@ func TestMiddlewareConstructionErrors(t *testing.T) {
 		{"unknown store", "order:{id}", synchronized.Options{Resolver: stores{"a": m}, Store: "b"}, synchronized.ErrNoStore},
 		{"no default store", "order:{id}", synchronized.Options{Resolver: stores{"a": m}}, synchronized.ErrNoStore},
 		{"ttl too short", "order:{id}", synchronized.Options{Mutex: m, TTL: time.Millisecond}, component.ErrInvalidOption},
+		{"ttl too long", "order:{id}", synchronized.Options{Mutex: m, TTL: component.MaxTTL + 1}, component.ErrInvalidOption},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

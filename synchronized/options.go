@@ -51,7 +51,7 @@ type Options struct {
 	// Default: false (wait up to Timeout).
 	NoWait bool
 
-	// TTL is the lock's time to live (at least 10 ms); it is renewed while
+	// TTL is the lock's time to live (10 ms to 100 years); it is renewed while
 	// the work runs.
 	// Default: the store's ttl (30 s unless configured).
 	TTL time.Duration
@@ -97,6 +97,9 @@ func (o Options) locker() (*locker, error) {
 	}
 	if o.TTL != 0 && o.TTL < 10*time.Millisecond {
 		return nil, &component.OptionError{Field: "TTL", Msg: "must be at least 10ms"}
+	}
+	if o.TTL > component.MaxTTL {
+		return nil, &component.OptionError{Field: "TTL", Msg: "must be at most 100 years"}
 	}
 	l := &locker{m: m, noWait: o.NoWait, onErr: o.ErrorHandler}
 	if l.onErr == nil {
