@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mutexfx/mutexfx/config"
 )
 
 // Modes of the driver (Options.Mode).
@@ -168,46 +170,82 @@ type names struct {
 	boot string
 }
 
-// validate checks the mode-independent options and derives the names.
+// optionError is an invalid option: it wraps ErrOptions and a
+// *config.Error whose Path is the option's key (relative to the driver
+// block; "" for the block), which the factory joins to the block's path.
+type optionError struct{ ce *config.Error }
+
+func newOptionError(key, format string, args ...any) error {
+	return optionError{ce: &config.Error{Path: key, Msg: fmt.Sprintf(format, args...)}}
+}
+
+func (e optionError) Error() string {
+	if e.ce.Path == "" {
+		return ErrOptions.Error() + ": " + e.ce.Msg
+	}
+	return ErrOptions.Error() + ": " + e.ce.Error()
+}
+
+func (e optionError) Unwrap() []error { return []error{ErrOptions, e.ce} }
+
+// validate checks the mode-independent options and derives the names. Its
+// errors name one key each (see optionError).
 func (o Options) validate() (names, error) {
 	var n names
 	switch o.Mode {
 	case ModeAdvisory, ModeTable:
 	default:
-		return n, fmt.Errorf("%w: mode %q: must be %q or %q", ErrOptions, o.Mode, ModeAdvisory, ModeTable)
+		return n, newOptionError("mode", "must be %q or %q, not %q", ModeAdvisory, ModeTable, o.Mode)
 	}
 	// The sequence appends "_fence" (6 bytes) to the table's last part.
 	table, err := parseIdent(o.Table, true, 63-6)
 	if err != nil {
-		return n, fmt.Errorf("%w: table %v", ErrOptions, err)
+		return n, newOptionError("table", "%v", err)
 	}
 	ch, err := parseIdent(o.Channel, false, 63)
 	if err != nil {
-		return n, fmt.Errorf("%w: channel %v", ErrOptions, err)
+		return n, newOptionError("channel", "%v", err)
 	}
 	seq := append(pgx.Identifier{}, table...)
 	seq[len(seq)-1] += "_fence"
 	boot := append(pgx.Identifier{}, table...)
 	boot[len(boot)-1] += "_boot"
-	if o.MaxSessions < 1 || o.MaxConns < 1 {
-		return n, fmt.Errorf("%w: maxSessions and maxConns must be at least 1", ErrOptions)
+	if o.MaxSessions < 1 {
+		return n, newOptionError("maxSessions", "must be at least 1")
 	}
-	if o.ConnectTimeout < 0 || o.StallTimeout < 0 {
-		return n, fmt.Errorf("%w: connectTimeout and stallTimeout must be positive", ErrOptions)
+	if o.MaxConns < 1 {
+		return n, newOptionError("maxConns", "must be at least 1")
+	}
+	if o.ConnectTimeout < 0 {
+		return n, newOptionError("connectTimeout", "must not be negative")
+	}
+	if o.StallTimeout < 0 {
+		return n, newOptionError("stallTimeout", "must not be negative")
 	}
 	switch o.SynchronousCommit {
 	case "", "on", "off", "local", "remote_write", "remote_apply":
 	default:
-		return n, fmt.Errorf("%w: synchronousCommit %q: must be on, off, local, remote_write or remote_apply", ErrOptions, o.SynchronousCommit)
+		return n, newOptionError("synchronousCommit", "must be on, off, local, remote_write or remote_apply, not %q", o.SynchronousCommit)
 	}
 	n.table, n.sequence, n.channel, n.boot = table.Sanitize(), seq.Sanitize(), ch.Sanitize(), boot.Sanitize()
 	return n, nil
 }
 
 // poolConfig builds the connection configuration without connecting. Its
-// errors never contain the password.
+// errors never contain the password, nor any part of the URL.
 func (o Options) poolConfig() (*pgxpool.Config, error) {
-	conn := o.URL
+	switch o.SSLMode {
+	case "", "disable", "allow", "prefer", "require", "verify-ca", "verify-full":
+	default:
+		return nil, newOptionError("sslMode", "must be disable, allow, prefer, require, verify-ca or verify-full, not %q", o.SSLMode)
+	}
+	if o.Port < 0 || o.Port > 65535 {
+		return nil, newOptionError("port", "must be 1 to 65535, not %d", o.Port)
+	}
+	if strings.Contains(o.Host, "@") {
+		return nil, newOptionError("host", "must not contain @ (set the user name and password with username and password)")
+	}
+	conn, key := o.URL, "url"
 	if conn == "" {
 		u := url.URL{Scheme: "postgres", Host: "localhost:5432"}
 		q := url.Values{}
@@ -216,22 +254,27 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 			q.Set("sslmode", o.SSLMode)
 		}
 		u.RawQuery = q.Encode()
-		conn = u.String()
+		conn, key = u.String(), ""
 	} else if o.SSLMode != "" {
-		return nil, fmt.Errorf("%w: sslMode: set sslmode in the url", ErrOptions)
+		return nil, newOptionError("sslMode", "not allowed with url (set sslmode in the url)")
+	} else {
+		var err error
+		if conn, _, err = checkURL(conn); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := pgxpool.ParseConfig(conn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: url: %s", ErrOptions, scrub(err.Error(), o.URL, o.Password))
+		return nil, parseError(err, key)
+	}
+	if err := checkParsed(cfg, key); err != nil {
+		return nil, err
 	}
 	cc := cfg.ConnConfig
 	if o.Host != "" {
 		cc.Host = o.Host
 	}
 	if o.Port != 0 {
-		if o.Port < 0 || o.Port > 65535 {
-			return nil, fmt.Errorf("%w: port %d out of range", ErrOptions, o.Port)
-		}
 		cc.Port = uint16(o.Port)
 	}
 	if o.Database != "" {
@@ -260,38 +303,6 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 	cfg.MaxConns = o.MaxConns
 	return cfg, nil
 }
-
-// scrub removes the passwords found in url (URL or key=value form) and pw
-// from msg.
-func scrub(msg, connString, pw string) string {
-	secrets := []string{pw}
-	if u, err := url.Parse(connString); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok {
-			secrets = append(secrets, p, url.QueryEscape(p), url.PathEscape(p))
-		}
-	}
-	if i := strings.Index(connString, "://"); i >= 0 {
-		// an unparsable URL: take what lies between the first ':' after the
-		// scheme and the last '@'
-		rest := connString[i+3:]
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			if c := strings.Index(rest[:at], ":"); c >= 0 {
-				secrets = append(secrets, rest[c+1:at])
-			}
-		}
-	}
-	for _, m := range kvPassword.FindAllStringSubmatch(connString, -1) {
-		secrets = append(secrets, strings.Trim(m[1], "'"))
-	}
-	for _, s := range secrets {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, "xxxxx")
-		}
-	}
-	return msg
-}
-
-var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)`)
 
 // lockTimeout formats a Wait as a lock_timeout value in milliseconds, at
 // least 1 (0 would mean no limit).

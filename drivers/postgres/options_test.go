@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
@@ -98,7 +99,6 @@ func TestFactory(t *testing.T) {
 	}{
 		{"ok", map[string]any{"url": testutil.PostgresDSN(), "mode": "table", "stallTimeout": 1500}, nil, ""},
 		{"unknown key", map[string]any{"adress": "x"}, nil, "mutex.orders.driver.adress: unknown key"},
-		{"bad table", map[string]any{"table": "a b"}, nil, "mutex.orders.driver: postgres: invalid options: table"},
 		{"wrong client", nil, "not a pool", "mutex.orders.driver.client"},
 	}
 	for _, tc := range cases {
@@ -117,6 +117,58 @@ func TestFactory(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New = %v; want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestFactoryKeyPaths: each invalid option fails as a *config.Error at its
+// own full key path, naming one key, without "postgres: invalid options".
+func TestFactoryKeyPaths(t *testing.T) {
+	ctx := ctxT(t)
+	pool, err := pgxpool.New(ctx, testutil.PostgresDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	cases := []struct {
+		name    string
+		options map[string]any
+		client  any
+		key     string
+		msg     string // the whole message
+	}{
+		{"mode", map[string]any{"mode": "tabel"}, nil, "mode", `must be "advisory" or "table", not "tabel"`},
+		{"table", map[string]any{"table": "a b"}, nil, "table", `"a b": each part must match [A-Za-z_][A-Za-z0-9_]*`},
+		{"table too long", map[string]any{"table": strings.Repeat("t", 58)}, nil, "table", `"` + strings.Repeat("t", 58) + `": a part is longer than 57 bytes`},
+		{"channel", map[string]any{"channel": "a.b"}, nil, "channel", `"a.b": too many dots`},
+		{"port too big", map[string]any{"port": 70000}, nil, "port", "must be 1 to 65535, not 70000"},
+		{"port negative", map[string]any{"port": -3}, nil, "port", "must be 1 to 65535, not -3"},
+		{"synchronousCommit", map[string]any{"synchronousCommit": "maybe"}, nil, "synchronousCommit", `must be on, off, local, remote_write or remote_apply, not "maybe"`},
+		{"sslMode", map[string]any{"sslMode": "bogus"}, nil, "sslMode", `must be disable, allow, prefer, require, verify-ca or verify-full, not "bogus"`},
+		{"sslMode with url", map[string]any{"url": "postgres://h/db", "sslMode": "disable"}, nil, "sslMode", "not allowed with url (set sslmode in the url)"},
+		{"url", map[string]any{"url": "postgress://h/db"}, nil, "url", "scheme must be postgres or postgresql " + urlHidden},
+		{"maxSessions", map[string]any{"maxSessions": -3}, nil, "maxSessions", "must be at least 1"},
+		{"maxConns", map[string]any{"maxConns": -3}, nil, "maxConns", "must be at least 1"},
+		{"connectTimeout", map[string]any{"connectTimeout": "-5s"}, nil, "connectTimeout", "must not be negative"},
+		{"stallTimeout", map[string]any{"stallTimeout": "-5s"}, nil, "stallTimeout", "must not be negative"},
+		{"both timeouts", map[string]any{"connectTimeout": "-5s", "stallTimeout": "-5s"}, nil, "connectTimeout", "must not be negative"},
+		{"url with client", map[string]any{"url": "postgres://h/db"}, pool, "url", "cannot be set with client (the pool's own configuration applies)"},
+		{"password with client", map[string]any{"password": "x"}, pool, "password", "cannot be set with client (the pool's own configuration applies)"},
+		{"mode with client", map[string]any{"mode": "tabel"}, pool, "mode", `must be "advisory" or "table", not "tabel"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := fromSpec(tc.options, tc.client)
+			if err == nil {
+				closeDriver(t, d)
+			}
+			var ce *config.Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error = %v; want a *config.Error", err)
+			}
+			if want := "mutex.orders.driver." + tc.key + ": " + tc.msg; err.Error() != want {
+				t.Fatalf("error = %q\nwant    %q", err, want)
 			}
 		})
 	}

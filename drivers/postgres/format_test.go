@@ -1,0 +1,161 @@
+package postgres
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// hiddenURL is how Options show a URL they cannot redact.
+const hiddenURL = "(not shown)"
+
+// formats renders v in every way an application may print or log it.
+func formats(v any) map[string]string {
+	out := map[string]string{
+		"%v":     fmt.Sprintf("%v", v),
+		"%+v":    fmt.Sprintf("%+v", v),
+		"%#v":    fmt.Sprintf("%#v", v),
+		"%s":     fmt.Sprintf("%s", v),
+		"Sprint": fmt.Sprint(v),
+		"in a struct %+v": fmt.Sprintf("%+v", struct {
+			Opts any
+		}{v}),
+	}
+	if j, err := json.Marshal(v); err != nil {
+		out["json"] = "json.Marshal: " + err.Error()
+	} else {
+		out["json"] = string(j)
+	}
+	for name, field := range map[string]zap.Field{"zap.Any": zap.Any("opts", v), "zap.Reflect": zap.Reflect("opts", v)} {
+		var buf bytes.Buffer
+		core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&buf), zap.DebugLevel)
+		zap.New(core).Info("options", field)
+		out[name] = buf.String()
+	}
+	return out
+}
+
+// TestOptionsFormatsRedact: Options print, marshal and log with the
+// password shown as xxxxx, and the URL with its passwords replaced by xxxxx,
+// or as "(not shown)" when the driver would refuse it (it cannot tell where
+// the password ends) or it is a key=value DSN.
+func TestOptionsFormatsRedact(t *testing.T) {
+	const fieldPW = "Pa55W0rd"
+	cases := []struct {
+		name    string
+		url     string
+		wantURL string // as shown
+	}{
+		{"url", "postgres://app:" + secretPW + "@db:5432/app?sslmode=require", "postgres://app:xxxxx@db:5432/app?sslmode=require"},
+		{"url query passwords", "POSTGRES://app@db/app?password=" + secretPW + "&sslpassword=S3cr&x=1&pass%77ord=3tPW",
+			"postgres://app@db/app?password=xxxxx&sslpassword=xxxxx&x=1&pass%77ord=xxxxx"},
+		{"url without password", "postgresql://app@db/app", "postgresql://app@db/app"},
+		{"url empty password", "postgres://app:@db/app", "postgres://app:@db/app"},
+		{"unescaped @", "postgres://app:" + atPW + "@db/app", hiddenURL},
+		{"/ in password", "postgres://app:1/" + atPW + "@db/app", hiddenURL},
+		{"@ in query, no /", "postgres://db?password=" + atPW, hiddenURL},
+		{"bad escape in query", "postgres://app@db/app?pass%7word=" + secretPW, hiddenURL},
+		{"bad scheme", "postgress://app:" + secretPW + "@db/app", hiddenURL},
+		{"key=value", "host=db password=" + secretPW, hiddenURL},
+		{"mistyped scheme", "postgres:/app:" + secretPW + "@db/app", hiddenURL},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{URL: tc.url, Password: fieldPW, Host: "db", Mode: ModeTable, ConnectTimeout: time.Second, TLS: &tls.Config{ServerName: "db"}}
+			for _, v := range []any{o, &o} {
+				for format, s := range formats(v) {
+					for _, p := range append([]string{fieldPW}, secretPieces...) {
+						if strings.Contains(s, p) {
+							t.Fatalf("%T %s shows %q, a piece of a password: %s", v, format, p, s)
+						}
+					}
+					if !strings.Contains(s, "xxxxx") || !strings.Contains(s, "table") {
+						t.Fatalf("%T %s = %s; want the password shown as xxxxx, and the mode", v, format, s)
+					}
+					want := tc.wantURL
+					if format == "json" || format == "zap.Reflect" {
+						j, _ := json.Marshal(want)
+						want = strings.Trim(string(j), `"`)
+					}
+					if !strings.Contains(s, want) {
+						t.Fatalf("%T %s = %s; want the URL shown as %s", v, format, s, tc.wantURL)
+					}
+				}
+			}
+			j, err := json.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(j, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m["password"] != "xxxxx" || m["host"] != "db" || m["mode"] != ModeTable || m["tls"] != true ||
+				m["connectTimeout"] != "1s" || m["url"] != tc.wantURL {
+				t.Fatalf("json = %s; want password xxxxx, host, mode, tls, connectTimeout and url %q", j, tc.wantURL)
+			}
+		})
+	}
+	// nothing set: nothing shown as set
+	var zero Options
+	if s := fmt.Sprint(zero); strings.Contains(s, "xxxxx") {
+		t.Fatalf("zero Options = %s; shows a password set", s)
+	}
+	if j, err := json.Marshal(zero); err != nil || string(j) != "{}" {
+		t.Fatalf("json of zero Options = %s, %v; want {}", j, err)
+	}
+	if s := fmt.Sprintf("%#v", zero); !strings.HasPrefix(s, "postgres.Options{") {
+		t.Fatalf("%%#v = %s; want postgres.Options{…}", s)
+	}
+}
+
+// TestOptionsJSONCoversFields: every field of Options, set, appears in its
+// JSON form under its configuration key (TLS as "tls"), so that a field
+// added later is not silently left out (nor shown unredacted elsewhere).
+func TestOptionsJSONCoversFields(t *testing.T) {
+	var o Options
+	v := reflect.ValueOf(&o).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("postgres://u:p@h/db")
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			f.SetInt(7)
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		default:
+			t.Fatalf("field %s: kind %s not covered by this test", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	j, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil {
+		t.Fatal(err)
+	}
+	for i := range v.NumField() {
+		key := v.Type().Field(i).Tag.Get("koanf")
+		if key == "-" {
+			key = strings.ToLower(v.Type().Field(i).Name)
+		}
+		if _, ok := m[key]; !ok {
+			t.Errorf("json %s has no %q (field %s)", j, key, v.Type().Field(i).Name)
+		}
+	}
+	if len(m) != v.NumField() || m["password"] != "xxxxx" {
+		t.Fatalf("json = %s; want %d keys, password xxxxx", j, v.NumField())
+	}
+}
