@@ -125,6 +125,7 @@ func TestDSNErrorHints(t *testing.T) {
 			{"param escape", "app:PASS@tcp(127.0.0.1:3306)/db?foo=%zz", "a parameter value has an invalid %-escape"},
 			{"packet", "app:PASS@tcp(127.0.0.1:3306)/db?maxAllowedPacket=big", "maxAllowedPacket: not an integer"},
 			{"pub key", "app:PASS@tcp(127.0.0.1:3306)/db?serverPubKey=nokey", "serverPubKey: unknown key name"},
+			{"strict", "app:PASS@tcp(127.0.0.1:3306)/db?strict=true", "the strict parameter was removed"}, // ParseDSN panics on it
 			{"collation", "app:PASS@tcp(127.0.0.1:3306)/db?collation=big5_chinese_ci&interpolateParams=true", "collation"},
 		} {
 			t.Run(pass+"/"+tc.name, func(t *testing.T) {
