@@ -57,10 +57,14 @@ func Module(k *koanf.Koanf, opts ...Option) fx.Option {
 		// connects nothing), and invalid configuration must fail fx.New.
 		fx.Invoke(func(*Registry) {}),
 	}
+	var checks []fx.Option
 	for _, st := range cfg.Stores {
 		f := o.factory(st.Driver.Type)
 		if f == nil {
 			return fx.Error(notFound(st.Driver))
+		}
+		if st.Driver.Client != "" && f.ClientType != nil {
+			checks = append(checks, clientCheck(st, f))
 		}
 		ctor, tags, err := storeConstructor(st, f)
 		if err != nil {
@@ -75,6 +79,8 @@ func Module(k *koanf.Koanf, opts ...Option) fx.Option {
 				fx.ParamTags(fmt.Sprintf(`name:%q`, st.Name)))))
 		}
 	}
+	// after the Invoke that builds the stores: see clientCheck
+	options = append(options, checks...)
 	return fx.Module("mutexfx", options...)
 }
 
@@ -98,8 +104,11 @@ func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error
 		if f.ClientType == nil {
 			return nil, nil, config.Errorf(config.Join(st.Driver.Path, "client"), "driver %q cannot use an existing client", st.Driver.Type)
 		}
+		// optional, so that a client missing from the graph is reported
+		// by the store's constructor at the key path (clientMissing), not
+		// by fx as a bare missing type
 		in = append(in, f.ClientType)
-		tags = append(tags, fmt.Sprintf(`name:%q`, st.Driver.Client))
+		tags = append(tags, fmt.Sprintf(`name:%q optional:"true"`, st.Driver.Client))
 	}
 	out := []reflect.Type{reflect.TypeFor[*Mutex](), reflect.TypeFor[store](), reflect.TypeFor[error]()}
 	fn := reflect.MakeFunc(reflect.FuncOf(in, out, false), func(args []reflect.Value) []reflect.Value {
@@ -109,7 +118,13 @@ func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error
 		if len(args) > 2 {
 			client = args[2].Interface()
 		}
-		m, err := newFxStore(lc, st, f, log, client)
+		var m *Mutex
+		var err error
+		if st.Driver.Client != "" && isNil(client) {
+			err = clientMissing(st, f)
+		} else {
+			m, err = newFxStore(lc, st, f, log, client)
+		}
 		errv := reflect.Zero(out[2])
 		if err != nil {
 			errv = reflect.ValueOf(&err).Elem()
@@ -127,4 +142,25 @@ func newFxStore(lc fx.Lifecycle, st config.Store, f *drivers.Factory, log *zap.L
 	}
 	lifecycle.Register(lc, m)
 	return m, nil
+}
+
+// clientMissing is the error of a driver.client naming a client the fx graph
+// does not have.
+func clientMissing(st config.Store, f *drivers.Factory) error {
+	as := ""
+	if f.ClientType.Kind() == reflect.Interface {
+		as = fmt.Sprintf("fx.As(new(%s)), ", f.ClientType)
+	}
+	return config.Errorf(config.Join(st.Driver.Path, "client"), "no %s named %q in the fx graph (provide one with "+
+		"fx.Annotate(client, %sfx.ResultTags(`name:%q`)))", f.ClientType, st.Driver.Client, as, st.Driver.Client)
+}
+
+// clientCheck requires the client named by a store's driver.client. The
+// store's constructor takes it as optional, to report a missing one at the
+// key path when fx.New builds the stores (which happens first, in the
+// Invoke before this one); fx.ValidateApp calls no constructor, and this
+// makes it report the missing client too.
+func clientCheck(st config.Store, f *drivers.Factory) fx.Option {
+	fn := reflect.MakeFunc(reflect.FuncOf([]reflect.Type{f.ClientType}, nil, false), func([]reflect.Value) []reflect.Value { return nil })
+	return fx.Invoke(fx.Annotate(fn.Interface(), fx.ParamTags(fmt.Sprintf(`name:%q`, st.Driver.Client))))
 }

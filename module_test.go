@@ -195,10 +195,15 @@ func TestModuleExistingClient(t *testing.T) {
 		t.Fatalf("driver closed %d times at stop", built.closes.Load())
 	}
 
-	// Missing client in the graph: fx names it.
+	// Missing client in the graph: a config error at the key path names
+	// it; fx.ValidateApp reports it too.
 	err = fx.New(mutexfx.Module(k, mutexfx.WithDrivers(f)), fx.Invoke(func(*mutexfx.Mutex) {}), fx.NopLogger).Err()
-	if err == nil || !strings.Contains(err.Error(), `missing type: *memory.Driver[name="appStore"]`) {
+	if err == nil || !strings.Contains(err.Error(), `mutex.locks.driver.client: no *memory.Driver named "appStore" in the fx graph`) {
 		t.Fatalf("missing client: %v", err)
+	}
+	err = fx.ValidateApp(mutexfx.Module(k, mutexfx.WithDrivers(f)), fx.Invoke(func(*mutexfx.Mutex) {}), fx.NopLogger)
+	if err == nil || !strings.Contains(err.Error(), `missing type: *memory.Driver[name="appStore"]`) {
+		t.Fatalf("ValidateApp, missing client: %v", err)
 	}
 }
 

@@ -111,7 +111,7 @@ func NewStore(st config.Store, f *drivers.Factory, log *zap.Logger, client any) 
 	if log == nil {
 		log = zap.NewNop()
 	}
-	if st.Driver.Client != "" && client == nil {
+	if st.Driver.Client != "" && isNil(client) {
 		return nil, config.Errorf(config.Join(st.Driver.Path, "client"), "client %q not given", st.Driver.Client)
 	}
 	drv, err := f.New(drivers.Spec{
@@ -136,6 +136,14 @@ func NewStore(st config.Store, f *drivers.Factory, log *zap.Logger, client any) 
 
 func notFound(d config.Driver) error {
 	pkg := drivers.PackageOf(d.Type)
+	if s := drivers.Suggest(d.Type); pkg == "" && s != "" {
+		// "Redis", "mariadb": a hint, not a match (types are matched exactly)
+		where := "built in"
+		if s != "memory" && s != "file" {
+			where = fmt.Sprintf("package %q: import it and pass %s.Factory() to mutexfx.WithDrivers", drivers.PackageOf(s), s)
+		}
+		return fmt.Errorf("%s: %w: unknown driver type %q: did you mean %q? (%s)", config.Join(d.Path, "type"), drivers.ErrDriverNotFound, d.Type, s, where)
+	}
 	if pkg == "" {
 		return fmt.Errorf("%s: %w: unknown driver type %q (mutexfx ships memory, file, redis, postgres, mysql)", config.Join(d.Path, "type"), drivers.ErrDriverNotFound, d.Type)
 	}
@@ -192,3 +200,17 @@ func WithLogger(log *zap.Logger) Option {
 }
 
 var loggerType = reflect.TypeFor[*zap.Logger]()
+
+// isNil reports whether v is nil, or a nil pointer, map, slice, channel,
+// func or interface in an interface (an optional fx parameter that nobody
+// provides).
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}

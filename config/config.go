@@ -67,7 +67,9 @@ type Store struct {
 
 // Driver is a store's driver block.
 type Driver struct {
-	// Type is the driver type ("memory", "file", "redis", …). Default memory.
+	// Type is the driver type ("memory", "file", "redis", …). A store
+	// without a driver block is a memory store; an empty type, or driver
+	// options without a type, are errors.
 	Type string
 	// Client names a client the application already has in its fx graph,
 	// for drivers that can use one; empty otherwise.
@@ -198,9 +200,10 @@ func loadStore(path, name string, raw any) (Store, error) {
 
 func loadDriver(path string, v any) (Driver, error) {
 	d := Driver{Path: path, Options: map[string]any{}}
+	typed := false // a type was given, even an empty one
 	switch x := v.(type) {
 	case string: // driver: memory
-		d.Type = x
+		d.Type, typed = x, true
 	case map[string]any:
 		// Sorted, as a store block's keys: of two spellings (Type from a
 		// file, type from the environment) the lower-case one wins, the
@@ -213,7 +216,7 @@ func loadDriver(path string, v any) (Driver, error) {
 				if !ok {
 					return d, Errorf(Join(path, k), "must be a string")
 				}
-				d.Type = s
+				d.Type, typed = s, true
 			case "client":
 				s, ok := val.(string)
 				if !ok || s == "" {
@@ -227,10 +230,33 @@ func loadDriver(path string, v any) (Driver, error) {
 	default:
 		return d, Errorf(path, "must be a driver type or a map with a type, got %T", v)
 	}
-	if d.Type == "" {
-		d.Type = "memory"
+	if !typed && len(d.Options) == 0 && d.Client == "" {
+		d.Type, typed = "memory", true // driver: {}, as no driver block
 	}
-	return d, nil
+	return d, checkType(d, typed)
+}
+
+// knownTypes are the driver types mutexfx ships, for errors.
+const knownTypes = "memory, file, redis, postgres, mysql"
+
+// checkType refuses an empty type, which would quietly make a lock meant to
+// be shared between processes a per-process one (driver: "" from a file, or
+// an empty MUTEXFX_MUTEX__ORDERS__DRIVER__TYPE), and driver options without
+// a type (only MUTEXFX_MUTEX__ORDERS__DRIVER__ADDRS set).
+func checkType(d Driver, typed bool) error {
+	p := Join(d.Path, "type")
+	switch {
+	case typed && strings.TrimSpace(d.Type) == "":
+		return Errorf(p, "empty (%s)", knownTypes)
+	case !typed && (len(d.Options) > 0 || d.Client != ""):
+		return Errorf(p, "required when driver options are given (%s)", knownTypes)
+	case urlLike(d.Type):
+		// driver: "redis://user:password@host": the type would be quoted
+		// in errors and logs
+		return Errorf(p, "a URL or DSN, not a driver type (not shown: it may hold a password); "+
+			"write driver: {type: redis, url: ...} (%s)", knownTypes)
+	}
+	return nil
 }
 
 func duration(path string, v any) (time.Duration, error) {
@@ -253,7 +279,7 @@ func sortedKeys(m map[string]any) []string {
 // String describes the store without its driver options (which may hold
 // credentials).
 func (s Store) String() string {
-	return fmt.Sprintf("store %q (driver %s)", s.Name, s.Driver.Type)
+	return fmt.Sprintf("store %q (driver %s)", s.Name, redactType(s.Driver.Type))
 }
 
 // boolean reads a bool, or its text as the environment gives it ("true").

@@ -84,7 +84,7 @@ func TestLoadDefaults(t *testing.T) {
 		{"mutex:\n  a: {}\n  b: {}\n", "", 2, first{typ: "memory"}},                                            // none
 		{"mutex:\n  a: {}\n  b: {default: true}\n", "b", 2, first{typ: "memory"}},                              // marked
 		{"other:\n  x: 1\nmutex:\n  a: {ttl: 1s}\n", "a", 1, first{typ: "memory", ttl: time.Second}},           // other keys untouched
-		{"mutex:\n  a: {driver: {client: rdb}}\n", "a", 1, first{typ: "memory"}},                               // memory by default
+		{"mutex:\n  a: {driver: {}}\n", "a", 1, first{typ: "memory"}},                                          // an empty block: memory
 		{"mutex:\n  a: {driver: {type: redis}}\n", "a", 1, first{typ: "redis"}},                                // any type: checked by the module
 		{"mutex:\n  a: {timeout: -1, retrydelay: 0}\n", "a", 1, first{typ: "memory", timeout: config.Forever}}, // env-style lower case
 		{"mutex:\n  a: {timeout: 0, retryDelay: 20ms}\n", "a", 1, first{typ: "memory", timeout: config.NoWait, retryDelay: 20 * time.Millisecond}},

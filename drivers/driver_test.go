@@ -48,3 +48,16 @@ func TestPackageOf(t *testing.T) {
 		t.Errorf("PackageOf(etcd) = %q", got)
 	}
 }
+
+func TestSuggest(t *testing.T) {
+	for in, want := range map[string]string{
+		"Redis": "redis", "REDIS": "redis", " redis ": "redis", "MySQL": "mysql", "Memory": "memory", "File": "file",
+		"mariadb": "mysql", "MariaDB": "mysql", "postgresql": "postgres", "PostgreSQL": "postgres", "pg": "postgres",
+		"pgsql": "postgres", "pgx": "postgres",
+		"redis": "", "postgres": "", "etcd": "", "": "", // exact types and unknown ones: no hint
+	} {
+		if got := drivers.Suggest(in); got != want {
+			t.Errorf("Suggest(%q) = %q; want %q", in, got, want)
+		}
+	}
+}

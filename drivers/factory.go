@@ -3,6 +3,7 @@ package drivers
 import (
 	"errors"
 	"reflect"
+	"strings"
 
 	"go.uber.org/zap"
 )
@@ -55,4 +56,28 @@ var knownPackages = map[string]string{
 	"redis":    "github.com/mutexfx/mutexfx/drivers/redis",
 	"postgres": "github.com/mutexfx/mutexfx/drivers/postgres",
 	"mysql":    "github.com/mutexfx/mutexfx/drivers/mysql",
+}
+
+// Suggest returns the driver type mutexfx ships that an unknown type most
+// likely means — the same name in another case ("Redis": "redis") or a
+// well-known alias ("mariadb": "mysql"; "postgresql", "pg", "pgsql", "pgx":
+// "postgres") — or "" when there is none. It only feeds errors: a type is
+// matched exactly, never through Suggest.
+func Suggest(driverType string) string {
+	t := strings.ToLower(strings.TrimSpace(driverType))
+	if a, ok := aliases[t]; ok {
+		return a
+	}
+	if _, ok := knownPackages[t]; ok && t != driverType {
+		return t
+	}
+	return ""
+}
+
+var aliases = map[string]string{
+	"mariadb":    "mysql",
+	"postgresql": "postgres",
+	"pg":         "postgres",
+	"pgsql":      "postgres",
+	"pgx":        "postgres",
 }

@@ -79,7 +79,7 @@ func New(opts Options) (*Driver, error) {
 	socks := &sockets{}
 	connector, err := socks.connector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("mysql: %s", scrubPassword(err.Error(), cfg.Passwd))
+		return nil, fmt.Errorf("mysql: %s", scrubPassword(err.Error(), "invalid connection settings", cfg.Passwd))
 	}
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(s.maxOpen)

@@ -148,20 +148,6 @@ type Options struct {
 	PreparedStatements bool `koanf:"prepared_statements"`
 }
 
-// String describes the options with the password redacted, so that
-// printing them never leaks it.
-func (o Options) String() string {
-	c := o
-	if c.Password != "" {
-		c.Password = "xxxxx"
-	}
-	if c.DSN != "" {
-		c.DSN = redactDSN(c.DSN)
-	}
-	type plain Options // no String method: no recursion
-	return fmt.Sprintf("%+v", plain(c))
-}
-
 var identRe = regexp.MustCompile(`^[A-Za-z0-9_$]{1,64}$`)
 
 // quoteIdent validates a table name ("t" or "db.t") and returns it quoted
@@ -286,12 +272,12 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 		if o.Port != 0 {
 			return nil, config.Errorf("port", "not allowed with dsn")
 		}
-		c, err := gomysql.ParseDSN(o.DSN)
+		c, err := parseDSN(o.DSN)
 		if err != nil {
 			// go-sql-driver's message may quote any piece of the DSN, and
 			// which piece is the password depends on how it split the
-			// DSN: quote nothing.
-			return nil, config.Errorf("dsn", "invalid (the DSN is not shown: it may hold a password)")
+			// DSN: quote nothing, say only what kind of problem it is.
+			return nil, config.Errorf("dsn", "%s (the DSN is not shown: it may hold a password)", dsnProblem(o.DSN, err))
 		}
 		cfg = c
 	} else {
@@ -309,7 +295,11 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 			// validate now (connects nothing) so that a bad value is a
 			// configuration error naming the key.
 			if _, err := gomysql.NewConnector(cfg); err != nil {
-				return nil, config.Errorf("tls", "%s", scrubPassword(err.Error(), o.Password))
+				msg := scrubPassword(err.Error(), "invalid", o.Password)
+				if strings.HasPrefix(err.Error(), unknownTLS) {
+					msg = tlsHint
+				}
+				return nil, config.Errorf("tls", "%s", msg)
 			}
 		}
 	}
@@ -344,27 +334,6 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	// (to stderr) would only duplicate them.
 	cfg.Logger = &gomysql.NopLogger{}
 	return cfg, nil
-}
-
-// scrubPassword removes password from msg.
-func scrubPassword(msg, password string) string {
-	if password == "" {
-		return msg
-	}
-	return strings.ReplaceAll(msg, password, "xxxxx")
-}
-
-// redactDSN replaces the password of a DSN with xxxxx.
-func redactDSN(dsn string) string {
-	at := strings.LastIndex(dsn, "@")
-	if at < 0 {
-		return dsn
-	}
-	user, _, ok := strings.Cut(dsn[:at], ":")
-	if !ok {
-		return dsn
-	}
-	return user + ":xxxxx" + dsn[at:]
 }
 
 func or(s, def string) string {

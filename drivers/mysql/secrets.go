@@ -1,0 +1,157 @@
+package mysql
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strings"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/mutexfx/mutexfx/config"
+)
+
+// String describes the options with the password, and the password of the
+// DSN, shown as xxxxx when set, so that printing them never leaks it.
+func (o Options) String() string {
+	type plain Options // no methods: no recursion
+	return fmt.Sprintf("%+v", plain(o.redacted()))
+}
+
+// GoString is String in Go syntax, for %#v (also when the options are
+// printed inside another value).
+func (o Options) GoString() string {
+	type plain Options
+	return "mysql.Options" + strings.TrimPrefix(fmt.Sprintf("%#v", plain(o.redacted())), "mysql.plain")
+}
+
+// Format prints the options as String does, whatever the verb (GoString for
+// %#v), so that no verb prints the password.
+func (o Options) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = io.WriteString(f, o.GoString())
+		return
+	}
+	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), o.String())
+}
+
+// MarshalJSON encodes the options with the password redacted as in String
+// (encoding/json, and zap's JSON encoder).
+func (o Options) MarshalJSON() ([]byte, error) {
+	type plain Options
+	return json.Marshal(plain(o.redacted()))
+}
+
+func (o Options) redacted() Options {
+	if o.Password != "" {
+		o.Password = config.Redacted
+	}
+	if o.DSN != "" {
+		o.DSN = redactDSN(o.DSN)
+	}
+	return o
+}
+
+// redactDSN replaces the password of a DSN with xxxxx: what lies between
+// the first : and the last @ (go-sql-driver takes the last @ before the
+// last /; taking the last @ hides more when a parameter holds one). A DSN
+// without an @ has no password, unless it is malformed: then it is hidden
+// whole.
+func redactDSN(dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	if at < 0 {
+		if _, err := parseDSN(dsn); err != nil {
+			return config.Redacted
+		}
+		return dsn
+	}
+	user, _, ok := strings.Cut(dsn[:at], ":")
+	if !ok {
+		return dsn
+	}
+	return user + ":" + config.Redacted + dsn[at:]
+}
+
+// scrubPassword returns msg, or, when it contains the password (as is, or
+// query- or path-escaped), what (what failed) followed by a note that the
+// message is withheld: masking each occurrence would show a short password
+// where it matches the message's own words, and garble the message.
+func scrubPassword(msg, what, password string) string {
+	if password != "" && (strings.Contains(msg, password) || strings.Contains(msg, url.QueryEscape(password)) ||
+		strings.Contains(msg, url.PathEscape(password))) {
+		return what + " (go-sql-driver's message is withheld: it contains the password)"
+	}
+	return msg
+}
+
+// parseDSN is gomysql.ParseDSN, which panics on a strict parameter.
+func parseDSN(dsn string) (c *gomysql.Config, err error) {
+	defer func() {
+		if recover() != nil {
+			c, err = nil, errStrict
+		}
+	}()
+	return gomysql.ParseDSN(dsn)
+}
+
+type strictError struct{}
+
+func (strictError) Error() string { return "strict mode has been removed" }
+
+var errStrict error = strictError{}
+
+const (
+	// unknownTLS starts go-sql-driver's message of an unknown tls value,
+	// which goes on with the value.
+	unknownTLS = "invalid value / unknown config name: "
+	tlsHint    = "tls: unknown value or config name (true, false, skip-verify, preferred, or a name registered with " +
+		"mysql.RegisterTLSConfig)"
+	durationHint = "a duration parameter (timeout, readTimeout, writeTimeout, timeTruncate) is not a Go duration such as 5s"
+)
+
+// dsnHints map go-sql-driver's DSN parse errors (ParseDSN in dsn.go, v1.10)
+// to what is said of them. The first four are fixed texts; the others go on
+// to quote a piece of the DSN, which may be a piece of the password (a
+// password holding a / or @ shifts how the DSN is split), and only their
+// fixed beginning is matched: the piece is never shown.
+var dsnHints = []struct{ prefix, hint string }{
+	{"invalid DSN: missing the slash separating the database name", "missing the / before the database name: " +
+		"user:password@tcp(host:3306)/dbname (the name may be empty)"},
+	{"invalid DSN: network address not terminated (missing closing brace)", "the address's ( is not closed: tcp(host:3306)"},
+	{"invalid DSN: did you forget to escape a param value?", "a / in a parameter value (or after the address's ')'): percent-encode it as %2F"},
+	{"invalid DSN: interpolateParams can not be used with unsafe collations", "interpolateParams cannot be used with this collation"},
+	{"default addr for network '", "no address: write the network and the address in parentheses after the @, " +
+		"tcp(host:3306) or unix(/path/to/socket)"},
+	{unknownTLS, tlsHint},
+	{"invalid value for TLS config name: ", "tls: the value has an invalid %-escape"},
+	{"invalid value / unknown server pub key name: ", "serverPubKey: unknown key name (register it with mysql.RegisterServerPubKey)"},
+	{"invalid value for server pub key name: ", "serverPubKey: the value has an invalid %-escape"},
+	{"invalid connectionAttributes value: ", "connectionAttributes: the value has an invalid %-escape"},
+	{"invalid bool value: ", "a true/false parameter has another value"},
+	{"invalid timeTruncate value: ", durationHint},
+	{"invalid dbname ", "the database name has an invalid %-escape"},
+	{"invalid URL escape ", "a parameter value has an invalid %-escape"},
+	{"unknown time zone ", "loc: unknown time zone"},
+	{"time: invalid location name", "loc: invalid time zone name"},
+	{"time: ", durationHint},
+	{"strconv.Atoi: ", "maxAllowedPacket: not an integer"},
+	{errStrict.Error(), "the strict parameter was removed from go-sql-driver/mysql"},
+}
+
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// dsnProblem says what is wrong with a DSN that go-sql-driver could not
+// parse, quoting none of it.
+func dsnProblem(dsn string, err error) string {
+	if urlScheme.MatchString(dsn) {
+		return "invalid: a URL is not a DSN: write user:password@tcp(host:3306)/dbname?param=value"
+	}
+	for _, h := range dsnHints {
+		if strings.HasPrefix(err.Error(), h.prefix) {
+			return "invalid: " + h.hint
+		}
+	}
+	return "invalid"
+}

@@ -1,0 +1,78 @@
+package redis
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/mutexfx/mutexfx/config"
+)
+
+// String describes the options with Password and SentinelPassword shown as
+// xxxxx when set, and the URL's user part as xxxxx (the whole URL when it
+// does not parse cleanly: a password holding / ? # or @ would end the user
+// part early), so that printing them never leaks a password.
+func (o Options) String() string {
+	type plain Options // no methods: no recursion
+	return fmt.Sprintf("%+v", plain(o.redacted()))
+}
+
+// GoString is String in Go syntax, for %#v (also when the options are
+// printed inside another value).
+func (o Options) GoString() string {
+	type plain Options
+	return "redis.Options" + strings.TrimPrefix(fmt.Sprintf("%#v", plain(o.redacted())), "redis.plain")
+}
+
+// Format prints the options as String does, whatever the verb (GoString for
+// %#v), so that no verb prints a password.
+func (o Options) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = io.WriteString(f, o.GoString())
+		return
+	}
+	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), o.String())
+}
+
+// MarshalJSON encodes the options with their secrets redacted as in String
+// (encoding/json, and zap's JSON encoder).
+func (o Options) MarshalJSON() ([]byte, error) {
+	type plain Options
+	return json.Marshal(plain(o.redacted()))
+}
+
+func (o Options) redacted() Options {
+	if o.Password != "" {
+		o.Password = config.Redacted
+	}
+	if o.SentinelPassword != "" {
+		o.SentinelPassword = config.Redacted
+	}
+	o.URL = redactURL(o.URL)
+	o.Addrs = append([]string(nil), o.Addrs...)
+	for i, a := range o.Addrs {
+		if strings.Contains(a, "@") { // not an address: perhaps a URL with a password
+			o.Addrs[i] = config.Redacted
+		}
+	}
+	return o
+}
+
+// redactURL replaces the user part of a URL (name and password: a password
+// alone is sometimes written in the name's place) with xxxxx, or the whole
+// URL when its user part cannot be told for sure.
+func redactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	parsed, err := url.Parse(raw)
+	if err != nil || misplacedAt(raw) || !hasPrefixFold(raw, parsed.Scheme+"://") || parsed.Opaque != "" {
+		return config.Redacted
+	}
+	if parsed.User != nil {
+		parsed.User = url.User(config.Redacted)
+	}
+	return parsed.String()
+}
