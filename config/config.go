@@ -168,8 +168,12 @@ func loadStore(path, name string, raw any) (Store, error) {
 			st.Prefix = s
 		case "ttl":
 			st.TTL, err = duration(p, v)
-			if err == nil && st.TTL < 10*time.Millisecond {
+			switch {
+			case err != nil:
+			case st.TTL < 10*time.Millisecond:
 				err = Errorf(p, "must be at least 10ms")
+			case st.TTL > 100*365*24*time.Hour: // component.MaxTTL
+				err = Errorf(p, "must be at most 100 years")
 			}
 		case "timeout":
 			st.Timeout, err = duration(p, v)

@@ -136,6 +136,7 @@ func TestLoadDefaults(t *testing.T) {
 func TestLoadErrors(t *testing.T) {
 	cases := []struct{ yaml, want string }{
 		{"mutex:\n  orders: {ttl: 0}\n", "mutex.orders.ttl: must be at least 10ms"},
+		{"mutex:\n  orders: {ttl: 900000h}\n", "mutex.orders.ttl: must be at most 100 years"},
 		{"mutex:\n  orders: {ttl: -5}\n", "mutex.orders.ttl: negative duration -5 ms: only -1"},
 		{"mutex:\n  orders: {ttl: -1}\n", "mutex.orders.ttl: must be at least 10ms"},
 		{"mutex:\n  orders: {timeout: -100}\n", "mutex.orders.timeout: negative duration -100 ms: only -1"},
