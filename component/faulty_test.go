@@ -24,6 +24,7 @@ type faulty struct {
 	releases    atomic.Int32
 	renews      atomic.Int32
 	renewLeases atomic.Int32
+	batches     []int // leases per renewal call, under mu
 }
 
 func newFaulty() *faulty { return &faulty{Driver: memory.New()} }
@@ -81,6 +82,7 @@ func (f *faulty) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 	f.renewLeases.Add(int32(len(leases)))
 	f.mu.Lock()
 	err := f.renewErr
+	f.batches = append(f.batches, len(leases))
 	f.mu.Unlock()
 	if err != nil {
 		out := make([]drivers.RenewResult, len(leases))

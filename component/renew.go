@@ -139,10 +139,14 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 		switch r := results[i]; {
 		case r.Err != nil:
 			l.failures++
-			// doubling, but within a third of the time left, so that
-			// a short ttl gets its retries before its expiry
-			d := min(min(m.opts.RetryDelay, maxRetryDelay)<<min(l.failures, 10), maxRetryDelay,
-				max(time.Until(l.expiry)/3, time.Millisecond))
+			d := min(min(m.opts.RetryDelay, maxRetryDelay)<<min(l.failures, 10), maxRetryDelay)
+			if left := time.Until(l.expiry); d >= left {
+				// The doubled delay would pass the expiry: retry
+				// within half the time left instead, so that a short
+				// ttl gets its retries, but no more often than every
+				// tenth of the ttl.
+				d = max(left/2, l.ttl/10)
+			}
 			retry := d/2 + time.Duration(u*float64(d/2)) // between d/2 and d
 			l.due = time.Now().Add(retry)
 			m.log.Warn("mutex renewal failed, retrying until the lock's expiry",

@@ -209,9 +209,13 @@ func TestFailedBatchRetriesTogether(t *testing.T) {
 	for _, l := range locks {
 		<-l.Done()
 	}
-	calls, leases := f.renews.Load(), f.renewLeases.Load()
-	if calls < 2 || leases != 20*calls {
-		t.Fatalf("%d renewal calls carried %d leases; want every call (at least 2) to carry all 20", calls, leases)
+	// every call but the last, which may come within moments of the
+	// expiry, when some locks are lost already, carries all 20
+	f.mu.Lock()
+	batches := f.batches
+	f.mu.Unlock()
+	if len(batches) < 2 || slices.ContainsFunc(batches[:len(batches)-1], func(n int) bool { return n != 20 }) {
+		t.Fatalf("renewal calls carried %v leases; want every call (at least 2) but the last to carry all 20", batches)
 	}
 }
 
