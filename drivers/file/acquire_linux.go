@@ -85,8 +85,7 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, name string, req dri
 	if err := lockState(ctx, fd, d.opts.BusyTimeout); err != nil {
 		return res, false, err
 	}
-	path := d.path(name)
-	if same, err := sameFile(fd, path); err != nil || !same {
+	if ok, _, err := linked(fd); err != nil || !ok {
 		return res, false, cmp.Or(err, errReplaced)
 	}
 	var rec record
@@ -130,7 +129,7 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, name string, req dri
 	if err := unlock(fd, stateByte); err != nil {
 		return res, false, err
 	}
-	h := &holder{fd: fd, fence: fence, path: path}
+	h := &holder{fd: fd, fence: fence, path: d.path(name)}
 	h.expiry.Store(rec.expiry)
 	if !d.addHolder(req.Key, req.Token, h) {
 		return res, false, ErrClosed
