@@ -185,6 +185,10 @@ func (w *watcher) run(f *os.File) {
 			if end > n {
 				break
 			}
+			if ev.Mask&unix.IN_IGNORED != 0 {
+				w.gone(f)
+				return
+			}
 			name := buf[off+unix.SizeofInotifyEvent : end]
 			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
@@ -194,5 +198,26 @@ func (w *watcher) run(f *os.File) {
 			}
 			off = end
 		}
+	}
+}
+
+// gone ends a watcher whose directory was removed (inotify then drops the
+// watch: IN_IGNORED), so that the next contention starts one on the
+// directory created anew. The locks whose files went with the directory
+// are free: their waiters are told.
+func (w *watcher) gone(f *os.File) {
+	d := w.d
+	d.mu.Lock()
+	if d.watch == w {
+		d.watch = nil
+	}
+	var keys []string
+	for _, e := range d.busy {
+		keys = append(keys, e.key)
+	}
+	d.mu.Unlock()
+	_ = f.Close() // a concurrent stop closes it too: harmless
+	for _, k := range keys {
+		d.emit(drivers.Event{Kind: drivers.Released, Key: k})
 	}
 }
