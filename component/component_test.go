@@ -37,6 +37,7 @@ func TestOptionErrors(t *testing.T) {
 		{component.Options{TTL: time.Millisecond}, "TTL"},
 		{component.Options{TTL: component.MaxTTL + 1}, "TTL"},
 		{component.Options{RetryDelay: -1}, "RetryDelay"},
+		{component.Options{TTL: time.Second, RetryDelay: -1}, "RetryDelay"},
 	}
 	for _, c := range cases {
 		_, err := component.New(c.opts)

@@ -78,14 +78,15 @@ type Options struct {
 
 // withDefaults validates o and fills in its defaults.
 func (o Options) withDefaults() (Options, error) {
-	switch {
-	case o.TTL < 0:
+	if o.TTL < 0 {
 		return o, &OptionError{Field: "TTL", Msg: "must be positive"}
-	case o.TTL > 0:
+	}
+	if o.TTL > 0 {
 		if err := checkTTL(o.TTL); err != nil {
 			return o, err
 		}
-	case o.RetryDelay < 0:
+	}
+	if o.RetryDelay < 0 {
 		return o, &OptionError{Field: "RetryDelay", Msg: "must not be negative"}
 	}
 	if o.Name == "" {

@@ -144,8 +144,8 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 				// The doubled delay would pass the expiry: retry
 				// within half the time left instead, so that a short
 				// ttl gets its retries, but no more often than every
-				// tenth of the ttl.
-				d = max(left/2, l.ttl/10)
+				// tenth of the ttl or 20 ms, whichever is less.
+				d = max(left/2, min(l.ttl/10, 20*time.Millisecond))
 			}
 			retry := d/2 + time.Duration(u*float64(d/2)) // between d/2 and d
 			l.due = time.Now().Add(retry)

@@ -238,8 +238,8 @@ func (d *failFirst) Renew(ctx context.Context, leases []drivers.Lease) []drivers
 }
 
 // TestShortTTLSurvivesAFailedRenewal: one failed renewal does not lose a
-// lock whose ttl is shorter than the retry delay: the retry comes within a
-// third of the time left. Before, it came RetryDelay·2 (50-100 ms) later,
+// lock whose ttl is shorter than the retry delay: the retry comes within
+// half the time left. Before, it came RetryDelay·2 (50-100 ms) later,
 // past the expiry of a 100 ms lock, which was lost nearly every time.
 func TestShortTTLSurvivesAFailedRenewal(t *testing.T) {
 	var wg sync.WaitGroup

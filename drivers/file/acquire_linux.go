@@ -108,7 +108,7 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, name string, req dri
 	if rec.fence >= maxFence {
 		return res, false, fmt.Errorf("mutexfx/file: fence exhausted")
 	}
-	fence := nextFence(rec.fence)
+	fence, first := nextFence(rec.fence), rec.fence == 0 // first: the file may have just been created
 	live := int64(fence) + 1
 	ok, err := tryLock(fd, live)
 	if err != nil {
@@ -122,7 +122,7 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, name string, req dri
 		return res, false, err
 	}
 	if d.opts.Sync {
-		if err := d.sync(fd, fence == 1); err != nil {
+		if err := d.sync(fd, first); err != nil {
 			return res, false, err
 		}
 	}

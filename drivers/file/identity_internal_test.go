@@ -182,3 +182,20 @@ func TestWatchAfterDirectoryRemoved(t *testing.T) {
 	}
 	heard("release in the directory created anew")
 }
+
+// TestRelativeDirAfterChdir: a relative Dir is taken from the working
+// directory when New is called: a process that changes it later keeps its
+// locks (before, the renewals looked the files up from the new one and
+// lost them all).
+func TestRelativeDirAfterChdir(t *testing.T) {
+	ctx := context.Background()
+	t.Chdir(t.TempDir())
+	d := internalDriver(t, "locks")
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	t.Chdir(t.TempDir())
+	if r := d.Renew(ctx, []drivers.Lease{{Key: "k", Token: "a", TTL: time.Minute}})[0]; !r.Held || r.Err != nil {
+		t.Fatalf("Renew after a chdir = %+v; want held", r)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -58,7 +59,7 @@ var ErrUnsupported = errors.New("mutexfx/file: the file driver needs Linux (OFD 
 // ErrCorrupt reports a lock file whose content is not a valid lock record.
 // It happens only if something other than this driver wrote to the file, or
 // after a power loss tore a write. Stop every process using the directory,
-// then delete the file (its fence starts again from zero).
+// then delete the file (its fences continue from the clock).
 var ErrCorrupt = errors.New("mutexfx/file: corrupt lock file")
 
 // ErrBusy reports that another process stayed inside the short critical
@@ -73,7 +74,8 @@ type Options struct {
 	// sharing the locks uses the same directory, on a local file system of
 	// one host. It is created (with its parents) on first use when missing.
 	// For fences that keep growing across reboots, use a persistent file
-	// system (not a tmpfs such as /run or, on many systems, /tmp).
+	// system (not a tmpfs such as /run or, on many systems, /tmp). A
+	// relative Dir is taken from the working directory when New is called.
 	Dir string `koanf:"dir"`
 
 	// DirMode is the permission of Dir when the driver creates it, before
@@ -106,6 +108,13 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Dir == "" {
 		return o, fieldError("Dir", "required")
 	}
+	// made absolute now: a process that changes its working directory
+	// later keeps its locks
+	abs, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return o, fieldError("Dir", err.Error())
+	}
+	o.Dir = abs
 	if o.DirMode == 0 {
 		o.DirMode = DefaultDirMode
 	}
