@@ -141,7 +141,10 @@ func TestLoseBusyConnection(t *testing.T) {
 	}
 	busy = false
 	d.adv.unlock(h) // the statement ends: its user drops the connection
-	if !h.done {
+	h.mu.Lock() // (the monitor may be looking at h too)
+	done := h.done
+	h.mu.Unlock()
+	if !done {
 		t.Fatal("the lost lock's connection was not dropped when its statement ended")
 	}
 }
