@@ -85,7 +85,7 @@ func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) 
 	if len(q.waiters) == 0 {
 		m.forgetQueue(l.name, q)
 	}
-	w.handed = next
+	w.handed, next.handedTo = next, w
 	w.signal()
 	m.mu.Unlock()
 	return true, nil

@@ -178,3 +178,75 @@ func TestHandoverAnsweredLate(t *testing.T) {
 }
 
 // hung is the memory store as a network store whose Acquire of "mutex:b"
+
+// overlapping is handing whose Acquire calls take a while and record how
+// many were in flight at once.
+type overlapping struct {
+	*handing
+	inflight, most atomic.Int32
+}
+
+func (o *overlapping) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	n := o.inflight.Add(1)
+	defer o.inflight.Add(-1)
+	for m := o.most.Load(); n > m && !o.most.CompareAndSwap(m, n); m = o.most.Load() {
+	}
+	time.Sleep(50 * time.Millisecond) // a slow store: calls made together overlap
+	return o.handing.Acquire(ctx, req)
+}
+
+// TestHandedLockLostBeforeWake: a lock handed to a waiter and lost before
+// the waiter woke to take it puts that waiter back first in line, and only
+// it goes to the store: the waiter after it is not woken too. Before, the
+// loss woke the next waiter, and the first, waking, put itself back at the
+// head: both called the store at once. The first waiter is held at its
+// wake-up (testHookWoken) while the handed lock is lost.
+func TestHandedLockLostBeforeWake(t *testing.T) {
+	ctx := context.Background()
+	d := &overlapping{handing: &handing{Driver: memory.New()}}
+	m := newOn(t, d, 5*time.Second)
+	l, err := m.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	var woken atomic.Int32
+	testHookWoken = func() {
+		if woken.Add(1) == 1 { // the first waiter, woken by the handover
+			<-hold
+		}
+	}
+	t.Cleanup(func() { testHookWoken = nil })
+	got := make(chan error, 2)
+	for range 2 {
+		go func() {
+			l, err := m.Acquire(ctx, "a", WithTimeout(10*time.Second))
+			if err == nil {
+				_, err = l.Release(ctx)
+			}
+			got <- err
+		}()
+	}
+	pollLocked(t, m, "two parked waiters", func() bool {
+		q := m.queues["a"]
+		return q != nil && len(q.waiters) == 2 && q.waiters[0].parked && q.waiters[1].parked
+	})
+	if ok, err := l.Release(ctx); !ok || err != nil { // handed to the first waiter
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	pollLocked(t, m, "the first waiter woken", func() bool { return woken.Load() == 1 })
+	m.mu.Lock()
+	handed := m.held["a"]
+	m.mu.Unlock()
+	d.Driver.RevokeToken(handed.key, handed.token) // lost in the store, which tells the Mutex
+	pollLocked(t, m, "the handed lock lost", func() bool { return handed.state == stateLost })
+	close(hold)
+	for range 2 {
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := d.most.Load(); n != 1 {
+		t.Fatalf("%d store calls of waiters at once; want 1 (only the head)", n)
+	}
+}

@@ -44,6 +44,9 @@ type Lock struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	runs     []context.CancelCauseFunc // fn contexts of Run, ended with ctx
+	// handedTo is the waiter a handover gave this lock to, until it
+	// takes it (handover.go).
+	handedTo *waiter
 }
 
 // Name returns the lock's name, without the store's prefix.

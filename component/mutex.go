@@ -227,9 +227,10 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 			}
 			m.mu.Lock()
 			if l := w.handed; l != nil {
-				// our holder released it to us (handover.go), unless it
-				// ended before we woke (lost, or released by Close)
-				w.handed = nil
+				// our holder released it to us (handover.go); had it
+				// ended before we woke (lost, or released by Close), end
+				// would have put us back first in line already
+				w.handed, l.handedTo = nil, nil
 				if l.state == stateHeld {
 					m.mu.Unlock()
 					return l, nil
@@ -313,6 +314,16 @@ func (m *Mutex) end(l *Lock, state lockState, cause error) {
 	}
 	if m.held[l.name] == l {
 		delete(m.held, l.name)
+	}
+	if w := l.handedTo; w != nil {
+		l.handedTo = nil
+		if w.handed == l {
+			// Handed to a waiter that has not woken to take it: it is
+			// first in line again (and woken below), not the waiter
+			// after it, which would talk to the store at the same time.
+			w.handed = nil
+			m.requeue(l.name, w)
+		}
 	}
 	m.wakeHead(l.name)
 }
