@@ -62,6 +62,8 @@ func TestOptionsFormatsRedact(t *testing.T) {
 		{"unescaped @", "postgres://app:" + atPW + "@db/app", hiddenURL},
 		{"/ in password", "postgres://app:1/" + atPW + "@db/app", hiddenURL},
 		{"@ in query, no /", "postgres://db?password=" + atPW, hiddenURL},
+		{"@ in query after a /", "postgres://?host=/tmp&password=" + atPW, "postgres://?host=/tmp&password=xxxxx"},
+		{"@ in query after user info", "postgres://app:" + secretPW + "@db?application_name=a@b", "postgres://app:xxxxx@db?application_name=a@b"},
 		{"bad escape in query", "postgres://app@db/app?pass%7word=" + secretPW, hiddenURL},
 		{"bad scheme", "postgress://app:" + secretPW + "@db/app", hiddenURL},
 		{"key=value", "host=db password=" + secretPW, hiddenURL},
