@@ -3,6 +3,7 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -34,6 +35,18 @@ func (o Options) String() string {
 func (o Options) GoString() string {
 	s := fmt.Sprintf("%#v", plainOptions(o.redacted()))
 	return "postgres.Options" + strings.TrimPrefix(s, "postgres.plainOptions")
+}
+
+// Format prints the options as String does, with the verb and its flags
+// (GoString for %#v), so that %d, %t, %x and the other verbs print no
+// field raw. fmt calls it for every verb but %p and a %w that is not an
+// error (see docs/postgres.md).
+func (o Options) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = io.WriteString(f, o.GoString())
+		return
+	}
+	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), o.String())
 }
 
 // optionsJSON is the JSON form of Options: the configuration keys, the

@@ -3,9 +3,11 @@ package postgres
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +161,48 @@ func TestOptionsJSONCoversFields(t *testing.T) {
 	}
 	if len(m) != v.NumField() || m["password"] != "xxxxx" {
 		t.Fatalf("json = %s; want %d keys, password xxxxx", j, v.NumField())
+	}
+}
+
+// TestOptionsFormatVerbs: every verb that applies to a struct goes through
+// Format, which prints String (GoString for %#v) with the verb's flags, so
+// no verb prints the URL or the password raw. Before, %d, %t, %e and %U
+// printed the fields one by one ({%!d(string=postgres://u:S3cr3tPW@...)}):
+// fmt uses String only for %v, %s, %q, %x and %X. The options are checked
+// as a value, a pointer, an exported field, a slice element and a map
+// value. (%p and a %w that is no error never reach Format: see
+// docs/postgres.md.)
+func TestOptionsFormatVerbs(t *testing.T) {
+	const fieldPW = "Pa55W0rd"
+	o := Options{URL: "postgres://app:" + secretPW + "@db/app", Password: fieldPW, Mode: ModeTable}
+	type wrapper struct{ Opts Options }
+	values := map[string]any{
+		"value": o, "pointer": &o, "field": wrapper{o}, "field of pointer": &wrapper{o},
+		"slice": []Options{o}, "map": map[string]Options{"a": o},
+	}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%d", "%x", "%X", "% x", "%t", "%e", "%20v", "%-8s", "%U"} {
+		for name, v := range values {
+			s := fmt.Sprintf(verb, v)
+			// the hex verbs encode what String gives: look for it encoded
+			hexed := strings.ToLower(strings.ReplaceAll(s, " ", ""))
+			for _, p := range []string{fieldPW, secretPW, "S3cr", "3tPW"} {
+				if strings.Contains(s, p) || strings.Contains(hexed, hex.EncodeToString([]byte(p))) {
+					t.Errorf("%s of %s shows %q: %s", verb, name, p, s)
+				}
+			}
+			const want = "app:xxxxx@db/app"
+			if !strings.Contains(s, want) && !strings.Contains(hexed, hex.EncodeToString([]byte(want))) {
+				t.Errorf("%s of %s = %s; want the redacted options", verb, name, s)
+			}
+		}
+	}
+	if got, want := fmt.Sprintf("%v", o), o.String(); got != want {
+		t.Errorf("%%v = %s; want String() %s", got, want)
+	}
+	if got, want := fmt.Sprintf("%#v", o), o.GoString(); got != want {
+		t.Errorf("%%#v = %s; want GoString() %s", got, want)
+	}
+	if got, want := fmt.Sprintf("%q", o), strconv.Quote(o.String()); got != want {
+		t.Errorf("%%q = %s; want %s", got, want)
 	}
 }
