@@ -86,21 +86,42 @@ func scrubPassword(msg, what, password string) string {
 	return msg
 }
 
-// parseDSN is gomysql.ParseDSN, which panics on a strict parameter.
-func parseDSN(dsn string) (c *gomysql.Config, err error) {
+// parseDSN is gomysql.ParseDSN, which panics on a strict parameter (and
+// perhaps on other input): a panic is returned as an error that shows
+// neither the DSN nor the panic's value.
+func parseDSN(dsn string) (c *gomysql.Config, err error) { return parseDSNWith(gomysql.ParseDSN, dsn) }
+
+func parseDSNWith(parse func(string) (*gomysql.Config, error), dsn string) (c *gomysql.Config, err error) {
 	defer func() {
-		if recover() != nil {
-			c, err = nil, errStrict
+		if r := recover(); r != nil {
+			c, err = nil, errPanicked
+			// go-sql-driver's own words, v1.10 (dsn.go): no piece of the DSN
+			if s, ok := r.(string); ok && strings.HasPrefix(s, strictPanic) {
+				err = errStrict
+			}
 		}
 	}()
-	return gomysql.ParseDSN(dsn)
+	return parse(dsn)
 }
 
-type strictError struct{}
+// strictPanic starts go-sql-driver's panic on a strict parameter.
+const strictPanic = "strict mode has been removed"
 
-func (strictError) Error() string { return "strict mode has been removed" }
+// dsnPanic is the error of a DSN on which go-sql-driver panicked: which,
+// and with what value, is not told (the value may quote the DSN).
+type dsnPanic struct{ strict bool }
 
-var errStrict error = strictError{}
+func (e dsnPanic) Error() string {
+	if e.strict {
+		return strictPanic
+	}
+	return "go-sql-driver/mysql panicked while parsing the DSN"
+}
+
+var (
+	errStrict   error = dsnPanic{strict: true}
+	errPanicked error = dsnPanic{}
+)
 
 const (
 	// unknownTLS starts go-sql-driver's message of an unknown tls value,
@@ -138,6 +159,7 @@ var dsnHints = []struct{ prefix, hint string }{
 	{"time: ", durationHint},
 	{"strconv.Atoi: ", "maxAllowedPacket: not an integer"},
 	{errStrict.Error(), "the strict parameter was removed from go-sql-driver/mysql"},
+	{errPanicked.Error(), "go-sql-driver/mysql panicked while parsing it"},
 }
 
 var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
