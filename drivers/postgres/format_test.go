@@ -206,3 +206,39 @@ func TestOptionsFormatVerbs(t *testing.T) {
 		t.Errorf("%%q = %s; want %s", got, want)
 	}
 }
+
+// TestOptionsFormatLimits pins what docs/postgres.md says Format cannot
+// cover, so that the docs stay true: fmt never calls it for %p, nor for a
+// %w whose operand is not an error, and prints the fields raw then (%p of a
+// pointer prints only the address); it cannot call it through an
+// unexported field, whose fields it prints raw with every verb, while
+// encoding/json skips such a field. %T prints the type only.
+func TestOptionsFormatLimits(t *testing.T) {
+	o := Options{URL: "postgres://u:" + secretPW + "@h/db"}
+	type hidden struct {
+		Name string
+		o    Options
+	}
+	verbW := "%w" // not a constant: go vet flags %w of a non-error, which is the point here
+	raw := map[string]string{
+		"%p of the value":      fmt.Sprintf("%p", o),
+		"%w of the value":      fmt.Errorf(verbW, o).Error(),
+		"%w of a pointer":      fmt.Errorf(verbW, &o).Error(),
+		"unexported field":     fmt.Sprintf("%v", hidden{"x", o}),
+		"unexported field %+v": fmt.Sprintf("%+v", hidden{"x", o}),
+	}
+	for how, s := range raw {
+		if !strings.Contains(s, secretPW) {
+			t.Errorf("%s = %s: redacted; update docs/postgres.md and the Format docs, which say it prints raw", how, s)
+		}
+	}
+	if s := fmt.Sprintf("%p", &o); !strings.HasPrefix(s, "0x") || strings.Contains(s, secretPW) {
+		t.Errorf("%%p of a pointer = %s; want the address only", s)
+	}
+	if s := fmt.Sprintf("%T", o); s != "postgres.Options" {
+		t.Errorf("%%T = %s; want postgres.Options", s)
+	}
+	if j, err := json.Marshal(hidden{"x", o}); err != nil || string(j) != `{"Name":"x"}` {
+		t.Errorf("json of an unexported field = %s, %v; want {\"Name\":\"x\"}", j, err)
+	}
+}
