@@ -14,7 +14,7 @@ import (
 )
 
 // String describes the options with the password, and the password of the
-// DSN, shown as xxxxx when set, so that printing them never leaks it.
+// DSN, shown as xxxxx when set, so that what it returns never holds it.
 func (o Options) String() string {
 	type plain Options // no methods: no recursion
 	return fmt.Sprintf("%+v", plain(o.redacted()))
@@ -27,8 +27,14 @@ func (o Options) GoString() string {
 	return "mysql.Options" + strings.TrimPrefix(fmt.Sprintf("%#v", plain(o.redacted())), "mysql.plain")
 }
 
-// Format prints the options as String does, whatever the verb (GoString for
-// %#v), so that no verb prints the password.
+// Format prints the options as String does, with the verb and its flags
+// (GoString for %#v), so that %d, %t, %x and the other verbs print no
+// password either. fmt does not call it for %T (the type), %p, or a %w
+// whose operand is not an error, and the last two print the fields raw:
+// "%!p(mysql.Options={...})" (%p of a pointer prints the address only) and
+// "%!w(...)" (fmt.Errorf("%w", x), which go vet flags). Nor can fmt call
+// it on options held in an unexported field of another struct, whose fields
+// it prints raw with every verb (encoding/json and zap skip such a field).
 func (o Options) Format(f fmt.State, verb rune) {
 	if verb == 'v' && f.Flag('#') {
 		_, _ = io.WriteString(f, o.GoString())
@@ -86,21 +92,42 @@ func scrubPassword(msg, what, password string) string {
 	return msg
 }
 
-// parseDSN is gomysql.ParseDSN, which panics on a strict parameter.
-func parseDSN(dsn string) (c *gomysql.Config, err error) {
+// parseDSN is gomysql.ParseDSN, which panics on a strict parameter (and
+// perhaps on other input): a panic is returned as an error that shows
+// neither the DSN nor the panic's value.
+func parseDSN(dsn string) (c *gomysql.Config, err error) { return parseDSNWith(gomysql.ParseDSN, dsn) }
+
+func parseDSNWith(parse func(string) (*gomysql.Config, error), dsn string) (c *gomysql.Config, err error) {
 	defer func() {
-		if recover() != nil {
-			c, err = nil, errStrict
+		if r := recover(); r != nil {
+			c, err = nil, errPanicked
+			// go-sql-driver's own words, v1.10 (dsn.go): no piece of the DSN
+			if s, ok := r.(string); ok && strings.HasPrefix(s, strictPanic) {
+				err = errStrict
+			}
 		}
 	}()
-	return gomysql.ParseDSN(dsn)
+	return parse(dsn)
 }
 
-type strictError struct{}
+// strictPanic starts go-sql-driver's panic on a strict parameter.
+const strictPanic = "strict mode has been removed"
 
-func (strictError) Error() string { return "strict mode has been removed" }
+// dsnPanic is the error of a DSN on which go-sql-driver panicked: which,
+// and with what value, is not told (the value may quote the DSN).
+type dsnPanic struct{ strict bool }
 
-var errStrict error = strictError{}
+func (e dsnPanic) Error() string {
+	if e.strict {
+		return strictPanic
+	}
+	return "go-sql-driver/mysql panicked while parsing the DSN"
+}
+
+var (
+	errStrict   error = dsnPanic{strict: true}
+	errPanicked error = dsnPanic{}
+)
 
 const (
 	// unknownTLS starts go-sql-driver's message of an unknown tls value,
@@ -138,6 +165,7 @@ var dsnHints = []struct{ prefix, hint string }{
 	{"time: ", durationHint},
 	{"strconv.Atoi: ", "maxAllowedPacket: not an integer"},
 	{errStrict.Error(), "the strict parameter was removed from go-sql-driver/mysql"},
+	{errPanicked.Error(), "go-sql-driver/mysql panicked while parsing it"},
 }
 
 var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)

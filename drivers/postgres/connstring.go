@@ -18,14 +18,86 @@ const notShown = "(the URL is not shown: it may hold a password)"
 // Connection string checks. pgx reads a string as a URL only when it starts
 // with "postgres://" or "postgresql://" in lower case, and as key=value
 // otherwise: a mistyped URL became one startup parameter whose name, the
-// whole URL, the server's error quoted. In a URL, pgx ends the user name
-// and password at their first @ and the host part at the first / or ?
-// after it: an unescaped @ or / in the password put the rest of it in the
-// host or the database name, which connection errors show.
+// whole URL, the server's error quoted. In a URL, pgx (v5.13, as libpq)
+// ends the user name and password at the first @ that comes before any /,
+// even one in the query; the hosts end at the next / or ?, the database
+// name at the ? after that. An unescaped @ in the password put the rest of
+// it in the host, an unescaped / in it the rest in the database name, and
+// an @ in a query that no / precedes made a user name and password of the
+// query: connection errors show the host, the database and the user name.
+
+// urlParts are the parts of a URL after "://" as pgx splits them (see
+// splitURL); each excludes its delimiters.
+type urlParts struct {
+	userinfo        string // before the @, when hasUser
+	hosts           string // the host list, ports included
+	database, query string // after the / (when hasDB), after the ? (when hasQuery)
+	hasUser         bool
+	hasDB, hasQuery bool
+}
+
+// splitURL splits a URL's rest (what follows "://") as pgx's
+// parseURLSettings does: the user info ends at the first @ that comes
+// before any /; each host of the list ends at the first : / ? or , (a
+// bracketed IPv6 address at its ]), its port at the first / ? or ,; a /
+// then starts the database name, which ends at the first ?, and the query
+// follows the ?. What pgx would refuse after a ] is kept in hosts.
+func splitURL(rest string) urlParts {
+	var u urlParts
+	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
+		u.userinfo, u.hasUser, rest = rest[:i], true, rest[i+1:]
+	}
+	n := 0 // the length of the host list
+	for {
+		if n < len(rest) && rest[n] == '[' {
+			rb := strings.IndexByte(rest[n:], ']')
+			if rb < 0 {
+				n = len(rest)
+				break
+			}
+			n += rb + 1
+		} else {
+			n += indexOrLen(rest[n:], ":/?,")
+		}
+		if n < len(rest) && rest[n] == ':' {
+			n++
+			n += indexOrLen(rest[n:], "/?,")
+		}
+		if n >= len(rest) || rest[n] != ',' {
+			break
+		}
+		n++
+	}
+	if n < len(rest) && rest[n] != '/' && rest[n] != '?' {
+		n = len(rest) // pgx refuses what follows a ]: keep it all in hosts
+	}
+	u.hosts, rest = rest[:n], rest[n:]
+	if strings.HasPrefix(rest, "/") {
+		u.database, rest, u.hasDB = rest[1:], "", true
+		if i := strings.IndexByte(u.database, '?'); i >= 0 {
+			u.database, rest = u.database[:i], u.database[i:]
+		}
+	}
+	u.query, u.hasQuery = strings.CutPrefix(rest, "?")
+	return u
+}
+
+// indexOrLen returns the index of the first byte of s in chars, or len(s).
+func indexOrLen(s, chars string) int {
+	if i := strings.IndexAny(s, chars); i >= 0 {
+		return i
+	}
+	return len(s)
+}
 
 // checkURL returns raw with the scheme of a URL lower-cased, and whether
 // raw is a URL: it has "://" with no "=" before it (a key=value string
-// starts with a key and "="). Its errors name the url key.
+// starts with a key and "="). It refuses a URL that pgx would split with a
+// piece of the password outside the password (see splitURL): an @ in the
+// hosts or the database name, and user info holding a ? with an = after
+// it, which pgx reads from a query when no / precedes the query's @ (a
+// password holding "?" and "=" must encode one of them). Its errors name
+// the url key.
 func checkURL(raw string) (string, bool, error) {
 	i := strings.Index(raw, "://")
 	if i < 0 || strings.Contains(raw[:i], "=") {
@@ -36,22 +108,15 @@ func checkURL(raw string) (string, bool, error) {
 		return "", true, urlError("scheme must be postgres or postgresql")
 	}
 	rest := raw[i+len("://"):]
-	// pgx looks for the @ that ends the user name and password up to the
-	// first /, even past a ?.
-	authority, path, _ := strings.Cut(rest, "/")
-	if strings.Count(authority, "@") > 1 {
-		return "", true, urlError("an @ in the user name or password must be percent-encoded as %%40; " +
-			"so must an @ in the query of a URL without a /database part")
+	u := splitURL(rest)
+	if q := strings.IndexByte(u.userinfo, '?'); q >= 0 && strings.Contains(u.userinfo[q:], "=") {
+		return "", true, urlError("an @ in a query that no / comes before must be percent-encoded as %%40 " +
+			"(pgx reads the query up to it as a user name and password); so must a ? in the user name or password, as %%3F")
 	}
-	if at := strings.IndexByte(authority, '@'); at >= 0 {
-		// a user name with a ? is a query that pgx read as the user name
-		// and password: its @ ended them, the host comes after it
-		if user, _, _ := strings.Cut(authority[:at], ":"); strings.Contains(user, "?") {
-			return "", true, urlError("an @ in the query of a URL without a /database part must be percent-encoded as %%40")
-		}
+	if strings.Contains(u.hosts, "@") {
+		return "", true, urlError("an @ in the user name or password must be percent-encoded as %%40")
 	}
-	path, _, _ = strings.Cut(path, "?")
-	if strings.Contains(path, "@") {
+	if strings.Contains(u.database, "@") {
 		return "", true, urlError("an @ in the database name must be percent-encoded as %%40; " +
 			"so must a / in the user name or password, as %%2F")
 	}
@@ -155,7 +220,8 @@ func urlError(format string) error { return connError("url", format) }
 // redactURL returns a URL the driver accepts with its passwords (the
 // user's and any query parameter whose name holds "pass", "secret" or
 // "token") replaced by xxxxx, and "(not shown)" for anything else: a URL
-// whose password's end cannot be told, or a key=value string.
+// whose password's end cannot be told, or a key=value string. It splits
+// the URL as pgx does (splitURL).
 func redactURL(raw string) string {
 	const hidden = "(not shown)"
 	norm, isURL, err := checkURL(raw)
@@ -163,15 +229,22 @@ func redactURL(raw string) string {
 		return hidden
 	}
 	scheme, rest, _ := strings.Cut(norm, "://")
-	userinfo := ""
-	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
-		userinfo, rest = rest[:i+1], rest[i+1:]
-		if user, pw, ok := strings.Cut(userinfo[:i], ":"); ok && pw != "" {
-			userinfo = user + ":xxxxx@"
+	u := splitURL(rest)
+	var b strings.Builder
+	b.WriteString(scheme + "://")
+	if u.hasUser {
+		if user, pw, ok := strings.Cut(u.userinfo, ":"); ok && pw != "" {
+			b.WriteString(user + ":xxxxx@")
+		} else {
+			b.WriteString(u.userinfo + "@")
 		}
 	}
-	if head, query, ok := strings.Cut(rest, "?"); ok {
-		pairs := strings.Split(query, "&")
+	b.WriteString(u.hosts)
+	if u.hasDB {
+		b.WriteString("/" + u.database)
+	}
+	if u.hasQuery {
+		pairs := strings.Split(u.query, "&")
 		for i, pair := range pairs {
 			k, v, ok := strings.Cut(pair, "=")
 			name, err := url.PathUnescape(k)
@@ -183,7 +256,7 @@ func redactURL(raw string) string {
 				pairs[i] = k + "=xxxxx"
 			}
 		}
-		rest = head + "?" + strings.Join(pairs, "&")
+		b.WriteString("?" + strings.Join(pairs, "&"))
 	}
-	return scheme + "://" + userinfo + rest
+	return b.String()
 }

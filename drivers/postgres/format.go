@@ -3,13 +3,15 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 )
 
-// Options print (%v, %+v, %s, %#v), marshal to JSON and log (zap.Any,
-// zap.Reflect) with the password shown as xxxxx when set, and the URL with
-// its passwords replaced by xxxxx, or as "(not shown)" when the driver
-// would refuse it or it is a key=value string (see redactURL).
+// Options print (every fmt verb that reaches Format: see there), marshal
+// to JSON and log (zap.Any, zap.Reflect) with the password shown as xxxxx
+// when set, and the URL with its passwords replaced by xxxxx, or as "(not
+// shown)" when the driver would refuse it or it is a key=value string (see
+// redactURL).
 
 // redacted returns o with its secrets replaced.
 func (o Options) redacted() Options {
@@ -34,6 +36,22 @@ func (o Options) String() string {
 func (o Options) GoString() string {
 	s := fmt.Sprintf("%#v", plainOptions(o.redacted()))
 	return "postgres.Options" + strings.TrimPrefix(s, "postgres.plainOptions")
+}
+
+// Format prints the options as String does, with the verb and its flags
+// (GoString for %#v), so that %d, %t, %x and the other verbs print no
+// password either. fmt does not call it for %T (the type), %p, or a %w
+// whose operand is not an error, and the last two print the fields raw:
+// "%!p(postgres.Options={...})" (%p of a pointer prints the address only) and
+// "%!w(...)" (fmt.Errorf("%w", x), which go vet flags). Nor can fmt call
+// it on options held in an unexported field of another struct, whose fields
+// it prints raw with every verb (encoding/json and zap skip such a field).
+func (o Options) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = io.WriteString(f, o.GoString())
+		return
+	}
+	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), o.String())
 }
 
 // optionsJSON is the JSON form of Options: the configuration keys, the

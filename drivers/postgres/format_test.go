@@ -3,9 +3,11 @@ package postgres
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +64,8 @@ func TestOptionsFormatsRedact(t *testing.T) {
 		{"unescaped @", "postgres://app:" + atPW + "@db/app", hiddenURL},
 		{"/ in password", "postgres://app:1/" + atPW + "@db/app", hiddenURL},
 		{"@ in query, no /", "postgres://db?password=" + atPW, hiddenURL},
+		{"@ in query after a /", "postgres://?host=/tmp&password=" + atPW, "postgres://?host=/tmp&password=xxxxx"},
+		{"@ in query after user info", "postgres://app:" + secretPW + "@db?application_name=a@b", "postgres://app:xxxxx@db?application_name=a@b"},
 		{"bad escape in query", "postgres://app@db/app?pass%7word=" + secretPW, hiddenURL},
 		{"bad scheme", "postgress://app:" + secretPW + "@db/app", hiddenURL},
 		{"key=value", "host=db password=" + secretPW, hiddenURL},
@@ -157,5 +161,84 @@ func TestOptionsJSONCoversFields(t *testing.T) {
 	}
 	if len(m) != v.NumField() || m["password"] != "xxxxx" {
 		t.Fatalf("json = %s; want %d keys, password xxxxx", j, v.NumField())
+	}
+}
+
+// TestOptionsFormatVerbs: every verb that applies to a struct goes through
+// Format, which prints String (GoString for %#v) with the verb's flags, so
+// no verb prints the URL or the password raw. Before, %d, %t, %e and %U
+// printed the fields one by one ({%!d(string=postgres://u:S3cr3tPW@...)}):
+// fmt uses String only for %v, %s, %q, %x and %X. The options are checked
+// as a value, a pointer, an exported field, a slice element and a map
+// value. (%p and a %w that is no error never reach Format: see
+// docs/postgres.md.)
+func TestOptionsFormatVerbs(t *testing.T) {
+	const fieldPW = "Pa55W0rd"
+	o := Options{URL: "postgres://app:" + secretPW + "@db/app", Password: fieldPW, Mode: ModeTable}
+	type wrapper struct{ Opts Options }
+	values := map[string]any{
+		"value": o, "pointer": &o, "field": wrapper{o}, "field of pointer": &wrapper{o},
+		"slice": []Options{o}, "map": map[string]Options{"a": o},
+	}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%d", "%x", "%X", "% x", "%t", "%e", "%20v", "%-8s", "%U"} {
+		for name, v := range values {
+			s := fmt.Sprintf(verb, v)
+			// the hex verbs encode what String gives: look for it encoded
+			hexed := strings.ToLower(strings.ReplaceAll(s, " ", ""))
+			for _, p := range []string{fieldPW, secretPW, "S3cr", "3tPW"} {
+				if strings.Contains(s, p) || strings.Contains(hexed, hex.EncodeToString([]byte(p))) {
+					t.Errorf("%s of %s shows %q: %s", verb, name, p, s)
+				}
+			}
+			const want = "app:xxxxx@db/app"
+			if !strings.Contains(s, want) && !strings.Contains(hexed, hex.EncodeToString([]byte(want))) {
+				t.Errorf("%s of %s = %s; want the redacted options", verb, name, s)
+			}
+		}
+	}
+	if got, want := fmt.Sprintf("%v", o), o.String(); got != want {
+		t.Errorf("%%v = %s; want String() %s", got, want)
+	}
+	if got, want := fmt.Sprintf("%#v", o), o.GoString(); got != want {
+		t.Errorf("%%#v = %s; want GoString() %s", got, want)
+	}
+	if got, want := fmt.Sprintf("%q", o), strconv.Quote(o.String()); got != want {
+		t.Errorf("%%q = %s; want %s", got, want)
+	}
+}
+
+// TestOptionsFormatLimits pins what docs/postgres.md says Format cannot
+// cover, so that the docs stay true: fmt never calls it for %p, nor for a
+// %w whose operand is not an error, and prints the fields raw then (%p of a
+// pointer prints only the address); it cannot call it through an
+// unexported field, whose fields it prints raw with every verb, while
+// encoding/json skips such a field. %T prints the type only.
+func TestOptionsFormatLimits(t *testing.T) {
+	o := Options{URL: "postgres://u:" + secretPW + "@h/db"}
+	type hidden struct {
+		Name string
+		o    Options
+	}
+	verbW := "%w" // not a constant: go vet flags %w of a non-error, which is the point here
+	raw := map[string]string{
+		"%p of the value":      fmt.Sprintf("%p", o),
+		"%w of the value":      fmt.Errorf(verbW, o).Error(),
+		"%w of a pointer":      fmt.Errorf(verbW, &o).Error(),
+		"unexported field":     fmt.Sprintf("%v", hidden{"x", o}),
+		"unexported field %+v": fmt.Sprintf("%+v", hidden{"x", o}),
+	}
+	for how, s := range raw {
+		if !strings.Contains(s, secretPW) {
+			t.Errorf("%s = %s: redacted; update docs/postgres.md and the Format docs, which say it prints raw", how, s)
+		}
+	}
+	if s := fmt.Sprintf("%p", &o); !strings.HasPrefix(s, "0x") || strings.Contains(s, secretPW) {
+		t.Errorf("%%p of a pointer = %s; want the address only", s)
+	}
+	if s := fmt.Sprintf("%T", o); s != "postgres.Options" {
+		t.Errorf("%%T = %s; want postgres.Options", s)
+	}
+	if j, err := json.Marshal(hidden{"x", o}); err != nil || string(j) != `{"Name":"x"}` {
+		t.Errorf("json of an unexported field = %s, %v; want {\"Name\":\"x\"}", j, err)
 	}
 }

@@ -8,8 +8,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/v2"
+	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/mutexfx/mutexfx"
 	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/internal/testutil"
@@ -123,7 +127,10 @@ func TestFactory(t *testing.T) {
 }
 
 // TestFactoryKeyPaths: each invalid option fails as a *config.Error at its
-// own full key path, naming one key, without "postgres: invalid options".
+// own full key path, naming one key, without "postgres: invalid options" in
+// its text, and wrapping ErrOptions (as the error of New does). Before, the
+// factory rebuilt the error as a plain *config.Error: errors.Is(err,
+// ErrOptions) was false through the factory, and so through fx.New.
 func TestFactoryKeyPaths(t *testing.T) {
 	ctx := ctxT(t)
 	pool, err := pgxpool.New(ctx, testutil.PostgresDSN())
@@ -156,6 +163,11 @@ func TestFactoryKeyPaths(t *testing.T) {
 		{"url with client", map[string]any{"url": "postgres://h/db"}, pool, "url", "cannot be set with client (the pool's own configuration applies)"},
 		{"password with client", map[string]any{"password": "x"}, pool, "password", "cannot be set with client (the pool's own configuration applies)"},
 		{"mode with client", map[string]any{"mode": "tabel"}, pool, "mode", `must be "advisory" or "table", not "tabel"`},
+		{"host with @", map[string]any{"host": "u:pw@h"}, nil, "host", "must not contain @ (set the user name and password with username and password)"},
+		{"url @ in database", map[string]any{"url": "postgres://h/d@b"}, nil, "url", "an @ in the database name must be percent-encoded as %40; so must a / in the user name or password, as %2F " + urlHidden},
+		{"url parse error", map[string]any{"url": "postgres://h:x/db"}, nil, "url", "invalid port " + urlHidden},
+		{"unknown key", map[string]any{"adress": "x"}, nil, "adress", "unknown key"},
+		{"wrong client", nil, "not a pool", "client", "is a string, not a *pgxpool.Pool"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,11 +176,11 @@ func TestFactoryKeyPaths(t *testing.T) {
 				closeDriver(t, d)
 			}
 			var ce *config.Error
-			if !errors.As(err, &ce) {
-				t.Fatalf("error = %v; want a *config.Error", err)
+			if !errors.As(err, &ce) || !errors.Is(err, ErrOptions) {
+				t.Fatalf("error = %v; want a *config.Error wrapping ErrOptions (errors.Is: %v)", err, errors.Is(err, ErrOptions))
 			}
-			if want := "mutex.orders.driver." + tc.key + ": " + tc.msg; err.Error() != want {
-				t.Fatalf("error = %q\nwant    %q", err, want)
+			if want := "mutex.orders.driver." + tc.key + ": " + tc.msg; err.Error() != want || ce.Error() != want {
+				t.Fatalf("error = %q (*config.Error %q)\nwant    %q", err, ce, want)
 			}
 		})
 	}
@@ -229,5 +241,25 @@ func TestFencesGuarded(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestFxNewErrOptions: an invalid option fails fx.New with an error that
+// wraps ErrOptions and a *config.Error at the option's full key path, as
+// docs/postgres.md says.
+func TestFxNewErrOptions(t *testing.T) {
+	for _, tc := range []struct{ key, value string }{{"mode", "tabel"}, {"url", "postgress://h/db"}, {"sslMode", "bogus"}} {
+		t.Run(tc.key, func(t *testing.T) {
+			k := koanf.New(".")
+			block := map[string]any{"type": "postgres", tc.key: tc.value}
+			if err := k.Load(confmap.Provider(map[string]any{"mutex": map[string]any{"orders": map[string]any{"driver": block}}}, ""), nil); err != nil {
+				t.Fatal(err)
+			}
+			err := fx.New(mutexfx.Module(k, mutexfx.WithDrivers(Factory())), fx.Invoke(func(*mutexfx.Mutex) {}), fx.NopLogger).Err()
+			var ce *config.Error
+			if !errors.Is(err, ErrOptions) || !errors.As(err, &ce) || ce.Path != "mutex.orders.driver."+tc.key {
+				t.Fatalf("fx.New: %v; want ErrOptions and a *config.Error at mutex.orders.driver.%s", err, tc.key)
+			}
+		})
 	}
 }

@@ -13,7 +13,7 @@ import (
 // String describes the options with Password and SentinelPassword shown as
 // xxxxx when set, and the URL's user part as xxxxx (the whole URL when it
 // does not parse cleanly: a password holding / ? # or @ would end the user
-// part early), so that printing them never leaks a password.
+// part early), so that what it returns never holds a password.
 func (o Options) String() string {
 	type plain Options // no methods: no recursion
 	return fmt.Sprintf("%+v", plain(o.redacted()))
@@ -26,8 +26,14 @@ func (o Options) GoString() string {
 	return "redis.Options" + strings.TrimPrefix(fmt.Sprintf("%#v", plain(o.redacted())), "redis.plain")
 }
 
-// Format prints the options as String does, whatever the verb (GoString for
-// %#v), so that no verb prints a password.
+// Format prints the options as String does, with the verb and its flags
+// (GoString for %#v), so that %d, %t, %x and the other verbs print no
+// password either. fmt does not call it for %T (the type), %p, or a %w
+// whose operand is not an error, and the last two print the fields raw:
+// "%!p(redis.Options={...})" (%p of a pointer prints the address only) and
+// "%!w(...)" (fmt.Errorf("%w", x), which go vet flags). Nor can fmt call
+// it on options held in an unexported field of another struct, whose fields
+// it prints raw with every verb (encoding/json and zap skip such a field).
 func (o Options) Format(f fmt.State, verb rune) {
 	if verb == 'v' && f.Flag('#') {
 		_, _ = io.WriteString(f, o.GoString())
