@@ -56,7 +56,7 @@ func TestShortPasswordWithheld(t *testing.T) {
 	}
 }
 
-// TestOptionsPrintNoSecret: Options printed with any verb, JSON-encoded or
+// TestOptionsPrintNoSecret: Options printed with any verb that reaches Format, JSON-encoded or
 // logged through zap (Any, Reflect, as a field of another struct) show
 // that a password or DSN is set, never the password.
 func TestOptionsPrintNoSecret(t *testing.T) {

@@ -58,18 +58,28 @@ func newFromSpec(spec drivers.Spec) (drivers.Driver, error) {
 	return d, nil
 }
 
-// specError turns an ErrOptions error into a config error at path. The
-// message keeps "redis: invalid options" out and the option name in.
+// specError turns an ErrOptions error into a config error at path that
+// still wraps ErrOptions. The message keeps "redis: invalid options" out
+// and the option name in.
 func specError(path string, err error) error {
 	if errors.Is(err, ErrOptions) {
 		msg := strings.TrimPrefix(err.Error(), ErrOptions.Error()+": ")
 		if key, rest, ok := strings.Cut(msg, ": "); ok && !strings.ContainsAny(key, " ,") {
-			return config.Errorf(config.Join(path, key), "%s", rest)
+			return pathError{&config.Error{Path: config.Join(path, key), Msg: rest}}
 		}
-		return config.Errorf(path, "%s", msg)
+		return pathError{&config.Error{Path: path, Msg: msg}}
 	}
 	return fmt.Errorf("%s: %w", path, err)
 }
+
+// pathError is an invalid option at its full key path, as the factory
+// returns it: it reads as its *config.Error and wraps both it and
+// ErrOptions.
+type pathError struct{ ce *config.Error }
+
+func (e pathError) Error() string { return e.ce.Error() }
+
+func (e pathError) Unwrap() []error { return []error{ErrOptions, e.ce} }
 
 // connectionKey names a connection option set in opts, or "".
 func connectionKey(o Options) string {

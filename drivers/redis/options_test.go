@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
@@ -182,8 +183,9 @@ func TestURLPiecesNeverShown(t *testing.T) {
 				}
 				_, ferr := Factory().New(drivers.Spec{Path: "mutex.orders.driver", Logger: zap.NewNop(),
 					Options: map[string]any{"url": tt.url, "cluster": cluster}})
-				if ferr == nil || !strings.HasPrefix(ferr.Error(), "mutex.orders.driver.url: ") {
-					t.Fatalf("factory error %v; want one at mutex.orders.driver.url", ferr)
+				var ce *config.Error
+				if ferr == nil || !strings.HasPrefix(ferr.Error(), "mutex.orders.driver.url: ") || !errors.Is(ferr, ErrOptions) || !errors.As(ferr, &ce) {
+					t.Fatalf("factory error %v; want a config error at mutex.orders.driver.url wrapping ErrOptions", ferr)
 				}
 				for _, msg := range []string{err.Error(), ferr.Error()} {
 					for _, p := range tt.pieces {

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// TestOptionsPrintNoSecret: Options printed with any verb, JSON-encoded or
+// TestOptionsPrintNoSecret: Options printed with any verb that reaches Format, JSON-encoded or
 // logged through zap (Any, Reflect, as a field of another struct) show
 // that a password is set (xxxxx), never the password nor a URL's user part.
 func TestOptionsPrintNoSecret(t *testing.T) {
