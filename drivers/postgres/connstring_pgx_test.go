@@ -37,6 +37,8 @@ func TestURLChecksMatchPgx(t *testing.T) {
 		encAt = "an @ in the user name or password must be percent-encoded as %40"
 		inDB  = "an @ in the database name must be percent-encoded as %40"
 		query = "an @ in a query that no / comes before must be percent-encoded as %40"
+		// an @ in the query after user info
+		afterUser = "an @ in the query after a user name and password must be percent-encoded as %40"
 	)
 	cases := []struct {
 		url                string
@@ -61,8 +63,7 @@ func TestURLChecksMatchPgx(t *testing.T) {
 		{url: "postgres://?host=/tmp&user=a@b", user: "a@b", host: "/tmp", db: any},
 		{url: "postgres://?host=/tmp&password=" + atPW, user: any, pw: atPW, host: "/tmp", db: any},
 		{url: "postgres://?host=/tmp&user=u&password=" + atPW + "&dbname=db", user: "u", pw: atPW, host: "/tmp", db: "db"},
-		{url: "postgres://u:" + pw + "@h?application_name=a@b", user: "u", pw: pw, host: "h", db: any},
-		{url: "postgres://u:" + pw + "@h/db?application_name=a@b", user: "u", pw: pw, host: "h", db: "db"},
+		{url: "postgres://u:" + pw + "@h/db?application_name=a%40b", user: "u", pw: pw, host: "h", db: "db"},
 		{url: "postgres://h/db?password=" + atPW, user: any, pw: atPW, host: "h", db: "db"},
 		{url: "postgres://us?er@h/db", user: "us?er", host: "h", db: "db"},
 		{url: "postgres://h?sslmode=disable", user: any, host: "h", db: any},
@@ -85,6 +86,10 @@ func TestURLChecksMatchPgx(t *testing.T) {
 		{url: "postgres://?password=" + atPW + "&host=/tmp", refused: query, why: leaks},
 		{url: "postgres://?user=a@b", refused: query, why: misread},
 		{url: "postgres://u:S3cr?a=3tPW@h/db", refused: query, why: ambiguous},
+		{url: "postgres://u:" + pw + "@h?application_name=a@b", refused: afterUser, why: ambiguous},
+		{url: "postgres://u:" + pw + "@h/db?application_name=a@b", refused: afterUser, why: ambiguous},
+		{url: "postgres://u:S3cr@h?x=1@realhost/db", refused: afterUser, why: ambiguous}, // the password "S3cr@h?x=1"?
+		{url: "postgres://u:S3cr@h/db?x=1@realhost", refused: afterUser, why: ambiguous}, // the password "S3cr@h/db?x=1"?
 		{url: "postgress://u:" + pw + "@h/db", refused: "scheme must be postgres or postgresql", why: pgxFails},
 		{url: "host=S3cr@3tPW user=u", refused: "the host contains an @", why: leaks},
 		{url: "host=h1,S3cr@3tPW user=u", refused: "the host contains an @", why: leaks},

@@ -133,7 +133,9 @@ func TestURLAtInPassword(t *testing.T) {
 		{"key=value host", map[string]any{"url": "host=3tPW@127.0.0.1 user=u"}, "url", "the host contains an @"},
 		{"key=value fallback", map[string]any{"url": "host=127.0.0.1,3tPW@h2 user=u"}, "url", "the host contains an @"},
 		{"host field", map[string]any{"host": "u:" + secretPW + "@127.0.0.1"}, "host", "must not contain @"},
-		{"escaped", map[string]any{"url": "postgres://postgres:S3cr%403tPW@127.0.0.1:5432/test?sslmode=disable&application_name=a@b"}, "", ""},
+		{"escaped", map[string]any{"url": "postgres://postgres:S3cr%403tPW@127.0.0.1:5432/test?sslmode=disable&application_name=a%40b"}, "", ""},
+		{"@ in query after user info", map[string]any{"url": "postgres://postgres:S3cr@127.0.0.1?hunter2part=1@otherhost/test"}, "url",
+			"an @ in the query after a user name and password must be percent-encoded as %40"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
