@@ -237,9 +237,17 @@ func TestHandedLockLostBeforeWake(t *testing.T) {
 	pollLocked(t, m, "the first waiter woken", func() bool { return woken.Load() == 1 })
 	m.mu.Lock()
 	handed := m.held["a"]
+	first := handed.handedTo
 	m.mu.Unlock()
 	d.Driver.RevokeToken(handed.key, handed.token) // lost in the store, which tells the Mutex
 	pollLocked(t, m, "the handed lock lost", func() bool { return handed.state == stateLost })
+	m.mu.Lock()
+	q := m.queues["a"]
+	requeued := q != nil && len(q.waiters) == 2 && q.waiters[0] == first
+	m.mu.Unlock()
+	if !requeued {
+		t.Error("the waiter the lost lock was handed to is not first in line again")
+	}
 	close(hold)
 	for range 2 {
 		if err := <-got; err != nil {

@@ -126,61 +126,73 @@ func internalDriver(t *testing.T, dir string) *Driver {
 }
 
 // TestWatchAfterDirectoryRemoved: the directory watcher of a driver whose
-// directory was removed is replaced at the next contention, so that
-// releases in the directory created anew still wake its waiters; and the
-// removal itself wakes them (their locks went with it). Before, the watcher
-// kept its dropped watch and no release was heard again.
+// directory was removed or moved away is replaced at the next contention,
+// so that releases in the directory at the path still wake its waiters;
+// and the removal itself wakes them (their locks went with it). Before,
+// the watcher kept its dropped watch and no release was heard again.
 func TestWatchAfterDirectoryRemoved(t *testing.T) {
-	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "locks")
-	a, b := internalDriver(t, dir), internalDriver(t, dir) // b stands for another process
-	events := make(chan drivers.Event, 16)
-	unsubscribe, err := a.Subscribe(ctx, func(e drivers.Event) { events <- e })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unsubscribe()
-	heard := func(what string) {
-		t.Helper()
-		select {
-		case e := <-events:
-			if e.Kind != drivers.Released || e.Key != "k" {
-				t.Fatalf("%s: event %+v", what, e)
+	for _, tc := range []struct {
+		name string
+		lose func(dir string) error
+	}{
+		{"removed", os.RemoveAll},
+		{"moved", func(dir string) error { return os.Rename(dir, dir+".old") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := filepath.Join(t.TempDir(), "locks")
+			a, b := internalDriver(t, dir), internalDriver(t, dir) // b stands for another process
+			events := make(chan drivers.Event, 16)
+			unsubscribe, err := a.Subscribe(ctx, func(e drivers.Event) { events <- e })
+			if err != nil {
+				t.Fatal(err)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s: no release heard", what)
-		}
-	}
-	contend := func() { // b holds k, a finds it held (which starts a's watcher)
-		t.Helper()
-		if res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "b", TTL: time.Minute}); err != nil || !res.Acquired {
-			t.Fatalf("b: %+v, %v", res, err)
-		}
-		if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute}); err != nil || res.Acquired {
-			t.Fatalf("a: %+v, %v; want taken", res, err)
-		}
-	}
-	contend()
-	if ok, err := b.Release(ctx, "k", "b"); err != nil || !ok {
-		t.Fatalf("Release = %v, %v", ok, err)
-	}
-	heard("release")
+			defer unsubscribe()
+			heard := func(what string) {
+				t.Helper()
+				select {
+				case e := <-events:
+					if e.Kind != drivers.Released || e.Key != "k" {
+						t.Fatalf("%s: event %+v", what, e)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("%s: no release heard", what)
+				}
+			}
+			contend := func() { // b holds k, a finds it held (which starts a's watcher)
+				t.Helper()
+				if res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "b", TTL: time.Minute}); err != nil || !res.Acquired {
+					t.Fatalf("b: %+v, %v", res, err)
+				}
+				if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute}); err != nil || res.Acquired {
+					t.Fatalf("a: %+v, %v; want taken", res, err)
+				}
+			}
+			contend()
+			if ok, err := b.Release(ctx, "k", "b"); err != nil || !ok {
+				t.Fatalf("Release = %v, %v", ok, err)
+			}
+			heard("release")
 
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
+			if err := tc.lose(dir); err != nil {
+				t.Fatal(err)
+			}
+			heard("directory " + tc.name)
+			a.mu.Lock()
+			dead := a.watch != nil && a.watch.dead
+			a.mu.Unlock()
+			if !dead {
+				t.Fatal("the watcher of the lost directory is not marked dead")
+			}
+			// b's lock on k went with the directory (its holder's file is
+			// gone): b takes k again in the directory created anew
+			contend()
+			if ok, err := b.Release(ctx, "k", "b"); err != nil || !ok {
+				t.Fatalf("Release = %v, %v", ok, err)
+			}
+			heard("release in the directory created anew")
+		})
 	}
-	heard("directory removed")
-	a.mu.Lock()
-	replaced := a.watch == nil
-	a.mu.Unlock()
-	if !replaced {
-		t.Fatal("the watcher of the removed directory is still in place")
-	}
-	contend()
-	if ok, err := b.Release(ctx, "k", "b"); err != nil || !ok {
-		t.Fatalf("Release = %v, %v", ok, err)
-	}
-	heard("release in the directory created anew")
 }
 
 // TestRelativeDirAfterChdir: a relative Dir is taken from the working

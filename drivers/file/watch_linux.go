@@ -103,13 +103,16 @@ func (d *Driver) markBusy(name, key string) {
 		}
 	}
 	d.busy[name] = busyEntry{key: key, at: now}
-	start := d.watch == nil && len(d.subs) > 0
-	var w *watcher
+	start := (d.watch == nil || d.watch.dead) && len(d.subs) > 0
+	var w, old *watcher
 	if start {
-		w = &watcher{d: d, done: make(chan struct{})}
+		w, old = &watcher{d: d, done: make(chan struct{})}, d.watch
 		d.watch = w
 	}
 	d.mu.Unlock()
+	if old != nil {
+		old.stop() // its goroutine has ended or is ending (gone)
+	}
 	if start {
 		// The watcher is optional: when it cannot start, waiters poll.
 		w.start(d.opts.Dir)
@@ -135,6 +138,7 @@ type watcher struct {
 	f       *os.File
 	stopped bool
 	done    chan struct{} // closed when run returns; only waited if f is set
+	dead    bool          // its directory is gone (gone); guarded by d.mu
 }
 
 // start opens the inotify descriptor and starts the goroutine, unless stop
@@ -149,7 +153,7 @@ func (w *watcher) start(dir string) {
 	if err != nil {
 		return
 	}
-	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CLOSE_WRITE); err != nil {
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CLOSE_WRITE|unix.IN_MOVE_SELF); err != nil {
 		_ = unix.Close(fd)
 		return
 	}
@@ -185,8 +189,8 @@ func (w *watcher) run(f *os.File) {
 			if end > n {
 				break
 			}
-			if ev.Mask&unix.IN_IGNORED != 0 {
-				w.gone(f)
+			if ev.Mask&(unix.IN_IGNORED|unix.IN_MOVE_SELF) != 0 {
+				w.gone()
 				return
 			}
 			name := buf[off+unix.SizeofInotifyEvent : end]
@@ -201,22 +205,21 @@ func (w *watcher) run(f *os.File) {
 	}
 }
 
-// gone ends a watcher whose directory was removed (inotify then drops the
-// watch: IN_IGNORED), so that the next contention starts one on the
-// directory created anew. The locks whose files went with the directory
-// are free: their waiters are told.
-func (w *watcher) gone(f *os.File) {
+// gone marks dead a watcher whose directory was removed (inotify then
+// drops the watch: IN_IGNORED) or moved away (IN_MOVE_SELF), so that the
+// next contention replaces it with one on the directory at the path; its
+// goroutine then ends. It stays the driver's watcher until then, so that
+// the last unsubscribe or Close still stops it and waits for it. The locks
+// whose files went with the directory are free: their waiters are told.
+func (w *watcher) gone() {
 	d := w.d
 	d.mu.Lock()
-	if d.watch == w {
-		d.watch = nil
-	}
+	w.dead = true
 	var keys []string
 	for _, e := range d.busy {
 		keys = append(keys, e.key)
 	}
 	d.mu.Unlock()
-	_ = f.Close() // a concurrent stop closes it too: harmless
 	for _, k := range keys {
 		d.emit(drivers.Event{Kind: drivers.Released, Key: k})
 	}
