@@ -1,9 +1,7 @@
 package config_test
 
 import (
-	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,10 +9,9 @@ import (
 
 	"github.com/knadh/koanf/providers/env/v2"
 	"github.com/knadh/koanf/v2"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/mutexfx/mutexfx/config"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // withEnv loads k's YAML, then the environment variables of env as
@@ -117,23 +114,7 @@ func TestDriverPrintsNoSecret(t *testing.T) {
 	cfg := config.Config{Stores: []config.Store{st}, Default: "orders"}
 	// what the printed forms must still show: the block is recognisable
 	want := []string{"visible-channel", "127.0.0.1:6379"}
-	printed := map[string]string{}
-	for name, v := range map[string]any{"Driver": d, "*Driver": &d, "Store": st, "Config": cfg, "*Config": &cfg} {
-		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d"} {
-			printed[name+" "+verb] = fmt.Sprintf(verb, v)
-		}
-		j, err := json.Marshal(v)
-		if err != nil {
-			t.Fatalf("json.Marshal(%s): %v", name, err)
-		}
-		printed[name+" json"] = string(j)
-		for fname, f := range map[string]zap.Field{"Any": zap.Any("cfg", v), "Reflect": zap.Reflect("cfg", v)} {
-			var buf bytes.Buffer
-			core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&buf), zap.InfoLevel)
-			zap.New(core).Info("config", f)
-			printed[name+" zap."+fname] = buf.String()
-		}
-	}
+	printed := testutil.Printed(map[string]any{"Driver": d, "*Driver": &d, "Store": st, "Config": cfg, "*Config": &cfg})
 	for how, s := range printed {
 		if strings.Contains(s, secret) || strings.Contains(s, hex.EncodeToString([]byte(secret))) {
 			t.Errorf("%s shows the secret: %s", how, s)

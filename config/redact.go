@@ -3,8 +3,9 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
+
+	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
 // Redacted replaces a secret's value wherever a driver block is printed.
@@ -25,21 +26,9 @@ func (d Driver) GoString() string {
 	return fmt.Sprintf("config.Driver{Type:%q, Client:%q, Options:%#v, Path:%q}", redactType(d.Type), d.Client, redactMap(d.Options), d.Path)
 }
 
-// Format prints the block as String does, with the verb and its flags
-// (GoString for %#v), so that %d, %t, %x and the other verbs print no
-// secret either. fmt does not call it for %T (the type), %p, or a %w
-// whose operand is not an error, and the last two print the fields raw:
-// "%!p(config.Driver={...})" (%p of a pointer prints the address only) and
-// "%!w(...)" (fmt.Errorf("%w", x), which go vet flags). Nor can fmt call
-// it on a block held in an unexported field of another struct, whose fields
-// it prints raw with every verb (encoding/json and zap skip such a field).
-func (d Driver) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		_, _ = io.WriteString(f, d.GoString())
-		return
-	}
-	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), d.String())
-}
+// Format prints the block as String does (GoString for %#v): see
+// redact.Format for the verbs fmt does not pass to it.
+func (d Driver) Format(f fmt.State, verb rune) { redact.Format(f, verb, d.String, d.GoString) }
 
 // MarshalJSON encodes the block with its secrets redacted as in String
 // (encoding/json, and zap's JSON encoder for zap.Any of a Store or a

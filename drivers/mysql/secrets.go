@@ -3,7 +3,6 @@ package mysql
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"regexp"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/config"
+	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
 // String describes the options with the password, and the password of the
@@ -27,21 +27,9 @@ func (o Options) GoString() string {
 	return "mysql.Options" + strings.TrimPrefix(fmt.Sprintf("%#v", plain(o.redacted())), "mysql.plain")
 }
 
-// Format prints the options as String does, with the verb and its flags
-// (GoString for %#v), so that %d, %t, %x and the other verbs print no
-// password either. fmt does not call it for %T (the type), %p, or a %w
-// whose operand is not an error, and the last two print the fields raw:
-// "%!p(mysql.Options={...})" (%p of a pointer prints the address only) and
-// "%!w(...)" (fmt.Errorf("%w", x), which go vet flags). Nor can fmt call
-// it on options held in an unexported field of another struct, whose fields
-// it prints raw with every verb (encoding/json and zap skip such a field).
-func (o Options) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		_, _ = io.WriteString(f, o.GoString())
-		return
-	}
-	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), o.String())
-}
+// Format prints the options as String does (GoString for %#v): see
+// redact.Format for the verbs fmt does not pass to it.
+func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.String, o.GoString) }
 
 // MarshalJSON encodes the options with the password redacted as in String
 // (encoding/json, and zap's JSON encoder).

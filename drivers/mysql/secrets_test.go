@@ -1,10 +1,8 @@
 package mysql
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,9 +10,9 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // TestShortPasswordWithheld: a go-sql-driver message that contains the
@@ -74,24 +72,7 @@ func TestOptionsPrintNoSecret(t *testing.T) {
 		{Options{DSN: "tcp(db.example:3306)/x", Password: ""}, "tcp(db.example:3306)/x"},     // no password: shown
 	} {
 		o := tc.o
-		printed := map[string]string{}
-		for _, v := range []any{o, &o, wrapper{o}} {
-			name := fmt.Sprintf("%T", v)
-			for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d"} {
-				printed[name+" "+verb] = fmt.Sprintf(verb, v)
-			}
-			j, err := json.Marshal(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			printed[name+" json"] = string(j)
-			for fname, f := range map[string]zap.Field{"Any": zap.Any("opts", v), "Reflect": zap.Reflect("opts", v)} {
-				var buf bytes.Buffer
-				core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&buf), zap.InfoLevel)
-				zap.New(core).Info("options", f)
-				printed[name+" zap."+fname] = buf.String()
-			}
-		}
+		printed := testutil.Printed(map[string]any{"mysql.Options": o, "*mysql.Options": &o, "mysql.wrapper": wrapper{o}})
 		for how, s := range printed {
 			if strings.Contains(s, secret) || strings.Contains(s, hex.EncodeToString([]byte(secret))) {
 				t.Errorf("%s shows the password: %s", how, s)

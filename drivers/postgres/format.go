@@ -3,8 +3,10 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
+
+	"github.com/mutexfx/mutexfx/config"
+	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
 // Options print (every fmt verb that reaches Format: see there), marshal
@@ -16,7 +18,7 @@ import (
 // redacted returns o with its secrets replaced.
 func (o Options) redacted() Options {
 	if o.Password != "" {
-		o.Password = "xxxxx"
+		o.Password = config.Redacted
 	}
 	if o.URL != "" {
 		o.URL = redactURL(o.URL)
@@ -38,21 +40,9 @@ func (o Options) GoString() string {
 	return "postgres.Options" + strings.TrimPrefix(s, "postgres.plainOptions")
 }
 
-// Format prints the options as String does, with the verb and its flags
-// (GoString for %#v), so that %d, %t, %x and the other verbs print no
-// password either. fmt does not call it for %T (the type), %p, or a %w
-// whose operand is not an error, and the last two print the fields raw:
-// "%!p(postgres.Options={...})" (%p of a pointer prints the address only) and
-// "%!w(...)" (fmt.Errorf("%w", x), which go vet flags). Nor can fmt call
-// it on options held in an unexported field of another struct, whose fields
-// it prints raw with every verb (encoding/json and zap skip such a field).
-func (o Options) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		_, _ = io.WriteString(f, o.GoString())
-		return
-	}
-	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), o.String())
-}
+// Format prints the options as String does (GoString for %#v): see
+// redact.Format for the verbs fmt does not pass to it.
+func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.String, o.GoString) }
 
 // optionsJSON is the JSON form of Options: the configuration keys, the
 // fields that are set, durations as Go duration strings, TLS as whether

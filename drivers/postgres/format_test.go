@@ -95,17 +95,10 @@ func TestOptionsFormatsRedact(t *testing.T) {
 					}
 				}
 			}
-			j, err := json.Marshal(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var m map[string]any
-			if err := json.Unmarshal(j, &m); err != nil {
-				t.Fatal(err)
-			}
+			m := jsonMap(t, o)
 			if m["password"] != "xxxxx" || m["host"] != "db" || m["mode"] != ModeTable || m["tls"] != true ||
 				m["connectTimeout"] != "1s" || m["url"] != tc.wantURL {
-				t.Fatalf("json = %s; want password xxxxx, host, mode, tls, connectTimeout and url %q", j, tc.wantURL)
+				t.Fatalf("json = %v; want password xxxxx, host, mode, tls, connectTimeout and url %q", m, tc.wantURL)
 			}
 		})
 	}
@@ -143,25 +136,18 @@ func TestOptionsJSONCoversFields(t *testing.T) {
 			t.Fatalf("field %s: kind %s not covered by this test", v.Type().Field(i).Name, f.Kind())
 		}
 	}
-	j, err := json.Marshal(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(j, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := jsonMap(t, o)
 	for i := range v.NumField() {
 		key := v.Type().Field(i).Tag.Get("koanf")
 		if key == "-" {
 			key = strings.ToLower(v.Type().Field(i).Name)
 		}
 		if _, ok := m[key]; !ok {
-			t.Errorf("json %s has no %q (field %s)", j, key, v.Type().Field(i).Name)
+			t.Errorf("json %v has no %q (field %s)", m, key, v.Type().Field(i).Name)
 		}
 	}
 	if len(m) != v.NumField() || m["password"] != "xxxxx" {
-		t.Fatalf("json = %s; want %d keys, password xxxxx", j, v.NumField())
+		t.Fatalf("json = %v; want %d keys, password xxxxx", m, v.NumField())
 	}
 }
 
@@ -242,4 +228,18 @@ func TestOptionsFormatLimits(t *testing.T) {
 	if j, err := json.Marshal(hidden{"x", o}); err != nil || string(j) != `{"Name":"x"}` {
 		t.Errorf("json of an unexported field = %s, %v; want {\"Name\":\"x\"}", j, err)
 	}
+}
+
+// jsonMap is v marshalled to JSON and read back as a map.
+func jsonMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	j, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -3,11 +3,11 @@ package redis
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
 
 	"github.com/mutexfx/mutexfx/config"
+	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
 // String describes the options with Password and SentinelPassword shown as
@@ -26,21 +26,9 @@ func (o Options) GoString() string {
 	return "redis.Options" + strings.TrimPrefix(fmt.Sprintf("%#v", plain(o.redacted())), "redis.plain")
 }
 
-// Format prints the options as String does, with the verb and its flags
-// (GoString for %#v), so that %d, %t, %x and the other verbs print no
-// password either. fmt does not call it for %T (the type), %p, or a %w
-// whose operand is not an error, and the last two print the fields raw:
-// "%!p(redis.Options={...})" (%p of a pointer prints the address only) and
-// "%!w(...)" (fmt.Errorf("%w", x), which go vet flags). Nor can fmt call
-// it on options held in an unexported field of another struct, whose fields
-// it prints raw with every verb (encoding/json and zap skip such a field).
-func (o Options) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		_, _ = io.WriteString(f, o.GoString())
-		return
-	}
-	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), o.String())
-}
+// Format prints the options as String does (GoString for %#v): see
+// redact.Format for the verbs fmt does not pass to it.
+func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.String, o.GoString) }
 
 // MarshalJSON encodes the options with their secrets redacted as in String
 // (encoding/json, and zap's JSON encoder).

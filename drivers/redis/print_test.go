@@ -1,15 +1,12 @@
 package redis
 
 import (
-	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // TestOptionsPrintNoSecret: Options printed with any verb that reaches Format, JSON-encoded or
@@ -36,24 +33,7 @@ func TestOptionsPrintNoSecret(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
-			printed := map[string]string{}
-			for _, v := range []any{o, &o, wrapper{o}} {
-				name := fmt.Sprintf("%T", v)
-				for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d"} {
-					printed[name+" "+verb] = fmt.Sprintf(verb, v)
-				}
-				j, err := json.Marshal(v)
-				if err != nil {
-					t.Fatal(err)
-				}
-				printed[name+" json"] = string(j)
-				for fname, f := range map[string]zap.Field{"Any": zap.Any("opts", v), "Reflect": zap.Reflect("opts", v)} {
-					var buf bytes.Buffer
-					core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&buf), zap.InfoLevel)
-					zap.New(core).Info("options", f)
-					printed[name+" zap."+fname] = buf.String()
-				}
-			}
+			printed := testutil.Printed(map[string]any{"redis.Options": o, "*redis.Options": &o, "redis.wrapper": wrapper{o}})
 			for how, s := range printed {
 				if strings.Contains(s, secret) || strings.Contains(s, secret[1:]) || strings.Contains(s, hex.EncodeToString([]byte(secret))) {
 					t.Errorf("%s shows the password: %s", how, s)

@@ -1,0 +1,37 @@
+package redact
+
+import (
+	"fmt"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// secretive prints its secret only through Format.
+type secretive struct{ secret string }
+
+func (s secretive) String() string                { return "{secret:xxxxx}" }
+func (s secretive) GoString() string              { return "redact.secretive{secret:\"xxxxx\"}" }
+func (s secretive) Format(f fmt.State, verb rune) { Format(f, verb, s.String, s.GoString) }
+
+// TestFormat: every verb that reaches Format prints the redacted form, with
+// its flags; %#v prints the Go syntax one.
+func TestFormat(t *testing.T) {
+	v := secretive{"S3cr3tPW"}
+	for _, tc := range []struct{ format, want string }{
+		{"%v", "{secret:xxxxx}"},
+		{"%+v", "{secret:xxxxx}"},
+		{"%s", "{secret:xxxxx}"},
+		{"%q", `"{secret:xxxxx}"`},
+		{"%20.8s", "            {secret:"},
+		{"%x", fmt.Sprintf("%x", "{secret:xxxxx}")},
+		{"%d", "%!d(string={secret:xxxxx})"},
+		{"%#v", `redact.secretive{secret:"xxxxx"}`},
+	} {
+		if got := fmt.Sprintf(tc.format, v); got != tc.want {
+			t.Errorf("%s: %q; want %q", tc.format, got, tc.want)
+		}
+	}
+}
