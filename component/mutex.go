@@ -227,9 +227,10 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 			}
 			m.mu.Lock()
 			if l := w.handed; l != nil {
-				// our holder released it to us (handover.go); had it
-				// ended before we woke (lost, or released by Close), end
-				// would have put us back first in line already
+				// our holder released it to us (handover.go). Had it
+				// ended before we woke, end would have put us back first
+				// in line already; one Close is releasing (not ended
+				// yet) is not ours: back in line, we find it closed
 				w.handed, l.handedTo = nil, nil
 				if l.state == stateHeld {
 					m.mu.Unlock()
