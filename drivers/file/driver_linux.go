@@ -43,7 +43,11 @@ type Driver struct {
 	subs   map[int]func(drivers.Event)
 	nextID int
 	watch  *watcher
-	adds   int // acquisitions, to sweep expired holders now and then
+	// retired are dead watchers (their directory went) replaced by watch,
+	// whose goroutines may still be delivering their last events: Close
+	// and the last unsubscribe wait for them too
+	retired []*watcher
+	adds    int // acquisitions, to sweep expired holders now and then
 }
 
 type heldKey struct{ key, token string }
@@ -188,8 +192,7 @@ func (d *Driver) Close(ctx context.Context) error {
 	d.closed = true
 	hs := d.held
 	d.held = nil
-	w := d.watch
-	d.watch = nil
+	ws := d.takeWatchers()
 	clear(d.subs)
 	d.mu.Unlock()
 	for _, h := range hs {
@@ -197,7 +200,7 @@ func (d *Driver) Close(ctx context.Context) error {
 		h.close()
 		h.mu.Unlock()
 	}
-	if w != nil {
+	for _, w := range ws {
 		w.stop()
 	}
 	return nil

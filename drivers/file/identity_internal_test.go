@@ -4,8 +4,11 @@ package file
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,5 +212,65 @@ func TestRelativeDirAfterChdir(t *testing.T) {
 	t.Chdir(t.TempDir())
 	if r := d.Renew(ctx, []drivers.Lease{{Key: "k", Token: "a", TTL: time.Minute}})[0]; !r.Held || r.Err != nil {
 		t.Fatalf("Renew after a chdir = %+v; want held", r)
+	}
+}
+
+// TestSubscriberAcquiresAsDirectoryGoes: a subscriber told that the
+// directory went may call Acquire at once; when it finds the lock held
+// (taken again in the directory created anew), that Acquire starts a new
+// watcher without waiting for the old one, whose goroutine is the one
+// calling the subscriber (before, it waited for it: a deadlock).
+func TestSubscriberAcquiresAsDirectoryGoes(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "locks")
+	a, b := internalDriver(t, dir), internalDriver(t, dir)
+	var armed atomic.Bool
+	got, seen := make(chan error, 1), make(chan struct{}, 16)
+	unsubscribe, err := a.Subscribe(ctx, func(e drivers.Event) {
+		if !armed.CompareAndSwap(true, false) {
+			seen <- struct{}{}
+			return
+		}
+		if res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "b2", TTL: time.Minute}); err != nil || !res.Acquired {
+			got <- fmt.Errorf("b, in the new directory: %+v, %v", res, err)
+			return
+		}
+		res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute})
+		if err == nil && res.Acquired {
+			err = errors.New("a acquired a lock b holds")
+		}
+		got <- err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unsubscribe()
+	if res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "b", TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("b: %+v, %v", res, err)
+	}
+	if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute}); err != nil || res.Acquired {
+		t.Fatalf("a: %+v, %v; want taken", res, err) // starts a's watcher
+	}
+	// b releases before the directory goes (a file held open there would
+	// keep its removal from being reported until it is closed)
+	if ok, err := b.Release(ctx, "k", "b"); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	select {
+	case <-seen:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the release was not heard")
+	}
+	armed.Store(true)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the subscriber's Acquire hangs")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -49,12 +50,12 @@ func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(),
 		once.Do(func() {
 			d.mu.Lock()
 			delete(d.subs, id)
-			var w *watcher
+			var ws []*watcher
 			if len(d.subs) == 0 {
-				w, d.watch = d.watch, nil
+				ws = d.takeWatchers()
 			}
 			d.mu.Unlock()
-			if w != nil {
+			for _, w := range ws {
 				w.stop()
 			}
 		})
@@ -104,15 +105,17 @@ func (d *Driver) markBusy(name, key string) {
 	}
 	d.busy[name] = busyEntry{key: key, at: now}
 	start := (d.watch == nil || d.watch.dead) && len(d.subs) > 0
-	var w, old *watcher
+	var w *watcher
 	if start {
-		w, old = &watcher{d: d, done: make(chan struct{})}, d.watch
+		if d.watch != nil {
+			// not stopped here: this may run in a subscriber called by
+			// its goroutine (gone), which stop would wait for
+			d.retired = append(slices.DeleteFunc(d.retired, (*watcher).ended), d.watch)
+		}
+		w = &watcher{d: d, done: make(chan struct{})}
 		d.watch = w
 	}
 	d.mu.Unlock()
-	if old != nil {
-		old.stop() // its goroutine has ended or is ending (gone)
-	}
 	if start {
 		// The watcher is optional: when it cannot start, waiters poll.
 		w.start(d.opts.Dir)
@@ -191,6 +194,7 @@ func (w *watcher) run(f *os.File) {
 			}
 			if ev.Mask&(unix.IN_IGNORED|unix.IN_MOVE_SELF) != 0 {
 				w.gone()
+				_ = f.Close() // stop closes it again: harmless
 				return
 			}
 			name := buf[off+unix.SizeofInotifyEvent : end]
@@ -208,9 +212,9 @@ func (w *watcher) run(f *os.File) {
 // gone marks dead a watcher whose directory was removed (inotify then
 // drops the watch: IN_IGNORED) or moved away (IN_MOVE_SELF), so that the
 // next contention replaces it with one on the directory at the path; its
-// goroutine then ends. It stays the driver's watcher until then, so that
-// the last unsubscribe or Close still stops it and waits for it. The locks
-// whose files went with the directory are free: their waiters are told.
+// goroutine then ends. Replaced, it is retired, not stopped: the last
+// unsubscribe or Close stops it and waits for it. The locks whose files
+// went with the directory are free: their waiters are told.
 func (w *watcher) gone() {
 	d := w.d
 	d.mu.Lock()
@@ -222,5 +226,32 @@ func (w *watcher) gone() {
 	d.mu.Unlock()
 	for _, k := range keys {
 		d.emit(drivers.Event{Kind: drivers.Released, Key: k})
+	}
+}
+
+// takeWatchers takes the driver's watchers, current and retired, for the
+// caller to stop; d.mu held.
+func (d *Driver) takeWatchers() []*watcher {
+	ws := d.retired
+	if d.watch != nil {
+		ws = append(ws, d.watch)
+	}
+	d.watch, d.retired = nil, nil
+	return ws
+}
+
+// ended reports whether w's goroutine has returned (or never ran).
+func (w *watcher) ended() bool {
+	w.mu.Lock()
+	f := w.f
+	w.mu.Unlock()
+	if f == nil {
+		return true
+	}
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
 	}
 }

@@ -94,7 +94,7 @@ func indexOrLen(s, chars string) int {
 // raw is a URL: it has "://" with no "=" before it (a key=value string
 // starts with a key and "="). It refuses a URL that pgx would split with a
 // piece of the password outside the password (see splitURL): an @ in the
-// hosts or the database name, an @ in the query after user info (which
+// hosts or the database name, an @ in the query after a password (which
 // reads the same as an unencoded @ in the password), and user info holding
 // a ? with an = after it, which pgx reads from a query when no / precedes
 // the query's @ (a password holding "?" and "=" must encode one of them).
@@ -117,7 +117,7 @@ func checkURL(raw string) (string, bool, error) {
 	if strings.Contains(u.hosts, "@") {
 		return "", true, urlError("an @ in the user name or password must be percent-encoded as %%40")
 	}
-	if u.hasUser && strings.Contains(u.query, "@") {
+	if strings.Contains(u.userinfo, ":") && strings.Contains(u.query, "@") {
 		// postgres://u:S3cr@h?x=1@realhost/db is the password
 		// "S3cr@h?x=1" to pgx's eyes a host "h" and a parameter "x":
 		// the same as an @ in the query after user info

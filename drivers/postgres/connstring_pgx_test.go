@@ -64,6 +64,7 @@ func TestURLChecksMatchPgx(t *testing.T) {
 		{url: "postgres://?host=/tmp&password=" + atPW, user: any, pw: atPW, host: "/tmp", db: any},
 		{url: "postgres://?host=/tmp&user=u&password=" + atPW + "&dbname=db", user: "u", pw: atPW, host: "/tmp", db: "db"},
 		{url: "postgres://u:" + pw + "@h/db?application_name=a%40b", user: "u", pw: pw, host: "h", db: "db"},
+		{url: "postgres://alice@h/db?krbspn=postgres/h@EXAMPLE.COM", user: "alice", host: "h", db: "db"}, // no password: nothing to split
 		{url: "postgres://h/db?password=" + atPW, user: any, pw: atPW, host: "h", db: "db"},
 		{url: "postgres://us?er@h/db", user: "us?er", host: "h", db: "db"},
 		{url: "postgres://h?sslmode=disable", user: any, host: "h", db: any},
