@@ -44,7 +44,7 @@ func (d Driver) MarshalJSON() ([]byte, error) {
 // redacted.
 func (s Store) GoString() string {
 	type plain Store // no methods: no recursion; Driver keeps its own
-	return strings.Replace(fmt.Sprintf("%#v", plain(s)), "config.plain{", "config.Store{", 1)
+	return redact.GoString("config.Store", plain(s))
 }
 
 // secretKeys are the parts of an option's name that make its value a

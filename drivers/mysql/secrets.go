@@ -24,7 +24,7 @@ func (o Options) String() string {
 // printed inside another value).
 func (o Options) GoString() string {
 	type plain Options
-	return "mysql.Options" + strings.TrimPrefix(fmt.Sprintf("%#v", plain(o.redacted())), "mysql.plain")
+	return redact.GoString("mysql.Options", plain(o.redacted()))
 }
 
 // Format prints the options as String does (GoString for %#v): see

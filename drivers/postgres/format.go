@@ -3,7 +3,6 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/internal/redact"
@@ -36,8 +35,7 @@ func (o Options) String() string {
 
 // GoString describes the options, secrets redacted, as %#v would.
 func (o Options) GoString() string {
-	s := fmt.Sprintf("%#v", plainOptions(o.redacted()))
-	return "postgres.Options" + strings.TrimPrefix(s, "postgres.plainOptions")
+	return redact.GoString("postgres.Options", plainOptions(o.redacted()))
 }
 
 // Format prints the options as String does (GoString for %#v): see

@@ -23,7 +23,7 @@ func (o Options) String() string {
 // printed inside another value).
 func (o Options) GoString() string {
 	type plain Options
-	return "redis.Options" + strings.TrimPrefix(fmt.Sprintf("%#v", plain(o.redacted())), "redis.plain")
+	return redact.GoString("redis.Options", plain(o.redacted()))
 }
 
 // Format prints the options as String does (GoString for %#v): see

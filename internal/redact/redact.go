@@ -5,6 +5,7 @@ package redact
 import (
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Format is the Format method of such a type: it prints str() with the
@@ -23,4 +24,12 @@ func Format(f fmt.State, verb rune, str, goStr func() string) {
 		return
 	}
 	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), str())
+}
+
+// GoString is the GoString method of such a type: plain, its redacted
+// value converted to a type without methods (so that fmt does not call
+// back), in Go syntax, named as name (the type's "pkg.T") instead of the
+// plain type.
+func GoString(name string, plain any) string {
+	return name + strings.TrimPrefix(fmt.Sprintf("%#v", plain), fmt.Sprintf("%T", plain))
 }

@@ -35,3 +35,11 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestGoString: the plain type's name gives way to the type's.
+func TestGoString(t *testing.T) {
+	type plain secretive
+	if got, want := GoString("redact.secretive", plain{"xxxxx"}), `redact.secretive{secret:"xxxxx"}`; got != want {
+		t.Fatalf("GoString = %s; want %s", got, want)
+	}
+}
