@@ -30,6 +30,10 @@ type defaulter interface {
 // ErrNoStore reports an exclusive job whose lock store cannot be found.
 var ErrNoStore = errors.New("schedule: no lock store")
 
+// ErrStopped is the cause of the end of a run's ctx when the scheduler
+// stops.
+var ErrStopped = errors.New("schedule: scheduler stopped")
+
 // ErrState reports Start on a started or stopped Scheduler.
 var ErrState = errors.New("schedule: scheduler already started or stopped")
 
@@ -64,8 +68,9 @@ type Scheduler struct {
 
 	mu      sync.Mutex
 	state   int // 0 new, 1 started, 2 stopped
+	holding map[*job]time.Time // the holds going, and their ends
 	ctx     context.Context
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc
 	wg      sync.WaitGroup
 	stopped chan struct{}
 
@@ -78,9 +83,14 @@ type Scheduler struct {
 // job is a Job with its timetable and run state.
 type job struct {
 	Job
-	plan    plan
-	lock    string
-	running atomic.Bool
+	plan     plan
+	lock     string
+	running  atomic.Bool
+	watching atomic.Bool // a watch of another instance's holding is going
+	skew     skewCheck
+
+	mu         sync.Mutex
+	lastHolder string // token of the holder found at the last instant
 }
 
 // New validates the jobs and returns a Scheduler that runs them once
@@ -126,7 +136,7 @@ func (s *Scheduler) Start(context.Context) error {
 		return ErrState
 	}
 	s.state = 1
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.holds, s.endHolds = context.WithCancel(context.Background())
 	for _, j := range s.jobs {
 		s.wg.Go(func() { s.loop(j) })
@@ -161,7 +171,7 @@ const maxStopMargin = time.Second
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	if s.state == 1 {
-		s.cancel()
+		s.cancel(ErrStopped)
 	}
 	s.state = 2
 	started := s.ctx != nil
@@ -172,6 +182,8 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	hctx, cancel := holdsBound(ctx)
 	defer cancel()
 	defer context.AfterFunc(hctx, s.endHolds)()
+	warn := time.AfterFunc(stopWarnAfter, s.warnHolds)
+	defer warn.Stop()
 	select {
 	case <-s.stopped:
 		return nil
