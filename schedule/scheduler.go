@@ -67,7 +67,7 @@ type Scheduler struct {
 	jobs []*job
 
 	mu      sync.Mutex
-	state   int // 0 new, 1 started, 2 stopped
+	state   int                // 0 new, 1 started, 2 stopped
 	holding map[*job]time.Time // the holds going, and their ends
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
