@@ -32,14 +32,16 @@ const watchSlack = 20 * time.Millisecond
 func (s *Scheduler) watch(log *zap.Logger, j *job, m *component.Mutex, ins drivers.Inspector, key string, planned time.Time, info drivers.LockInfo, seen time.Time) {
 	ttl := j.ttl(planned)
 	end := planned.Add(j.plan.hold(planned) * 3 / 4)
-	timer := time.NewTimer(0)
+	wait := func(info drivers.LockInfo) time.Duration {
+		if info.TTL > 0 {
+			return min(ttl/3, info.TTL+watchSlack)
+		}
+		return ttl / 3
+	}
+	next := seen.Add(wait(info))
+	timer := time.NewTimer(time.Until(next))
 	defer timer.Stop()
 	for {
-		wait := ttl / 3
-		if info.TTL > 0 {
-			wait = min(wait, info.TTL+watchSlack)
-		}
-		timer.Reset(time.Until(seen.Add(wait)))
 		select {
 		case <-s.ctx.Done():
 			return
@@ -52,12 +54,13 @@ func (s *Scheduler) watch(log *zap.Logger, j *job, m *component.Mutex, ins drive
 			return
 		case err != nil:
 			log.Debug("exclusive job's holder could not be inspected", zap.Error(err))
-			seen = now
+			timer.Reset(ttl / 3)
 			continue
 		case held && cur.Token == info.Token && info.TTL == 0 && !s.opts.Clock.Now().Before(end):
 			return // a session lock held past end: nothing more to tell
 		case held && cur.Token == info.Token:
 			info, seen = cur, now
+			timer.Reset(time.Until(seen.Add(wait(info))))
 			continue
 		}
 		var cause string
