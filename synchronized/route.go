@@ -23,7 +23,11 @@ var ErrRoute = errors.New("synchronized: a lock name field is not a wildcard of 
 // fails here with an error wrapping ErrTemplate that names it, rather than
 // on every request. A pattern mux refuses (malformed, conflicting) is
 // returned as an error too, where mux.Handle panics.
-func Handle(mux *http.ServeMux, pattern, tmpl string, h http.Handler, opts Options) (err error) {
+//
+// outer are middlewares run before the lock is taken, the first
+// outermost: authentication belongs there, so that anonymous requests
+// never take or wait for a lock.
+func Handle(mux *http.ServeMux, pattern, tmpl string, h http.Handler, opts Options, outer ...func(http.Handler) http.Handler) (err error) {
 	t, err := ParseTemplate(tmpl)
 	if err != nil {
 		return err
@@ -44,7 +48,11 @@ func Handle(mux *http.ServeMux, pattern, tmpl string, h http.Handler, opts Optio
 			err = fmt.Errorf("synchronized: pattern %q: %v", pattern, p)
 		}
 	}()
-	mux.Handle(pattern, mw(h))
+	h = mw(h)
+	for _, o := range slices.Backward(outer) {
+		h = o(h)
+	}
+	mux.Handle(pattern, h)
 	return nil
 }
 

@@ -49,8 +49,21 @@ func TestHandleChecksTemplateAgainstPattern(t *testing.T) {
 			}
 		})
 	}
+	// outer middlewares run before the lock, the first outermost
+	var order []string
+	outer := func(name string) func(http.Handler) http.Handler {
+		return func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if synchronized.LockFrom(r.Context()) != nil {
+					t.Errorf("%s ran holding the lock", name)
+				}
+				order = append(order, name)
+				next.ServeHTTP(w, r)
+			})
+		}
+	}
 	mux := http.NewServeMux()
-	if err := synchronized.Handle(mux, "POST /orders/{id}/pay", "order:{id}", ok, synchronized.Options{Mutex: m}); err != nil {
+	if err := synchronized.Handle(mux, "POST /orders/{id}/pay", "order:{id}", ok, synchronized.Options{Mutex: m}, outer("auth"), outer("trace")); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(mux)
@@ -58,6 +71,9 @@ func TestHandleChecksTemplateAgainstPattern(t *testing.T) {
 	resp, body := post(t, srv, "/orders/a:b/pay")
 	if resp.StatusCode != http.StatusOK || string(body) != "order:a%3Ab" {
 		t.Fatalf("%d %q, want 200 order:a%%3Ab", resp.StatusCode, body)
+	}
+	if strings.Join(order, ",") != "auth,trace" {
+		t.Fatalf("outer middlewares ran %v, want auth, trace", order)
 	}
 	if err := synchronized.Handle(mux, "POST /orders/{id}/pay", "order:{id}", ok, synchronized.Options{Mutex: m}); err == nil {
 		t.Fatal("a conflicting pattern was registered")
