@@ -164,7 +164,8 @@ const maxStopMargin = time.Second
 // holds end early, and their locks are released, a tenth of the time left
 // (1 s at most) before ctx's deadline, or when ctx ends: then an instance
 // late by more than the time between the instant and that moment may run
-// the instant again. Give Stop at least the hold to avoid that.
+// the instant again. Give Stop at least the hold to avoid that. A Stop
+// still waiting for a hold after a second logs it at warn level.
 //
 // Every Stop after a successful Start waits for the runs (a second Stop
 // too); Stop on a Scheduler never started returns nil.
