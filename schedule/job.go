@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mutexfx/mutexfx/component"
 )
 
 // ErrInvalidJob reports a Job that cannot be scheduled; the error names the
@@ -62,7 +64,7 @@ type Job struct {
 	// TTL is the time to live of an exclusive job's lock, renewed (every
 	// TTL/3) while the job runs and during the hold: when the process
 	// running it dies, the lock is free TTL after its last renewal at
-	// most, and the next instant runs elsewhere. 10 ms at least.
+	// most, and the next instant runs elsewhere. From 10 ms to 100 years.
 	// Default: a quarter of the period (of the time to the next instant
 	// for Cron), at least 1 s, at most 30 s.
 	TTL time.Duration
@@ -104,8 +106,8 @@ func (j Job) plan(loc *time.Location, now time.Time) (plan, error) {
 		return plan{}, bad("Run", "required")
 	case (j.Every != 0) == (j.Cron != ""):
 		return plan{}, bad("Every/Cron", "set exactly one")
-	case j.TTL != 0 && j.TTL < minTTL:
-		return plan{}, bad("TTL", "must be at least %v, got %v", minTTL, j.TTL)
+	case j.TTL != 0 && (j.TTL < minTTL || j.TTL > component.MaxTTL):
+		return plan{}, bad("TTL", "must be from %v to 100 years, got %v", minTTL, j.TTL)
 	case j.Every != 0 && j.Every < time.Millisecond:
 		return plan{}, bad("Every", "must be at least 1ms, got %v", j.Every)
 	case j.Every != 0:
