@@ -230,7 +230,7 @@ func (s *Scheduler) loop(j *job) {
 		now := clock.Now()
 		if late := now.Sub(planned); late > j.plan.hold(planned) {
 			s.log.Warn("scheduled job missed an instant", zap.String("job", j.Name),
-				zap.Time("planned", planned), zap.Duration("late", late))
+				zap.Time("planned", planned), zap.Duration("late", late), zap.String("cause", "late"))
 			from = now
 			continue
 		}
@@ -251,7 +251,8 @@ func (s *Scheduler) startRun(j *job, planned time.Time) bool {
 		return false
 	}
 	if !j.running.CompareAndSwap(false, true) {
-		s.log.Warn("scheduled job still running, instant skipped", zap.String("job", j.Name), zap.Time("planned", planned))
+		s.log.Warn("scheduled job still running, instant skipped", zap.String("job", j.Name), zap.Time("planned", planned),
+			zap.String("cause", "running"))
 		return true
 	}
 	s.wg.Go(func() {
