@@ -106,7 +106,7 @@ func childKillable() error {
 	defer logFile.Close()
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.RFC3339NanoTimeEncoder
-	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(logFile), zapcore.WarnLevel))
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(logFile), zapcore.DebugLevel))
 	var mu sync.Mutex
 	s, err := schedule.New(schedule.Options{Mutex: m, Clock: schedule.OffsetClock(offset), Logger: log},
 		killJob(rerun, func(p time.Time) {
@@ -124,9 +124,9 @@ func childKillable() error {
 	return s.Stop(context.Background())
 }
 
-// warned reports whether a killable child logged, at warn level, msg
+// childLogged reports whether a killable child logged, at level, msg
 // about the instant planned.
-func warned(t *testing.T, path, msg string, planned time.Time) bool {
+func childLogged(t *testing.T, path, level, msg string, planned time.Time) bool {
 	t.Helper()
 	b, err := os.ReadFile(path + ".log")
 	if os.IsNotExist(err) {
@@ -140,7 +140,7 @@ func warned(t *testing.T, path, msg string, planned time.Time) bool {
 			Level, Msg string
 			Planned    time.Time
 		}
-		if json.Unmarshal([]byte(line), &e) == nil && e.Level == "warn" && e.Msg == msg && e.Planned.Equal(planned) {
+		if json.Unmarshal([]byte(line), &e) == nil && e.Level == level && e.Msg == msg && e.Planned.Equal(planned) {
 			return true
 		}
 	}
@@ -241,12 +241,16 @@ func TestKilledRunnerLosesOnlyItsInstant(t *testing.T) {
 				}
 				return false
 			})
-			// A moment into the run: once every instance tried the instant
-			// (the parent, whose clock is the latest, skipped it). Killed
+			// A moment into the run: once the other two instances tried the
+			// instant and skipped it. Killed
 			// earlier, a session lock (advisory) is free when the parent
 			// tries, and the parent runs the instant.
-			waitForLong(t, "the parent to skip the instant", killPeriod, func() bool {
-				for _, e := range obs.FilterMessage("exclusive job run by another instance, skipped").All() {
+			const skipped = "exclusive job run by another instance, skipped"
+			waitForLong(t, "the other instances to skip the instant", killPeriod, func() bool {
+				if !childLogged(t, outs[1-killed], "debug", skipped, planned) {
+					return false
+				}
+				for _, e := range obs.FilterMessage(skipped).All() {
 					if at, ok := e.ContextMap()["planned"].(time.Time); ok && at.Equal(planned) {
 						return true
 					}
@@ -301,7 +305,7 @@ func TestKilledRunnerLosesOnlyItsInstant(t *testing.T) {
 						return true
 					}
 				}
-				return sc.rerun && warned(t, outs[1-killed], interrupted, planned)
+				return sc.rerun && childLogged(t, outs[1-killed], "warn", interrupted, planned)
 			})
 		})
 	}
