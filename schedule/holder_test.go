@@ -14,7 +14,8 @@ import (
 // TestSkipNamesHolder: an instance skipping an instant names the holder
 // (the same holder id as the runner's own log lines), at debug level; when
 // the holder's run has outlived the period, at the next instant, at info
-// level with the cause.
+// level with the cause. Holdings released by their holder are not
+// reported as interrupted.
 func TestSkipNamesHolder(t *testing.T) {
 	t.Parallel()
 	const every = 400 * time.Millisecond
@@ -65,5 +66,12 @@ func TestSkipNamesHolder(t *testing.T) {
 	waitFor(t, "A's run to end", func() bool { return obsA.FilterMessage("scheduled job done").Len() > 0 })
 	if got := obsA.FilterMessage("scheduled job done").All()[0].ContextMap()["holder"]; got != holder {
 		t.Fatalf("A logs holder %v, B %q", got, holder)
+	}
+	// B watched A's holdings, released by A: none was interrupted.
+	waitFor(t, "B to skip two more instants", func() bool {
+		return obsB.FilterMessage("exclusive job run by another instance, skipped").Len() >= len(skipped)+2
+	})
+	if got := obsB.FilterMessage("exclusive job's instant interrupted on another instance").All(); len(got) != 0 {
+		t.Fatalf("B reported released holdings as interrupted: %v", got[0].ContextMap())
 	}
 }
