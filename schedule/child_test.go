@@ -28,11 +28,17 @@ const (
 
 // runChild plays a child role and returns the exit code.
 func runChild(role string) int {
-	if role != "scheduler" {
+	var run func() error
+	switch role {
+	case "scheduler":
+		run = childScheduler
+	case "killable":
+		run = childKillable
+	default:
 		fmt.Fprintf(os.Stderr, "unknown child role %q\n", role)
 		return 2
 	}
-	if err := childScheduler(); err != nil {
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 1
 	}

@@ -33,6 +33,23 @@ func Provide(jobs ...Job) fx.Option {
 	return fx.Options(opts...)
 }
 
+// ProvideJob adds to the group run by Module the jobs built by
+// constructors: functions whose parameters are taken from the fx graph
+// and which return a Job, or a Job and an error. A job's dependencies are
+// so injected:
+//
+//	schedule.ProvideJob(func(db *sql.DB) schedule.Job {
+//		return schedule.Job{Name: "purge", Cron: "0 3 * * *", Exclusive: true,
+//			Run: func(ctx context.Context) error { return purge(ctx, db) }}
+//	})
+func ProvideJob(constructors ...any) fx.Option {
+	opts := make([]fx.Option, len(constructors))
+	for i, c := range constructors {
+		opts[i] = fx.Provide(fx.Annotate(c, fx.ResultTags(`group:"`+JobsGroup+`"`)))
+	}
+	return fx.Options(opts...)
+}
+
 type fxParams struct {
 	fx.In
 	Lifecycle fx.Lifecycle

@@ -106,3 +106,42 @@ func TestFxStopWaitsForJob(t *testing.T) {
 		t.Fatal("the app stopped before its running job returned")
 	}
 }
+
+// greeter is a dependency injected into a job.
+type greeter struct{ ran chan string }
+
+// TestFxProvideJobInjects: ProvideJob builds a job from the graph (its
+// constructor takes *greeter), which runs with it; a constructor's error
+// fails the app.
+func TestFxProvideJobInjects(t *testing.T) {
+	t.Parallel()
+	g := &greeter{ran: make(chan string, 1)}
+	app := fxtest.New(t, fx.NopLogger, mutexfx.Module(fxConfig(t)), schedule.Module,
+		fx.Supply(g),
+		schedule.ProvideJob(func(g *greeter) schedule.Job {
+			return schedule.Job{Name: "fx-injected", Every: 10 * time.Millisecond, Run: func(context.Context) error {
+				select {
+				case g.ran <- "fx-injected":
+				default:
+				}
+				return nil
+			}}
+		}))
+	app.RequireStart()
+	defer app.RequireStop()
+	select {
+	case name := <-g.ran:
+		if name != "fx-injected" {
+			t.Fatalf("ran %q", name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the injected job did not run")
+	}
+
+	boom := errors.New("boom")
+	bad := fx.New(fx.NopLogger, mutexfx.Module(fxConfig(t)), schedule.Module,
+		schedule.ProvideJob(func() (schedule.Job, error) { return schedule.Job{}, boom }))
+	if err := bad.Err(); !errors.Is(err, boom) {
+		t.Fatalf("fx.New with a failing job constructor: %v", err)
+	}
+}

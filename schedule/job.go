@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mutexfx/mutexfx/component"
 )
 
 // ErrInvalidJob reports a Job that cannot be scheduled; the error names the
@@ -59,6 +61,24 @@ type Job struct {
 	// Default: Options.Mutex, else the Resolver's default store.
 	Store string
 
+	// TTL is the time to live of an exclusive job's lock, renewed (every
+	// TTL/3) while the job runs and during the hold: when the process
+	// running it dies, the lock is free TTL after its last renewal at
+	// most, and the next instant runs elsewhere. From 10 ms to 100 years.
+	// Default: a quarter of the period (of the time to the next instant
+	// for Cron), at least 1 s, at most 30 s.
+	TTL time.Duration
+
+	// RerunInterrupted re-runs, once, an instant whose exclusive run was
+	// interrupted by the crash of the instance running it (its lock
+	// expired instead of being released) or by the loss of its lock: an
+	// instance that skipped the instant and saw it end so runs it again,
+	// with Planned the original instant. The re-run is not re-run. The
+	// instant then runs at least once, possibly twice (the interrupted
+	// run may have done part or all of its work): make the job
+	// idempotent. Default: false (at most once).
+	RerunInterrupted bool
+
 	// Run is the work. Its ctx ends when the scheduler stops and, for an
 	// exclusive job, when its lock is lost (cause wrapping
 	// component.ErrLost); it carries the planned instant (Planned) and the
@@ -86,6 +106,8 @@ func (j Job) plan(loc *time.Location, now time.Time) (plan, error) {
 		return plan{}, bad("Run", "required")
 	case (j.Every != 0) == (j.Cron != ""):
 		return plan{}, bad("Every/Cron", "set exactly one")
+	case j.TTL != 0 && (j.TTL < minTTL || j.TTL > component.MaxTTL):
+		return plan{}, bad("TTL", "must be from %v to 100 years, got %v", minTTL, j.TTL)
 	case j.Every != 0 && j.Every < time.Millisecond:
 		return plan{}, bad("Every", "must be at least 1ms, got %v", j.Every)
 	case j.Every != 0:
@@ -121,15 +143,40 @@ const maxHold = 30 * time.Second
 // time to the next instant, 30 s at most (30 s when there is no next
 // instant).
 func (p plan) hold(planned time.Time) time.Duration {
-	period := p.every
-	if period == 0 {
-		next := p.next(planned)
-		if next.IsZero() {
-			return maxHold
-		}
-		period = next.Sub(planned)
+	return min(p.period(planned)/2, maxHold)
+}
+
+// minTTL is the least Job.TTL, the component's least ttl; minFitTTL the
+// least default one, so that renewals every third of it keep up on a
+// loaded host.
+const (
+	minTTL    = 10 * time.Millisecond
+	minFitTTL = time.Second
+)
+
+// period is the time from planned to the next instant (maxHold*2 when
+// there is none).
+func (p plan) period(planned time.Time) time.Duration {
+	if p.every > 0 {
+		return p.every
 	}
-	return min(period/2, maxHold)
+	next := p.next(planned)
+	if next.IsZero() {
+		return 2 * maxHold
+	}
+	return next.Sub(planned)
+}
+
+// ttl is the ttl of the exclusive run of j at planned: Job.TTL, else a
+// quarter of the period, at least minFitTTL, at most maxHold (the
+// component's default ttl). A quarter, so that a runner dying at the end
+// of a run as long as three quarters of the period frees the lock before
+// the next instant.
+func (j *job) ttl(planned time.Time) time.Duration {
+	if j.TTL > 0 {
+		return j.TTL
+	}
+	return min(max(j.plan.period(planned)/4, minFitTTL), maxHold)
 }
 
 // plannedKey is the context key of the planned instant.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/schedule"
 )
 
@@ -26,6 +27,9 @@ func TestNewRejectsInvalidJobs(t *testing.T) {
 		{"six fields", []schedule.Job{{Name: "a", Cron: "0 0 3 * * *", Run: run}}},
 		{"@every", []schedule.Job{{Name: "a", Cron: "@every 5m", Run: run}}},
 		{"@every with a zone", []schedule.Job{{Name: "a", Cron: "CRON_TZ=UTC @every 5m", Run: run}}},
+		{"ttl too short", []schedule.Job{{Name: "a", Every: time.Second, TTL: time.Millisecond, Run: run}}},
+		{"negative ttl", []schedule.Job{{Name: "a", Every: time.Second, TTL: -time.Second, Run: run}}},
+		{"ttl too long", []schedule.Job{{Name: "a", Every: time.Second, TTL: component.MaxTTL + 1, Run: run}}},
 		{"duplicate", []schedule.Job{{Name: "a", Every: time.Second, Run: run}, {Name: "a", Cron: "@daily", Run: run}}},
 	}
 	for _, tt := range tests {
@@ -40,6 +44,7 @@ func TestNewRejectsInvalidJobs(t *testing.T) {
 		{Name: "cron", Cron: "0 3 * * *", Run: run},
 		{Name: "tz", Cron: "CRON_TZ=Europe/Paris 0 3 * * *", Run: run},
 		{Name: "daily", Cron: "@daily", Run: run},
+		{Name: "ttl", Every: time.Minute, Exclusive: true, TTL: 10 * time.Millisecond, Run: run},
 	}
 	if _, err := schedule.New(schedule.Options{}, ok...); err != nil {
 		t.Fatal(err)

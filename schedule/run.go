@@ -24,52 +24,60 @@ func (s *Scheduler) fire(j *job, planned time.Time) {
 		log.Error("exclusive job not run: its lock store is missing", zap.Error(err))
 		return
 	}
+	defer s.checkSkew(ctx, log, j, m, planned)
 	// An instance whose clock is ahead has held the lock since its own
 	// planned instant and releases it hold later by its clock: an attempt
 	// this late could find it released already and run the instant again.
 	// Up to half the hold late, the instances' clocks may differ by up to
 	// the other half (less the store's answer time).
 	if late := s.opts.Clock.Now().Sub(planned); late > j.plan.hold(planned)/2 {
-		log.Warn("exclusive job skipped an instant: too late to be sure no other instance ran it", zap.Duration("late", late))
+		log.Warn("exclusive job skipped an instant: too late to be sure no other instance ran it",
+			zap.Duration("late", late), zap.String("cause", "late"))
 		return
 	}
-	lock, err := m.TryAcquire(ctx, j.lock)
+	lock, err := m.TryAcquire(ctx, j.lock, component.WithTTL(j.ttl(planned)))
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return // stopping
 	case err != nil:
-		log.Error("exclusive job not run: its lock could not be tried", zap.String("lock", j.lock), zap.Error(err))
+		log.Error("exclusive job not run: its lock could not be tried",
+			zap.String("lock", j.lock), zap.String("cause", "store error"), zap.Error(err))
 		return
 	case lock == nil:
-		log.Debug("exclusive job run by another instance, skipped", zap.String("lock", j.lock))
+		s.skipped(ctx, log, j, m, planned)
 		return
 	}
+	j.sawHolder("")
+	s.runHeld(ctx, log, j, lock, planned)
+}
+
+// runHeld runs j holding lock for planned, then keeps lock until the hold
+// ends.
+func (s *Scheduler) runHeld(ctx context.Context, log *zap.Logger, j *job, lock *component.Lock, planned time.Time) {
+	log = log.With(zap.String("holder", holderID(lock.Token())), zap.Uint64("fence", lock.Fence()))
 	_ = component.Run(ctx, lock, func(lctx context.Context, l *component.Lock) error {
 		s.call(lctx, log, j)
-		s.hold(l, planned.Add(j.plan.hold(planned)))
+		s.hold(j, l, planned.Add(j.plan.hold(planned)))
 		return nil
 	})
 }
 
-// hold keeps l until the clock reads until, so that instances whose clocks
-// are late find it held and skip the instant. The scheduler's stop does
-// not end it (those instances still run); l ending (lost) and the end of
-// a Stop's ctx do (see Stop).
-func (s *Scheduler) hold(l *component.Lock, until time.Time) {
-	ctx, cancel := context.WithCancel(s.holds)
-	defer cancel()
-	defer context.AfterFunc(l.Context(), cancel)()
-	_ = s.opts.Clock.SleepUntil(ctx, until)
-}
-
-// call runs the job's function, recovering and logging a panic.
+// call runs the job's function, recovering and logging a panic. A run
+// whose ctx ended before it returned (the scheduler stopping, the lock
+// lost) is logged at warn level as interrupted, with the cause.
 func (s *Scheduler) call(ctx context.Context, log *zap.Logger, j *job) {
+	start := time.Now()
+	defer func() {
+		if ctx.Err() != nil {
+			log.Warn("scheduled job interrupted", zap.Duration("took", time.Since(start)),
+				zap.NamedError("cause", context.Cause(ctx)))
+		}
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			log.Error("scheduled job panicked", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
 		}
 	}()
-	start := time.Now()
 	if err := j.Run(ctx); err != nil {
 		log.Error("scheduled job failed", zap.Duration("took", time.Since(start)), zap.Error(err))
 		return

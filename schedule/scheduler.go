@@ -30,6 +30,10 @@ type defaulter interface {
 // ErrNoStore reports an exclusive job whose lock store cannot be found.
 var ErrNoStore = errors.New("schedule: no lock store")
 
+// ErrStopped is the cause of the end of a run's ctx when the scheduler
+// stops.
+var ErrStopped = errors.New("schedule: scheduler stopped")
+
 // ErrState reports Start on a started or stopped Scheduler.
 var ErrState = errors.New("schedule: scheduler already started or stopped")
 
@@ -63,9 +67,10 @@ type Scheduler struct {
 	jobs []*job
 
 	mu      sync.Mutex
-	state   int // 0 new, 1 started, 2 stopped
+	state   int                // 0 new, 1 started, 2 stopped
+	holding map[*job]time.Time // the holds going, and their ends
 	ctx     context.Context
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc
 	wg      sync.WaitGroup
 	stopped chan struct{}
 
@@ -78,9 +83,14 @@ type Scheduler struct {
 // job is a Job with its timetable and run state.
 type job struct {
 	Job
-	plan    plan
-	lock    string
-	running atomic.Bool
+	plan     plan
+	lock     string
+	running  atomic.Bool
+	watching atomic.Bool // a watch of another instance's holding is going
+	skew     skewCheck
+
+	mu         sync.Mutex
+	lastHolder string // token of the holder found at the last instant
 }
 
 // New validates the jobs and returns a Scheduler that runs them once
@@ -126,7 +136,7 @@ func (s *Scheduler) Start(context.Context) error {
 		return ErrState
 	}
 	s.state = 1
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.holds, s.endHolds = context.WithCancel(context.Background())
 	for _, j := range s.jobs {
 		s.wg.Go(func() { s.loop(j) })
@@ -154,14 +164,15 @@ const maxStopMargin = time.Second
 // holds end early, and their locks are released, a tenth of the time left
 // (1 s at most) before ctx's deadline, or when ctx ends: then an instance
 // late by more than the time between the instant and that moment may run
-// the instant again. Give Stop at least the hold to avoid that.
+// the instant again. Give Stop at least the hold to avoid that. A Stop
+// still waiting for a hold after a second logs it at warn level.
 //
 // Every Stop after a successful Start waits for the runs (a second Stop
 // too); Stop on a Scheduler never started returns nil.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	if s.state == 1 {
-		s.cancel()
+		s.cancel(ErrStopped)
 	}
 	s.state = 2
 	started := s.ctx != nil
@@ -172,6 +183,8 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	hctx, cancel := holdsBound(ctx)
 	defer cancel()
 	defer context.AfterFunc(hctx, s.endHolds)()
+	warn := time.AfterFunc(stopWarnAfter, s.warnHolds)
+	defer warn.Stop()
 	select {
 	case <-s.stopped:
 		return nil
@@ -217,7 +230,7 @@ func (s *Scheduler) loop(j *job) {
 		now := clock.Now()
 		if late := now.Sub(planned); late > j.plan.hold(planned) {
 			s.log.Warn("scheduled job missed an instant", zap.String("job", j.Name),
-				zap.Time("planned", planned), zap.Duration("late", late))
+				zap.Time("planned", planned), zap.Duration("late", late), zap.String("cause", "late"))
 			from = now
 			continue
 		}
@@ -238,7 +251,8 @@ func (s *Scheduler) startRun(j *job, planned time.Time) bool {
 		return false
 	}
 	if !j.running.CompareAndSwap(false, true) {
-		s.log.Warn("scheduled job still running, instant skipped", zap.String("job", j.Name), zap.Time("planned", planned))
+		s.log.Warn("scheduled job still running, instant skipped", zap.String("job", j.Name), zap.Time("planned", planned),
+			zap.String("cause", "running"))
 		return true
 	}
 	s.wg.Go(func() {

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers/memory"
 	"github.com/mutexfx/mutexfx/schedule"
@@ -251,7 +254,8 @@ func TestStopCancelsAndWaitsForRunningJob(t *testing.T) {
 	m := newMutex(t, memory.New())
 	started := make(chan struct{})
 	var returned atomic.Bool
-	s, err := schedule.New(schedule.Options{Mutex: m}, schedule.Job{Name: "long", Every: 10 * time.Millisecond, Exclusive: true, Run: func(ctx context.Context) error {
+	log, obs := logs()
+	s, err := schedule.New(schedule.Options{Mutex: m, Logger: log}, schedule.Job{Name: "long", Every: 10 * time.Millisecond, Exclusive: true, Run: func(ctx context.Context) error {
 		close(started)
 		<-ctx.Done()
 		time.Sleep(20 * time.Millisecond) // cleaning up after the cancel
@@ -274,6 +278,17 @@ func TestStopCancelsAndWaitsForRunningJob(t *testing.T) {
 	}
 	if n := len(m.Held()); n != 0 {
 		t.Fatalf("%d locks still held after Stop", n)
+	}
+	checkInterrupted(t, obs, schedule.ErrStopped)
+}
+
+// checkInterrupted fails unless obs holds a warning of an interrupted run
+// whose cause is cause.
+func checkInterrupted(t *testing.T, obs *observer.ObservedLogs, cause error) {
+	t.Helper()
+	got := obs.FilterMessage("scheduled job interrupted").All()
+	if len(got) != 1 || got[0].Level != zapcore.WarnLevel || !strings.Contains(fmt.Sprint(got[0].ContextMap()["cause"]), cause.Error()) {
+		t.Fatalf("interrupted runs logged %v, want one warning with cause %v", got, cause)
 	}
 }
 
@@ -317,10 +332,11 @@ func TestLostLockCancelsJob(t *testing.T) {
 	m := newMutex(t, drv)
 	cause := make(chan error, 1)
 	entered := make(chan struct{})
+	log, obs := logs()
 	// The first instant is up to half an hour away: run with a clock just
 	// before the next one.
 	clock := schedule.OffsetClock(time.Until(time.Now().Truncate(time.Hour / 2).Add(time.Hour/2 - 20*time.Millisecond)))
-	s, err := schedule.New(schedule.Options{Mutex: m, Clock: clock}, schedule.Job{Name: "lose", Key: "lose-key", Every: time.Hour / 2, Exclusive: true, Run: func(ctx context.Context) error {
+	s, err := schedule.New(schedule.Options{Mutex: m, Clock: clock, Logger: log}, schedule.Job{Name: "lose", Key: "lose-key", Every: time.Hour / 2, Exclusive: true, Run: func(ctx context.Context) error {
 		close(entered)
 		<-ctx.Done()
 		cause <- context.Cause(ctx)
@@ -340,4 +356,5 @@ func TestLostLockCancelsJob(t *testing.T) {
 		t.Fatalf("cause = %v, want ErrLost", err)
 	}
 	stop(t, s)
+	checkInterrupted(t, obs, component.ErrLost)
 }

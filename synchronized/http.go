@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.uber.org/zap"
 	"net/http"
 
 	"github.com/mutexfx/mutexfx/component"
@@ -18,7 +19,10 @@ import (
 // requests never share a name: under "{tenant}:{id}", /t/a:b/orders/c locks
 // "a%3Ab:c" and /t/a/orders/b:c locks "a:b%3Ac".
 //
-// A malformed tmpl, or Options naming no store, fail here. Per request:
+// A malformed tmpl, or Options naming no store, fail here; Handle also
+// checks tmpl's fields against the route's pattern. Per request:
+//   - a field that is not a wildcard of the request's pattern: 500 (code
+//     E_MUTEX_ROUTE), logged at error level (a server bug, see ErrRoute);
 //   - a field missing or empty: 400 (code E_MUTEX_LOCK_NAME);
 //   - the lock not acquired in time (or held, with NoWait): 409
 //     (E_MUTEX_TIMEOUT);
@@ -41,7 +45,11 @@ func Middleware(tmpl string, opts Options) (func(http.Handler) http.Handler, err
 	if err != nil {
 		return nil, err
 	}
+	route := &routeFields{fields: t.Fields()}
 	return MiddlewareFunc(func(r *http.Request) (string, error) {
+		if err := route.check(r); err != nil {
+			return "", err
+		}
 		return t.Execute(func(field string) (string, bool) {
 			v := r.PathValue(field)
 			return v, v != ""
@@ -90,7 +98,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil && name == "" {
 		err = component.ErrEmptyName
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrRoute):
+		h.l.log.Error("lock name template does not fit the route: a server bug, answered 500",
+			zap.String("method", r.Method), zap.String("pattern", r.Pattern), zap.Error(err))
+		h.l.onErr(w, r, err)
+		return
+	case errors.Is(err, ErrBodyTooLarge), errors.Is(err, ErrBody):
+		h.l.onErr(w, r, err)
+		return
+	case err != nil:
 		h.l.onErr(w, r, fmt.Errorf("%w: %w", ErrLockName, err))
 		return
 	}

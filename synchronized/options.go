@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.uber.org/zap"
 	"net/http"
 	"time"
 
@@ -56,6 +57,16 @@ type Options struct {
 	// Default: the store's ttl (30 s unless configured).
 	TTL time.Duration
 
+	// MaxBodyBytes bounds the request body JSONMiddleware reads (HTTP
+	// only): a larger body is answered 413.
+	// Default: 1 MiB.
+	MaxBodyBytes int64
+
+	// Logger logs the requests answered 500 because the lock name
+	// template does not fit the route (HTTP only).
+	// Default: no logging.
+	Logger *zap.Logger
+
 	// ErrorHandler writes the HTTP response when no lock could be taken
 	// (HTTP middleware only). It is not called when the client went away
 	// (the request's ctx cancelled without a cause); it is, with an error
@@ -70,6 +81,7 @@ type locker struct {
 	opts   []component.AcquireOption
 	noWait bool
 	onErr  func(http.ResponseWriter, *http.Request, error)
+	log    *zap.Logger
 }
 
 func (o Options) locker() (*locker, error) {
@@ -101,7 +113,13 @@ func (o Options) locker() (*locker, error) {
 	if o.TTL > component.MaxTTL {
 		return nil, &component.OptionError{Field: "TTL", Msg: "must be at most 100 years"}
 	}
-	l := &locker{m: m, noWait: o.NoWait, onErr: o.ErrorHandler}
+	if o.MaxBodyBytes < 0 {
+		return nil, &component.OptionError{Field: "MaxBodyBytes", Msg: "must not be negative"}
+	}
+	l := &locker{m: m, noWait: o.NoWait, onErr: o.ErrorHandler, log: o.Logger}
+	if l.log == nil {
+		l.log = zap.NewNop()
+	}
 	if l.onErr == nil {
 		l.onErr = WriteProblem
 	}

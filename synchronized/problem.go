@@ -21,6 +21,13 @@ const (
 	// CodeRequestEnded: the request's ctx ended (its deadline passed) before
 	// the lock was acquired (503).
 	CodeRequestEnded = "E_MUTEX_REQUEST_ENDED"
+	// CodeRoute: the lock name template names a field the route cannot
+	// supply, a server bug (500).
+	CodeRoute = "E_MUTEX_ROUTE"
+	// CodeBody: the request body is not the JSON object expected (400).
+	CodeBody = "E_MUTEX_BODY"
+	// CodeBodyTooLarge: the request body exceeds the limit (413).
+	CodeBodyTooLarge = "E_MUTEX_BODY_TOO_LARGE"
 	// CodeInternal: any other error (500).
 	CodeInternal = "E_MUTEX"
 )
@@ -36,8 +43,9 @@ type Problem struct {
 }
 
 // ProblemOf maps an error of the middleware (or of the action wrapper) to
-// its problem, testing in this order: ErrRequestEnded → 503, ErrLockName →
-// 400, ErrClosed → 503, ErrDriver → 503, ErrTimeout → 409, anything else
+// its problem, testing in this order: ErrRequestEnded → 503, ErrRoute →
+// 500, ErrBodyTooLarge → 413, ErrBody → 400, ErrLockName → 400, ErrClosed
+// → 503, ErrDriver → 503, ErrTimeout → 409, anything else
 // → 500. A store that did not answer in time fails with an error wrapping
 // both component.ErrTimeout and ErrDriver: it is a store failure (503),
 // not a lock held by another request.
@@ -46,6 +54,12 @@ func ProblemOf(err error) Problem {
 	switch {
 	case errors.Is(err, ErrRequestEnded):
 		p.Status, p.Code, p.Detail = http.StatusServiceUnavailable, CodeRequestEnded, "the request ended before the lock of this resource was acquired; retry later"
+	case errors.Is(err, ErrRoute):
+		p.Status, p.Code, p.Detail = http.StatusInternalServerError, CodeRoute, "the server cannot name the lock of this resource"
+	case errors.Is(err, ErrBodyTooLarge):
+		p.Status, p.Code, p.Detail = http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is too large"
+	case errors.Is(err, ErrBody):
+		p.Status, p.Code, p.Detail = http.StatusBadRequest, CodeBody, "the request body is not a JSON object"
 	case errors.Is(err, ErrLockName):
 		p.Status, p.Code, p.Detail = http.StatusBadRequest, CodeLockName, "the request lacks a value naming the lock of this resource"
 	case errors.Is(err, component.ErrClosed):

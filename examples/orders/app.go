@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/knadh/koanf/v2"
@@ -56,11 +55,8 @@ func appOptions(k *koanf.Koanf, level zapcore.Level) fx.Option {
 		}),
 		mutexfx.Module(k, mutexfx.WithDrivers(redis.Factory())),
 		schedule.Module,
-		fx.Provide(
-			NewOrders,
-			NewServer,
-			fx.Annotate(expireJob, fx.ResultTags(fmt.Sprintf("group:%q", schedule.JobsGroup))),
-		),
+		fx.Provide(NewOrders, NewServer),
+		schedule.ProvideJob(expireJob),
 		fx.Invoke(func(*Server) {}),
 	)
 }

@@ -29,17 +29,17 @@ func (s *Server) Addr() string { return s.addr.String() }
 func NewServer(lc fx.Lifecycle, s Settings, o *Orders, m *mutexfx.Mutex, log *zap.Logger) (*Server, error) {
 	// Payments wait up to the store's timeout (5 s in config.yaml) for the
 	// order's lock; refunds give up at once while a payment runs.
-	payLock, err := synchronized.Middleware("order:{id}", synchronized.Options{Mutex: m})
-	if err != nil {
-		return nil, err
-	}
-	refundLock, err := synchronized.Middleware("order:{id}", synchronized.Options{Mutex: m, NoWait: true})
-	if err != nil {
-		return nil, err
-	}
+	// synchronized.Handle checks at start that "{id}" is a wildcard of
+	// each pattern.
 	mux := http.NewServeMux()
-	mux.Handle("POST /orders/{id}/pay", authenticate(payLock(action(o.Pay))))
-	mux.Handle("POST /orders/{id}/refund", authenticate(refundLock(action(o.Refund))))
+	if err := synchronized.Handle(mux, "POST /orders/{id}/pay", "order:{id}", action(o.Pay),
+		synchronized.Options{Mutex: m, Logger: log}, authenticate); err != nil {
+		return nil, err
+	}
+	if err := synchronized.Handle(mux, "POST /orders/{id}/refund", "order:{id}", action(o.Refund),
+		synchronized.Options{Mutex: m, Logger: log, NoWait: true}, authenticate); err != nil {
+		return nil, err
+	}
 
 	srv := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: zap.NewStdLog(log)}}
 	lc.Append(fx.Hook{

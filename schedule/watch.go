@@ -1,0 +1,107 @@
+package schedule
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// watchSlack is how long past a holding's expected expiry the watcher
+// looks again, for the store to have expired it.
+const watchSlack = 20 * time.Millisecond
+
+// watch follows the holding of j's lock key found at the skipped instant
+// planned (info, read at seen) until it ends or the scheduler stops, and
+// tells how it ended:
+//   - a lock that expires (Features.Expiring) is renewed every third of
+//     its ttl while its holder lives, so its remaining ttl never runs
+//     out: one that does (the lock gone no earlier than its remaining
+//     ttl after the last look) was not renewed — its holder died, was
+//     paused or was cut off from the store;
+//   - a session lock (no ttl) is kept until the end of its hold: one
+//     freed before three quarters of the hold ended with its session.
+//
+// Either way the instant is logged at warn level as interrupted, and run
+// again here once when Job.RerunInterrupted is set. A holding released
+// by its holder is not logged. The watcher looks every third of the job's
+// ttl, and just after the remaining ttl when that is shorter.
+func (s *Scheduler) watch(log *zap.Logger, j *job, m *component.Mutex, ins drivers.Inspector, key string, planned time.Time, info drivers.LockInfo, seen time.Time) {
+	ttl := j.ttl(planned)
+	end := planned.Add(j.plan.hold(planned) * 3 / 4)
+	wait := func(info drivers.LockInfo) time.Duration {
+		if info.TTL > 0 {
+			return min(ttl/3, info.TTL+watchSlack)
+		}
+		return ttl / 3
+	}
+	next := seen.Add(wait(info))
+	timer := time.NewTimer(time.Until(next))
+	defer timer.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-timer.C:
+		}
+		cur, held, err := ins.Inspect(s.ctx, key)
+		now := time.Now()
+		switch {
+		case err != nil && s.ctx.Err() != nil:
+			return
+		case err != nil:
+			log.Debug("exclusive job's holder could not be inspected", zap.Error(err))
+			timer.Reset(ttl / 3)
+			continue
+		case held && cur.Token == info.Token && info.TTL == 0 && !s.opts.Clock.Now().Before(end):
+			return // a session lock held past end: nothing more to tell
+		case held && cur.Token == info.Token:
+			info, seen = cur, now
+			timer.Reset(time.Until(seen.Add(wait(info))))
+			continue
+		}
+		var cause string
+		switch {
+		case info.TTL > 0 && now.Sub(seen) >= info.TTL:
+			cause = "its lock expired: the instance running it stopped renewing it (crashed, paused or cut off from the store)"
+		case info.TTL == 0 && s.opts.Clock.Now().Before(end):
+			cause = "its lock was freed before the end of its hold: the session of the instance running it ended (crashed or cut off from the store)"
+		default:
+			return // released by its holder
+		}
+		log.Warn("exclusive job's instant interrupted on another instance", zap.String("cause", cause),
+			zap.Bool("rerun", j.RerunInterrupted))
+		if j.RerunInterrupted {
+			s.rerun(log, j, m, planned)
+		}
+		return
+	}
+}
+
+// rerun runs the interrupted instant planned of j once more, here, if
+// this instance gets j's lock (one attempt) and is not running j.
+func (s *Scheduler) rerun(log *zap.Logger, j *job, m *component.Mutex, planned time.Time) {
+	if !j.running.CompareAndSwap(false, true) {
+		log.Warn("interrupted instant not run again: the job is running here", zap.String("cause", "running"))
+		return
+	}
+	defer j.running.Store(false)
+	ctx := context.WithValue(s.ctx, plannedKey{}, planned)
+	lock, err := m.TryAcquire(ctx, j.lock, component.WithTTL(j.ttl(planned)))
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return
+	case err != nil:
+		log.Error("interrupted instant not run again: its lock could not be tried", zap.Error(err))
+		return
+	case lock == nil:
+		log.Info("interrupted instant run again by another instance, or the next one started")
+		return
+	}
+	log = log.With(zap.Bool("rerun", true))
+	log.Info("running an interrupted instant again")
+	s.runHeld(ctx, log, j, lock, planned)
+}
