@@ -38,6 +38,9 @@ type FenceFault struct {
 // Report is what Check finds in a history.
 type Report struct {
 	Grants, WritesOK, WritesRefused, AcquireErrors int
+	// Unnoticed counts releases that found the lock no longer theirs
+	// although the holder had not been told it was lost.
+	Unnoticed int
 	// Faults counts the faults injected by name.
 	Faults map[string]int
 
@@ -63,6 +66,7 @@ func Check(h []Event) Report {
 	sort.SliceStable(h, func(i, j int) bool { return h[i].T < h[j].T })
 	r := Report{Faults: map[string]int{}}
 	byLock, procs := grants(h)
+	told := map[string]int{}
 	for _, e := range h {
 		switch e.Kind {
 		case Acquired:
@@ -75,6 +79,12 @@ func Check(h []Event) Report {
 			} else {
 				r.WritesRefused++
 			}
+		case Released:
+			if !e.OK && told[e.Holder] == 0 {
+				r.Unnoticed++
+			}
+		case Lost:
+			told[e.Holder]++
 		case Killed:
 			r.Faults["kill"]++
 		case Stopped:
@@ -230,10 +240,10 @@ func (r Report) Summary() string {
 	for i, o := range r.Overlaps {
 		od[i] = o.Duration
 	}
-	return fmt.Sprintf("grants %d, writes %d accepted / %d refused, acquire errors %d, faults %v\n"+
+	return fmt.Sprintf("grants %d, writes %d accepted / %d refused, acquire errors %d, releases of a lock lost unnoticed %d, faults %v\n"+
 		"stale writes accepted %d, fence faults %d, unsignalled overlaps %d (%s)\n"+
 		"lost-before-regrant margin %s\nrecovery after kill %s\nresume lag %s",
-		r.Grants, r.WritesOK, r.WritesRefused, r.AcquireErrors, r.Faults,
+		r.Grants, r.WritesOK, r.WritesRefused, r.AcquireErrors, r.Unnoticed, r.Faults,
 		len(r.StaleWrites), len(r.Fences), len(r.Overlaps), Dist(od),
 		Dist(r.Margins), Dist(r.Recoveries), Dist(r.ResumeLags))
 }

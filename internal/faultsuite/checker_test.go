@@ -82,6 +82,14 @@ func TestCheck(t *testing.T) {
 			margins: []time.Duration{10},
 		},
 		{
+			name: "released without being told, after someone else got it",
+			history: []Event{acq(0, "a", "p1", "x", 1), acq(50, "b", "p2", "x", 2), rel(80, "a"),
+				{T: 81, Kind: Released, Holder: "a", OK: false}, rel(200, "b")},
+			overlaps:   []time.Duration{30},
+			unnoticed:  1,
+			violations: 1,
+		},
+		{
 			name:    "different locks never overlap",
 			history: []Event{acq(0, "a", "p1", "x", 1), acq(10, "b", "p2", "y", 1), rel(50, "a"), rel(60, "b")},
 		},
@@ -99,6 +107,9 @@ func TestCheck(t *testing.T) {
 			same(t, "resume lags", r.ResumeLags, tt.resumeLags)
 			if len(r.StaleWrites) != tt.stale {
 				t.Errorf("stale writes = %+v, want %d", r.StaleWrites, tt.stale)
+			}
+			if r.Unnoticed != tt.unnoticed {
+				t.Errorf("unnoticed = %d, want %d", r.Unnoticed, tt.unnoticed)
 			}
 			if len(r.Fences) != tt.fences {
 				t.Errorf("fence faults = %+v, want %d", r.Fences, tt.fences)

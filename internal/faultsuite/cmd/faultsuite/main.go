@@ -9,7 +9,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,9 +28,6 @@ func main() {
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
-
-// errUsage marks bad input (exit 2).
-var errUsage = errors.New("usage")
 
 func run(args []string, stdout, stderr io.Writer) int {
 	code, err := runErr(args, stdout, stderr)
