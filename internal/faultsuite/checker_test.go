@@ -28,6 +28,7 @@ func TestCheck(t *testing.T) {
 		margins    []time.Duration
 		recoveries []time.Duration
 		resumeLags []time.Duration
+		unnoticed  int
 		violations int
 	}{
 		{
