@@ -80,7 +80,7 @@ func Check(h []Event) Report {
 				r.WritesRefused++
 			}
 		case Released:
-			if !e.OK && told[e.Holder] == 0 {
+			if !e.OK && e.Detail == "" && told[e.Holder] == 0 { // a failed release (Detail: its error) proves nothing
 				r.Unnoticed++
 			}
 		case Lost:
