@@ -236,6 +236,8 @@ func (r *run) inject(tb testing.TB, f string, p *proc) error {
 	long := func() time.Duration {
 		return r.cfg.TTL*3/2 + time.Duration(r.rng.Int64N(int64(r.cfg.TTL)))
 	}
+	// note stamps a fault before it is applied: its effect cannot come
+	// earlier (a SIGKILL is stamped after the signal, see Killed).
 	note := func(detail, target string) {
 		r.h.emit(Event{T: Now(), Kind: Fault, Detail: detail, Proc: target})
 		r.logf("fault: %s %s", detail, target)
@@ -257,13 +259,13 @@ func (r *run) inject(tb testing.TB, f string, p *proc) error {
 		_ = p.cmd.Process.Signal(syscall.SIGCONT)
 	case FaultStall:
 		d := long()
-		p.proxy.Stall()
 		note(FaultStall, p.name)
+		p.proxy.Stall()
 		time.Sleep(d) // the stall's length is the fault
 		p.proxy.Resume()
 	case FaultReset:
-		p.proxy.Reset()
 		note(FaultReset, p.name)
+		p.proxy.Reset()
 	case FaultRestart:
 		note(FaultRestart, "")
 		r.st.restart()
@@ -274,11 +276,10 @@ func (r *run) inject(tb testing.TB, f string, p *proc) error {
 	case FaultBackend:
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		note(FaultBackend, "")
 		if err := r.st.backend(ctx); err != nil {
 			r.logf("fault: backend: %v", err)
-			return nil
 		}
-		note(FaultBackend, "")
 	}
 	return nil
 }
