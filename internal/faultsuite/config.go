@@ -16,7 +16,12 @@ const (
 	FaultReset    = "reset"    // a child's proxy aborts its connections with RST
 	FaultRestart  = "restart"  // the Redis server is killed and restarted empty
 	FaultFailover = "failover" // the Sentinel master is killed, its replica promoted
-	FaultBackend  = "backend"  // a client backend is killed (pg_terminate_backend, KILL CONNECTION)
+	// FaultLagFailover is a fail-over after a replication cut: the replica
+	// is frozen and its link cut on the master, the holders go on for ½
+	// ttl, the master is killed and the replica thawed and promoted
+	// without the writes of that time.
+	FaultLagFailover = "lagfailover"
+	FaultBackend     = "backend" // a client backend is killed (pg_terminate_backend, KILL CONNECTION)
 )
 
 // Mode is one store set-up the suite runs against.
@@ -36,7 +41,7 @@ var Modes = []Mode{
 	{Name: "file", Faults: []string{FaultKill, FaultPause}},
 	{Name: "memory"},
 	{Name: "redis", Faults: []string{FaultKill, FaultPause, FaultStall, FaultReset, FaultRestart}},
-	{Name: "sentinel", Faults: []string{FaultKill, FaultPause, FaultFailover}},
+	{Name: "sentinel", Faults: []string{FaultKill, FaultPause, FaultFailover, FaultLagFailover}},
 	{Name: "postgres-advisory", Faults: []string{FaultKill, FaultPause, FaultStall, FaultReset, FaultBackend}, ConnectionBound: true},
 	{Name: "postgres-table", Faults: []string{FaultKill, FaultPause, FaultStall, FaultReset, FaultBackend}},
 	{Name: "mysql-advisory", Faults: []string{FaultKill, FaultPause, FaultStall, FaultReset, FaultBackend}, ConnectionBound: true},

@@ -270,8 +270,12 @@ func (r *run) inject(tb testing.TB, f string, p *proc) error {
 		note(FaultRestart, "")
 		r.st.restart()
 	case FaultFailover:
-		if r.st.failover(tb) {
+		if r.st.failover(tb, 0) {
 			note(FaultFailover, "")
+		}
+	case FaultLagFailover:
+		if r.st.failover(tb, r.cfg.TTL/2) {
+			note(FaultLagFailover, "")
 		}
 	case FaultBackend:
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

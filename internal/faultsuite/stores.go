@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	_ "github.com/go-sql-driver/mysql" // database/sql driver "mysql", for KILL CONNECTION
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for pg_terminate_backend
@@ -23,9 +25,9 @@ type store struct {
 	target func(addr string) string
 	master string
 
-	restart  func()                      // FaultRestart
-	failover func(tb testing.TB) bool    // FaultFailover; false: skipped (replica not in sync)
-	backend  func(context.Context) error // FaultBackend
+	restart  func()                                      // FaultRestart
+	failover func(tb testing.TB, lag time.Duration) bool // FaultFailover, FaultLagFailover; false: skipped (replica not in sync)
+	backend  func(context.Context) error                 // FaultBackend
 }
 
 // setupStore starts the mode's throwaway store (never a shared server:
@@ -43,7 +45,7 @@ func setupStore(tb testing.TB, mode string) *store {
 	case "sentinel":
 		s := testutil.StartRedisSentinel(tb, testutil.SentinelOptions{Replica: true})
 		return &store{target: func(string) string { return s.Addr }, master: s.MasterName,
-			failover: func(tb testing.TB) bool { return sentinelFailover(tb, s) }}
+			failover: func(tb testing.TB, lag time.Duration) bool { return sentinelFailover(tb, s, lag) }}
 	case "postgres-advisory", "postgres-table":
 		pg := testutil.StartPostgres(tb)
 		db := openDB(tb, "pgx", pg.DSN)
@@ -104,9 +106,13 @@ func killMySQLConnection(ctx context.Context, db *sql.DB) error {
 
 // sentinelFailover kills the current master once its replica is in sync,
 // waits for the promotion and restarts the old master (Sentinel makes it a
-// replica of the new one). It reports false, doing nothing, when the
-// replica is not in sync yet.
-func sentinelFailover(tb testing.TB, s *testutil.RedisSentinel) bool {
+// replica of the new one). With lag, the replication is cut that long
+// before the master dies: the replica is frozen (SIGSTOP, so that it
+// cannot reconnect) and its link killed on the master (CLIENT KILL TYPE
+// replica: what the master sends from then on never reaches it), and it is
+// thawed once the master is dead. It reports false, doing nothing, when
+// the replica is not in sync yet.
+func sentinelFailover(tb testing.TB, s *testutil.RedisSentinel, lag time.Duration) bool {
 	old, err := s.MasterAddr()
 	if err != nil {
 		return false
@@ -124,7 +130,24 @@ func sentinelFailover(tb testing.TB, s *testutil.RedisSentinel) bool {
 	if err != nil || !strings.Contains(info, "connected_slaves:1") || !strings.Contains(info, "state=online") {
 		return false
 	}
+	next := s.Replica
+	if cur == s.Replica {
+		next = s.Master
+	}
+	if lag > 0 {
+		if err := next.Signal(syscall.SIGSTOP); err != nil {
+			return false
+		}
+		if _, err := cur.Command("CLIENT", "KILL", "TYPE", "replica"); err != nil {
+			_ = next.Signal(syscall.SIGCONT)
+			return false
+		}
+		time.Sleep(lag) // the length of the cut is the fault
+	}
 	cur.Kill()
+	if lag > 0 {
+		_ = next.Signal(syscall.SIGCONT)
+	}
 	s.WaitFailover(tb, old)
 	cur.Restart()
 	return true

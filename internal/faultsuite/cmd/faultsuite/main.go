@@ -49,7 +49,7 @@ func runErr(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.IntVar(&cfg.Workers, "workers", 4, "holder loops per process")
 	fs.IntVar(&cfg.Locks, "locks", 3, "shared locks")
 	fs.DurationVar(&cfg.TTL, "ttl", time.Second, "the locks' ttl")
-	fs.StringVar(&faults, "faults", "all", `faults to inject: "all", "none" or a comma-separated list of kill, pause, stall, reset, restart, failover, backend`)
+	fs.StringVar(&faults, "faults", "all", `faults to inject: "all", "none" or a comma-separated list of kill, pause, stall, reset, restart, failover, lagfailover, backend`)
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule (0: random)")
 	fs.StringVar(&history, "history", "", "write the history as JSON lines to this file")
 	fs.IntVar(&explain, "explain", 3, "print the events around this many overlaps")
