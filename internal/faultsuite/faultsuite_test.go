@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ var knownMisses = map[string]string{
 
 // shortRun is a mode's duration in the suite: MUTEXFX_FAULTS_DURATION, or
 // 10 s and 3 s per fault of the mode, so that each fault happens at least
-// once.
+// once (25 s for Sentinel: fail-overs come at least FailoverGap apart).
 func shortRun(t *testing.T, m Mode) time.Duration {
 	if s := os.Getenv("MUTEXFX_FAULTS_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -43,7 +44,11 @@ func shortRun(t *testing.T, m Mode) time.Duration {
 		}
 		return d
 	}
-	return max(10*time.Second, time.Duration(len(m.Faults))*3*time.Second)
+	d := max(10*time.Second, time.Duration(len(m.Faults))*3*time.Second)
+	if slices.Contains(m.Faults, FaultFailover) {
+		d = max(d, 2*FailoverGap+time.Second) // both fail-overs
+	}
+	return d
 }
 
 // TestModes runs every store mode for a short while under every fault of

@@ -15,6 +15,10 @@ import (
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
+// FailoverGap is the least time between two Sentinel fail-overs of a run;
+// a fail-over due sooner is skipped.
+const FailoverGap = 12 * time.Second
+
 // store is a mode's throwaway store and its store-side faults.
 type store struct {
 	// upstream is what each child's proxy forwards to; "" when the
@@ -44,8 +48,21 @@ func setupStore(tb testing.TB, mode string) *store {
 		return &store{upstream: srv.Addr, target: func(a string) string { return a }, restart: srv.Restart}
 	case "sentinel":
 		s := testutil.StartRedisSentinel(tb, testutil.SentinelOptions{Replica: true})
+		var last time.Time
 		return &store{target: func(string) string { return s.Addr }, master: s.MasterName,
-			failover: func(tb testing.TB, lag time.Duration) bool { return sentinelFailover(tb, s, lag) }}
+			failover: func(tb testing.TB, lag time.Duration) bool {
+				// Sentinel reads a replica's INFO every 10 s: a replica it
+				// has not seen in sync since the last fail-over is no
+				// "good slave" and the fail-over would be aborted.
+				if time.Since(last) < FailoverGap {
+					return false
+				}
+				ok := sentinelFailover(tb, s, lag)
+				if ok {
+					last = time.Now()
+				}
+				return ok
+			}}
 	case "postgres-advisory", "postgres-table":
 		pg := testutil.StartPostgres(tb)
 		db := openDB(tb, "pgx", pg.DSN)
