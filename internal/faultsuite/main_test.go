@@ -1,0 +1,9 @@
+package faultsuite
+
+import (
+	"testing"
+
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m, runTestChild) }
