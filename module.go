@@ -51,6 +51,10 @@ func Module(k *koanf.Koanf, opts ...Option) fx.Option {
 	}
 	options := []fx.Option{
 		fx.Supply(cfg, fx.Private),
+		// One stop hook closes every store, concurrently (lifecycle.Group);
+		// it is built with the first store, so runs after the hooks of
+		// everything built on the stores.
+		fx.Provide(fx.Private, fx.Annotate(lifecycle.NewGroup, fx.ParamTags(``, `optional:"true"`))),
 		fx.Provide(fx.Annotate(newRegistry, fx.ParamTags(``, storesGroup))),
 		// Build every store when the graph is built, injected or not: a
 		// driver block is validated as its driver is built (which
@@ -94,11 +98,11 @@ func newRegistry(cfg config.Config, stores []store) *Registry {
 
 // storeConstructor builds the fx constructor of one store:
 //
-//	func(fx.Lifecycle, *zap.Logger [optional], client [named, when configured]) (*Mutex, store, error)
+//	func(*lifecycle.Group, *zap.Logger [optional], client [named, when configured]) (*Mutex, store, error)
 //
 // The client's type is only known from the driver's factory, hence reflect.
 func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error) {
-	in := []reflect.Type{reflect.TypeFor[fx.Lifecycle](), loggerType}
+	in := []reflect.Type{reflect.TypeFor[*lifecycle.Group](), loggerType}
 	tags := []string{``, `optional:"true"`}
 	if st.Driver.Client != "" {
 		if f.ClientType == nil {
@@ -112,7 +116,7 @@ func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error
 	}
 	out := []reflect.Type{reflect.TypeFor[*Mutex](), reflect.TypeFor[store](), reflect.TypeFor[error]()}
 	fn := reflect.MakeFunc(reflect.FuncOf(in, out, false), func(args []reflect.Value) []reflect.Value {
-		lc := args[0].Interface().(fx.Lifecycle)
+		g := args[0].Interface().(*lifecycle.Group)
 		log, _ := args[1].Interface().(*zap.Logger)
 		var client any
 		if len(args) > 2 {
@@ -123,7 +127,7 @@ func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error
 		if st.Driver.Client != "" && isNil(client) {
 			err = clientMissing(st, f)
 		} else {
-			m, err = newFxStore(lc, st, f, log, client)
+			m, err = newFxStore(g, st, f, log, client)
 		}
 		errv := reflect.Zero(out[2])
 		if err != nil {
@@ -135,12 +139,12 @@ func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error
 }
 
 // newFxStore builds a store and ties it to the application's lifecycle.
-func newFxStore(lc fx.Lifecycle, st config.Store, f *drivers.Factory, log *zap.Logger, client any) (*Mutex, error) {
+func newFxStore(g *lifecycle.Group, st config.Store, f *drivers.Factory, log *zap.Logger, client any) (*Mutex, error) {
 	m, err := NewStore(st, f, log, client)
 	if err != nil {
 		return nil, err
 	}
-	lifecycle.Register(lc, m)
+	g.Add(st.Name, m)
 	return m, nil
 }
 

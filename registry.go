@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/knadh/koanf/v2"
 	"go.uber.org/zap"
@@ -18,6 +17,7 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/file"
 	"github.com/mutexfx/mutexfx/drivers/memory"
+	"github.com/mutexfx/mutexfx/lifecycle"
 )
 
 // ErrStoreNotFound reports a store name that is not configured.
@@ -27,6 +27,7 @@ var ErrStoreNotFound = errors.New("mutexfx: store not found")
 type Registry struct {
 	stores map[string]*Mutex
 	def    string
+	log    *zap.Logger // Close's warnings; nil: none
 }
 
 // NewRegistry returns a registry of stores; def names the default store
@@ -58,22 +59,15 @@ func (r *Registry) Names() []string {
 	return slices.Sorted(maps.Keys(r.stores))
 }
 
-// Close closes every store (see Mutex.Close), returning their errors joined.
+// Close closes every store concurrently, each bounded by ctx (see
+// Mutex.Close): a store stuck on a dead link delays no other's release. It
+// returns their errors joined.
 func (r *Registry) Close(ctx context.Context) error {
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for _, m := range r.stores {
-		wg.Go(func() {
-			if err := m.Close(ctx); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
+	stores := make(map[string]lifecycle.Closer, len(r.stores))
+	for name, m := range r.stores {
+		stores[name] = m
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return lifecycle.CloseAll(ctx, r.log, stores)
 }
 
 // Open builds every store configured in k without fx: for applications that
@@ -97,7 +91,9 @@ func Open(k *koanf.Koanf, opts ...Option) (*Registry, error) {
 		}
 		stores[st.Name] = m
 	}
-	return NewRegistry(stores, cfg.Default), nil
+	r := NewRegistry(stores, cfg.Default)
+	r.log = o.logger
+	return r, nil
 }
 
 // NewStore builds the Mutex of one configured store with its driver's
