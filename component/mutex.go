@@ -9,6 +9,7 @@ package component
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -142,8 +143,16 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 
 // Acquire acquires the lock name, waiting for it up to the Mutex's Timeout
 // (or WithTimeout). It returns an error wrapping ErrTimeout when the time is
-// up, ctx's cause when ctx ends first, a *DriverError when the store fails
-// (the wait stops at the first failure), ErrClosed when the Mutex closes.
+// up, ctx's cause when ctx ends first, ErrClosed when the Mutex closes.
+//
+// A store failure does not end the wait: Acquire retries with the same
+// backoff as when the lock is held, until the timeout or ctx, so that a
+// fail-over or a restart of the store is ridden out. When the time runs
+// out after a failed attempt, the error wraps both ErrTimeout and the
+// store's last *DriverError (ErrDriver); with NoWait it is that
+// *DriverError. Only an error the driver marks permanent
+// (drivers.ErrPermanent: bad credentials, missing permission) ends the
+// wait at once, as a *DriverError.
 //
 // Waiting polls the store — first after RetryDelay, the delay doubling up to
 // one second, bounded by the holder's remaining ttl when the store tells it —
@@ -180,6 +189,7 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 	m.mu.Unlock()
 	defer m.dequeue(name, w)
 
+	var lastErr error // the store's error at the last attempt, if it failed
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -191,7 +201,7 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 		if !deadline.IsZero() {
 			left := time.Until(deadline)
 			if left <= 0 {
-				return m.timeout(name, o.timeout)
+				return m.timeout(name, o.timeout, lastErr)
 			}
 			if delay <= 0 || left < delay {
 				delay = left
@@ -260,21 +270,30 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 			now = time.Now()
 		}
 		l, res, err := m.attempt(ctx, name, o.ttl, now, deadline, w)
-		if l != nil || err != nil {
-			return l, err
+		switch {
+		case l != nil:
+			return l, nil
+		case err != nil && !retriable(err):
+			return nil, err
+		case err != nil:
+			// The store failed (a fail-over, a restart, a broken link):
+			// ride it out within the wait's deadline and ctx.
+			lastErr = err
+		default:
+			lastErr = nil
 		}
 		delay := jitter(backoff)
 		backoff = min(2*backoff, maxRetryDelay)
 		if res.HolderTTL > 0 && res.HolderTTL < delay {
 			delay = res.HolderTTL + time.Millisecond
 		}
-		if wait := m.blockingWait(now, deadline, o.ttl); wait > 0 && time.Since(now) >= wait/2 {
+		if wait := m.blockingWait(now, deadline, o.ttl); err == nil && wait > 0 && time.Since(now) >= wait/2 {
 			// The store waited for us: ask again at once. (A store that
 			// could not block this time answered at once: back off.)
 			delay = time.Microsecond
 		}
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
-			return nil, m.timeout(name, o.timeout)
+			return nil, m.timeout(name, o.timeout, lastErr)
 		}
 		slept = true
 		if err := sleep(delay); err != nil {
@@ -283,11 +302,26 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 	}
 }
 
-func (m *Mutex) timeout(name string, timeout time.Duration) error {
-	if timeout == NoWait {
+// timeout is the error of a wait for name whose timeout passed; lastErr is
+// the store's error at its last attempt (nil: the store answered).
+func (m *Mutex) timeout(name string, timeout time.Duration, lastErr error) error {
+	switch {
+	case lastErr != nil && timeout == NoWait:
+		return lastErr
+	case lastErr != nil:
+		return fmt.Errorf("%w: %q not acquired within %v; the store failed at the last attempt: %w", ErrTimeout, name, timeout, lastErr)
+	case timeout == NoWait:
 		return fmt.Errorf("%w: %q is held", ErrTimeout, name)
 	}
 	return fmt.Errorf("%w: %q not acquired within %v", ErrTimeout, name, timeout)
+}
+
+// retriable reports whether Acquire retries after err: a store failure
+// (*DriverError, including a store that did not answer in time) that the
+// driver did not mark permanent (drivers.ErrPermanent: bad credentials,
+// missing permission, bad configuration).
+func retriable(err error) bool {
+	return errors.Is(err, ErrDriver) && !errors.Is(err, drivers.ErrPermanent)
 }
 
 // Held returns the locks this Mutex holds now (not released, not lost, not
