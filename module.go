@@ -12,6 +12,7 @@
 package mutexfx
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 
@@ -69,6 +70,11 @@ func Module(k *koanf.Koanf, opts ...Option) fx.Option {
 		}
 		if st.Driver.Client != "" && f.ClientType != nil {
 			checks = append(checks, clientCheck(st, f))
+		}
+		if err := checkDriver(st, f); err != nil {
+			// here, not from the store's constructor: fx would bury the
+			// error under its own wrapping, and app.Run print it twice
+			return fx.Error(err)
 		}
 		ctor, tags, err := storeConstructor(st, f)
 		if err != nil {
@@ -167,4 +173,20 @@ func clientMissing(st config.Store, f *drivers.Factory) error {
 func clientCheck(st config.Store, f *drivers.Factory) fx.Option {
 	fn := reflect.MakeFunc(reflect.FuncOf([]reflect.Type{f.ClientType}, nil, false), func([]reflect.Value) []reflect.Value { return nil })
 	return fx.Invoke(fx.Annotate(fn.Interface(), fx.ParamTags(fmt.Sprintf(`name:%q`, st.Driver.Client))))
+}
+
+// checkDriver validates a store's driver block now, by building its driver
+// (which connects nothing) and closing it unused, so that a bad driver
+// option fails fx.New with the driver's own error, which names the key
+// path. A block naming a client is checked when the store is built, with
+// the client.
+func checkDriver(st config.Store, f *drivers.Factory) error {
+	if st.Driver.Client != "" {
+		return nil
+	}
+	d, err := f.New(drivers.Spec{Path: st.Driver.Path, Options: st.Driver.Options, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	return d.Close(context.Background())
 }
