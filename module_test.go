@@ -3,8 +3,8 @@ package mutexfx_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"sync/atomic"
