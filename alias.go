@@ -34,6 +34,7 @@ var (
 	ErrDriver         = component.ErrDriver
 	ErrClosed         = component.ErrClosed
 	ErrEmptyName      = component.ErrEmptyName
+	ErrNilFunc        = component.ErrNilFunc
 	ErrInvalidOption  = component.ErrInvalidOption
 	ErrDriverNotFound = drivers.ErrDriverNotFound
 )

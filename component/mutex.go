@@ -25,6 +25,11 @@ import (
 // use. Locks are not reentrant: acquiring a lock this Mutex already holds
 // waits for its release like any other holder. Waiters for one name are
 // served in arrival order, and only the first of them talks to the store.
+//
+// Unlike sync.Mutex, the zero Mutex is not usable (it has no store): build
+// one with New; the methods of one New did not build panic with "mutexfx:
+// Mutex used without New". A nil ctx, or a method of a nil *Lock, panics
+// naming the mistake too (misuse.go).
 type Mutex struct {
 	opts    Options
 	drv     drivers.Driver
@@ -98,22 +103,24 @@ func New(opts Options) (*Mutex, error) {
 }
 
 // Name returns the store's name.
-func (m *Mutex) Name() string { return m.opts.Name }
+func (m *Mutex) Name() string { m.mustBuilt(); return m.opts.Name }
 
 // Prefix returns the prefix of the lock names in the store.
-func (m *Mutex) Prefix() string { return m.opts.Prefix }
+func (m *Mutex) Prefix() string { m.mustBuilt(); return m.opts.Prefix }
 
 // Driver returns the store's driver.
-func (m *Mutex) Driver() drivers.Driver { return m.drv }
+func (m *Mutex) Driver() drivers.Driver { m.mustBuilt(); return m.drv }
 
 // Features returns the store's features.
-func (m *Mutex) Features() drivers.Features { return m.feat }
+func (m *Mutex) Features() drivers.Features { m.mustBuilt(); return m.feat }
 
 // TryAcquire makes one attempt to acquire the lock name. It returns a nil
 // Lock and a nil error when another holder has it — this Mutex included, or
 // waiters queued in this Mutex for it (TryAcquire does not jump the queue).
 // Only WithTTL is read from opts.
 func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (*Lock, error) {
+	m.mustBuilt()
+	mustCtx(ctx)
 	o, err := m.acquireOptions(opts)
 	if err != nil {
 		return nil, err
@@ -160,6 +167,8 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 // is always given at least a second to answer, even past the deadline; a
 // lock acquired too late is released.
 func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption) (*Lock, error) {
+	m.mustBuilt()
+	mustCtx(ctx)
 	o, err := m.acquireOptions(opts)
 	if err != nil {
 		return nil, err
@@ -328,6 +337,7 @@ func retriable(err error) bool {
 // past their tracked expiry: see Lock.Held), in acquisition order; a new
 // slice on each call.
 func (m *Mutex) Held() []*Lock {
+	m.mustBuilt()
 	m.mu.Lock()
 	now := time.Now()
 	out := make([]*Lock, 0, len(m.held))
