@@ -2,6 +2,7 @@ package mutexfx
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,6 +18,7 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/file"
 	"github.com/mutexfx/mutexfx/drivers/memory"
+	"github.com/mutexfx/mutexfx/internal/redact"
 	"github.com/mutexfx/mutexfx/lifecycle"
 )
 
@@ -210,3 +212,33 @@ func isNil(v any) bool {
 	}
 	return false
 }
+
+// registryView is what a Registry prints: its stores as Mutex prints them.
+type registryView struct {
+	Stores  []*Mutex `json:"stores"`
+	Default string   `json:"default,omitempty"`
+}
+
+func (r *Registry) view() registryView {
+	if r == nil {
+		return registryView{}
+	}
+	v := registryView{Default: r.def}
+	for _, name := range r.Names() {
+		v.Stores = append(v.Stores, r.stores[name])
+	}
+	return v
+}
+
+// String describes the registry: its stores (name, prefix, driver type)
+// and default, never a driver's options.
+func (r *Registry) String() string { return fmt.Sprintf("mutexfx.Registry%+v", r.view()) }
+
+// GoString is String in Go syntax, for %#v.
+func (r *Registry) GoString() string { return redact.GoString("mutexfx.Registry", r.view()) }
+
+// Format prints the registry as String does (GoString for %#v).
+func (r *Registry) Format(f fmt.State, verb rune) { redact.Format(f, verb, r.String, r.GoString) }
+
+// MarshalJSON encodes the registry's stores and default.
+func (r *Registry) MarshalJSON() ([]byte, error) { return json.Marshal(r.view()) }
