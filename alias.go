@@ -35,6 +35,7 @@ var (
 	ErrClosed         = component.ErrClosed
 	ErrEmptyName      = component.ErrEmptyName
 	ErrNilFunc        = component.ErrNilFunc
+	ErrNameTooLong    = component.ErrNameTooLong
 	ErrInvalidOption  = component.ErrInvalidOption
 	ErrDriverNotFound = drivers.ErrDriverNotFound
 )

@@ -13,6 +13,7 @@ package mutexfx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -20,6 +21,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/lifecycle"
@@ -188,5 +190,15 @@ func checkDriver(st config.Store, f *drivers.Factory) error {
 	if err != nil {
 		return err
 	}
-	return d.Close(context.Background())
+	err = checkMinTTL(st, d)
+	return errors.Join(err, d.Close(context.Background()))
+}
+
+// checkMinTTL refuses a store's ttl shorter than its driver's floor
+// (drivers.Features.MinTTL), at the ttl's key path.
+func checkMinTTL(st config.Store, d drivers.Driver) error {
+	if min := drivers.FeaturesOf(d).MinTTL; st.TTL != 0 && st.TTL < min {
+		return config.Errorf(config.Join(st.Path, "ttl"), "must be at least %v for driver %q: the shortest ttl it can serve (%s)", min, st.Driver.Type, component.MinTTLReason)
+	}
+	return nil
 }

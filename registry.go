@@ -121,14 +121,19 @@ func NewStore(st config.Store, f *drivers.Factory, log *zap.Logger, client any) 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkMinTTL(st, drv); err != nil {
+		_ = drv.Close(context.Background())
+		return nil, err
+	}
 	return component.New(component.Options{
-		Driver:     drv,
-		Name:       st.Name,
-		Prefix:     st.Prefix,
-		TTL:        st.TTL,
-		Timeout:    st.Timeout,
-		RetryDelay: st.RetryDelay,
-		Logger:     log,
+		Driver:        drv,
+		Name:          st.Name,
+		Prefix:        st.Prefix,
+		TTL:           st.TTL,
+		Timeout:       st.Timeout,
+		RetryDelay:    st.RetryDelay,
+		MaxNameLength: st.MaxNameLength,
+		Logger:        log,
 	})
 }
 

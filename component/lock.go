@@ -205,6 +205,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
 		return false, err
 	}
 	m := l.m
+	if err := m.checkMinTTL(ttl); err != nil {
+		return false, err
+	}
 	m.mu.Lock()
 	for l.state == stateHeld && l.inflight != nil {
 		ch := l.inflight

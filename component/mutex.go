@@ -94,6 +94,9 @@ func New(opts Options) (*Mutex, error) {
 		timer:  time.NewTimer(time.Hour),
 		stop:   make(chan struct{}),
 	}
+	if err := m.checkMinTTL(opts.TTL); err != nil {
+		return nil, err
+	}
 	m.renewer, _ = opts.Driver.(drivers.Renewer)
 	m.handoff, _ = opts.Driver.(drivers.Handoverer)
 	m.bg, m.bgCancel = context.WithCancel(context.Background())
@@ -125,8 +128,8 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 	if err != nil {
 		return nil, err
 	}
-	if name == "" {
-		return nil, ErrEmptyName
+	if err := m.checkName(name); err != nil {
+		return nil, err
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -173,8 +176,8 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 	if err != nil {
 		return nil, err
 	}
-	if name == "" {
-		return nil, ErrEmptyName
+	if err := m.checkName(name); err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	var deadline time.Time
@@ -421,3 +424,14 @@ func (m *Mutex) nameOf(key string) (string, bool) {
 // testHookWoken, when set by a test, runs each time a waiting Acquire wakes,
 // before it looks at what woke it.
 var testHookWoken func()
+
+// checkName refuses an empty name and one longer than MaxNameLength.
+func (m *Mutex) checkName(name string) error {
+	switch {
+	case name == "":
+		return ErrEmptyName
+	case len(name) > m.opts.MaxNameLength:
+		return fmt.Errorf("%w: %d bytes, store %q takes at most %d (maxNameLength)", ErrNameTooLong, len(name), m.opts.Name, m.opts.MaxNameLength)
+	}
+	return nil
+}

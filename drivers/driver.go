@@ -223,6 +223,19 @@ type Features struct {
 	// Scope says who shares the locks, for logs and docs: "process", "host",
 	// "server", "cluster".
 	Scope string
+	// MinTTL is the shortest ttl the driver can serve: the component
+	// renews a lock every ttl/3 and loses it at its expiry less a margin,
+	// so a ttl must leave room for a renewal's round trip and a retry on
+	// a loaded host. Shorter ttls are refused (config, New, WithTTL,
+	// Extend). Zero means the component's own floor, 10 ms: in-process
+	// stores (memory) and local ones (file). Networked stores declare a
+	// floor from their renewal's cost: 250 ms for Redis (one script call
+	// per renewal batch: renewals every 83 ms, 237 ms to the tracked
+	// expiry, room for a slow call and two retries), 500 ms for PostgreSQL
+	// and MySQL (a statement per renewal, and a commit with a WAL/redo
+	// flush in table mode, which takes tens of milliseconds on a busy
+	// server: renewals every 167 ms, 485 ms to the expiry).
+	MinTTL time.Duration
 }
 
 // Describer is implemented by drivers that state their Features. A driver
