@@ -57,7 +57,9 @@ type Options struct {
 
 	// TTL is how long a lock stays held without a renewal. The Mutex renews
 	// held locks every TTL/3, so a lock only expires when its holder is gone
-	// or cannot reach the store. From 10 ms to 100 years.
+	// or cannot reach the store. From the driver's floor
+	// (drivers.Features.MinTTL: 10 ms for memory and file, 250 ms for
+	// Redis, 500 ms for PostgreSQL and MySQL) to 100 years.
 	// Default: 30 s.
 	TTL time.Duration
 
@@ -147,8 +149,8 @@ func checkTTL(ttl time.Duration) error {
 	return nil
 }
 
-// WithTTL sets the lock's time to live (10 ms to 100 years) instead of the
-// Mutex's TTL.
+// WithTTL sets the lock's time to live (the driver's floor, at least 10 ms,
+// to 100 years) instead of the Mutex's TTL.
 func WithTTL(ttl time.Duration) AcquireOption {
 	return func(o *acquireOptions) {
 		if err := checkTTL(ttl); err != nil {
