@@ -34,6 +34,8 @@ var (
 	ErrDriver         = component.ErrDriver
 	ErrClosed         = component.ErrClosed
 	ErrEmptyName      = component.ErrEmptyName
+	ErrNilFunc        = component.ErrNilFunc
+	ErrNameTooLong    = component.ErrNameTooLong
 	ErrInvalidOption  = component.ErrInvalidOption
 	ErrDriverNotFound = drivers.ErrDriverNotFound
 )

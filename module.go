@@ -12,6 +12,8 @@
 package mutexfx
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -19,6 +21,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/lifecycle"
@@ -51,6 +54,10 @@ func Module(k *koanf.Koanf, opts ...Option) fx.Option {
 	}
 	options := []fx.Option{
 		fx.Supply(cfg, fx.Private),
+		// One stop hook closes every store, concurrently (lifecycle.Group);
+		// it is built with the first store, so runs after the hooks of
+		// everything built on the stores.
+		fx.Provide(fx.Private, fx.Annotate(lifecycle.NewGroup, fx.ParamTags(``, `optional:"true"`))),
 		fx.Provide(fx.Annotate(newRegistry, fx.ParamTags(``, storesGroup))),
 		// Build every store when the graph is built, injected or not: a
 		// driver block is validated as its driver is built (which
@@ -65,6 +72,11 @@ func Module(k *koanf.Koanf, opts ...Option) fx.Option {
 		}
 		if st.Driver.Client != "" && f.ClientType != nil {
 			checks = append(checks, clientCheck(st, f))
+		}
+		if err := checkDriver(st, f); err != nil {
+			// here, not from the store's constructor: fx would bury the
+			// error under its own wrapping, and app.Run print it twice
+			return fx.Error(err)
 		}
 		ctor, tags, err := storeConstructor(st, f)
 		if err != nil {
@@ -94,11 +106,11 @@ func newRegistry(cfg config.Config, stores []store) *Registry {
 
 // storeConstructor builds the fx constructor of one store:
 //
-//	func(fx.Lifecycle, *zap.Logger [optional], client [named, when configured]) (*Mutex, store, error)
+//	func(*lifecycle.Group, *zap.Logger [optional], client [named, when configured]) (*Mutex, store, error)
 //
 // The client's type is only known from the driver's factory, hence reflect.
 func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error) {
-	in := []reflect.Type{reflect.TypeFor[fx.Lifecycle](), loggerType}
+	in := []reflect.Type{reflect.TypeFor[*lifecycle.Group](), loggerType}
 	tags := []string{``, `optional:"true"`}
 	if st.Driver.Client != "" {
 		if f.ClientType == nil {
@@ -112,7 +124,7 @@ func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error
 	}
 	out := []reflect.Type{reflect.TypeFor[*Mutex](), reflect.TypeFor[store](), reflect.TypeFor[error]()}
 	fn := reflect.MakeFunc(reflect.FuncOf(in, out, false), func(args []reflect.Value) []reflect.Value {
-		lc := args[0].Interface().(fx.Lifecycle)
+		g := args[0].Interface().(*lifecycle.Group)
 		log, _ := args[1].Interface().(*zap.Logger)
 		var client any
 		if len(args) > 2 {
@@ -123,7 +135,7 @@ func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error
 		if st.Driver.Client != "" && isNil(client) {
 			err = clientMissing(st, f)
 		} else {
-			m, err = newFxStore(lc, st, f, log, client)
+			m, err = newFxStore(g, st, f, log, client)
 		}
 		errv := reflect.Zero(out[2])
 		if err != nil {
@@ -135,12 +147,12 @@ func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error
 }
 
 // newFxStore builds a store and ties it to the application's lifecycle.
-func newFxStore(lc fx.Lifecycle, st config.Store, f *drivers.Factory, log *zap.Logger, client any) (*Mutex, error) {
+func newFxStore(g *lifecycle.Group, st config.Store, f *drivers.Factory, log *zap.Logger, client any) (*Mutex, error) {
 	m, err := NewStore(st, f, log, client)
 	if err != nil {
 		return nil, err
 	}
-	lifecycle.Register(lc, m)
+	g.Add(st.Name, m)
 	return m, nil
 }
 
@@ -163,4 +175,30 @@ func clientMissing(st config.Store, f *drivers.Factory) error {
 func clientCheck(st config.Store, f *drivers.Factory) fx.Option {
 	fn := reflect.MakeFunc(reflect.FuncOf([]reflect.Type{f.ClientType}, nil, false), func([]reflect.Value) []reflect.Value { return nil })
 	return fx.Invoke(fx.Annotate(fn.Interface(), fx.ParamTags(fmt.Sprintf(`name:%q`, st.Driver.Client))))
+}
+
+// checkDriver validates a store's driver block now, by building its driver
+// (which connects nothing) and closing it unused, so that a bad driver
+// option fails fx.New with the driver's own error, which names the key
+// path. A block naming a client is checked when the store is built, with
+// the client.
+func checkDriver(st config.Store, f *drivers.Factory) error {
+	if st.Driver.Client != "" {
+		return nil
+	}
+	d, err := f.New(drivers.Spec{Path: st.Driver.Path, Options: st.Driver.Options, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	err = checkMinTTL(st, d)
+	return errors.Join(err, d.Close(context.Background()))
+}
+
+// checkMinTTL refuses a store's ttl shorter than its driver's floor
+// (drivers.Features.MinTTL), at the ttl's key path.
+func checkMinTTL(st config.Store, d drivers.Driver) error {
+	if min := drivers.FeaturesOf(d).MinTTL; st.TTL != 0 && st.TTL < min {
+		return config.Errorf(config.Join(st.Path, "ttl"), "must be at least %v for driver %q: the shortest ttl it can serve (%s)", min, st.Driver.Type, component.MinTTLReason)
+	}
+	return nil
 }

@@ -1,8 +1,10 @@
 package mutexfx_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -14,7 +16,6 @@ import (
 	"github.com/knadh/koanf/v2"
 	"go.uber.org/fx"
 	fxt "go.uber.org/fx/fxtest"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -22,9 +23,25 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/memory"
 	"github.com/mutexfx/mutexfx/fxtest"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testutil.Main(m, runChild) }
+
+// runChild plays a child role of a test that re-executes the test binary.
+func runChild(role string) int {
+	switch role {
+	case "run-bad-driver":
+		// app.Run with a bad driver option: prints the error, exits 1
+		k := koanf.New(".")
+		if err := k.Load(rawbytes.Provider([]byte(os.Getenv("MUTEXFX_TEST_YAML"))), yaml.Parser()); err != nil {
+			return 2
+		}
+		fx.New(mutexfx.Module(k, allDrivers)).Run()
+		return 0
+	}
+	return 2
+}
 
 func yamlConfig(t *testing.T, y string) *koanf.Koanf {
 	t.Helper()
@@ -128,6 +145,36 @@ func TestModuleErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || (c.is != nil && !errors.Is(err, c.is)) {
 			t.Errorf("%q: fx.New error %v; want %q", c.yaml, err, c.want)
 		}
+	}
+}
+
+// TestModuleDriverOptionErrors: a bad driver option fails fx.New with the
+// driver's error itself — its text begins with the key path and the
+// reason, with none of fx's wrapping — and app.Run prints it once.
+func TestModuleDriverOptionErrors(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"mutex:\n  orders: {driver: {type: file}}\n", "mutex.orders.driver.dir: required"},
+		{"mutex:\n  orders: {driver: {type: redis, url: \"http://x\"}}\n", "mutex.orders.driver.url: "},
+		{"mutex:\n  orders: {driver: {type: postgres, mode: rows}}\n", `mutex.orders.driver.mode: must be "advisory" or "table", not "rows"`},
+		{"mutex:\n  orders: {driver: {type: mysql, port: -1}}\n", "mutex.orders.driver.port: "},
+	} {
+		err := fx.New(mutexfx.Module(yamlConfig(t, tc.yaml), allDrivers), fx.NopLogger).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "reflect") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: fx.New error %q; want it to begin with %q, on one line", tc.yaml, err, tc.want)
+		}
+	}
+	const y = "mutex:\n  orders: {driver: {type: file}}\n"
+	if err := fx.New(mutexfx.Module(yamlConfig(t, y)), fx.NopLogger).Err(); err == nil || err.Error() != "mutex.orders.driver.dir: required" {
+		t.Fatalf("fx.New error %q; want exactly %q", err, "mutex.orders.driver.dir: required")
+	}
+	cmd := testutil.Child(t, "run-bad-driver", "MUTEXFX_TEST_YAML="+y)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err == nil {
+		t.Fatalf("app.Run succeeded; output:\n%s", out.String())
+	}
+	if n := strings.Count(out.String(), "mutex.orders.driver.dir: required"); n != 1 || strings.Contains(out.String(), "reflect") {
+		t.Fatalf("app.Run printed the error %d times; want once, without reflection frames:\n%s", n, out.String())
 	}
 }
 

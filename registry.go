@@ -2,13 +2,13 @@ package mutexfx
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/knadh/koanf/v2"
 	"go.uber.org/zap"
@@ -18,6 +18,8 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/file"
 	"github.com/mutexfx/mutexfx/drivers/memory"
+	"github.com/mutexfx/mutexfx/internal/redact"
+	"github.com/mutexfx/mutexfx/lifecycle"
 )
 
 // ErrStoreNotFound reports a store name that is not configured.
@@ -27,6 +29,7 @@ var ErrStoreNotFound = errors.New("mutexfx: store not found")
 type Registry struct {
 	stores map[string]*Mutex
 	def    string
+	log    *zap.Logger // Close's warnings; nil: none
 }
 
 // NewRegistry returns a registry of stores; def names the default store
@@ -58,22 +61,15 @@ func (r *Registry) Names() []string {
 	return slices.Sorted(maps.Keys(r.stores))
 }
 
-// Close closes every store (see Mutex.Close), returning their errors joined.
+// Close closes every store concurrently, each bounded by ctx (see
+// Mutex.Close): a store stuck on a dead link delays no other's release. It
+// returns their errors joined.
 func (r *Registry) Close(ctx context.Context) error {
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for _, m := range r.stores {
-		wg.Go(func() {
-			if err := m.Close(ctx); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
+	stores := make(map[string]lifecycle.Closer, len(r.stores))
+	for name, m := range r.stores {
+		stores[name] = m
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return lifecycle.CloseAll(ctx, r.log, stores)
 }
 
 // Open builds every store configured in k without fx: for applications that
@@ -97,7 +93,9 @@ func Open(k *koanf.Koanf, opts ...Option) (*Registry, error) {
 		}
 		stores[st.Name] = m
 	}
-	return NewRegistry(stores, cfg.Default), nil
+	r := NewRegistry(stores, cfg.Default)
+	r.log = o.logger
+	return r, nil
 }
 
 // NewStore builds the Mutex of one configured store with its driver's
@@ -123,14 +121,19 @@ func NewStore(st config.Store, f *drivers.Factory, log *zap.Logger, client any) 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkMinTTL(st, drv); err != nil {
+		_ = drv.Close(context.Background())
+		return nil, err
+	}
 	return component.New(component.Options{
-		Driver:     drv,
-		Name:       st.Name,
-		Prefix:     st.Prefix,
-		TTL:        st.TTL,
-		Timeout:    st.Timeout,
-		RetryDelay: st.RetryDelay,
-		Logger:     log,
+		Driver:        drv,
+		Name:          st.Name,
+		Prefix:        st.Prefix,
+		TTL:           st.TTL,
+		Timeout:       st.Timeout,
+		RetryDelay:    st.RetryDelay,
+		MaxNameLength: st.MaxNameLength,
+		Logger:        log,
 	})
 }
 
@@ -214,3 +217,33 @@ func isNil(v any) bool {
 	}
 	return false
 }
+
+// registryView is what a Registry prints: its stores as Mutex prints them.
+type registryView struct {
+	Stores  []*Mutex `json:"stores"`
+	Default string   `json:"default,omitempty"`
+}
+
+func (r *Registry) view() registryView {
+	if r == nil {
+		return registryView{}
+	}
+	v := registryView{Default: r.def}
+	for _, name := range r.Names() {
+		v.Stores = append(v.Stores, r.stores[name])
+	}
+	return v
+}
+
+// String describes the registry: its stores (name, prefix, driver type)
+// and default, never a driver's options.
+func (r *Registry) String() string { return fmt.Sprintf("mutexfx.Registry%+v", r.view()) }
+
+// GoString is String in Go syntax, for %#v.
+func (r *Registry) GoString() string { return redact.GoString("mutexfx.Registry", r.view()) }
+
+// Format prints the registry as String does (GoString for %#v).
+func (r *Registry) Format(f fmt.State, verb rune) { redact.Format(f, verb, r.String, r.GoString) }
+
+// MarshalJSON encodes the registry's stores and default.
+func (r *Registry) MarshalJSON() ([]byte, error) { return json.Marshal(r.view()) }

@@ -19,6 +19,8 @@ import (
 // is not closed under them and a lock an attempt got is released before it
 // closes.
 func (m *Mutex) Close(ctx context.Context) error {
+	m.mustBuilt()
+	mustCtx(ctx)
 	m.mu.Lock()
 	if done := m.closeDone; done != nil {
 		m.mu.Unlock()

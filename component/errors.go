@@ -34,6 +34,10 @@ var (
 	// ErrEmptyName reports an empty lock name.
 	ErrEmptyName = errors.New("mutexfx: empty lock name")
 
+	// ErrNameTooLong reports a lock name longer than the store's
+	// MaxNameLength (configuration key maxNameLength).
+	ErrNameTooLong = errors.New("mutexfx: lock name too long")
+
 	// ErrInvalidOption matches every *OptionError.
 	ErrInvalidOption = errors.New("mutexfx: invalid option")
 

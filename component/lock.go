@@ -50,27 +50,28 @@ type Lock struct {
 }
 
 // Name returns the lock's name, without the store's prefix.
-func (l *Lock) Name() string { return l.name }
+func (l *Lock) Name() string { l.mustLock(); return l.name }
 
 // Key returns the lock's key in the store: the Mutex's prefix and the name.
-func (l *Lock) Key() string { return l.key }
+func (l *Lock) Key() string { l.mustLock(); return l.key }
 
 // Token returns the random token (at least 128 bits) that identifies this
 // holder in the store.
-func (l *Lock) Token() string { return l.token }
+func (l *Lock) Token() string { l.mustLock(); return l.token }
 
 // Fence returns the fencing token: it grows with every acquisition of the
 // lock in the store, so that a store of the protected data can refuse the
 // writes of an older holder. Zero only for stores without fencing.
-func (l *Lock) Fence() uint64 { return l.fence }
+func (l *Lock) Fence() uint64 { l.mustLock(); return l.fence }
 
 // AcquiredAt returns when the lock was acquired (the start of the attempt
 // that got it).
-func (l *Lock) AcquiredAt() time.Time { return l.acquiredAt }
+func (l *Lock) AcquiredAt() time.Time { l.mustLock(); return l.acquiredAt }
 
 // Held reports whether the lock is still held: not released, not lost, and
 // not past its tracked expiry.
 func (l *Lock) Held() bool {
+	l.mustLock()
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
 	l.m.expireLocked(l, time.Now())
@@ -88,6 +89,7 @@ func (l *Lock) Held() bool {
 // Contexts derived from it see the lock end only when the timer fires:
 // check Lock.Err just before each write the lock protects.
 func (l *Lock) Context() context.Context {
+	l.mustLock()
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
 	if l.ctx == nil {
@@ -108,6 +110,7 @@ func (l *Lock) Done() <-chan struct{} { return l.Context().Done() }
 // Err returns nil while the lock is held, then why it ended: an error
 // wrapping ErrLost, ErrReleased or ErrClosed.
 func (l *Lock) Err() error {
+	l.mustLock()
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
 	l.m.expireLocked(l, time.Now())
@@ -124,6 +127,8 @@ func (l *Lock) Err() error {
 // after its request ended) does not stop the release: it then runs bounded
 // by a second, since a lock left behind would be in everyone's way.
 func (l *Lock) Release(ctx context.Context) (bool, error) {
+	l.mustLock()
+	mustCtx(ctx)
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), attemptGrace)
@@ -194,10 +199,15 @@ func (l *Lock) cancelContexts(cause error) {
 // the earlier of the two. Calls to Extend and the renewals of the lock
 // reach the store one at a time.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
+	l.mustLock()
+	mustCtx(ctx)
 	if err := checkTTL(ttl); err != nil {
 		return false, err
 	}
 	m := l.m
+	if err := m.checkMinTTL(ttl); err != nil {
+		return false, err
+	}
 	m.mu.Lock()
 	for l.state == stateHeld && l.inflight != nil {
 		ch := l.inflight

@@ -9,6 +9,7 @@ package component
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,6 +25,11 @@ import (
 // use. Locks are not reentrant: acquiring a lock this Mutex already holds
 // waits for its release like any other holder. Waiters for one name are
 // served in arrival order, and only the first of them talks to the store.
+//
+// Unlike sync.Mutex, the zero Mutex is not usable (it has no store): build
+// one with New; the methods of one New did not build panic with "mutexfx:
+// Mutex used without New". A nil ctx, or a method of a nil *Lock, panics
+// naming the mistake too (misuse.go).
 type Mutex struct {
 	opts    Options
 	drv     drivers.Driver
@@ -88,6 +94,9 @@ func New(opts Options) (*Mutex, error) {
 		timer:  time.NewTimer(time.Hour),
 		stop:   make(chan struct{}),
 	}
+	if err := m.checkMinTTL(opts.TTL); err != nil {
+		return nil, err
+	}
 	m.renewer, _ = opts.Driver.(drivers.Renewer)
 	m.handoff, _ = opts.Driver.(drivers.Handoverer)
 	m.bg, m.bgCancel = context.WithCancel(context.Background())
@@ -97,28 +106,30 @@ func New(opts Options) (*Mutex, error) {
 }
 
 // Name returns the store's name.
-func (m *Mutex) Name() string { return m.opts.Name }
+func (m *Mutex) Name() string { m.mustBuilt(); return m.opts.Name }
 
 // Prefix returns the prefix of the lock names in the store.
-func (m *Mutex) Prefix() string { return m.opts.Prefix }
+func (m *Mutex) Prefix() string { m.mustBuilt(); return m.opts.Prefix }
 
 // Driver returns the store's driver.
-func (m *Mutex) Driver() drivers.Driver { return m.drv }
+func (m *Mutex) Driver() drivers.Driver { m.mustBuilt(); return m.drv }
 
 // Features returns the store's features.
-func (m *Mutex) Features() drivers.Features { return m.feat }
+func (m *Mutex) Features() drivers.Features { m.mustBuilt(); return m.feat }
 
 // TryAcquire makes one attempt to acquire the lock name. It returns a nil
 // Lock and a nil error when another holder has it — this Mutex included, or
 // waiters queued in this Mutex for it (TryAcquire does not jump the queue).
 // Only WithTTL is read from opts.
 func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (*Lock, error) {
+	m.mustBuilt()
+	mustCtx(ctx)
 	o, err := m.acquireOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	if name == "" {
-		return nil, ErrEmptyName
+	if err := m.checkName(name); err != nil {
+		return nil, err
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -142,8 +153,16 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 
 // Acquire acquires the lock name, waiting for it up to the Mutex's Timeout
 // (or WithTimeout). It returns an error wrapping ErrTimeout when the time is
-// up, ctx's cause when ctx ends first, a *DriverError when the store fails
-// (the wait stops at the first failure), ErrClosed when the Mutex closes.
+// up, ctx's cause when ctx ends first, ErrClosed when the Mutex closes.
+//
+// A store failure does not end the wait: Acquire retries with the same
+// backoff as when the lock is held, until the timeout or ctx, so that a
+// fail-over or a restart of the store is ridden out. When the time runs
+// out after a failed attempt, the error wraps both ErrTimeout and the
+// store's last *DriverError (ErrDriver); with NoWait it is that
+// *DriverError. Only an error the driver marks permanent
+// (drivers.ErrPermanent: bad credentials, missing permission) ends the
+// wait at once, as a *DriverError.
 //
 // Waiting polls the store — first after RetryDelay, the delay doubling up to
 // one second, bounded by the holder's remaining ttl when the store tells it —
@@ -151,12 +170,14 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 // is always given at least a second to answer, even past the deadline; a
 // lock acquired too late is released.
 func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption) (*Lock, error) {
+	m.mustBuilt()
+	mustCtx(ctx)
 	o, err := m.acquireOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	if name == "" {
-		return nil, ErrEmptyName
+	if err := m.checkName(name); err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	var deadline time.Time
@@ -180,6 +201,7 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 	m.mu.Unlock()
 	defer m.dequeue(name, w)
 
+	var lastErr error // the store's error at the last attempt, if it failed
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -191,7 +213,7 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 		if !deadline.IsZero() {
 			left := time.Until(deadline)
 			if left <= 0 {
-				return m.timeout(name, o.timeout)
+				return m.timeout(name, o.timeout, lastErr)
 			}
 			if delay <= 0 || left < delay {
 				delay = left
@@ -260,21 +282,30 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 			now = time.Now()
 		}
 		l, res, err := m.attempt(ctx, name, o.ttl, now, deadline, w)
-		if l != nil || err != nil {
-			return l, err
+		switch {
+		case l != nil:
+			return l, nil
+		case err != nil && !retriable(err):
+			return nil, err
+		case err != nil:
+			// The store failed (a fail-over, a restart, a broken link):
+			// ride it out within the wait's deadline and ctx.
+			lastErr = err
+		default:
+			lastErr = nil
 		}
 		delay := jitter(backoff)
 		backoff = min(2*backoff, maxRetryDelay)
 		if res.HolderTTL > 0 && res.HolderTTL < delay {
 			delay = res.HolderTTL + time.Millisecond
 		}
-		if wait := m.blockingWait(now, deadline, o.ttl); wait > 0 && time.Since(now) >= wait/2 {
+		if wait := m.blockingWait(now, deadline, o.ttl); err == nil && wait > 0 && time.Since(now) >= wait/2 {
 			// The store waited for us: ask again at once. (A store that
 			// could not block this time answered at once: back off.)
 			delay = time.Microsecond
 		}
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
-			return nil, m.timeout(name, o.timeout)
+			return nil, m.timeout(name, o.timeout, lastErr)
 		}
 		slept = true
 		if err := sleep(delay); err != nil {
@@ -283,17 +314,33 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 	}
 }
 
-func (m *Mutex) timeout(name string, timeout time.Duration) error {
-	if timeout == NoWait {
+// timeout is the error of a wait for name whose timeout passed; lastErr is
+// the store's error at its last attempt (nil: the store answered).
+func (m *Mutex) timeout(name string, timeout time.Duration, lastErr error) error {
+	switch {
+	case lastErr != nil && timeout == NoWait:
+		return lastErr
+	case lastErr != nil:
+		return fmt.Errorf("%w: %q not acquired within %v; the store failed at the last attempt: %w", ErrTimeout, name, timeout, lastErr)
+	case timeout == NoWait:
 		return fmt.Errorf("%w: %q is held", ErrTimeout, name)
 	}
 	return fmt.Errorf("%w: %q not acquired within %v", ErrTimeout, name, timeout)
+}
+
+// retriable reports whether Acquire retries after err: a store failure
+// (*DriverError, including a store that did not answer in time) that the
+// driver did not mark permanent (drivers.ErrPermanent: bad credentials,
+// missing permission, bad configuration).
+func retriable(err error) bool {
+	return errors.Is(err, ErrDriver) && !errors.Is(err, drivers.ErrPermanent)
 }
 
 // Held returns the locks this Mutex holds now (not released, not lost, not
 // past their tracked expiry: see Lock.Held), in acquisition order; a new
 // slice on each call.
 func (m *Mutex) Held() []*Lock {
+	m.mustBuilt()
 	m.mu.Lock()
 	now := time.Now()
 	out := make([]*Lock, 0, len(m.held))
@@ -377,3 +424,14 @@ func (m *Mutex) nameOf(key string) (string, bool) {
 // testHookWoken, when set by a test, runs each time a waiting Acquire wakes,
 // before it looks at what woke it.
 var testHookWoken func()
+
+// checkName refuses an empty name and one longer than MaxNameLength.
+func (m *Mutex) checkName(name string) error {
+	switch {
+	case name == "":
+		return ErrEmptyName
+	case len(name) > m.opts.MaxNameLength:
+		return fmt.Errorf("%w: %d bytes, store %q takes at most %d (maxNameLength)", ErrNameTooLong, len(name), m.opts.Name, m.opts.MaxNameLength)
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package component
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -14,6 +15,8 @@ const (
 	DefaultTTL        = 30 * time.Second
 	DefaultTimeout    = 10 * time.Second
 	DefaultRetryDelay = 50 * time.Millisecond
+	// DefaultMaxNameLength is the longest lock name by default, in bytes.
+	DefaultMaxNameLength = 1024
 
 	// maxRetryDelay caps the doubling of the retry delay.
 	maxRetryDelay = time.Second
@@ -54,7 +57,9 @@ type Options struct {
 
 	// TTL is how long a lock stays held without a renewal. The Mutex renews
 	// held locks every TTL/3, so a lock only expires when its holder is gone
-	// or cannot reach the store. From 10 ms to 100 years.
+	// or cannot reach the store. From the driver's floor
+	// (drivers.Features.MinTTL: 10 ms for memory and file, 250 ms for
+	// Redis, 500 ms for PostgreSQL and MySQL) to 100 years.
 	// Default: 30 s.
 	TTL time.Duration
 
@@ -69,6 +74,13 @@ type Options struct {
 	// cut it short. Must not be negative.
 	// Default: 50 ms.
 	RetryDelay time.Duration
+
+	// MaxNameLength is the longest lock name, in bytes (the prefix not
+	// counted); a longer one is refused with ErrNameTooLong. It bounds
+	// what each name may cost the store (a Redis fence key, a table row).
+	// Must not be negative.
+	// Default: 1024.
+	MaxNameLength int
 
 	// Logger logs lost locks, failing renewals and store errors, with the
 	// store and lock names (never credentials).
@@ -88,6 +100,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RetryDelay < 0 {
 		return o, &OptionError{Field: "RetryDelay", Msg: "must not be negative"}
+	}
+	if o.MaxNameLength < 0 {
+		return o, &OptionError{Field: "MaxNameLength", Msg: "must not be negative"}
+	}
+	if o.MaxNameLength == 0 {
+		o.MaxNameLength = DefaultMaxNameLength
 	}
 	if o.Name == "" {
 		o.Name = DefaultName
@@ -131,8 +149,8 @@ func checkTTL(ttl time.Duration) error {
 	return nil
 }
 
-// WithTTL sets the lock's time to live (10 ms to 100 years) instead of the
-// Mutex's TTL.
+// WithTTL sets the lock's time to live (the driver's floor, at least 10 ms,
+// to 100 years) instead of the Mutex's TTL.
 func WithTTL(ttl time.Duration) AcquireOption {
 	return func(o *acquireOptions) {
 		if err := checkTTL(ttl); err != nil {
@@ -164,8 +182,23 @@ func (m *Mutex) acquireOptions(opts []AcquireOption) (acquireOptions, error) {
 			f(o)
 		}
 	}
+	if o.err == nil {
+		o.err = m.checkMinTTL(o.ttl)
+	}
 	return *o, o.err
 }
+
+// checkMinTTL refuses a ttl shorter than the driver's floor
+// (drivers.Features.MinTTL).
+func (m *Mutex) checkMinTTL(ttl time.Duration) error {
+	if ttl < m.feat.MinTTL {
+		return &OptionError{Field: "TTL", Msg: fmt.Sprintf("must be at least %v on store %q: the shortest ttl its driver can serve (%s)", m.feat.MinTTL, m.opts.Name, MinTTLReason)}
+	}
+	return nil
+}
+
+// MinTTLReason says why a driver has a ttl floor, for errors.
+const MinTTLReason = "a lock is renewed every ttl/3, and a renewal needs a round trip to the store and room for a retry"
 
 // drift is the margin by which the Mutex considers a lock expired before the
 // store does: ttl/100 for clock drift between client and store (as Redlock

@@ -128,6 +128,7 @@ func (m *Mutex) wakeHead(name string) {
 // Waiters returns how many calls of this Mutex are waiting for the lock
 // name (the first one is the one talking to the store).
 func (m *Mutex) Waiters(name string) int {
+	m.mustBuilt()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if q := m.queues[name]; q != nil {

@@ -5,7 +5,7 @@ import "context"
 // Do acquires the lock name as Acquire does, runs fn, and releases the lock
 // whether fn returned, failed or panicked (the panic goes on after the
 // release). A failure of the release is ignored: the lock then expires in
-// the store.
+// the store. A nil fn returns ErrNilFunc, acquiring nothing.
 //
 // fn's ctx carries ctx's values and deadline, and the lock (LockFrom). It
 // ends in the same call that ends the lock — cause wrapping ErrLost when the
@@ -13,6 +13,11 @@ import "context"
 // ctx's Err and cause). Like the lock's context (Lock.Context), its Err checks the lock's
 // tracked expiry: fn is never told "held" past it.
 func (m *Mutex) Do(ctx context.Context, name string, fn func(ctx context.Context, l *Lock) error, opts ...AcquireOption) error {
+	m.mustBuilt()
+	mustCtx(ctx)
+	if fn == nil {
+		return ErrNilFunc
+	}
 	l, err := m.Acquire(ctx, name, opts...)
 	if err != nil {
 		return err
@@ -22,6 +27,12 @@ func (m *Mutex) Do(ctx context.Context, name string, fn func(ctx context.Context
 
 // Run runs fn holding the acquired lock l, as Do does, and releases l.
 func Run(ctx context.Context, l *Lock, fn func(ctx context.Context, l *Lock) error) error {
+	mustCtx(ctx)
+	l.mustLock()
+	if fn == nil {
+		_, _ = l.Release(ctx)
+		return ErrNilFunc
+	}
 	fnCtx, cancel := newRunContext(ctx, l)
 	defer func() {
 		// Release ends fnCtx with the lock, before it asks the store.

@@ -9,6 +9,7 @@
 //	    ttl: 30s          # Go duration, or integer milliseconds
 //	    timeout: 10s      # 0: one attempt; -1 or "infinite": no limit
 //	    retryDelay: 50ms
+//	    maxNameLength: 1024 # bytes of a lock name (default 1 KiB)
 //	    default: true     # also provided unnamed
 //
 // Every error names the full key path ("mutex.orders.ttl: must be at least
@@ -58,7 +59,10 @@ type Store struct {
 	TTL        time.Duration
 	Timeout    time.Duration // NoWait for 0, Forever for no limit, 0 when unset
 	RetryDelay time.Duration
-	Default    bool
+	// MaxNameLength is the longest lock name in bytes; 0 when unset (the
+	// component's default, 1 KiB).
+	MaxNameLength int
+	Default       bool
 
 	// defaultSet: the block has a default key; a store saying default:
 	// false is never the default by its name or by being the only store.
@@ -136,9 +140,9 @@ func Load(k *koanf.Koanf, path string) (Config, error) {
 	return cfg, nil
 }
 
-// storeKeys are a store block's keys, lower-cased (environment variables
-// arrive lower-cased: retrydelay).
-var storeKeys = []string{"default", "driver", "prefix", "retrydelay", "timeout", "ttl"}
+// storeKeys are a store block's keys, for errors; they are matched in any
+// case (environment variables arrive lower-cased: retrydelay).
+var storeKeys = []string{"default", "driver", "maxNameLength", "prefix", "retryDelay", "timeout", "ttl"}
 
 func loadStore(path, name string, raw any) (Store, error) {
 	st := Store{Name: name, Path: path, Driver: Driver{Type: "memory", Path: Join(path, "driver")}}
@@ -170,6 +174,8 @@ func loadStore(path, name string, raw any) (Store, error) {
 			st.TTL, err = duration(p, v)
 			switch {
 			case err != nil:
+			case st.TTL == Forever:
+				err = Errorf(p, "ttl cannot be infinite: use a long ttl; locks are renewed")
 			case st.TTL < 10*time.Millisecond:
 				err = Errorf(p, "must be at least 10ms")
 			case st.TTL > 100*365*24*time.Hour: // component.MaxTTL
@@ -189,6 +195,8 @@ func loadStore(path, name string, raw any) (Store, error) {
 			if err == nil && st.RetryDelay < 0 {
 				err = Errorf(p, "must not be negative")
 			}
+		case "maxnamelength":
+			st.MaxNameLength, err = positiveInt(p, v)
 		case "default":
 			st.Default, err = boolean(p, v)
 			st.defaultSet = true
@@ -284,6 +292,32 @@ func sortedKeys(m map[string]any) []string {
 // credentials).
 func (s Store) String() string {
 	return fmt.Sprintf("store %q (driver %s)", s.Name, redactType(s.Driver.Type))
+}
+
+// positiveInt reads an integer of at least 1, or its text as the
+// environment gives it ("1024").
+func positiveInt(path string, v any) (int, error) {
+	var n int64
+	var err error
+	switch x := v.(type) {
+	case int:
+		n = int64(x)
+	case int64:
+		n = x
+	case float64:
+		n = int64(x)
+		if float64(n) != x {
+			err = strconv.ErrSyntax
+		}
+	case string:
+		n, err = strconv.ParseInt(strings.TrimSpace(x), 10, 0)
+	default:
+		err = strconv.ErrSyntax
+	}
+	if err != nil || n < 1 {
+		return 0, Errorf(path, "must be a whole number of at least 1, got %v", v)
+	}
+	return int(n), nil
 }
 
 // boolean reads a bool, or its text as the environment gives it ("true").

@@ -18,14 +18,38 @@
 // Drivers must connect lazily: constructing one connects nothing; the first
 // call does. Every method must respect its ctx and be safe for concurrent use.
 // A driver reports store failures as plain errors; the component wraps them in
-// a DriverError. A key is the component's prefix followed by the lock name;
+// a DriverError, and Acquire retries them within its timeout unless the
+// driver marked them Permanent. A key is the component's prefix followed by the lock name;
 // drivers treat it as opaque data (never as a path or as SQL).
 package drivers
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrPermanent marks a store error that retrying cannot cure: bad
+// credentials, a missing permission, a configuration the store refuses.
+// The component retries every other error of Acquire until the wait's
+// timeout (a fail-over, a restart, a broken link end by themselves); a
+// driver wraps an error with Permanent to end the wait at once.
+var ErrPermanent = errors.New("permanent store error")
+
+// Permanent returns err marked permanent: it matches ErrPermanent and
+// wraps err, with err's message. Nil for a nil err.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string        { return e.err.Error() }
+func (e permanentError) Unwrap() error        { return e.err }
+func (e permanentError) Is(target error) bool { return target == ErrPermanent }
 
 // Driver is a lock store.
 type Driver interface {
@@ -199,6 +223,19 @@ type Features struct {
 	// Scope says who shares the locks, for logs and docs: "process", "host",
 	// "server", "cluster".
 	Scope string
+	// MinTTL is the shortest ttl the driver can serve: the component
+	// renews a lock every ttl/3 and loses it at its expiry less a margin,
+	// so a ttl must leave room for a renewal's round trip and a retry on
+	// a loaded host. Shorter ttls are refused (config, New, WithTTL,
+	// Extend). Zero means the component's own floor, 10 ms: in-process
+	// stores (memory) and local ones (file). Networked stores declare a
+	// floor from their renewal's cost: 250 ms for Redis (one script call
+	// per renewal batch: renewals every 83 ms, 237 ms to the tracked
+	// expiry, room for a slow call and two retries), 500 ms for PostgreSQL
+	// and MySQL (a statement per renewal, and a commit with a WAL/redo
+	// flush in table mode, which takes tens of milliseconds on a busy
+	// server: renewals every 167 ms, 485 ms to the expiry).
+	MinTTL time.Duration
 }
 
 // Describer is implemented by drivers that state their Features. A driver

@@ -21,6 +21,9 @@ type Factory struct {
 	Type string
 	// New builds a driver from its configuration block. It must connect
 	// nothing. Errors must name spec.Path and the offending key.
+	// mutexfx.Module calls it twice for a block without a client: once as
+	// it reads the configuration, to validate the block (that driver is
+	// closed unused), and once to build the store.
 	New func(spec Spec) (Driver, error)
 	// ClientType is, for drivers that can use a client the application
 	// already has (driver.client in configuration names it in the fx graph),

@@ -1,7 +1,8 @@
 // Package lifecycle ties mutexfx stores to an fx application's lifecycle:
 // nothing connects on start (stores connect at their first acquisition); on
 // stop every store releases the locks it holds and closes its driver, within
-// the stop hook's deadline.
+// the stop hook's deadline — all stores at once (Group), so that a store
+// stuck on a dead link delays no other store's release.
 package lifecycle
 
 import (

@@ -80,7 +80,7 @@ func New(opts Options) (*Driver, error) {
 
 // Features: expiring locks with fencing, host clock, shared by one host.
 func (d *Driver) Features() drivers.Features {
-	return drivers.Features{Expiring: true, ServerTime: false, Fencing: true, Scope: "host"}
+	return drivers.Features{Expiring: true, ServerTime: false, Fencing: true, Scope: "host", MinTTL: 10 * time.Millisecond}
 }
 
 // path returns the path of the lock file named name (see fileName).

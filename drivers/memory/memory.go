@@ -71,7 +71,8 @@ func newFromSpec(spec drivers.Spec) (drivers.Driver, error) {
 
 // Features: expiring, process clock, fencing, in process, scope "process".
 func (d *Driver) Features() drivers.Features {
-	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, InProcess: true, Scope: "process"}
+	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, InProcess: true, Scope: "process",
+		MinTTL: 10 * time.Millisecond}
 }
 
 // Acquire takes key for req.Token when it is free or expired.

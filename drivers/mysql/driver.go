@@ -145,9 +145,9 @@ func prefixed(err error) error {
 // Features reports the mode's properties.
 func (d *Driver) Features() drivers.Features {
 	if d.s.mode == ModeTable {
-		return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, Scope: "cluster"}
+		return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, Scope: "cluster", MinTTL: 500 * time.Millisecond}
 	}
-	return drivers.Features{Expiring: false, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server"}
+	return drivers.Features{Expiring: false, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server", MinTTL: 500 * time.Millisecond}
 }
 
 // Acquire makes one attempt to take req.Key for req.Token.

@@ -139,9 +139,9 @@ func (d *Driver) Mode() string { return d.opts.Mode }
 func (d *Driver) Features() drivers.Features {
 	if d.opts.Mode == ModeAdvisory {
 		return drivers.Features{Expiring: false, ServerTime: true, Fencing: true,
-			BlockingWait: d.opts.MaxSessions > 1, Scope: "server"}
+			BlockingWait: d.opts.MaxSessions > 1, Scope: "server", MinTTL: 500 * time.Millisecond}
 	}
-	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server"}
+	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server", MinTTL: 500 * time.Millisecond}
 }
 
 // Acquire makes one attempt to take req.Key for req.Token.

@@ -81,3 +81,37 @@ func (o Options) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(j)
 }
+
+// A *Driver prints, marshals and logs as its Options do — secrets
+// redacted — and nothing else: its other fields hold the pool's and
+// connections' configurations, password included, which fmt would print
+// raw.
+
+// String describes the driver by its options, secrets redacted.
+func (d *Driver) String() string {
+	if d == nil {
+		return "<nil>"
+	}
+	return "postgres.Driver{Options:" + d.opts.String() + "}"
+}
+
+// GoString is String in Go syntax, for %#v.
+func (d *Driver) GoString() string {
+	if d == nil {
+		return "(*postgres.Driver)(nil)"
+	}
+	return "&postgres.Driver{Options:" + d.opts.GoString() + "}"
+}
+
+// Format prints the driver as String does (GoString for %#v).
+func (d *Driver) Format(f fmt.State, verb rune) { redact.Format(f, verb, d.String, d.GoString) }
+
+// MarshalJSON encodes the driver's options, secrets redacted.
+func (d *Driver) MarshalJSON() ([]byte, error) {
+	if d == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(struct {
+		Options Options `json:"options"`
+	}{d.opts})
+}

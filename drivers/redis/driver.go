@@ -154,7 +154,7 @@ func (d *Driver) Features() drivers.Features {
 	if d.cluster {
 		scope = "cluster"
 	}
-	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: scope}
+	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: scope, MinTTL: 250 * time.Millisecond}
 }
 
 // Client returns the driver's go-redis client (for diagnostics).
