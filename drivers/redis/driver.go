@@ -47,6 +47,8 @@ type Driver struct {
 	health   *health
 	id       string // waiter id in the stores' queues
 	watchers watchers
+	longest  ttlSeen // the longest ttl asked for (the default restart wait)
+	servers  servers // the server processes seen (detect.go)
 
 	ctx    context.Context // cancelled by Close; ends the driver's goroutines
 	cancel context.CancelFunc
@@ -70,9 +72,12 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	var d *Driver
+	u.OnConnect = func(ctx context.Context, cn *goredis.Conn) error { return d.onConnect(ctx, cn) }
 	c := goredis.NewUniversalClient(u) // a *goredis.Client or *goredis.ClusterClient
 	_, cluster := c.(*goredis.ClusterClient)
-	return newDriver(c, true, cluster, set), nil
+	d = newDriver(c, true, cluster, set)
+	return d, nil
 }
 
 // NewWithClient returns a driver using c, a client the application already

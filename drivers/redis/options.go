@@ -139,18 +139,35 @@ type Options struct {
 	// call; larger batches are split and pipelined.
 	// Default: DefaultRenewBatch (1000).
 	RenewBatch int `koanf:"renewBatch"`
+	// RestartWait is how long nothing is granted after the driver finds
+	// that the store may have forgotten locks (restarted without
+	// persistence, failed over, flushed): set it to at least the longest
+	// ttl any process uses on this store. Default: 0, the longest ttl this
+	// driver was asked for (each driver that sees the wait lengthens it to
+	// its own).
+	RestartWait time.Duration `koanf:"restartWait"`
 }
 
 // settings are the options the driver's operations need, whatever the
 // client's origin.
 type settings struct {
-	channel    string
-	fenceTTL   time.Duration
-	renewBatch int
+	channel     string
+	fenceTTL    time.Duration
+	renewBatch  int
+	restartWait time.Duration
+	masterName  string   // for errors
+	sentinels   []string // for errors: the Sentinels' addresses
 }
 
 func (o Options) settings() (settings, error) {
-	s := settings{channel: o.Channel, fenceTTL: o.FenceTTL, renewBatch: o.RenewBatch}
+	s := settings{channel: o.Channel, fenceTTL: o.FenceTTL, renewBatch: o.RenewBatch, restartWait: o.RestartWait,
+		masterName: o.MasterName}
+	if o.MasterName != "" {
+		s.sentinels = o.Addrs
+	}
+	if s.restartWait < 0 {
+		return s, fmt.Errorf("%w: restartWait: must not be negative", ErrOptions)
+	}
 	if s.channel == "" {
 		s.channel = DefaultChannel
 	}

@@ -55,7 +55,7 @@ func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 		}
 		for j, i := range g.idx {
 			if gerr != nil {
-				out[i].Err = fmt.Errorf("redis: renew: %w", gerr)
+				out[i].Err = fmt.Errorf("redis: renew: %w", d.explain(gerr))
 				continue
 			}
 			n, _ := vals[j].(int64)
@@ -113,7 +113,7 @@ func (d *Driver) group(leases []drivers.Lease) []*renewGroup {
 		}
 		g.idx = append(g.idx, i)
 		g.keys = append(g.keys, k)
-		g.args = append(g.args, l.Token, ttlMillis(l.TTL))
+		g.args = append(g.args, l.Token, d.longest.see(l.TTL))
 	}
 	return groups
 }
