@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -55,6 +56,9 @@ func (d *Driver) onConnect(ctx context.Context, cn *goredis.Conn) error {
 	}
 	if field("role") != "master" {
 		return nil
+	}
+	if n, err := strconv.ParseInt(field("connected_slaves"), 10, 64); err == nil {
+		d.replicas.n.Store(n)
 	}
 	return d.servers.seen(ctx, cn, field("run_id"), d.restartWait(0))
 }

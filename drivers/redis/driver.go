@@ -47,8 +47,9 @@ type Driver struct {
 	health   *health
 	id       string // waiter id in the stores' queues
 	watchers watchers
-	longest  ttlSeen // the longest ttl asked for (the default restart wait)
-	servers  servers // the server processes seen (detect.go)
+	longest  ttlSeen      // the longest ttl asked for (the default restart wait)
+	servers  servers      // the server processes seen (detect.go)
+	replicas replicaCount // the master's replicas at the last connection
 
 	ctx    context.Context // cancelled by Close; ends the driver's goroutines
 	cancel context.CancelFunc
@@ -107,6 +108,9 @@ func NewWithClient(c goredis.UniversalClient, opts Options) (*Driver, error) {
 	set, err := opts.settings()
 	if err != nil {
 		return nil, err
+	}
+	if cluster && set.minReplicas > 0 {
+		return nil, fmt.Errorf("%w: minReplicas: not supported in cluster mode", ErrOptions)
 	}
 	return newDriver(c, false, cluster, set), nil
 }

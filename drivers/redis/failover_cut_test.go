@@ -20,7 +20,9 @@ import (
 func TestSentinelFailoverReplicationCut(t *testing.T) {
 	s := testutil.StartRedisSentinel(t, testutil.SentinelOptions{Replica: true, LinkProxy: true, DownAfter: 300 * time.Millisecond})
 	knownSentinel(t, s)
-	d := rawDriver(t, Options{Addrs: []string{s.Addr}, MasterName: s.MasterName, DialTimeout: time.Second})
+	// No WAIT for the replica (minReplicas -1): the acquisitions must
+	// succeed with replication cut, as they do for a user who turned it off.
+	d := rawDriver(t, Options{Addrs: []string{s.Addr}, MasterName: s.MasterName, DialTimeout: time.Second, MinReplicas: -1})
 	ctx := t.Context()
 	acquire := func(tok string) drivers.AcquireResult {
 		t.Helper()

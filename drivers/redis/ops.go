@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -72,9 +73,12 @@ func (d *Driver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, qu
 	}
 	t := tag(req.Key)
 	e, w := d.marks(t)
-	v, err := d.run(ctx, acquireScript,
+	v, err := d.runReplicated(ctx, acquireScript,
 		[]string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix, e, w},
 		req.Token, ttl, fenceTTL, d.id, q, WaiterLiveness.Milliseconds(), d.restartWait(ttl))
+	if errors.Is(err, ErrReplicas) {
+		_, _ = d.Release(ctx, req.Key, req.Token) // whether it took the lock or not
+	}
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: %w", err)
 	}
@@ -118,8 +122,12 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 	if next.TTL <= 0 {
 		return false, drivers.AcquireResult{}, fmt.Errorf("redis: ttl %v must be positive", next.TTL)
 	}
-	v, err := d.run(ctx, handoverScript, d.lockKeys(tag(key)),
+	v, err := d.runReplicated(ctx, handoverScript, d.lockKeys(tag(key)),
 		token, d.set.channel+":", key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL), next.Token, d.longest.see(next.TTL))
+	if errors.Is(err, ErrReplicas) {
+		_, _ = d.Release(ctx, key, next.Token)
+		return true, drivers.AcquireResult{}, fmt.Errorf("redis: handover: %w", err)
+	}
 	if err != nil {
 		return false, drivers.AcquireResult{}, fmt.Errorf("redis: handover: %w", err)
 	}
@@ -178,7 +186,7 @@ func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duratio
 	if ttl <= 0 {
 		return false, fmt.Errorf("redis: extend: ttl must be positive, got %v", ttl)
 	}
-	v, err := d.run(ctx, extendScript, []string{lockKey(key)}, token, d.longest.see(ttl))
+	v, err := d.runReplicated(ctx, extendScript, []string{lockKey(key)}, token, d.longest.see(ttl))
 	if err != nil {
 		return false, fmt.Errorf("redis: extend: %w", err)
 	}
