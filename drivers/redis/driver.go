@@ -98,7 +98,10 @@ func New(opts Options) (*Driver, error) {
 //     add behaviour with c.AddHook.
 //
 // The driver never closes c. Only opts' driver settings (Channel, FenceTTL,
-// RenewBatch) are read; the connection options are c's. Give c
+// RenewBatch, RestartWait, MinReplicas, ReplicaTimeout) are read; the
+// connection options are c's. MinReplicas 0 means none here, and the
+// driver cannot see a new server process on c's connections (the epoch
+// markers still apply; see the package's docs). Give c
 // ContextTimeoutEnabled so that contexts bound its reads.
 func NewWithClient(c goredis.UniversalClient, opts Options) (*Driver, error) {
 	cluster, err := clientMode(c)
