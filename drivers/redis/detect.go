@@ -33,6 +33,9 @@ type servers struct {
 // last starts a new epoch. A user refused INFO skips both (the markers
 // still catch a forgotten keyspace).
 func (d *Driver) onConnect(ctx context.Context, cn *goredis.Conn) error {
+	if d.cluster {
+		return nil // the markers alone (per slot)
+	}
 	info, err := cn.Info(ctx).Result()
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "NOPERM") {
@@ -48,7 +51,7 @@ func (d *Driver) onConnect(ctx context.Context, cn *goredis.Conn) error {
 		v, _, _ = strings.Cut(v, "\n")
 		return strings.TrimSpace(v)
 	}
-	if field("redis_mode") == "sentinel" || d.cluster {
+	if field("redis_mode") == "sentinel" {
 		return nil
 	}
 	if field("cluster_enabled") == "1" {

@@ -9,7 +9,11 @@
 // (compare-and-expire) and a batched renewal of many locks (one script per
 // Cluster slot, pipelined).
 // A lock name and its counter share a hash tag, so every script touches one
-// slot. See the package's Options for the configuration keys.
+// slot. A store that may have forgotten locks (restart, flush, fail-over)
+// grants nothing for the longest ttl, and fences stay above those given
+// before (epoch.go); in Sentinel mode writes can wait for replicas
+// (Options.MinReplicas). See the package's Options for the configuration
+// keys.
 package redis
 
 import (
