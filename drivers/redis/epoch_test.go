@@ -107,11 +107,13 @@ func TestBrandNewStore(t *testing.T) {
 	})
 	t.Run("up longer than the ttl", func(t *testing.T) {
 		s := testutil.StartRedis(t)
-		eventually(t, 10*time.Second, "the server is up 2 s", func() bool {
+		// INFO's whole-second uptime may run 1 s ahead: the driver counts
+		// uptime - 1 s, so 3 s cover the 1.5 s ttl.
+		eventually(t, 10*time.Second, "the server is up 3 s", func() bool {
 			info, err := s.Command("INFO", "server")
 			_, up, _ := strings.Cut(info, "uptime_in_seconds:")
 			n, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(up, "\n", 2)[0]))
-			return err == nil && n >= 2
+			return err == nil && n >= 3
 		})
 		d := rawDriver(t, Options{Addrs: []string{s.Addr}})
 		res, err := d.Acquire(t.Context(), drivers.AcquireRequest{Key: "x", Token: "a", TTL: epochTTL})
@@ -129,5 +131,34 @@ func TestRestartWaitOption(t *testing.T) {
 	res, err := d.Acquire(t.Context(), drivers.AcquireRequest{Key: "x", Token: "a", TTL: epochTTL})
 	if err != nil || res.Acquired || res.HolderTTL <= 5*time.Second || res.HolderTTL > 8*time.Second {
 		t.Fatalf("first Acquire = %+v, %v; want refused with a wait in (5s, 8s]", res, err)
+	}
+}
+
+// TestLongerTTLLengthensTheWait: a driver whose ttl is longer than the wait
+// another driver started lengthens it to its own ttl, for every driver.
+func TestLongerTTLLengthensTheWait(t *testing.T) {
+	s := testutil.StartRedis(t)
+	known(t, s)
+	short := rawDriver(t, Options{Addrs: []string{s.Addr}})
+	long := rawDriver(t, Options{Addrs: []string{s.Addr}})
+	if _, err := s.Command("FLUSHALL"); err != nil {
+		t.Fatal(err)
+	}
+	try := func(d *Driver, ttl time.Duration) drivers.AcquireResult {
+		t.Helper()
+		res, err := d.Acquire(t.Context(), drivers.AcquireRequest{Key: "x", Token: "a", TTL: ttl})
+		if err != nil || res.Acquired {
+			t.Fatalf("Acquire during the wait = %+v, %v; want refused", res, err)
+		}
+		return res
+	}
+	if res := try(short, time.Second); res.HolderTTL > time.Second {
+		t.Fatalf("wait started by a 1s driver = %v; want at most 1s", res.HolderTTL)
+	}
+	if res := try(long, 5*time.Second); res.HolderTTL <= 3*time.Second {
+		t.Fatalf("wait seen by a 5s driver = %v; want lengthened to about 5s", res.HolderTTL)
+	}
+	if res := try(short, time.Second); res.HolderTTL <= 3*time.Second {
+		t.Fatalf("wait seen by the 1s driver afterwards = %v; want the lengthened one", res.HolderTTL)
 	}
 }

@@ -353,8 +353,9 @@ return {t, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1])}
 // never flushed (FLUSHALL, FLUSHDB in INFO commandstats) and is no promoted
 // replica (master_replid2) means a brand-new store: no wait; else the
 // server may have granted locks before it forgot them, and the wait is
-// counted from its start (restart) or from now. A user refused INFO waits
-// the whole wait.
+// counted from its start (restart) or from now. The uptime counts whole
+// seconds of the server's clock and may be up to 1 s ahead: 1 s of it is
+// not counted. A user refused INFO waits the whole wait.
 const epochLua = `
 local function info(section)
   local r = redis.pcall('INFO', section)
@@ -382,7 +383,7 @@ local function epoch(ek, wk, wait, force)
     local id2 = string.match(info('replication'), 'master_replid2:(%x+)')
     if up and id2 and not string.find(id2, '[^0]') and not string.find(cs, 'cmdstat_flushall:', 1, true) and
         not string.find(cs, 'cmdstat_flushdb:', 1, true) then
-      left = wait - up * 1000
+      left = wait - math.max(up - 1, 0) * 1000
     end
   end
   redis.call('SET', ek, t[1] .. string.format('%06d', tonumber(t[2])))
