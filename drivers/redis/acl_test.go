@@ -14,6 +14,7 @@ import (
 func aclServer(t *testing.T, users map[string][]any) (*testutil.RedisServer, *Driver) {
 	t.Helper()
 	s := testutil.StartRedis(t)
+	known(t, s)
 	admin := standalone(t, Options{Addrs: []string{s.Addr}})
 	for name, rules := range users {
 		args := append([]any{"ACL", "SETUSER", name, "on", ">pw"}, rules...)

@@ -92,8 +92,19 @@ func BenchmarkScripts(b *testing.B) {
 	keys := []string{lockKey(key), fenceKey(key), queueKey(key), liveKey(key)}
 	defer d.Client().Del(ctx, keys...)
 	far := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10) // always live
+	b.Run("AcquireRelease/free", func(b *testing.B) {
+		serverTime(b, d, 2, func() {}, func() {
+			res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "free", TTL: 10 * time.Second})
+			if err != nil || !res.Acquired {
+				b.Fatalf("%+v %v", res, err)
+			}
+			if ok, err := d.Release(ctx, key, "free"); !ok || err != nil {
+				b.Fatalf("%v %v", ok, err)
+			}
+		})
+	})
 	b.Run("Release/handoff", func(b *testing.B) {
-		serverTime(b, d, func() {
+		serverTime(b, d, 1, func() {
 			d.Client().Pipelined(ctx, func(p goredis.Pipeliner) error {
 				p.Set(ctx, keys[0], "holder", 0)
 				p.ZAdd(ctx, keys[2], goredis.Z{Score: 1, Member: w.id})
@@ -110,7 +121,7 @@ func BenchmarkScripts(b *testing.B) {
 		}
 	})
 	b.Run("Acquire/queue", func(b *testing.B) {
-		serverTime(b, d, func() {
+		serverTime(b, d, 1, func() {
 			d.Client().Pipelined(ctx, func(p goredis.Pipeliner) error {
 				p.ZRem(ctx, keys[2], d.id)
 				p.ZAdd(ctx, keys[2], goredis.Z{Score: 1, Member: w.id})
@@ -127,8 +138,8 @@ func BenchmarkScripts(b *testing.B) {
 }
 
 // serverTime runs setup and op in b's loop and reports the server's time
-// in EVALSHA per op (only op runs scripts).
-func serverTime(b *testing.B, d *Driver, setup, op func()) {
+// in EVALSHA per op (only op runs scripts, the given number of them).
+func serverTime(b *testing.B, d *Driver, scripts int, setup, op func()) {
 	before := evalshaStats(b, d)
 	n := 0
 	for b.Loop() {
@@ -137,7 +148,7 @@ func serverTime(b *testing.B, d *Driver, setup, op func()) {
 		n++
 	}
 	after := evalshaStats(b, d)
-	if calls := after[0] - before[0]; calls != float64(n) {
+	if calls := after[0] - before[0]; calls != float64(n*scripts) {
 		b.Fatalf("%v EVALSHA calls for %d ops: another client ran scripts", calls, n)
 	}
 	b.ReportMetric((after[1]-before[1])/float64(n), "server-µs/op")
@@ -159,4 +170,43 @@ func evalshaStats(b *testing.B, d *Driver) [2]float64 {
 		}
 	}
 	return [2]float64{}
+}
+
+// BenchmarkReleasedName measures what a name acquired and released once
+// leaves in Redis, by name length: the keys left (its fence counter, kept
+// for max(fenceTTL, ttl)) and their memory (MEMORY USAGE, which counts the
+// key's name, value and per-key overhead).
+func BenchmarkReleasedName(b *testing.B) {
+	ctx := context.Background()
+	d := standalone(b, Options{})
+	for _, n := range []int{64, 1024, 100 * 1024} {
+		b.Run("len="+strconv.Itoa(n), func(b *testing.B) {
+			base := "redisbench:released:" + strconv.FormatInt(time.Now().UnixNano(), 10) + ":"
+			base += strings.Repeat("x", max(0, n-len(base)-8))
+			var keys, bytes int64
+			i := 0
+			for b.Loop() {
+				key := fmt.Sprintf("%s%08d", base, i)
+				i++
+				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "t", TTL: 10 * time.Second})
+				if err != nil || !res.Acquired {
+					b.Fatalf("%+v %v", res, err)
+				}
+				if ok, err := d.Release(ctx, key, "t"); !ok || err != nil {
+					b.Fatalf("%v %v", ok, err)
+				}
+				left := []string{lockKey(key), fenceKey(key), queueKey(key), liveKey(key)}
+				keys, bytes = 0, 0
+				for _, k := range left {
+					if m, err := d.Client().MemoryUsage(ctx, k, 0).Result(); err == nil {
+						keys++
+						bytes += m
+					}
+				}
+				d.Client().Del(ctx, left...)
+			}
+			b.ReportMetric(float64(keys), "keys/name")
+			b.ReportMetric(float64(bytes), "bytes/name")
+		})
+	}
 }

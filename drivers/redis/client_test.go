@@ -27,6 +27,7 @@ type wrapper struct{ goredis.UniversalClient }
 // naming the client's kind and what to pass instead.
 func TestClientKinds(t *testing.T) {
 	cluster := testutil.StartRedisCluster(t)
+	knownCluster(t, cluster)
 	shards := []*testutil.RedisServer{testutil.StartRedis(t), testutil.StartRedis(t)}
 	ctx := t.Context()
 

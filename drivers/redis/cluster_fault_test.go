@@ -22,6 +22,7 @@ const victim = 0
 func faultCluster(t *testing.T) *testutil.RedisCluster {
 	t.Helper()
 	c := testutil.StartRedisCluster(t)
+	knownCluster(t, c)
 	for _, n := range c.Nodes {
 		if _, err := n.Command("CONFIG", "SET", "cluster-require-full-coverage", "no"); err != nil {
 			t.Fatalf("config set on %s: %v", n.Addr, err)
@@ -87,7 +88,7 @@ func byMaster(t *testing.T, c *testutil.RedisCluster, prefix string, n int) [][]
 // when the live masters also lost their scripts and need the EVAL
 // fallback), and their keys can be acquired; the dead master's leases and
 // keys fail at once with ErrUnavailable once its first network error is
-// seen. Restarted, its keys work again.
+// seen. Restarted, its slots grant again once the ttl has passed.
 func TestClusterMasterDown(t *testing.T) {
 	c, d := faultDriver(t)
 	ctx := t.Context()
@@ -147,12 +148,25 @@ func TestClusterMasterDown(t *testing.T) {
 		}
 	}
 
+	restarted := time.Now()
 	c.Nodes[victim].Restart()
 	k := keys[victim][20]
-	eventually(t, 30*time.Second, "the restarted master serves its keys", func() bool {
+	live := leases[:0:0]
+	for i, l := range leases {
+		if owner[i] != victim {
+			live = append(live, l)
+		}
+	}
+	// The restarted master forgot its locks: its slots grant nothing until
+	// the longest ttl the driver used (10 s) has passed since it started.
+	eventually(t, 30*time.Second, "the restarted master grants locks", func() bool {
+		d.Renew(ctx, live) // the live masters' leases stay held meanwhile
 		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: k, Token: "n", TTL: 10 * time.Second})
 		return err == nil && res.Acquired
 	})
+	if waited := time.Since(restarted); waited < 10*time.Second {
+		t.Fatalf("the restarted master granted a lock %v after its restart; want no grant within the 10s ttl", waited)
+	}
 	// Its data is gone (no persistence): its old leases are not held; the
 	// new lock is, and renews.
 	res := d.Renew(ctx, append(leases, drivers.Lease{Key: k, Token: "n", TTL: 10 * time.Second}))

@@ -46,6 +46,7 @@ func TestConformanceStandalone(t *testing.T) {
 // the per-slot renewal there.
 func TestCluster(t *testing.T) {
 	c := testutil.StartRedisCluster(t)
+	knownCluster(t, c)
 	opts := Options{Addrs: c.Addrs, Cluster: true}
 	t.Run("Conformance", func(t *testing.T) {
 		drivertest.Run(t, drivertest.Harness{New: func(t testing.TB) drivers.Driver {

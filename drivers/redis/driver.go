@@ -9,7 +9,11 @@
 // (compare-and-expire) and a batched renewal of many locks (one script per
 // Cluster slot, pipelined).
 // A lock name and its counter share a hash tag, so every script touches one
-// slot. See the package's Options for the configuration keys.
+// slot. A store that may have forgotten locks (restart, flush, fail-over)
+// grants nothing for the longest ttl, and fences stay above those given
+// before (epoch.go); in Sentinel mode writes can wait for replicas
+// (Options.MinReplicas). See the package's Options for the configuration
+// keys.
 package redis
 
 import (
@@ -47,6 +51,9 @@ type Driver struct {
 	health   *health
 	id       string // waiter id in the stores' queues
 	watchers watchers
+	longest  ttlSeen      // the longest ttl asked for (the default restart wait)
+	servers  servers      // the server processes seen (detect.go)
+	replicas replicaCount // the master's replicas at the last connection
 
 	ctx    context.Context // cancelled by Close; ends the driver's goroutines
 	cancel context.CancelFunc
@@ -70,9 +77,12 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	var d *Driver
+	u.OnConnect = func(ctx context.Context, cn *goredis.Conn) error { return d.onConnect(ctx, cn) }
 	c := goredis.NewUniversalClient(u) // a *goredis.Client or *goredis.ClusterClient
 	_, cluster := c.(*goredis.ClusterClient)
-	return newDriver(c, true, cluster, set), nil
+	d = newDriver(c, true, cluster, set)
+	return d, nil
 }
 
 // NewWithClient returns a driver using c, a client the application already
@@ -92,7 +102,10 @@ func New(opts Options) (*Driver, error) {
 //     add behaviour with c.AddHook.
 //
 // The driver never closes c. Only opts' driver settings (Channel, FenceTTL,
-// RenewBatch) are read; the connection options are c's. Give c
+// RenewBatch, RestartWait, MinReplicas, ReplicaTimeout) are read; the
+// connection options are c's. MinReplicas 0 means none here, and the
+// driver cannot see a new server process on c's connections (the epoch
+// markers still apply; see the package's docs). Give c
 // ContextTimeoutEnabled so that contexts bound its reads.
 func NewWithClient(c goredis.UniversalClient, opts Options) (*Driver, error) {
 	cluster, err := clientMode(c)
@@ -102,6 +115,9 @@ func NewWithClient(c goredis.UniversalClient, opts Options) (*Driver, error) {
 	set, err := opts.settings()
 	if err != nil {
 		return nil, err
+	}
+	if cluster && set.minReplicas > 0 {
+		return nil, fmt.Errorf("%w: minReplicas: not supported in cluster mode", ErrOptions)
 	}
 	return newDriver(c, false, cluster, set), nil
 }

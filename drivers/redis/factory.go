@@ -20,7 +20,8 @@ const Type = "redis"
 // tags (url, addrs, masterName, cluster, username, password, db, tls, ...);
 // unknown keys are errors naming the full key path. With driver.client set,
 // the application's client is used and never closed; then only channel,
-// fenceTTL and renewBatch may be set. The client is provided as a
+// fenceTTL, renewBatch, restartWait, minReplicas and replicaTimeout may be
+// set. The client is provided as a
 // goredis.UniversalClient but must be a *goredis.Client or a
 // *goredis.ClusterClient (see NewWithClient): a Ring, an AutoPipeliner or
 // another wrapper is an error at driver.client.

@@ -68,6 +68,7 @@ func lostBy(t *testing.T, l *component.Lock, deadline time.Time) {
 // ErrDriver at once; restarted without persistence, fences still grow.
 func TestServerKilledAndRestarted(t *testing.T) {
 	s := testutil.StartRedis(t)
+	known(t, s)
 	m := newMutex(t, s.Addr)
 	ctx := t.Context()
 	held := map[string]*component.Lock{}

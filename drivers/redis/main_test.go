@@ -8,8 +8,9 @@ import (
 
 func TestMain(m *testing.M) { testutil.Main(m, runChild) }
 
-// standalone returns a driver on the shared Redis server, closed at the end
-// of the test.
+// standalone returns a driver on the shared Redis server (marked by
+// testutil.RedisAddr as one that forgot no lock), closed at the end of the
+// test.
 func standalone(t testing.TB, opts Options) *Driver {
 	t.Helper()
 	if opts.URL == "" && len(opts.Addrs) == 0 {

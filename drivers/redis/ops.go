@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -41,7 +42,7 @@ func (d *Driver) eval(ctx context.Context, n *node, s *goredis.Script, keys []st
 	if err == goredis.Nil {
 		return nil, nil
 	}
-	return v, n.observe(ctx, err)
+	return v, d.explain(n.observe(ctx, err))
 }
 
 // Acquire takes req.Key for req.Token with req.TTL in the server's clock:
@@ -64,15 +65,20 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drive
 // acquireOnce runs the acquire script once; queue says whether to join the
 // waiters' queue when not acquired.
 func (d *Driver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, queue bool) (drivers.AcquireResult, error) {
-	fenceTTL := max(ttlMillis(d.set.fenceTTL), ttlMillis(req.TTL))
+	ttl := d.longest.see(req.TTL)
+	fenceTTL := max(ttlMillis(d.set.fenceTTL), ttl)
 	q := "0"
 	if queue {
 		q = "1"
 	}
 	t := tag(req.Key)
-	v, err := d.run(ctx, acquireScript,
-		[]string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix},
-		req.Token, ttlMillis(req.TTL), fenceTTL, d.id, q, WaiterLiveness.Milliseconds())
+	e, w := d.marks(t)
+	v, err := d.runReplicated(ctx, acquireScript,
+		[]string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix, e, w},
+		req.Token, ttl, fenceTTL, d.id, q, WaiterLiveness.Milliseconds(), d.restartWait(ttl))
+	if errors.Is(err, ErrReplicas) {
+		_, _ = d.Release(ctx, req.Key, req.Token) // whether it took the lock or not
+	}
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: %w", err)
 	}
@@ -100,7 +106,7 @@ func (d *Driver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, qu
 // one (see queueLua).
 func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 	t := tag(key)
-	v, err := d.run(ctx, releaseScript, []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix},
+	v, err := d.run(ctx, releaseScript, d.lockKeys(t),
 		token, d.set.channel+":", key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL))
 	if err != nil {
 		return false, fmt.Errorf("redis: release: %w", err)
@@ -116,9 +122,12 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 	if next.TTL <= 0 {
 		return false, drivers.AcquireResult{}, fmt.Errorf("redis: ttl %v must be positive", next.TTL)
 	}
-	t := tag(key)
-	v, err := d.run(ctx, handoverScript, []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix},
-		token, d.set.channel+":", key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL), next.Token, ttlMillis(next.TTL))
+	v, err := d.runReplicated(ctx, handoverScript, d.lockKeys(tag(key)),
+		token, d.set.channel+":", key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL), next.Token, d.longest.see(next.TTL))
+	if errors.Is(err, ErrReplicas) {
+		_, _ = d.Release(ctx, key, next.Token)
+		return true, drivers.AcquireResult{}, fmt.Errorf("redis: handover: %w", err)
+	}
 	if err != nil {
 		return false, drivers.AcquireResult{}, fmt.Errorf("redis: handover: %w", err)
 	}
@@ -153,7 +162,7 @@ func (d *Driver) leave(ctx context.Context, req drivers.AcquireRequest, release,
 	if gated {
 		run = d.run
 	}
-	v, err := run(ctx, leaveScript, []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix},
+	v, err := run(ctx, leaveScript, d.lockKeys(t),
 		req.Token, d.set.channel+":", req.Key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL), d.id, r)
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: leaving the queue: %w", err)
@@ -177,7 +186,7 @@ func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duratio
 	if ttl <= 0 {
 		return false, fmt.Errorf("redis: extend: ttl must be positive, got %v", ttl)
 	}
-	v, err := d.run(ctx, extendScript, []string{lockKey(key)}, token, ttlMillis(ttl))
+	v, err := d.runReplicated(ctx, extendScript, []string{lockKey(key)}, token, d.longest.see(ttl))
 	if err != nil {
 		return false, fmt.Errorf("redis: extend: %w", err)
 	}
@@ -209,4 +218,11 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 		info.TTL = time.Duration(ms) * time.Millisecond
 	}
 	return info, true, nil
+}
+
+// lockKeys are the keys of the scripts that may pass a lock on: the lock's
+// keys (t is its tag) and its epoch marker (for the fence floor).
+func (d *Driver) lockKeys(t string) []string {
+	e, _ := d.marks(t)
+	return []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix, e}
 }

@@ -23,8 +23,11 @@ const (
 	// messages (see Options.Channel).
 	DefaultChannel = "mutexfx:released"
 	// DefaultFenceTTL is how long a lock's fence counter is kept after its
-	// last acquisition.
-	DefaultFenceTTL = 7 * 24 * time.Hour
+	// last acquisition (at least the lock's ttl). Fences of a name whose
+	// counter is gone are seeded from the server's clock, so the counter
+	// only guards against that clock stepping back by more than the time
+	// the name was idle.
+	DefaultFenceTTL = time.Hour
 	// DefaultRenewBatch is the largest number of leases renewed by one
 	// script call.
 	DefaultRenewBatch = 1000
@@ -131,26 +134,68 @@ type Options struct {
 	// Default: DefaultChannel ("mutexfx:released").
 	Channel string `koanf:"channel"`
 	// FenceTTL is how long a lock name's fence counter is kept after its
-	// last acquisition; when it is gone the next fence is seeded from the
-	// server's clock in microseconds, so fences still grow.
-	// Default: DefaultFenceTTL (7 days).
+	// last acquisition (the counter's ttl is the longer of FenceTTL and the
+	// lock's ttl); when it is gone the next fence is seeded from the
+	// server's clock in microseconds, so fences still grow unless that
+	// clock stepped back by more than the time the name was idle.
+	// Default: DefaultFenceTTL (1 hour).
 	FenceTTL time.Duration `koanf:"fenceTTL"`
 	// RenewBatch is the largest number of leases renewed by one script
 	// call; larger batches are split and pipelined.
 	// Default: DefaultRenewBatch (1000).
 	RenewBatch int `koanf:"renewBatch"`
+	// RestartWait is how long nothing is granted after the driver finds
+	// that the store may have forgotten locks (restarted without
+	// persistence, failed over, flushed): set it to at least the longest
+	// ttl any process uses on this store. Default: 0, the longest ttl this
+	// driver was asked for (each driver that sees the wait lengthens it to
+	// its own).
+	RestartWait time.Duration `koanf:"restartWait"`
+	// MinReplicas is how many replicas must confirm (WAIT) an acquisition,
+	// extension or renewal within ReplicaTimeout for it to count: else an
+	// acquisition is released and fails with ErrReplicas, and an extension
+	// or renewal fails. -1: none. Not supported in Cluster mode.
+	// Default: 0, which means 1 in Sentinel mode when the master had a
+	// replica at the driver's last connection to it, else none.
+	MinReplicas int `koanf:"minReplicas"`
+	// ReplicaTimeout bounds the WAIT for MinReplicas.
+	// Default: DefaultReplicaTimeout (100 ms).
+	ReplicaTimeout time.Duration `koanf:"replicaTimeout"`
 }
 
 // settings are the options the driver's operations need, whatever the
 // client's origin.
 type settings struct {
-	channel    string
-	fenceTTL   time.Duration
-	renewBatch int
+	channel        string
+	fenceTTL       time.Duration
+	renewBatch     int
+	restartWait    time.Duration
+	minReplicas    int
+	replicaTimeout time.Duration
+	masterName     string   // for errors
+	sentinels      []string // for errors: the Sentinels' addresses
 }
 
 func (o Options) settings() (settings, error) {
-	s := settings{channel: o.Channel, fenceTTL: o.FenceTTL, renewBatch: o.RenewBatch}
+	s := settings{channel: o.Channel, fenceTTL: o.FenceTTL, renewBatch: o.RenewBatch, restartWait: o.RestartWait,
+		masterName: o.MasterName}
+	if o.MasterName != "" {
+		s.sentinels = o.Addrs
+	}
+	if s.restartWait < 0 {
+		return s, fmt.Errorf("%w: restartWait: must not be negative", ErrOptions)
+	}
+	s.minReplicas, s.replicaTimeout = o.MinReplicas, o.ReplicaTimeout
+	switch {
+	case s.minReplicas < -1:
+		return s, fmt.Errorf("%w: minReplicas: must be -1 (none), 0 (the default) or a number of replicas", ErrOptions)
+	case s.minReplicas > 0 && o.Cluster:
+		return s, fmt.Errorf("%w: minReplicas: not supported in cluster mode", ErrOptions)
+	case s.replicaTimeout < 0 || (s.replicaTimeout > 0 && s.replicaTimeout < time.Millisecond):
+		return s, fmt.Errorf("%w: replicaTimeout: must be at least 1ms", ErrOptions)
+	case s.replicaTimeout == 0:
+		s.replicaTimeout = DefaultReplicaTimeout
+	}
 	if s.channel == "" {
 		s.channel = DefaultChannel
 	}

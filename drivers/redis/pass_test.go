@@ -88,6 +88,7 @@ func TestPassSkipsStaleWaiters(t *testing.T) {
 // new locks are refused.
 func TestPassOnAFullServer(t *testing.T) {
 	s := testutil.StartRedis(t)
+	known(t, s)
 	opts := Options{Addrs: []string{s.Addr}, Channel: "redistest:full"}
 	full := func(t *testing.T, d *Driver) {
 		t.Helper()

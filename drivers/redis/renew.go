@@ -19,6 +19,10 @@ type renewGroup struct {
 	node *node // the server of the group's slot
 	err  error // set when the group was not sent (its server is down)
 	cmd  *goredis.Cmd
+	// replErr: fewer replicas than MinReplicas confirmed the renewal; the
+	// leases it extended count as not renewed (an error), those it found
+	// gone as lost.
+	replErr error
 }
 
 // Renew extends every lease whose token still holds its lock. The leases
@@ -55,10 +59,14 @@ func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 		}
 		for j, i := range g.idx {
 			if gerr != nil {
-				out[i].Err = fmt.Errorf("redis: renew: %w", gerr)
+				out[i].Err = fmt.Errorf("redis: renew: %w", d.explain(gerr))
 				continue
 			}
 			n, _ := vals[j].(int64)
+			if n == 1 && g.replErr != nil {
+				out[i].Err = fmt.Errorf("redis: renew: %w", g.replErr)
+				continue
+			}
 			out[i].Held = n == 1
 		}
 	}
@@ -82,10 +90,24 @@ func (d *Driver) execRenew(ctx context.Context, groups []*renewGroup, eval bool)
 			g.cmd = renewScript.EvalSha(ctx, pipe, g.keys, g.args...)
 		}
 	}
+	var wait *goredis.Cmd
+	want := d.replicaWait() // never in Cluster mode: one connection
+	if want > 0 {
+		wait = pipe.Do(ctx, "WAIT", want, d.set.replicaTimeout.Milliseconds())
+	}
 	_, _ = pipe.Exec(ctx) // errors are read per command
+	var replErr error
+	if wait != nil {
+		if got, err := wait.Int64(); err != nil {
+			replErr = fmt.Errorf("WAIT: %w", err)
+		} else if got < want {
+			replErr = replicaError(want, got)
+		}
+	}
 	var again []*renewGroup
 	for _, g := range groups {
 		err := g.cmd.Err()
+		g.replErr = replErr
 		if err != nil && !eval && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			again = append(again, g)
 			continue
@@ -113,7 +135,7 @@ func (d *Driver) group(leases []drivers.Lease) []*renewGroup {
 		}
 		g.idx = append(g.idx, i)
 		g.keys = append(g.keys, k)
-		g.args = append(g.args, l.Token, ttlMillis(l.TTL))
+		g.args = append(g.args, l.Token, d.longest.see(l.TTL))
 	}
 	return groups
 }

@@ -64,23 +64,27 @@ local function now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function seed(key, ttl)
+local function seed(key, ttl, floor)
   local t = redis.pcall('TIME')
   if t.err then
     redis.call('DEL', key)
     error(t)
   end
-  redis.call('SET', key, t[1] .. string.format('%06d', tonumber(t[2])))
+  local v = t[1] .. string.format('%06d', tonumber(t[2]))
+  if tonumber(v) <= floor then v = string.format('%d', floor) end
+  redis.call('SET', key, v)
   local f = redis.call('INCR', key)
   redis.call('PEXPIRE', key, ttl)
   return f
 end
-local function fence(key, ttl)
+local function fence(key, ttl, ek)
   local f = redis.call('INCR', key)
-  if f == 1 then return seed(key, ttl) end
+  local floor = tonumber(redis.call('GET', ek) or '0') or 0
+  if f == 1 or f <= floor then return seed(key, ttl, floor) end
   redis.call('PEXPIRE', key, ttl)
   return f
 end
+` + epochLua + `
 local function forget(queue, seen, h)
   redis.call('ZREM', queue, h)
   redis.call('HDEL', seen, h, 't:' .. h, 'x:' .. h)
@@ -93,7 +97,7 @@ local function head(queue, seen, ms, live)
     forget(queue, seen, h)
   end
 end
-local function pass(lock, fkey, queue, seen, prefix, key, live, fttl, h)
+local function pass(lock, fkey, queue, seen, prefix, key, live, fttl, h, ek)
   local ms = now()
   local w
   while true do
@@ -112,7 +116,7 @@ local function pass(lock, fkey, queue, seen, prefix, key, live, fttl, h)
   if tok and ttl and not subs.err and subs[2] > 0 then
     forget(queue, seen, h)
     redis.call('SET', lock, tok, 'PX', ttl)
-    local f = fence(fkey, math.max(fttl, tonumber(ttl)))
+    local f = fence(fkey, math.max(fttl, tonumber(ttl)), ek)
     redis.pcall('PUBLISH', ch, 'g' .. string.format('%d', f) .. ',' .. #tok .. ',' .. tok .. key)
   else
     redis.call('DEL', lock)
@@ -135,15 +139,24 @@ end
 // not get the lock is queued (or proves itself alive) with its token and
 // ttl.
 //
-//	KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue (zset), KEYS[4] queue hash
+// Nothing is granted while the epoch marker is missing or its wait runs
+// (see epoch.go): then {0, the wait left in ms}. The marker's value is the
+// fence floor: a counter at or below it (an older copy, on a replica
+// promoted in a fail-over) is raised above it first.
+//
+//	KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue (zset), KEYS[4] queue hash,
+//	KEYS[5] epoch marker, KEYS[6] its wait key
 //	ARGV[1] token, ARGV[2] ttl (ms), ARGV[3] counter ttl (ms),
-//	ARGV[4] waiter id, ARGV[5] "1" to queue when not acquired, ARGV[6] waiter liveness (ms)
+//	ARGV[4] waiter id, ARGV[5] "1" to queue when not acquired, ARGV[6] waiter liveness (ms),
+//	ARGV[7] restart wait (ms)
 var acquireScript = goredis.NewScript(`
+local mark = redis.call('MGET', KEYS[5], KEYS[6])
+local ready = mark[1] and not mark[2]
 local seeding = false
-if redis.call('EXISTS', KEYS[3]) == 0 then
+if ready and redis.call('EXISTS', KEYS[3]) == 0 then
   if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     local f = redis.call('INCR', KEYS[2])
-    if f > 1 then
+    if f > math.max(tonumber(mark[1]) or 0, 1) then
       redis.call('PEXPIRE', KEYS[2], ARGV[3])
       return {1, f}
     end
@@ -156,7 +169,14 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
   end
 end
 ` + queueLua + `
-if seeding then return {1, seed(KEYS[2], ARGV[3])} end
+if not ready then
+  local left = epoch(KEYS[5], KEYS[6], tonumber(ARGV[7]), false)
+  if left > 0 then return {0, left} end
+end
+if seeding then
+  redis.call('DEL', KEYS[2])
+  return {1, fence(KEYS[2], ARGV[3], KEYS[5])}
+end
 local live = tonumber(ARGV[6])
 local id = ARGV[4]
 local ms = now()
@@ -170,7 +190,7 @@ if not v then
   if h == nil or h == id then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
     forget(KEYS[3], KEYS[4], id)
-    return {1, fence(KEYS[2], ARGV[3])}
+    return {1, fence(KEYS[2], ARGV[3], KEYS[5])}
   end
 end
 if ARGV[5] == '1' then
@@ -190,7 +210,7 @@ return {0, redis.call('PTTL', KEYS[1])}
 // An uncontended release does nothing more; when waiters are queued, the
 // lock is passed on (see queueLua).
 //
-//	KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue, KEYS[4] queue hash
+//	KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue, KEYS[4] queue hash, KEYS[5] epoch marker
 //	ARGV[1] token, ARGV[2] channel prefix (the waiter id is appended),
 //	ARGV[3] the component's key, ARGV[4] waiter liveness (ms), ARGV[5] counter ttl (ms)
 var releaseScript = goredis.NewScript(`
@@ -225,14 +245,17 @@ if not first then
   redis.call('DEL', KEYS[1])
   redis.call('SET', KEYS[1], ARGV[6], 'PX', ARGV[7])
   local f = redis.call('INCR', KEYS[2])
-  if f > 1 then
+  if f > math.max(tonumber(redis.call('GET', KEYS[5]) or '0') or 0, 1) then
     redis.call('PEXPIRE', KEYS[2], fttl)
     return {2, f}
   end
   seeding = true
 end
 ` + queueLua + `
-if seeding then return {2, seed(KEYS[2], fttl)} end
+if seeding then
+  redis.call('DEL', KEYS[2])
+  return {2, fence(KEYS[2], fttl, KEYS[5])}
+end
 ` + passLua + `
 return {1, 0}
 `)
@@ -241,7 +264,7 @@ return {1, 0}
 // (releaseScript, handoverScript, leaveScript: each defines first, the
 // queue's first member).
 const passLua = `
-pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), first)`
+pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), first, KEYS[5])`
 
 // leaveScript ends a waiting attempt that got no lock in time. It first
 // unregisters the attempt's token, so that no later release hands it the
@@ -318,3 +341,67 @@ local t = redis.call('GET', KEYS[1])
 if not t then return false end
 return {t, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1])}
 `)
+
+// epochLua defines epoch(ek, wk, wait, force), which returns the ms left
+// before the server may grant locks (0: it may now). With the marker ek
+// present (and force false) that is the wait key's ttl, raised to the
+// caller's wait counted from the epoch's start (a driver with a longer
+// ttl lengthens it). Else (and with force: the driver found a new server
+// process) it starts an epoch: ek = the server's clock in µs (the fence
+// floor), and wk, for the wait, the start in ms with a ttl of the wait. A
+// missing marker on a server that has been up longer than the wait, was
+// never flushed (FLUSHALL, FLUSHDB in INFO commandstats) and is no promoted
+// replica (master_replid2) means a brand-new store: no wait; else the
+// server may have granted locks before it forgot them, and the wait is
+// counted from its start (restart) or from now. The uptime counts whole
+// seconds of the server's clock and may be up to 1 s ahead: 1 s of it is
+// not counted. A user refused INFO waits the whole wait.
+const epochLua = `
+local function info(section)
+  local r = redis.pcall('INFO', section)
+  if type(r) ~= 'string' then return '' end
+  return r
+end
+local function epoch(ek, wk, wait, force)
+  local t = redis.call('TIME')
+  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if not force and redis.call('EXISTS', ek) == 1 then
+    local start = tonumber(redis.call('GET', wk) or '')
+    if not start then return 0 end
+    local left = start + wait - ms
+    local pttl = redis.call('PTTL', wk)
+    if left > pttl then
+      redis.call('PEXPIRE', wk, left)
+      return left
+    end
+    return math.max(pttl, 0)
+  end
+  local left = wait
+  if not force then
+    local up = tonumber(string.match(info('server'), 'uptime_in_seconds:(%d+)') or '')
+    local cs = info('commandstats')
+    local id2 = string.match(info('replication'), 'master_replid2:(%x+)')
+    if up and id2 and not string.find(id2, '[^0]') and not string.find(cs, 'cmdstat_flushall:', 1, true) and
+        not string.find(cs, 'cmdstat_flushdb:', 1, true) then
+      left = wait - math.max(up - 1, 0) * 1000
+    end
+  end
+  redis.call('SET', ek, t[1] .. string.format('%06d', tonumber(t[2])))
+  if left > 0 then
+    redis.call('SET', wk, ms - (wait - left), 'PX', left)
+    return left
+  end
+  redis.call('DEL', wk)
+  return 0
+end
+`
+
+// epochSrc starts a new epoch on the server that runs it (see
+// epochLua), for a driver that found a new server process, and returns the
+// wait in ms.
+//
+//	KEYS[1] epoch marker, KEYS[2] its wait key
+//	ARGV[1] restart wait (ms)
+const epochSrc = epochLua + `
+return epoch(KEYS[1], KEYS[2], tonumber(ARGV[1]), true)
+`

@@ -22,6 +22,7 @@ func TestSentinelConformance(t *testing.T) {
 	s := testutil.StartRedisSentinel(t, testutil.SentinelOptions{
 		Replica: true, Password: secret, SentinelPassword: secret + "-s",
 	})
+	knownSentinel(t, s)
 	opts := Options{Addrs: []string{s.Addr}, MasterName: s.MasterName, Password: secret, SentinelPassword: secret + "-s"}
 	drivertest.Run(t, drivertest.Harness{New: func(t testing.TB) drivers.Driver {
 		d, err := New(opts)
@@ -65,6 +66,7 @@ func TestSentinelAuth(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := testutil.StartRedisSentinel(t, tt.sentinel)
+			knownSentinel(t, s)
 			keys := map[string]any{"addrs": []any{s.Addr}, "masterName": s.MasterName, "dialTimeout": "1s"}
 			for k, v := range tt.keys {
 				keys[k] = v
@@ -115,6 +117,7 @@ func TestSentinelAuth(t *testing.T) {
 // acquisitions work, exclude other drivers, and fences keep growing.
 func TestSentinelFailover(t *testing.T) {
 	s := testutil.StartRedisSentinel(t, testutil.SentinelOptions{Replica: true, DownAfter: 300 * time.Millisecond})
+	knownSentinel(t, s)
 	newSentinelMutex := func() *component.Mutex {
 		return newMutexWith(t, Options{Addrs: []string{s.Addr}, MasterName: s.MasterName, DialTimeout: time.Second})
 	}

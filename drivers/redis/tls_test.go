@@ -23,7 +23,9 @@ import (
 func tlsServer(t *testing.T) (*testutil.RedisServer, *testutil.TestCA) {
 	t.Helper()
 	ca := testutil.NewTestCA(t)
-	return testutil.StartRedisTLS(t, ca, "--requirepass", secret), ca
+	s := testutil.StartRedisTLS(t, ca, "--requirepass", secret)
+	known(t, s)
+	return s, ca
 }
 
 func redissURL(s *testutil.RedisServer) string {

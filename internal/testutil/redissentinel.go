@@ -29,6 +29,10 @@ type SentinelOptions struct {
 	// DownAfter is Sentinel's down-after-milliseconds: how long the master
 	// must not answer before it is failed over. Default: 500 ms.
 	DownAfter time.Duration
+	// LinkProxy makes the replica replicate through a Proxy (the
+	// deployment's Link), so that a test can cut replication. Needs
+	// Replica. Default: false (a direct link).
+	LinkProxy bool
 }
 
 // RedisSentinel is a throwaway Sentinel deployment started by a test: a
@@ -46,6 +50,9 @@ type RedisSentinel struct {
 	Replica *RedisServer
 	// Sentinel is the Sentinel process.
 	Sentinel *RedisServer
+	// Link is the proxy the replica replicates through (LinkProxy), or
+	// nil: Stall or Cut it to stop replication.
+	Link *Proxy
 }
 
 // StartRedisSentinel starts a master, the replica when o.Replica (and
@@ -72,8 +79,16 @@ func StartRedisSentinel(t testing.TB, o SentinelOptions) *RedisSentinel {
 	}
 	s := &RedisSentinel{MasterName: o.MasterName}
 	s.Master = startRedis(t, FreePort(t), t.TempDir(), redisSpec{auth: dataAuth, extra: dataArgs})
+	if o.LinkProxy && !o.Replica {
+		t.Fatal("testutil: LinkProxy needs Replica")
+	}
 	if o.Replica {
-		args := append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(s.Master.Port)}, dataArgs...)
+		port := s.Master.Port
+		if o.LinkProxy {
+			s.Link = NewProxy(t, s.Master.Addr)
+			port = s.Link.Port()
+		}
+		args := append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(port)}, dataArgs...)
 		s.Replica = startRedis(t, FreePort(t), t.TempDir(), redisSpec{auth: dataAuth, extra: args})
 		// In sync before the Sentinel starts, so that its first INFO of the
 		// master already lists the replica.

@@ -199,6 +199,15 @@ func StartRedisCluster(t testing.TB) *RedisCluster {
 	return c
 }
 
+// MarkRedisKnown creates the Redis driver's epoch marker ("mutexfx:epoch",
+// see drivers/redis/epoch.go) on the server at addr unless it exists, as an
+// operator who knows that a store forgot no lock may: the driver then
+// grants at once instead of waiting one ttl after the server's start.
+func MarkRedisKnown(addr string) error {
+	_, err := RedisCommand(addr, "SET", "mutexfx:epoch", "0", "NX")
+	return err
+}
+
 // RedisCommand sends one command to the Redis server at addr over a fresh
 // connection (RESP2) and returns a simple or bulk string reply. It is for
 // test setup, independent of any client library.

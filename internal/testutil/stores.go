@@ -1,10 +1,22 @@
 package testutil
 
-import "os"
+import (
+	"os"
+	"sync"
+)
+
+var markShared sync.Once
 
 // RedisAddr is the shared Redis server the tests use: MUTEXFX_REDIS_ADDR or
-// 127.0.0.1:6379. Tests that kill or restart a server start their own.
-func RedisAddr() string { return env("MUTEXFX_REDIS_ADDR", "127.0.0.1:6379") }
+// 127.0.0.1:6379. Tests that kill or restart a server start their own. The
+// first call marks the server as one that forgot no lock (see
+// MarkRedisKnown), so that a server just started for the tests grants at
+// once.
+func RedisAddr() string {
+	addr := env("MUTEXFX_REDIS_ADDR", "127.0.0.1:6379")
+	markShared.Do(func() { _ = MarkRedisKnown(addr) }) // an unreachable server fails the tests that use it
+	return addr
+}
 
 // PostgresDSN is the shared PostgreSQL database the tests use:
 // MUTEXFX_POSTGRES_DSN or the machine's trust-auth database "test".

@@ -1,0 +1,164 @@
+package redis
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+const epochTTL = 1500 * time.Millisecond
+
+// rawDriver is a driver on addr, closed at the end of the test.
+func rawDriver(t *testing.T, opts Options) *Driver {
+	t.Helper()
+	return standalone(t, opts)
+}
+
+// grantedAfter tries to acquire key every 20 ms until it is granted and
+// returns when, failing the test after limit. Every refusal must carry a
+// positive wait (HolderTTL): the store says how long it holds back.
+func grantedAfter(t *testing.T, d *Driver, key string, limit time.Duration) (time.Time, uint64) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		res, err := d.Acquire(t.Context(), drivers.AcquireRequest{Key: key, Token: "new", TTL: epochTTL})
+		now := time.Now()
+		switch {
+		case err == nil && res.Acquired:
+			return now, res.Fence
+		case err == nil && res.HolderTTL <= 0:
+			t.Fatalf("refused without a wait: %+v", res)
+		case now.After(deadline):
+			t.Fatalf("no grant of %q within %v: %+v, %v", key, limit, res, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRestartWithoutPersistenceWaits: a server restarted without
+// persistence forgot a held lock. The holder's renewal finds it gone; a
+// driver that never saw the server before gets no grant until the ttl has
+// passed since the restart, and its fence is above the one handed out
+// before.
+func TestRestartWithoutPersistenceWaits(t *testing.T) {
+	s := testutil.StartRedis(t)
+	known(t, s)
+	holder := rawDriver(t, Options{Addrs: []string{s.Addr}})
+	res, err := holder.Acquire(t.Context(), drivers.AcquireRequest{Key: "x", Token: "old", TTL: epochTTL})
+	if err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	restarted := time.Now()
+	s.Restart()
+	other := rawDriver(t, Options{Addrs: []string{s.Addr}})
+	at, fence := grantedAfter(t, other, "x", 10*time.Second)
+	if waited := at.Sub(restarted); waited < epochTTL {
+		t.Fatalf("granted %v after the restart; want no grant within the ttl %v", waited, epochTTL)
+	}
+	if fence <= res.Fence {
+		t.Fatalf("fence after the restart %d <= fence before %d", fence, res.Fence)
+	}
+	waitFor(t, "the holder's renewal reports the lock lost", func() bool {
+		r := holder.Renew(t.Context(), []drivers.Lease{{Key: "x", Token: "old", TTL: epochTTL}})
+		return r[0].Err == nil && !r[0].Held
+	})
+}
+
+// TestFlushWaits: FLUSHALL on a long-running server forgets every lock: no
+// grant until the ttl has passed since the flush was found, and fences keep
+// growing.
+func TestFlushWaits(t *testing.T) {
+	s := testutil.StartRedis(t)
+	known(t, s)
+	d := rawDriver(t, Options{Addrs: []string{s.Addr}})
+	res, err := d.Acquire(t.Context(), drivers.AcquireRequest{Key: "x", Token: "old", TTL: epochTTL})
+	if err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	flushed := time.Now()
+	if _, err := s.Command("FLUSHALL"); err != nil {
+		t.Fatal(err)
+	}
+	at, fence := grantedAfter(t, d, "x", 10*time.Second)
+	if waited := at.Sub(flushed); waited < epochTTL {
+		t.Fatalf("granted %v after FLUSHALL; want no grant within the ttl %v", waited, epochTTL)
+	}
+	if fence <= res.Fence {
+		t.Fatalf("fence after the flush %d <= fence before %d", fence, res.Fence)
+	}
+}
+
+// TestBrandNewStore: a server without a marker that started less than the
+// ttl ago may be a restarted one: no grant until the ttl has passed since
+// it started. One up for longer than the ttl, never flushed and no promoted
+// replica, grants at once.
+func TestBrandNewStore(t *testing.T) {
+	t.Run("young", func(t *testing.T) {
+		s := testutil.StartRedis(t)
+		d := rawDriver(t, Options{Addrs: []string{s.Addr}})
+		res, err := d.Acquire(t.Context(), drivers.AcquireRequest{Key: "x", Token: "a", TTL: 5 * time.Second})
+		if err != nil || res.Acquired || res.HolderTTL <= 0 || res.HolderTTL > 5*time.Second {
+			t.Fatalf("first Acquire on a server up < ttl = %+v, %v; want refused with a wait in (0, 5s]", res, err)
+		}
+	})
+	t.Run("up longer than the ttl", func(t *testing.T) {
+		s := testutil.StartRedis(t)
+		// INFO's whole-second uptime may run 1 s ahead: the driver counts
+		// uptime - 1 s, so 3 s cover the 1.5 s ttl.
+		eventually(t, 10*time.Second, "the server is up 3 s", func() bool {
+			info, err := s.Command("INFO", "server")
+			_, up, _ := strings.Cut(info, "uptime_in_seconds:")
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(up, "\n", 2)[0]))
+			return err == nil && n >= 3
+		})
+		d := rawDriver(t, Options{Addrs: []string{s.Addr}})
+		res, err := d.Acquire(t.Context(), drivers.AcquireRequest{Key: "x", Token: "a", TTL: epochTTL})
+		if err != nil || !res.Acquired {
+			t.Fatalf("first Acquire on a server up > ttl = %+v, %v; want acquired", res, err)
+		}
+	})
+}
+
+// TestRestartWaitOption: restartWait longer than the ttl holds grants back
+// for restartWait.
+func TestRestartWaitOption(t *testing.T) {
+	s := testutil.StartRedis(t)
+	d := rawDriver(t, Options{Addrs: []string{s.Addr}, RestartWait: 8 * time.Second})
+	res, err := d.Acquire(t.Context(), drivers.AcquireRequest{Key: "x", Token: "a", TTL: epochTTL})
+	if err != nil || res.Acquired || res.HolderTTL <= 5*time.Second || res.HolderTTL > 8*time.Second {
+		t.Fatalf("first Acquire = %+v, %v; want refused with a wait in (5s, 8s]", res, err)
+	}
+}
+
+// TestLongerTTLLengthensTheWait: a driver whose ttl is longer than the wait
+// another driver started lengthens it to its own ttl, for every driver.
+func TestLongerTTLLengthensTheWait(t *testing.T) {
+	s := testutil.StartRedis(t)
+	known(t, s)
+	short := rawDriver(t, Options{Addrs: []string{s.Addr}})
+	long := rawDriver(t, Options{Addrs: []string{s.Addr}})
+	if _, err := s.Command("FLUSHALL"); err != nil {
+		t.Fatal(err)
+	}
+	try := func(d *Driver, ttl time.Duration) drivers.AcquireResult {
+		t.Helper()
+		res, err := d.Acquire(t.Context(), drivers.AcquireRequest{Key: "x", Token: "a", TTL: ttl})
+		if err != nil || res.Acquired {
+			t.Fatalf("Acquire during the wait = %+v, %v; want refused", res, err)
+		}
+		return res
+	}
+	if res := try(short, time.Second); res.HolderTTL > time.Second {
+		t.Fatalf("wait started by a 1s driver = %v; want at most 1s", res.HolderTTL)
+	}
+	if res := try(long, 5*time.Second); res.HolderTTL <= 3*time.Second {
+		t.Fatalf("wait seen by a 5s driver = %v; want lengthened to about 5s", res.HolderTTL)
+	}
+	if res := try(short, time.Second); res.HolderTTL <= 3*time.Second {
+		t.Fatalf("wait seen by the 1s driver afterwards = %v; want the lengthened one", res.HolderTTL)
+	}
+}

@@ -1,0 +1,63 @@
+package redis
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// TestMinReplicas: in Sentinel mode with a replica, an acquisition counts
+// only once the replica confirmed it (WAIT), by default. With replication
+// stalled, an acquisition fails with ErrReplicas and leaves no lock, an
+// extension and a renewal fail; minReplicas -1 waits for nothing. A lock
+// acquired right before the master is killed is on the promoted replica,
+// its holder's.
+func TestMinReplicas(t *testing.T) {
+	s := testutil.StartRedisSentinel(t, testutil.SentinelOptions{Replica: true, LinkProxy: true, DownAfter: 300 * time.Millisecond})
+	knownSentinel(t, s)
+	opts := Options{Addrs: []string{s.Addr}, MasterName: s.MasterName, DialTimeout: time.Second}
+	d := rawDriver(t, opts)
+	ctx := t.Context()
+	acquire := func(d *Driver, key string) (drivers.AcquireResult, error) {
+		return d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "tok-" + key, TTL: 10 * time.Second})
+	}
+	if res, err := acquire(d, "x"); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	if v, err := s.Replica.Command("GET", lockKey("x")); err != nil || v != "tok-x" {
+		t.Fatalf("replica has %q, %v right after the acquisition; want the token (WAIT)", v, err)
+	}
+
+	s.Link.Stall()
+	if _, err := acquire(d, "y"); !errors.Is(err, ErrReplicas) {
+		t.Fatalf("Acquire with replication stalled = %v; want ErrReplicas", err)
+	}
+	if v, err := s.Master.Command("EXISTS", lockKey("y")); err != nil || v != "0" {
+		t.Fatalf("lock key on the master after a failed acquisition: EXISTS = %q, %v; want released", v, err)
+	}
+	if ok, err := d.Extend(ctx, "x", "tok-x", 10*time.Second); ok || !errors.Is(err, ErrReplicas) {
+		t.Fatalf("Extend with replication stalled = %v, %v; want false, ErrReplicas", ok, err)
+	}
+	r := d.Renew(ctx, []drivers.Lease{{Key: "x", Token: "tok-x", TTL: 10 * time.Second}, {Key: "gone", Token: "t", TTL: time.Second}})
+	if !errors.Is(r[0].Err, ErrReplicas) || r[1].Err != nil || r[1].Held {
+		t.Fatalf("Renew with replication stalled = %+v; want ErrReplicas for the held lease, not held for the gone one", r)
+	}
+	loose := rawDriver(t, Options{Addrs: opts.Addrs, MasterName: opts.MasterName, DialTimeout: time.Second, MinReplicas: -1})
+	if res, err := acquire(loose, "z"); err != nil || !res.Acquired {
+		t.Fatalf("Acquire with minReplicas -1 and replication stalled = %+v, %v; want acquired", res, err)
+	}
+	s.Link.Resume()
+
+	if res, err := acquire(d, "w"); err != nil || !res.Acquired {
+		t.Fatalf("Acquire after the link resumed = %+v, %v", res, err)
+	}
+	old := s.Master.Addr
+	s.Master.Kill()
+	next := s.WaitFailover(t, old)
+	if v, err := next.Command("GET", lockKey("w")); err != nil || v != "tok-w" {
+		t.Fatalf("the promoted replica has %q, %v for a lock acquired right before the kill; want its token", v, err)
+	}
+}
