@@ -274,6 +274,9 @@ func (d *Driver) Close(ctx context.Context) error {
 		stop := context.AfterFunc(ctx, d.cutCalls)
 		close(d.closed)
 		d.adv.close()
+		if d.socks != nil {
+			d.socks.hup.close()
+		}
 		d.watch.close()
 		d.subMu.Lock()
 		clear(d.subs)
