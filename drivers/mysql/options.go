@@ -171,6 +171,7 @@ func quoteIdent(name string) (string, error) {
 type settings struct {
 	mode, fence              string
 	table, fenceTable        string // quoted
+	floorTable               string // quoted: table mode's fence floor (reclaim.go)
 	probe, poll, dialTimeout time.Duration
 	liveness                 time.Duration // 0: fair hand-off off
 	batch, retries           int
@@ -203,6 +204,9 @@ func (o Options) validate() (settings, error) {
 	var err error
 	if s.table, err = quoteIdent(or(o.Table, DefaultTable)); err != nil {
 		return s, config.Errorf("table", "%v", err)
+	}
+	if s.floorTable, err = quoteIdent(or(o.Table, DefaultTable) + floorSuffix); err != nil {
+		return s, config.Errorf("table", "%v (the driver adds %q for its fence floor table)", err, floorSuffix)
 	}
 	if s.fenceTable, err = quoteIdent(or(o.FenceTable, DefaultFenceTable)); err != nil {
 		return s, config.Errorf("fence_table", "%v", err)
