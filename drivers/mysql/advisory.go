@@ -138,6 +138,9 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 	old := a.held[req.Key]
 	a.held[req.Key] = h
 	a.mu.Unlock()
+	// Told at once when the server ends the connection (and with it the
+	// lock), not at the next probe.
+	conn.armHangup(func() { a.lose(h) })
 	a.wakeFor(h)
 	if old != nil {
 		// GET_LOCK granted the key to another connection: the earlier

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
 
 // ErrClosed is returned by calls on a closed Driver.
@@ -50,8 +51,9 @@ type Driver struct {
 	fence    string       // advisory: resolved fence source
 	advSQL   [2][2]string // advisory: its acquire statement [without, with a timeout][alone, also reading the session]
 
-	adv   advisory
-	watch watcher
+	adv     advisory
+	watch   watcher
+	reclaim reclaim.Loop // table mode: deletes the rows no longer needed (reclaim.go)
 
 	subMu  sync.Mutex
 	subs   map[int]func(drivers.Event)
@@ -274,7 +276,11 @@ func (d *Driver) Close(ctx context.Context) error {
 		stop := context.AfterFunc(ctx, d.cutCalls)
 		close(d.closed)
 		d.adv.close()
+		if d.socks != nil {
+			d.socks.hup.close()
+		}
 		d.watch.close()
+		d.reclaim.Stop()
 		d.subMu.Lock()
 		clear(d.subs)
 		d.subMu.Unlock()

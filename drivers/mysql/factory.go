@@ -19,6 +19,9 @@ func Factory() drivers.Factory {
 		ClientType: reflect.TypeFor[*sql.DB](),
 		New: func(spec drivers.Spec) (drivers.Driver, error) {
 			var opts Options
+			if err := checkRenamed(spec.Path, spec.Options); err != nil {
+				return nil, err
+			}
 			if err := config.Decode(spec.Path, spec.Options, &opts); err != nil {
 				return nil, err
 			}

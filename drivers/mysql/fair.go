@@ -58,10 +58,12 @@ const nowMS = `(TIMESTAMPDIFF(MICROSECOND, '2000-01-01 00:00:00', UTC_TIMESTAMP(
 // tableAcquireSQL inserts the row or takes over an expired one, honouring
 // the queue; see the comment above. Parameters: name_hash, token, ttl µs,
 // name, driver id. %[1]s is the quoted table, %[2]s the outcome, %[3]s the
-// new queue, %[4]d heldMark. expires_at, which every condition reads, is
-// assigned last.
+// new queue, %[4]d heldMark, %[5]s the floor table. expires_at, which
+// every condition reads, is assigned last. A new row's fence is one above
+// the floor, read with a shared lock (reclaim.go).
 const tableAcquireSQL = `INSERT INTO %[1]s (name_hash, token, fence, expires_at, name, taken_by)
-VALUES (?, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?, ?)
+VALUES (?, ?, LAST_INSERT_ID(COALESCE((SELECT fence FROM %[5]s WHERE id = 1 LOCK IN SHARE MODE), 0) + 1),
+ UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?, ?)
 ON DUPLICATE KEY UPDATE
  fence = IF(LAST_INSERT_ID(%[2]s) < %[4]d, fence + 1, fence),
  token = IF(LAST_INSERT_ID() < %[4]d, VALUES(token), token),
@@ -151,13 +153,13 @@ func (s settings) takeSQL() string {
 	free := "expires_at < UTC_TIMESTAMP(6)"
 	outcome := fmt.Sprintf("IF(%[1]s AND (queue = '' OR LEFT(queue, 16) = VALUES(taken_by)), fence + 1, %[2]d + GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1))",
 		free, heldMark)
-	return fmt.Sprintf(tableAcquireSQL, s.table, outcome, fmt.Sprintf("IF(LAST_INSERT_ID() < %d, SUBSTRING(queue, %d), queue)", heldMark, entryWidth+1), heldMark)
+	return fmt.Sprintf(tableAcquireSQL, s.table, outcome, fmt.Sprintf("IF(LAST_INSERT_ID() < %d, SUBSTRING(queue, %d), queue)", heldMark, entryWidth+1), heldMark, s.floorTable)
 }
 
 // acquireSQL is tableAcquireSQL for the driver's table and settings.
 func (s settings) acquireSQL() string {
 	q := queueSQL{q: "queue", me: "VALUES(taken_by)", l: s.liveness.Milliseconds()}
-	return fmt.Sprintf(tableAcquireSQL, s.table, q.outcome(), q.newQueue(), heldMark)
+	return fmt.Sprintf(tableAcquireSQL, s.table, q.outcome(), q.newQueue(), heldMark, s.floorTable)
 }
 
 // pollSQL reads the watched keys' rows (watch.go): per row its hash, free,

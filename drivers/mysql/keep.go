@@ -62,6 +62,7 @@ func (a *advisory) poolConn(ctx context.Context) (pinned, error) {
 // putConn keeps conn, which holds no lock, for the next acquisition, or
 // returns it to the pool.
 func (a *advisory) putConn(conn pinned) {
+	conn.disarmHangup()
 	a.mu.Lock()
 	if len(a.idle) < keepConns && !a.d.isClosed() {
 		a.idle = append(a.idle, idleConn{conn, time.Now()})

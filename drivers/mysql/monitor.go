@@ -119,7 +119,7 @@ func (a *advisory) probeChunk(ctx context.Context, chunk []*heldLock, held []boo
 }
 
 // poolFull reports whether the pool has no connection to give at once:
-// all of its max_open_conns are in use.
+// all of its maxOpenConns are in use.
 func (a *advisory) poolFull() bool {
 	st := a.d.db.Stats()
 	return st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections
@@ -146,7 +146,7 @@ func (a *advisory) renew(ctx context.Context, leases []drivers.Lease) []drivers.
 	var errs []error
 	if a.poolFull() {
 		// No connection to spare (held locks, waiters and kept connections
-		// fill max_open_conns): each lock on its own connection, rather
+		// fill maxOpenConns): each lock on its own connection, rather
 		// than wait for one until the lock's ttl (ownconn.go).
 		held, errs = a.probeOwnAll(ctx, hs)
 	} else {

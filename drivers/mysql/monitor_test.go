@@ -12,7 +12,7 @@ import (
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-// TestAdvisoryProbeFullPool: when held locks fill the pool (max_open_conns
+// TestAdvisoryProbeFullPool: when held locks fill the pool (maxOpenConns
 // reached, no connection to spare for the probe), the locks are probed on
 // their own connections: a KILLed holder is reported lost within about the
 // probe interval, not at ttl, and a renewal of a lock still held answers

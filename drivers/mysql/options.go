@@ -59,7 +59,8 @@ const (
 
 // Options configure a Driver. The zero value connects as root without
 // password to 127.0.0.1:3306 in advisory mode. Configuration keys are the
-// koanf tags.
+// koanf tags, camelCase as every store's; the snake_case spellings of
+// earlier versions are refused with the new name (renamedKeys).
 type Options struct {
 	// DSN is a go-sql-driver/mysql data source name
 	// ("user:pass@tcp(host:3306)/db?tls=true"). When set, Host, Port,
@@ -91,7 +92,7 @@ type Options struct {
 	Table string `koanf:"table"`
 	// FenceTable names the advisory mode's fence sequence or counter table
 	// (same rules as Table). Created if missing. Default "mutexfx_fence".
-	FenceTable string `koanf:"fence_table"`
+	FenceTable string `koanf:"fenceTable"`
 	// Fence is the advisory mode's fence source: FenceAuto (default),
 	// FenceSequence, FenceCounter or FenceUUIDShort.
 	Fence string `koanf:"fence"`
@@ -101,7 +102,7 @@ type Options struct {
 	// about this time). When the pool has no connection to spare (see
 	// MaxOpenConns), each lock is checked on its own connection instead.
 	// Default 500ms.
-	ProbeInterval time.Duration `koanf:"probe_interval"`
+	ProbeInterval time.Duration `koanf:"probeInterval"`
 	// PollInterval is how often table mode checks, in one query, whether
 	// the keys its waiters found held became free, to wake them at once
 	// (only while a component is subscribed and someone waits). A driver
@@ -109,7 +110,7 @@ type Options struct {
 	// is to the head: every 2 × place × PollInterval/10 (at least 1ms), at
 	// most PollInterval; at the head its own attempts poll, every
 	// PollInterval/10 (at least 1ms). Default 10ms.
-	PollInterval time.Duration `koanf:"poll_interval"`
+	PollInterval time.Duration `koanf:"pollInterval"`
 	// WaiterLiveness turns on fair hand-off in table mode and is how long
 	// a waiter keeps its place without asking again. Each lock's row holds
 	// a FIFO queue of the drivers whose attempts failed; a free lock can be
@@ -120,22 +121,22 @@ type Options struct {
 	// after its last stamp; one that crashed or gave up delays the others
 	// by at most WaiterLiveness, once it is at the head. Negative turns
 	// fair hand-off off. Default 100ms.
-	WaiterLiveness time.Duration `koanf:"waiter_liveness"`
+	WaiterLiveness time.Duration `koanf:"waiterLiveness"`
 	// RenewBatch is the most leases renewed by one statement in table
 	// mode (and probed by one query in advisory mode). Default 1000.
-	RenewBatch int `koanf:"renew_batch"`
+	RenewBatch int `koanf:"renewBatch"`
 	// Retries is how many times a table-mode statement failing with a
 	// deadlock (1213), a lock wait timeout (1205) or an operator's KILL
 	// QUERY (1317) is retried. Default 3; -1 for none.
 	Retries int `koanf:"retries"`
 	// DialTimeout bounds each connection attempt. Default 5s.
-	DialTimeout time.Duration `koanf:"dial_timeout"`
+	DialTimeout time.Duration `koanf:"dialTimeout"`
 	// MaxOpenConns caps the driver's own pool. In advisory mode every held
 	// lock and every waiting Acquire pins one connection, so this caps
 	// them too. Default 0: no cap (the server's max_connections).
-	MaxOpenConns int `koanf:"max_open_conns"`
+	MaxOpenConns int `koanf:"maxOpenConns"`
 	// MaxIdleConns is how many idle connections the pool keeps. Default 16.
-	MaxIdleConns int `koanf:"max_idle_conns"`
+	MaxIdleConns int `koanf:"maxIdleConns"`
 	// PreparedStatements sends parameters with server-side prepared
 	// statements (prepare, execute: 2 round trips per statement, and a
 	// close) instead of go-sql-driver's client-side interpolation (1 round
@@ -145,7 +146,7 @@ type Options struct {
 	// sequence or uuid_short fence, are server-side prepared statements on
 	// those connections, prepared once per connection and kept (1 round
 	// trip each; prepared.go). Default false.
-	PreparedStatements bool `koanf:"prepared_statements"`
+	PreparedStatements bool `koanf:"preparedStatements"`
 }
 
 var identRe = regexp.MustCompile(`^[A-Za-z0-9_$]{1,64}$`)
@@ -171,6 +172,7 @@ func quoteIdent(name string) (string, error) {
 type settings struct {
 	mode, fence              string
 	table, fenceTable        string // quoted
+	floorTable               string // quoted: table mode's fence floor (reclaim.go)
 	probe, poll, dialTimeout time.Duration
 	liveness                 time.Duration // 0: fair hand-off off
 	batch, retries           int
@@ -204,17 +206,20 @@ func (o Options) validate() (settings, error) {
 	if s.table, err = quoteIdent(or(o.Table, DefaultTable)); err != nil {
 		return s, config.Errorf("table", "%v", err)
 	}
+	if s.floorTable, err = quoteIdent(or(o.Table, DefaultTable) + floorSuffix); err != nil {
+		return s, config.Errorf("table", "%v (the driver adds %q for its fence floor table)", err, floorSuffix)
+	}
 	if s.fenceTable, err = quoteIdent(or(o.FenceTable, DefaultFenceTable)); err != nil {
-		return s, config.Errorf("fence_table", "%v", err)
+		return s, config.Errorf("fenceTable", "%v", err)
 	}
 	if s.probe < 0 {
-		return s, config.Errorf("probe_interval", "must not be negative")
+		return s, config.Errorf("probeInterval", "must not be negative")
 	}
 	if s.probe == 0 {
 		s.probe = DefaultProbeInterval
 	}
 	if s.poll < 0 {
-		return s, config.Errorf("poll_interval", "must not be negative")
+		return s, config.Errorf("pollInterval", "must not be negative")
 	}
 	if s.poll == 0 {
 		s.poll = DefaultPollInterval
@@ -225,16 +230,16 @@ func (o Options) validate() (settings, error) {
 	case s.liveness == 0:
 		s.liveness = DefaultWaiterLiveness
 	case s.liveness < time.Millisecond:
-		return s, config.Errorf("waiter_liveness", "must be at least 1ms (or negative: off)")
+		return s, config.Errorf("waiterLiveness", "must be at least 1ms (or negative: off)")
 	}
 	if s.dialTimeout < 0 {
-		return s, config.Errorf("dial_timeout", "must not be negative")
+		return s, config.Errorf("dialTimeout", "must not be negative")
 	}
 	if s.dialTimeout == 0 {
 		s.dialTimeout = DefaultDialTimeout
 	}
 	if s.batch < 0 {
-		return s, config.Errorf("renew_batch", "must not be negative")
+		return s, config.Errorf("renewBatch", "must not be negative")
 	}
 	if s.batch == 0 {
 		s.batch = DefaultRenewBatch
@@ -248,10 +253,10 @@ func (o Options) validate() (settings, error) {
 		s.retries = DefaultRetries
 	}
 	if s.maxOpen < 0 {
-		return s, config.Errorf("max_open_conns", "must not be negative")
+		return s, config.Errorf("maxOpenConns", "must not be negative")
 	}
 	if s.maxIdle < 0 {
-		return s, config.Errorf("max_idle_conns", "must not be negative")
+		return s, config.Errorf("maxIdleConns", "must not be negative")
 	}
 	if s.maxIdle == 0 {
 		s.maxIdle = DefaultMaxIdleConns
@@ -348,4 +353,34 @@ func orInt(n, def int) int {
 		return def
 	}
 	return n
+}
+
+// renamedKeys are the snake_case keys of earlier versions and their
+// camelCase names: the factory refuses them, naming the new key, rather
+// than let a renamed setting be ignored or reported as merely unknown.
+var renamedKeys = map[string]string{
+	"fence_table":         "fenceTable",
+	"probe_interval":      "probeInterval",
+	"poll_interval":       "pollInterval",
+	"waiter_liveness":     "waiterLiveness",
+	"renew_batch":         "renewBatch",
+	"dial_timeout":        "dialTimeout",
+	"max_open_conns":      "maxOpenConns",
+	"max_idle_conns":      "maxIdleConns",
+	"prepared_statements": "preparedStatements",
+}
+
+// checkRenamed refuses a key of in that renamedKeys lists (the first in
+// sorted order), naming its path under path and its new name.
+func checkRenamed(path string, in map[string]any) error {
+	var old string
+	for k := range in {
+		if _, ok := renamedKeys[strings.ToLower(k)]; ok && (old == "" || k < old) {
+			old = k
+		}
+	}
+	if old == "" {
+		return nil
+	}
+	return config.Errorf(config.Join(path, old), "unknown key: did you mean %q? (MySQL keys are camelCase)", renamedKeys[strings.ToLower(old)])
 }

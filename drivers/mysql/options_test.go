@@ -28,20 +28,22 @@ func TestFactoryErrors(t *testing.T) {
 	}{
 		{"defaults", map[string]any{}, ""},
 		{"fields", map[string]any{"host": "db", "port": 3307, "database": "x", "username": "u", "password": secret, "mode": "table", "table": "app.locks"}, ""},
-		{"durations as ms", map[string]any{"probe_interval": 250, "poll_interval": "5ms", "dial_timeout": "2s"}, ""},
+		{"durations as ms", map[string]any{"probeInterval": 250, "pollInterval": "5ms", "dialTimeout": "2s"}, ""},
 		{"unknown key", map[string]any{"adress": "x"}, "mutex.orders.driver.adress: unknown key"},
+		{"old snake_case key", map[string]any{"dial_timeout": "2s"}, `mutex.orders.driver.dial_timeout: unknown key: did you mean "dialTimeout"?`},
+		{"old snake_case keys, first named", map[string]any{"renew_batch": 5, "fence_table": "f"}, `mutex.orders.driver.fence_table: unknown key: did you mean "fenceTable"?`},
 		{"bad mode", map[string]any{"mode": "lease"}, "mutex.orders.driver.mode: must be"},
 		{"bad fence", map[string]any{"fence": "clock"}, "mutex.orders.driver.fence: must be"},
 		{"table injection", map[string]any{"table": "locks; DROP TABLE x"}, "mutex.orders.driver.table: invalid identifier"},
 		{"table backtick", map[string]any{"table": "lo`cks"}, "mutex.orders.driver.table: invalid identifier"},
 		{"table three parts", map[string]any{"table": "a.b.c"}, "mutex.orders.driver.table: invalid identifier"},
 		{"table too long", map[string]any{"table": strings.Repeat("t", 65)}, "mutex.orders.driver.table: invalid identifier"},
-		{"fence table", map[string]any{"fence_table": "1"}, "mutex.orders.driver.fence_table: invalid identifier"},
+		{"fence table", map[string]any{"fenceTable": "1"}, "mutex.orders.driver.fenceTable: invalid identifier"},
 		{"dsn and host", map[string]any{"dsn": "root@tcp(h:3306)/db", "host": "x"}, "mutex.orders.driver.host: not allowed with dsn"},
 		{"bad port", map[string]any{"port": 70000}, "mutex.orders.driver.port: must be 1 to 65535"},
-		{"negative probe", map[string]any{"probe_interval": "-1s"}, "mutex.orders.driver.probe_interval"},
-		{"waiter liveness off", map[string]any{"waiter_liveness": -1}, ""},
-		{"waiter liveness too short", map[string]any{"waiter_liveness": "500us"}, "mutex.orders.driver.waiter_liveness: must be at least 1ms"},
+		{"negative probe", map[string]any{"probeInterval": "-1s"}, "mutex.orders.driver.probeInterval"},
+		{"waiter liveness off", map[string]any{"waiterLiveness": -1}, ""},
+		{"waiter liveness too short", map[string]any{"waiterLiveness": "500us"}, "mutex.orders.driver.waiterLiveness: must be at least 1ms"},
 		{"bad tls", map[string]any{"tls": "nope", "password": secret}, "mutex.orders.driver.tls"},
 		{"bad dsn with password", map[string]any{"dsn": "root:" + secret + "@tcp(h:3306)/db?timeout=xyz"}, "mutex.orders.driver.dsn: invalid"},
 		{"bad dsn no slash", map[string]any{"dsn": "root:" + secret + "@tcp(h:3306)"}, "mutex.orders.driver.dsn: invalid"},
@@ -145,7 +147,7 @@ func TestExistingDB(t *testing.T) {
 		want    string
 	}{
 		{"dsn with client", map[string]any{"dsn": "root@tcp(h)/x"}, db, "mutex.x.driver.dsn: not allowed with an existing *sql.DB"},
-		{"pool option with client", map[string]any{"max_open_conns": 3}, db, "mutex.x.driver: connection options are not allowed"},
+		{"pool option with client", map[string]any{"maxOpenConns": 3}, db, "mutex.x.driver: connection options are not allowed"},
 		{"wrong client type", map[string]any{}, "not a db", "mutex.x.driver.client: is a string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

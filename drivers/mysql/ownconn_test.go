@@ -10,7 +10,7 @@ import (
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-// TestFullPoolStallRenewReturns: with the pool full (max_open_conns
+// TestFullPoolStallRenewReturns: with the pool full (maxOpenConns
 // reached: locks are checked on their own connections), a statement
 // stalled on a lock's connection (the monitor's check) holds up no
 // renewal: it fails by its deadline instead of waiting for the stall to

@@ -11,9 +11,10 @@ import (
 
 // lockTableDDL is the table mode's table (documented in docs/mysql.md).
 // name_hash is SHA-256(key): a fixed-size, case-exact primary key for keys
-// of any length; name keeps the key for people reading the table. Rows stay
-// after release (token emptied, expiry in the past) so that the key's fence
-// keeps growing. taken_by (the driver that took the lock last) and queue
+// of any length; name keeps the key for people reading the table. A
+// release keeps the row (token emptied, expiry in the past), for the next
+// acquisition's plain UPDATE; the reclaimer deletes it later, raising the
+// fence floor (reclaim.go). taken_by (the driver that took the lock last) and queue
 // (the drivers waiting for it) serve fair hand-off (see fair.go).
 const lockTableDDL = `CREATE TABLE IF NOT EXISTS %s (
   name_hash BINARY(32) NOT NULL,
@@ -60,6 +61,11 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 		}
 		if err := d.addFairColumns(ctx); err != nil {
 			return err
+		}
+		for _, q := range []string{floorTableDDL, floorRowSQL} {
+			if _, err := d.db.ExecContext(ctx, fmt.Sprintf(q, d.s.floorTable)); err != nil {
+				return fmt.Errorf("mysql: create fence floor %s: %w", d.s.floorTable, err)
+			}
 		}
 		d.schemaOK = true
 		return nil

@@ -38,6 +38,8 @@ type sockets struct {
 	m    map[driver.Conn]*socket
 	all  map[*socket]struct{} // every open socket, connected or connecting
 	done bool                 // cutAll ran: no more dials
+
+	hup hangups // the hang-up watch of the sockets holding locks (hangup_linux.go)
 }
 
 // cutAll closes every socket, under whatever statement runs on it, and
@@ -68,6 +70,8 @@ type socket struct {
 	// by whoever holds the connection, one at a time.
 	stmts     map[string]driver.Stmt
 	noPrepare bool // the server refused a prepare: run them as text
+
+	hup hangupState // guarded by owner.hup.mu
 }
 
 // Close closes the socket and forgets it.
@@ -78,12 +82,16 @@ func (s *socket) Close() error {
 	}
 	delete(s.owner.all, s)
 	s.owner.mu.Unlock()
+	s.owner.hup.forget(s)
 	return s.Conn.Close()
 }
 
 // cut closes the socket under a statement running on it: the statement
 // fails at once and go-sql-driver drops the connection.
-func (s *socket) cut() { _ = s.Conn.Close() }
+func (s *socket) cut() {
+	s.owner.hup.forget(s)
+	_ = s.Conn.Close()
+}
 
 // SyscallConn returns the socket's raw connection: go-sql-driver's
 // liveness check of a pooled connection (a non-blocking read before its
@@ -197,6 +205,22 @@ func (c *connector) Driver() driver.Driver { return c.inner.Driver() }
 type pinned struct {
 	conn *sql.Conn
 	sock *socket
+}
+
+// armHangup has fn called when the server closes or resets p's
+// connection (hangup_linux.go); with its socket unknown, the probes find
+// out instead.
+func (p pinned) armHangup(fn func()) {
+	if p.sock != nil {
+		p.sock.owner.hup.arm(p.sock, fn)
+	}
+}
+
+// disarmHangup undoes armHangup: p's connection holds no lock now.
+func (p pinned) disarmHangup() {
+	if p.sock != nil {
+		p.sock.owner.hup.disarm(p.sock)
+	}
 }
 
 // queryRow runs q on p's connection and scans its one row into dest. With

@@ -48,6 +48,7 @@ func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (
 	if req.TTL <= 0 {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: ttl %v must be positive in table mode", req.TTL)
 	}
+	d.noteTTL(req.TTL)
 	var id int64
 	var err error
 	if !d.watch.watching(req.Key) {

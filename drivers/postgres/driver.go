@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
 
 // ErrClosed is returned by calls on a closed Driver.
@@ -58,7 +59,8 @@ type Driver struct {
 	nextSub int
 	lis     *listener // the LISTEN goroutine, from its first use to Close
 
-	watchers watchers // table mode: waiting acquisitions, by key
+	watchers watchers     // table mode: waiting acquisitions, by key
+	reclaim  reclaim.Loop // table mode: deletes the rows no longer needed (reclaim.go)
 
 	dialSem chan struct{} // one connect of the main session at a time
 
@@ -248,6 +250,7 @@ func (d *Driver) Close(ctx context.Context) error {
 	if lis != nil {
 		lis.stop()
 	}
+	d.reclaim.Stop()
 	var errs []error
 	for _, s := range sessions {
 		if err := s.close(ctx); err != nil {

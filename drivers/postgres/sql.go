@@ -22,6 +22,7 @@ type statements struct {
 	// table mode; the fence-taking statements in two forms (fencing)
 	plain, guarded                          fencedStatements
 	release, notify, extend, renew, inspect string
+	reclaim                                 string // reclaim.go
 }
 
 // fencedStatements are table mode's statements that take a fence.
@@ -157,10 +158,13 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 			take: "UPDATE " + n.table + " AS l SET name = $2, token = $3, fence = " + fence(5) +
 				", expires_at = " + fmt.Sprintf(ttl, 4) +
 				" WHERE l.id = $1 AND l.expires_at <= now() AND l.queue = '{}' RETURNING l.fence, " + synced,
-			acquire: "WITH " + s + ", ins AS (" +
+			// A new row's fence is drawn before its insert meets (or not)
+			// a row of the same id: under the shared reclaim lock, so that
+			// no row is reclaimed in between (reclaim.go).
+			acquire: "WITH " + s + ", g AS MATERIALIZED (SELECT " + reclaimLockSQL("pg_advisory_xact_lock_shared", "$1::bytea") + "), ins AS (" +
 				"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
 				"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + fence(9) + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
-				" FROM s LEFT JOIN " + n.table + " AS c ON c.id = $1 WHERE c.id IS NULL OR " + write("c") + " " +
+				" FROM s CROSS JOIN g LEFT JOIN " + n.table + " AS c ON c.id = $1 WHERE c.id IS NULL OR " + write("c") + " " +
 				"ON CONFLICT (id) DO UPDATE SET " +
 				"name = CASE WHEN " + take("l") + " THEN excluded.name ELSE l.name END, " +
 				"token = CASE WHEN " + take("l") + " THEN excluded.token ELSE l.token END, " +
@@ -252,6 +256,14 @@ func buildStatements(n names, o Options, txnSync bool) statements {
 			"WHERE t.id = u.id AND t.token = u.token AND t.expires_at > now() RETURNING t.id, t.token",
 		inspect: "SELECT token, fence, extract(epoch FROM expires_at - now())::float8 * 1000 FROM " + n.table +
 			" WHERE id = $1 AND expires_at > now()",
+		// deletes up to $1 rows free (released or expired) that nobody
+		// queues for, each under its reclaim lock, exclusive, if it can be
+		// had now (reclaim.go); the lock is tried last, only for a row that
+		// qualifies (equal-cost quals keep their order), so that one
+		// statement holds at most $1 of them
+		reclaim: "DELETE FROM " + n.table + " WHERE id IN (SELECT c.id FROM " + n.table + " AS c" +
+			" WHERE c.expires_at <= now() AND c.queue = '{}' AND " + reclaimLockSQL("pg_try_advisory_xact_lock", "c.id") +
+			" LIMIT $1 FOR UPDATE SKIP LOCKED)",
 	}
 }
 

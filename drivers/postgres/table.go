@@ -99,6 +99,7 @@ func ttlMillis(ttl time.Duration) (int64, error) {
 // tableAcquire takes the lock in one statement; with req.Wait it waits for
 // its turn (tableAcquireWaiting).
 func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	d.noteTTL(req.TTL)
 	if req.Wait > 0 {
 		return d.tableAcquireWaiting(ctx, req)
 	}
@@ -196,10 +197,9 @@ func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireReques
 
 // tableRelease marks the row free if token holds it, in one UPDATE, and
 // when drivers are queued for it notifies the first live one (queueHead),
-// in a second statement. The row is kept: a later acquisition of the name
-// then takes its fence under the row's lock, after the release, which
-// keeps fences increasing (a fence taken for a new row could be older than
-// a concurrent holder's).
+// in a second statement. The row is kept, for the next acquisition's one
+// UPDATE (its fence taken under the row's lock); the reclaimer deletes it
+// later (reclaim.go).
 func (d *Driver) tableRelease(ctx context.Context, key, token string) (bool, error) {
 	var live bool
 	var queue []byte

@@ -5,14 +5,30 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// watcher notices, without reading from it, that the server closed a pinned
-// connection (pg_terminate_backend, shutdown, crash): it polls a duplicate
-// of the socket for POLLRDHUP in its own goroutine, so that the locks on
-// the connection are reported lost at once rather than at the next probe.
+// watcher notices, without reading from it, that the server ended a pinned
+// connection (pg_terminate_backend, shutdown, crash, a reset link), so that
+// the locks on the connection are reported lost at once rather than at the
+// next probe. It polls a duplicate of the socket in its own goroutine for
+// a hang-up (POLLRDHUP), and for bytes the session did not ask for
+// (POLLIN while no statement runs, looked at with MSG_PEEK, never read):
+// a terminated backend sends its FATAL ErrorResponse before it releases
+// its locks, and closes the socket only when its process exits, after —
+// so the ErrorResponse is the one signal that comes before another session
+// can be granted the locks.
+//
+// POLLIN also comes with every statement's reply: the watcher then takes
+// the statement slot if it is free (never waiting for it, so that no
+// statement waits for the watcher) and looks, the session idle; when a
+// statement holds the slot, it watches only for hang-ups for minBusy,
+// doubling up to maxBusy while the session stays busy, and looks again.
+// Bytes other than an ErrorResponse arriving on an idle session (a notice,
+// a parameter status) are left for pgx, and the watcher watches only for
+// hang-ups from then on.
 type watcher struct {
 	stopOnce sync.Once
 	stopCh   chan struct{}
@@ -61,12 +77,25 @@ func (w *watcher) run(fd int, sem chan struct{}, onBreak, closeConn func()) {
 	defer w.closePipe() // a broken session's watcher may never be stopped
 	defer unix.Close(fd)
 	fds := []unix.PollFd{
-		{Fd: int32(fd), Events: unix.POLLRDHUP},
+		{Fd: int32(fd), Events: unix.POLLRDHUP | unix.POLLIN},
 		{Fd: int32(w.wake[0]), Events: unix.POLLIN},
 	}
-	for {
+	slot := false               // the watcher holds the statement slot
+	peek := true                // POLLIN is watched (see above)
+	busy := time.Duration(0)    // > 0: hang-ups only, for that long
+	backoff := time.Duration(0) // the last busy wait, doubled while busy
+	for !slot {
+		// While a statement runs, its reply is pending: hang-ups only,
+		// for busy, then look again.
+		fds[0].Events = unix.POLLRDHUP
+		timeout := -1
+		if peek && busy == 0 {
+			fds[0].Events |= unix.POLLIN
+		} else if peek {
+			timeout = int(busy.Milliseconds())
+		}
 		fds[0].Revents, fds[1].Revents = 0, 0
-		_, err := unix.Poll(fds, -1)
+		n, err := unix.Poll(fds, timeout)
 		if err == unix.EINTR {
 			continue
 		}
@@ -76,13 +105,73 @@ func (w *watcher) run(fd int, sem chan struct{}, onBreak, closeConn func()) {
 		if fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
 			break
 		}
+		if n == 0 { // the busy wait ended
+			busy = 0
+			continue
+		}
+		if fds[0].Revents&unix.POLLIN == 0 {
+			continue
+		}
+		select { // never waits: a statement is not delayed by the watcher
+		case sem <- struct{}{}:
+		default:
+			backoff = min(max(2*backoff, minBusy), maxBusy)
+			busy = backoff
+			continue
+		}
+		backoff = 0
+		switch unsolicited(fd) {
+		case peekNothing: // (the reply was read meanwhile)
+			<-sem
+		case peekOther:
+			<-sem
+			peek = false
+		case peekEnd:
+			slot = true
+		}
 	}
 	onBreak()
-	select {
-	case sem <- struct{}{}:
-		closeConn()
-		<-sem
-	case <-w.stopCh:
+	if !slot {
+		select {
+		case sem <- struct{}{}:
+		case <-w.stopCh:
+			return
+		}
+	}
+	closeConn()
+	<-sem
+}
+
+// How long the watcher watches only for hang-ups when it found the
+// session busy (its first look after that may come this late).
+const (
+	minBusy = time.Millisecond
+	maxBusy = 16 * time.Millisecond
+)
+
+// What an idle session's socket holds.
+const (
+	peekNothing = iota
+	peekOther   // bytes that are not an ErrorResponse
+	peekEnd     // an ErrorResponse (the server ends the session), the end of the stream, or an error
+)
+
+// unsolicited looks, without reading it, at what the server sent on fd
+// while no statement runs.
+func unsolicited(fd int) int {
+	var b [1]byte
+	for {
+		n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return peekNothing
+		case err != nil, n == 0, b[0] == 'E':
+			return peekEnd
+		default:
+			return peekOther
+		}
 	}
 }
 
