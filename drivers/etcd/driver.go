@@ -21,9 +21,11 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
@@ -135,8 +137,36 @@ func (d *Driver) Client(ctx context.Context) (*clientv3.Client, error) {
 		}
 		return nil, fmt.Errorf("etcd: connect: %w", err)
 	}
+	if err := ready(ctx, d.ctx, c, d.conf.DialTimeout); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
 	d.cli.Store(c)
 	return c, nil
+}
+
+// ready waits until c's connection is up, for at most timeout, while ctx
+// and life last: a cluster that cannot be reached fails the first call
+// after the dial timeout instead of leaving it waiting.
+func ready(ctx, life context.Context, c *clientv3.Client, timeout time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stop := context.AfterFunc(life, cancel)
+	defer stop()
+	conn := c.ActiveConnection()
+	conn.Connect()
+	for st := conn.GetState(); st != connectivity.Ready; st = conn.GetState() {
+		if !conn.WaitForStateChange(wctx, st) {
+			if life.Err() != nil {
+				return ErrClosed
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("etcd: no endpoint reachable within the dial timeout (%v)", timeout)
+		}
+	}
+	return nil
 }
 
 // call returns the client and a context for one call: ctx, also ended by

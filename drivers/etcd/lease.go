@@ -40,36 +40,40 @@ func leaseSeconds(ttl time.Duration) int64 {
 }
 
 // get returns the live lease of ttl's class, granting one when there is
-// none, and refreshing it first when it might expire within ttl: a key put
-// on it now stays at least ttl in the store.
+// none (or it is gone), and refreshing it first when it might expire within
+// ttl: a key put on it now stays at least ttl in the store.
 func (ls *leases) get(ctx context.Context, cli *clientv3.Client, ttl time.Duration) (*lease, error) {
 	sec := leaseSeconds(ttl)
 	ls.mu.Lock()
 	l := ls.byTTL[sec]
 	ls.mu.Unlock()
-	if l == nil || l.isGone() {
-		sent := time.Now()
-		resp, err := cli.Grant(ctx, sec)
-		if err != nil {
-			return nil, err
-		}
-		nl := &lease{id: resp.ID, ttl: time.Duration(resp.TTL) * time.Second, refreshed: sent}
-		ls.mu.Lock()
-		if cur := ls.byTTL[sec]; cur != l && cur != nil && !cur.isGone() {
-			l = cur // another call granted one first: ours goes
-			ls.mu.Unlock()
-			_, _ = cli.Revoke(ctx, nl.id)
-			return l, nil
-		}
-		ls.byTTL[sec] = nl
-		ls.mu.Unlock()
-		return nl, nil
-	}
-	if l.remaining() < ttl {
-		if err := l.keepAlive(ctx, cli); err != nil {
+	if l != nil && l.remaining() < ttl {
+		if err := l.keepAlive(ctx, cli); err != nil && !errors.Is(err, errLeaseGone) {
 			return nil, err
 		}
 	}
+	if l != nil && !l.isGone() {
+		return l, nil
+	}
+	return ls.grant(ctx, cli, sec, l)
+}
+
+// grant grants a lease of sec seconds in place of old (nil or gone).
+func (ls *leases) grant(ctx context.Context, cli *clientv3.Client, sec int64, old *lease) (*lease, error) {
+	sent := time.Now()
+	resp, err := cli.Grant(ctx, sec)
+	if err != nil {
+		return nil, err
+	}
+	l := &lease{id: resp.ID, ttl: time.Duration(resp.TTL) * time.Second, refreshed: sent}
+	ls.mu.Lock()
+	if cur := ls.byTTL[sec]; cur != old && cur != nil && !cur.isGone() {
+		ls.mu.Unlock() // another call granted one first: ours goes
+		_, _ = cli.Revoke(ctx, l.id)
+		return cur, nil
+	}
+	ls.byTTL[sec] = l
+	ls.mu.Unlock()
 	return l, nil
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-func TestMain(m *testing.M) { testutil.Main(m, func(string) int { return 2 }) }
+func TestMain(m *testing.M) { testutil.Main(m, runChild) }
 
 // singleMember starts a single-member cluster for the test.
 func singleMember(t testing.TB) *testutil.EtcdCluster {

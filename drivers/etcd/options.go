@@ -11,6 +11,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // Defaults of Options.
@@ -127,6 +129,12 @@ func (o Options) config(log *zap.Logger) (clientv3.Config, error) {
 	default:
 		c.DialTimeout = o.DialTimeout
 	}
+	// Reconnect soon after a member comes back: gRPC's default backoff
+	// grows to two minutes, past any lock's ttl.
+	c.DialOptions = []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+		MinConnectTimeout: c.DialTimeout,
+	})}
 	tc, err := o.tls(https)
 	if err != nil {
 		return c, err

@@ -3,13 +3,15 @@ package etcd
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
-// String describes the options with Password shown as xxxxx when set, so
-// that what it returns never holds a password.
+// String describes the options with Password shown as xxxxx when set (and
+// an endpoint holding an @, which New refuses, as xxxxx), so that what it
+// returns never holds a password.
 func (o Options) String() string {
 	type plain Options // no methods: no recursion
 	return fmt.Sprintf("%+v", plain(o.redacted()))
@@ -38,5 +40,10 @@ func (o Options) redacted() Options {
 		o.Password = config.Redacted
 	}
 	o.Endpoints = append([]string(nil), o.Endpoints...)
+	for i, e := range o.Endpoints {
+		if strings.Contains(e, "@") { // perhaps a URL with a password
+			o.Endpoints[i] = config.Redacted
+		}
+	}
 	return o
 }
