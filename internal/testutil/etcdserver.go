@@ -2,7 +2,6 @@ package testutil
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -34,9 +33,8 @@ type EtcdMember struct {
 	t       testing.TB
 	dir     string
 	args    []string
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	stopped bool
+	mu  sync.Mutex
+	cmd *exec.Cmd
 }
 
 // Endpoints returns every member's client address.
@@ -97,12 +95,11 @@ func StartEtcd(t testing.TB, n int) *EtcdCluster {
 func (m *EtcdMember) start() {
 	m.t.Helper()
 	cmd := exec.Command("etcd", m.args...)
-	cmd.Env = append(os.Environ(), "ETCD_UNSUPPORTED_ARCH="+os.Getenv("ETCD_UNSUPPORTED_ARCH"))
 	if err := cmd.Start(); err != nil {
 		m.t.Fatalf("start etcd %s: %v", m.Name, err)
 	}
 	m.mu.Lock()
-	m.cmd, m.stopped = cmd, false
+	m.cmd = cmd
 	m.mu.Unlock()
 }
 
@@ -168,12 +165,12 @@ func (m *EtcdMember) Restart() {
 
 // Pause stops the member with SIGSTOP: it keeps its sockets but answers
 // nothing until Resume.
-func (m *EtcdMember) Pause() { m.signal(syscall.SIGSTOP, true) }
+func (m *EtcdMember) Pause() { m.signal(syscall.SIGSTOP) }
 
 // Resume continues a paused member (SIGCONT).
-func (m *EtcdMember) Resume() { m.signal(syscall.SIGCONT, false) }
+func (m *EtcdMember) Resume() { m.signal(syscall.SIGCONT) }
 
-func (m *EtcdMember) signal(sig syscall.Signal, stopped bool) {
+func (m *EtcdMember) signal(sig syscall.Signal) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.cmd == nil || m.cmd.Process == nil {
@@ -182,12 +179,4 @@ func (m *EtcdMember) signal(sig syscall.Signal, stopped bool) {
 	if err := m.cmd.Process.Signal(sig); err != nil {
 		m.t.Errorf("signal %v to etcd %s: %v", sig, m.Name, err)
 	}
-	m.stopped = stopped
-}
-
-// Addr returns the member's client address as host and port.
-func (m *EtcdMember) Addr() (string, int) {
-	h, p, _ := net.SplitHostPort(m.ClientAddr)
-	port, _ := strconv.Atoi(p)
-	return h, port
 }
