@@ -30,11 +30,11 @@ type EtcdMember struct {
 	// ClientAddr is the member's client address, "127.0.0.1:port".
 	ClientAddr string
 
-	t       testing.TB
-	dir     string
-	args    []string
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	t    testing.TB
+	dir  string
+	args []string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
 }
 
 // Endpoints returns every member's client address.
