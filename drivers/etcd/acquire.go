@@ -109,8 +109,7 @@ func (d *Driver) enqueue(ctx context.Context, cli *clientv3.Client, e *entry, re
 			Commit()
 		switch {
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
-			l.setGone()
-			d.leases.drop(l)
+			d.leaseGone(l)
 			continue
 		case err != nil:
 			return res, place{}, err

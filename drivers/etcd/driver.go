@@ -32,10 +32,11 @@ import (
 
 // Compile-time checks of the capabilities the driver offers.
 var (
-	_ drivers.Driver    = (*Driver)(nil)
-	_ drivers.Renewer   = (*Driver)(nil)
-	_ drivers.Inspector = (*Driver)(nil)
-	_ drivers.Describer = (*Driver)(nil)
+	_ drivers.Driver     = (*Driver)(nil)
+	_ drivers.Renewer    = (*Driver)(nil)
+	_ drivers.Inspector  = (*Driver)(nil)
+	_ drivers.Describer  = (*Driver)(nil)
+	_ drivers.Subscriber = (*Driver)(nil)
 )
 
 // ErrClosed is returned by calls on a closed Driver.
@@ -60,6 +61,8 @@ type Driver struct {
 	mu      sync.Mutex
 	closed  bool
 	entries map[string]*entry // by lock key
+	subs    map[int]func(drivers.Event)
+	subID   int
 }
 
 // New validates opts and returns a driver that connects at its first call.
@@ -102,9 +105,10 @@ func NewWithClient(c *clientv3.Client, opts Options) (*Driver, error) {
 }
 
 func newDriver(set settings) *Driver {
-	d := &Driver{set: set, id: rand.Text(), entries: map[string]*entry{}}
+	d := &Driver{set: set, id: rand.Text(), entries: map[string]*entry{}, subs: map[int]func(drivers.Event){}}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.leases.byTTL = map[int64]*lease{}
+	d.leases.gone = d.leaseGone
 	return d
 }
 
@@ -205,6 +209,7 @@ func (d *Driver) Close(ctx context.Context) error {
 		return nil
 	}
 	d.closed = true
+	clear(d.subs)
 	for _, e := range d.entries {
 		e.stopLinger()
 	}

@@ -29,6 +29,7 @@ type lease struct {
 type leases struct {
 	mu    sync.Mutex
 	byTTL map[int64]*lease
+	gone  func(*lease) // told of a lease found gone (Driver.leaseGone)
 }
 
 // leaseSeconds is the lease ttl for a lock ttl: rounded up to whole seconds
@@ -48,7 +49,7 @@ func (ls *leases) get(ctx context.Context, cli *clientv3.Client, ttl time.Durati
 	l := ls.byTTL[sec]
 	ls.mu.Unlock()
 	if l != nil && l.remaining() < ttl {
-		if err := l.keepAlive(ctx, cli); err != nil && !errors.Is(err, errLeaseGone) {
+		if err := ls.keepAlive(ctx, cli, l); err != nil && !errors.Is(err, errLeaseGone) {
 			return nil, err
 		}
 	}
@@ -75,6 +76,16 @@ func (ls *leases) grant(ctx context.Context, cli *clientv3.Client, sec int64, ol
 	ls.byTTL[sec] = l
 	ls.mu.Unlock()
 	return l, nil
+}
+
+// lost handles l found gone: through gone when set, else by forgetting it.
+func (ls *leases) lost(l *lease) {
+	if ls.gone != nil {
+		ls.gone(l)
+		return
+	}
+	l.setGone()
+	ls.drop(l)
 }
 
 // drop forgets l when it is gone, so that the next get grants a new one.
@@ -108,13 +119,13 @@ func (ls *leases) revokeAll(ctx context.Context, cli *clientv3.Client) error {
 }
 
 // keepAlive renews l once. It returns errLeaseGone when the cluster no
-// longer has it.
-func (l *lease) keepAlive(ctx context.Context, cli *clientv3.Client) error {
+// longer has it (and tells ls.gone).
+func (ls *leases) keepAlive(ctx context.Context, cli *clientv3.Client, l *lease) error {
 	sent := time.Now()
 	resp, err := cli.KeepAliveOnce(ctx, l.id)
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && resp.TTL <= 0):
-		l.setGone()
+		ls.lost(l)
 		return errLeaseGone
 	case err != nil:
 		return err

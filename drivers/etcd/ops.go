@@ -112,7 +112,7 @@ func (d *Driver) extendOwn(ctx context.Context, cli *clientv3.Client, e *entry, 
 		return false, d.closedErr(err)
 	}
 	if e.lease == l {
-		if err := l.keepAlive(ctx, cli); err != nil {
+		if err := d.leases.keepAlive(ctx, cli, l); err != nil {
 			return d.leaseFailed(e, l, err)
 		}
 	}
@@ -135,8 +135,7 @@ func (d *Driver) extendOwn(ctx context.Context, cli *clientv3.Client, e *entry, 
 // leaseFailed handles a failed keep-alive of l, which carries e: a lease
 // gone loses the lock, another error leaves it unknown.
 func (d *Driver) leaseFailed(e *entry, l *lease, err error) (bool, error) {
-	if errors.Is(err, errLeaseGone) {
-		d.leases.drop(l)
+	if errors.Is(err, errLeaseGone) { // leaseGone skipped e: its mutex is ours
 		e.rev, e.held, e.lease = 0, false, nil
 		return false, nil
 	}

@@ -104,9 +104,8 @@ func (d *Driver) renewalLease(ctx context.Context, cli *clientv3.Client, e *entr
 
 // renewLease renews l once and returns the keys still on it.
 func (d *Driver) renewLease(ctx context.Context, cli *clientv3.Client, l *lease) (map[string]bool, error) {
-	if err := l.keepAlive(ctx, cli); err != nil {
+	if err := d.leases.keepAlive(ctx, cli, l); err != nil {
 		if errors.Is(err, errLeaseGone) {
-			d.leases.drop(l)
 			return nil, nil
 		}
 		return nil, d.closedErr(err)
