@@ -44,11 +44,22 @@ func leaseSeconds(ttl time.Duration) int64 {
 // none (or it is gone), and refreshing it first when it might expire within
 // ttl: a key put on it now stays at least ttl in the store.
 func (ls *leases) get(ctx context.Context, cli *clientv3.Client, ttl time.Duration) (*lease, error) {
+	return ls.lease(ctx, cli, ttl, true)
+}
+
+// class returns the live lease of ttl's class, granting one when there is
+// none (or it is gone), without refreshing it: for a caller that renews it
+// next.
+func (ls *leases) class(ctx context.Context, cli *clientv3.Client, ttl time.Duration) (*lease, error) {
+	return ls.lease(ctx, cli, ttl, false)
+}
+
+func (ls *leases) lease(ctx context.Context, cli *clientv3.Client, ttl time.Duration, fresh bool) (*lease, error) {
 	sec := leaseSeconds(ttl)
 	ls.mu.Lock()
 	l := ls.byTTL[sec]
 	ls.mu.Unlock()
-	if l != nil && l.remaining() < ttl {
+	if fresh && l != nil && l.remaining() < ttl {
 		if err := ls.keepAlive(ctx, cli, l); err != nil && !errors.Is(err, errLeaseGone) {
 			return nil, err
 		}

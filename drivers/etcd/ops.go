@@ -105,17 +105,26 @@ func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duratio
 	return d.extendByToken(cctx, cli, key, token)
 }
 
-// extendOwn extends a lock of this driver; e.mu held.
+// extendOwn extends a lock of this driver; e.mu held. The lease of ttl's
+// class is renewed first, then the key is checked (and moved onto that
+// lease when it is on another).
 func (d *Driver) extendOwn(ctx context.Context, cli *clientv3.Client, e *entry, ttl time.Duration) (bool, error) {
-	l, err := d.leases.get(ctx, cli, ttl)
+	l, err := d.leases.class(ctx, cli, ttl)
 	if err != nil {
 		return false, d.closedErr(err)
 	}
-	if e.lease == l {
-		if err := d.leases.keepAlive(ctx, cli, l); err != nil {
+	if err := d.leases.keepAlive(ctx, cli, l); err != nil {
+		if e.lease == l {
 			return d.leaseFailed(e, l, err)
 		}
+		return false, d.closedErr(err)
 	}
+	return d.moveTo(ctx, cli, e, l)
+}
+
+// moveTo checks that e's key is still there and puts it on l when it is on
+// another lease; e.mu held. It reports whether the key is there.
+func (d *Driver) moveTo(ctx context.Context, cli *clientv3.Client, e *entry, l *lease) (bool, error) {
 	txn := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(e.wk), "=", e.rev))
 	if e.lease != l {
 		txn = txn.Then(clientv3.OpPut(e.wk, e.token, clientv3.WithLease(l.id)))
