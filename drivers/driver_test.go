@@ -44,8 +44,11 @@ func TestPackageOf(t *testing.T) {
 	if got := drivers.PackageOf("redis"); got != "github.com/mutexfx/mutexfx/drivers/redis" {
 		t.Errorf("PackageOf(redis) = %q", got)
 	}
-	if got := drivers.PackageOf("etcd"); got != "" {
+	if got := drivers.PackageOf("etcd"); got != "github.com/mutexfx/mutexfx/drivers/etcd" {
 		t.Errorf("PackageOf(etcd) = %q", got)
+	}
+	if got := drivers.PackageOf("consul"); got != "" {
+		t.Errorf("PackageOf(consul) = %q", got)
 	}
 }
 

@@ -59,6 +59,7 @@ var knownPackages = map[string]string{
 	"redis":    "github.com/mutexfx/mutexfx/drivers/redis",
 	"postgres": "github.com/mutexfx/mutexfx/drivers/postgres",
 	"mysql":    "github.com/mutexfx/mutexfx/drivers/mysql",
+	"etcd":     "github.com/mutexfx/mutexfx/drivers/etcd",
 }
 
 // Suggest returns the driver type mutexfx ships that an unknown type most

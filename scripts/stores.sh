@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Makes sure the stores the tests need answer: Redis, PostgreSQL, MariaDB.
+# Makes sure the stores the tests need answer: Redis, PostgreSQL, MariaDB;
+# installs etcd-server, from which the etcd tests start their own clusters.
 # For each one it uses the configured address (MUTEXFX_REDIS_ADDR,
 # MUTEXFX_POSTGRES_DSN, MUTEXFX_MYSQL_DSN) or the 127.0.0.1 default; when
 # nothing answers there it installs the Debian package if the server binary is
@@ -78,3 +79,8 @@ if [ -z "${MUTEXFX_MYSQL_DSN:-}" ]; then
 fi
 command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || need_pkgs mariadb-server
 log "mariadb ok"
+
+# --- etcd --------------------------------------------------------------
+# The etcd tests start their own throwaway clusters from the etcd binary.
+command -v etcd >/dev/null || need_pkgs etcd-server
+log "etcd ok ($(etcd --version 2>/dev/null | head -1))"

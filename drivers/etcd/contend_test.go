@@ -1,0 +1,168 @@
+package etcd
+
+import (
+	"context"
+	"crypto/rand"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// faultTTL is the lock ttl of the fault tests (a lease of 3 s).
+const faultTTL = 2 * time.Second
+
+// resource is what the contending holders of one lock protect: it counts
+// holders that overlap without the earlier one told of its loss, fences
+// that do not grow, and writes made with a fence older than one already
+// written (a holder writes only while its lock's context is live).
+type resource struct {
+	mu         sync.Mutex
+	inside     map[*component.Lock]bool
+	lastFence  uint64
+	written    uint64
+	acquired   int
+	overlaps   int
+	backwards  int
+	staleWrite int
+	lost       int
+}
+
+func newResource() *resource { return &resource{inside: map[*component.Lock]bool{}} }
+
+// enter records an acquisition.
+func (r *resource) enter(l *component.Lock) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for o := range r.inside {
+		if o.Context().Err() == nil {
+			r.overlaps++
+		}
+	}
+	if l.Fence() <= r.lastFence {
+		r.backwards++
+	}
+	r.lastFence = l.Fence()
+	r.acquired++
+	r.inside[l] = true
+}
+
+// leave writes with l's fence when l is still held, and records the exit.
+func (r *resource) leave(l *component.Lock) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.inside, l)
+	if l.Context().Err() != nil {
+		r.lost++
+		return
+	}
+	if l.Fence() < r.written {
+		r.staleWrite++
+	}
+	r.written = l.Fence()
+}
+
+// check fails the test on any overlap, backward fence or stale write, and
+// when fewer than min acquisitions were made.
+func (r *resource) check(t *testing.T, min int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t.Logf("%d acquisitions, %d lost while held", r.acquired, r.lost)
+	if r.overlaps != 0 || r.backwards != 0 || r.staleWrite != 0 {
+		t.Errorf("%d unsignalled overlaps, %d fences not above the last, %d stale-fence writes; want 0",
+			r.overlaps, r.backwards, r.staleWrite)
+	}
+	if r.acquired < min {
+		t.Errorf("%d acquisitions; want at least %d", r.acquired, min)
+	}
+}
+
+// acquisitions returns the number of acquisitions so far.
+func (r *resource) acquisitions() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.acquired
+}
+
+// contend runs one worker per endpoint list, each a component on its own
+// driver, taking the same lock in a loop (holding it hold each time) until
+// ctx ends. Errors (a fault under way) are retried.
+func contend(ctx context.Context, t *testing.T, r *resource, endpoints [][]string, hold time.Duration) *sync.WaitGroup {
+	t.Helper()
+	name := "fault/" + rand.Text()[:8]
+	var wg sync.WaitGroup
+	for _, eps := range endpoints {
+		d := open(t, Options{Endpoints: eps, DialTimeout: time.Second})
+		m, err := component.New(component.Options{Driver: d, TTL: faultTTL, RetryDelay: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = m.Close(cctx)
+		})
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				l, err := m.Acquire(ctx, name, component.WithTimeout(5*time.Second))
+				if err != nil {
+					continue
+				}
+				r.enter(l)
+				select {
+				case <-time.After(hold):
+				case <-l.Done():
+				case <-ctx.Done():
+				}
+				r.leave(l)
+				rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_, _ = l.Release(rctx)
+				cancel()
+			}
+		})
+	}
+	return &wg
+}
+
+// leader returns the index of c's leader, asking each member.
+func leader(t *testing.T, c *testutil.EtcdCluster) int {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, m := range c.Members {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			st, err := cli.Status(ctx, m.ClientAddr)
+			cancel()
+			if err == nil && st.Leader != 0 && st.Leader == st.Header.MemberId {
+				return i
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no leader within 10 s")
+	return -1
+}
+
+// waitAcquisitions waits until r has n more acquisitions than now, or
+// fails after d.
+func waitAcquisitions(t *testing.T, r *resource, n int, d time.Duration) {
+	t.Helper()
+	want := r.acquisitions() + n
+	deadline := time.Now().Add(d)
+	for r.acquisitions() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d acquisitions within %v; want %d", r.acquisitions()-want+n, d, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,71 @@
+package etcd
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+)
+
+// TestFIFOAcrossDrivers: components on separate drivers (as separate
+// processes are) get a lock in the order they asked for it, and a holder
+// that releases and asks again at once queues behind them (same-again 0).
+// Each waiter's place survives its component's successive attempts (each
+// blocks at most a third of the ttl, here 333 ms, and the test waits
+// longer than that before the release).
+func TestFIFOAcrossDrivers(t *testing.T) {
+	c := singleMember(t)
+	ctx := t.Context()
+	holder := mutex(t, open(t, Options{Endpoints: c.Endpoints()}))
+	probe := open(t, Options{Endpoints: c.Endpoints()})
+	const name = "fifo"
+	key := component.DefaultPrefix + name
+	first, err := holder.Acquire(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	for i := range 4 {
+		m, err := component.New(component.Options{Driver: open(t, Options{Endpoints: c.Endpoints()}), TTL: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Close(t.Context()) })
+		wg.Go(func() {
+			l, err := m.Acquire(ctx, name, component.WithTimeout(30*time.Second))
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, fmt.Sprint(i))
+			mu.Unlock()
+			l.Release(ctx)
+		})
+		waitFor(t, func() bool { n, _ := probe.queueLen(ctx, key); return n == int64(i+2) })
+	}
+	// Several attempts of each waiter pass (at most 333 ms each) before the
+	// release: their places must hold.
+	time.Sleep(time.Second)
+	if n, err := probe.queueLen(ctx, key); n != 5 || err != nil {
+		t.Fatalf("queue of %d keys, %v, after the waiters' attempts; want 5", n, err)
+	}
+	first.Release(ctx)
+	again, err := holder.Acquire(ctx, name, component.WithTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	order = append(order, "again")
+	mu.Unlock()
+	again.Release(ctx)
+	wg.Wait()
+	if want := []string{"0", "1", "2", "3", "again"}; !slices.Equal(order, want) {
+		t.Fatalf("served in order %v; want %v", order, want)
+	}
+}

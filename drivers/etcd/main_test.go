@@ -1,0 +1,32 @@
+package etcd
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m, runChild) }
+
+// singleMember starts a single-member cluster for the test.
+func singleMember(t testing.TB) *testutil.EtcdCluster {
+	t.Helper()
+	return testutil.StartEtcd(t, 1)
+}
+
+// open returns a driver on endpoints, closed at the end of the test.
+func open(t testing.TB, opts Options) *Driver {
+	t.Helper()
+	d, err := New(opts, nil)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = d.Close(ctx)
+	})
+	return d
+}

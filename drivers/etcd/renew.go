@@ -1,0 +1,170 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// moveConcurrency bounds the transactions of one Renew that move locks to
+// another lease.
+const moveConcurrency = 16
+
+// renewal is one lock of a Renew batch that this driver holds.
+type renewal struct {
+	i   int // index in the batch
+	e   *entry
+	rev int64
+	old *lease // the lease the key is on
+	to  *lease // the lease of the batch's ttl class
+}
+
+// Renew renews every lease of the batch with one keep-alive request per
+// etcd lease (one per ttl class), however many locks it carries, then
+// checks in one request per etcd lease that each lock's key is still on it.
+// A lock whose ttl changed moves to its new class's lease first (one
+// transaction each, after its old lease was renewed, several at once); a
+// lock of another driver is extended on its own.
+func (d *Driver) Renew(ctx context.Context, batch []drivers.Lease) []drivers.RenewResult {
+	res := make([]drivers.RenewResult, len(batch))
+	cli, cctx, done, err := d.call(ctx)
+	if err != nil {
+		for i := range res {
+			res[i].Err = err
+		}
+		return res
+	}
+	defer done()
+	var rs []renewal
+	defer func() {
+		for _, r := range rs {
+			d.unuse(r.e)
+		}
+	}()
+	for i, b := range batch {
+		e := d.find(b.Key)
+		if e == nil {
+			res[i].Held, res[i].Err = d.extendByToken(cctx, cli, b.Key, b.Token)
+			continue
+		}
+		r := renewal{i: i, e: e}
+		if err := e.mu.lock(cctx); err != nil {
+			res[i].Err = d.closedErr(err)
+			d.unuse(e)
+			continue
+		}
+		if e.held && e.token == b.Token {
+			r.rev, r.old = e.rev, e.lease
+		}
+		e.mu.unlock()
+		if r.rev == 0 {
+			d.unuse(e)
+			continue
+		}
+		if r.to, err = d.leases.class(cctx, cli, b.TTL); err != nil {
+			res[i].Err = d.closedErr(err)
+			d.unuse(e)
+			continue
+		}
+		rs = append(rs, r)
+	}
+	d.move(cctx, cli, rs, res)
+	groups := map[*lease][]renewal{}
+	for _, r := range rs {
+		if res[r.i].Err == nil && r.rev != 0 {
+			groups[r.to] = append(groups[r.to], r)
+		}
+	}
+	var wg sync.WaitGroup
+	for l, group := range groups {
+		wg.Go(func() {
+			held, err := d.renewLease(cctx, cli, l)
+			for _, r := range group {
+				res[r.i].Held, res[r.i].Err = held[r.e.wk], err
+				if err == nil && !held[r.e.wk] {
+					d.forgetKey(cctx, r.e, r.rev)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return res
+}
+
+// move puts the keys of rs that are on another lease than their class's
+// onto it, after renewing each old lease once (so that its keys do not
+// expire while the moves are under way). A key found gone gets rev 0.
+func (d *Driver) move(ctx context.Context, cli *clientv3.Client, rs []renewal, res []drivers.RenewResult) {
+	olds := map[*lease]bool{}
+	for _, r := range rs {
+		if r.old != r.to && r.old != nil {
+			olds[r.old] = true
+		}
+	}
+	for l := range olds {
+		_ = d.leases.keepAlive(ctx, cli, l) // a lease gone fails its moves
+	}
+	sem := make(chan struct{}, moveConcurrency)
+	var wg sync.WaitGroup
+	for k := range rs {
+		r := &rs[k]
+		if r.old == r.to {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := r.e.mu.lock(ctx); err != nil {
+				res[r.i].Err = d.closedErr(err)
+				return
+			}
+			defer r.e.mu.unlock()
+			if r.e.rev != r.rev || !r.e.held {
+				r.rev = 0
+				return
+			}
+			ok, err := d.moveTo(ctx, cli, r.e, r.to)
+			switch {
+			case err != nil:
+				res[r.i].Err = err
+			case !ok:
+				r.rev = 0
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// renewLease renews l once and returns the keys still on it.
+func (d *Driver) renewLease(ctx context.Context, cli *clientv3.Client, l *lease) (map[string]bool, error) {
+	if err := d.leases.keepAlive(ctx, cli, l); err != nil {
+		if errors.Is(err, errLeaseGone) {
+			return nil, nil
+		}
+		return nil, d.closedErr(err)
+	}
+	resp, err := cli.TimeToLive(ctx, l.id, clientv3.WithAttachedKeys())
+	if err != nil {
+		return nil, d.closedErr(err)
+	}
+	keys := make(map[string]bool, len(resp.Keys))
+	for _, k := range resp.Keys {
+		keys[string(k)] = true
+	}
+	return keys, nil
+}
+
+// forgetKey records that e's key, created at rev, is gone.
+func (d *Driver) forgetKey(ctx context.Context, e *entry, rev int64) {
+	if e.mu.lock(ctx) != nil {
+		return
+	}
+	if e.rev == rev {
+		e.rev, e.held, e.lease = 0, false, nil
+	}
+	e.mu.unlock()
+}

@@ -1,0 +1,78 @@
+package etcd
+
+import (
+	"context"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// Subscribe calls fn with a Lost event for every lock of this driver whose
+// lease the driver finds gone (expired or revoked), by whichever call finds
+// it: a renewal, or an attempt or extension on the same lease, so a lock
+// may be reported lost before its own next renewal. Released events are
+// not sent: a waiter blocks in the store (a watch) instead.
+func (d *Driver) Subscribe(_ context.Context, fn func(drivers.Event)) (func(), error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	d.subID++
+	id := d.subID
+	d.subs[id] = fn
+	return func() {
+		d.mu.Lock()
+		delete(d.subs, id)
+		d.mu.Unlock()
+	}, nil
+}
+
+// leaseGone forgets l, which the cluster no longer has, and reports every
+// lock held on it lost: to the subscribers, and to its entry. An entry
+// busy in another call is left to that call, which finds the loss itself.
+func (d *Driver) leaseGone(l *lease) {
+	l.setGone()
+	d.leases.drop(l)
+	d.mu.Lock()
+	ents := make([]*entry, 0, len(d.entries))
+	for _, e := range d.entries {
+		ents = append(ents, e)
+	}
+	fns := make([]func(drivers.Event), 0, len(d.subs))
+	for _, fn := range d.subs {
+		fns = append(fns, fn)
+	}
+	d.mu.Unlock()
+	var lost []drivers.Event
+	for _, e := range ents {
+		select {
+		case e.mu <- struct{}{}:
+		default:
+			continue
+		}
+		if e.lease == l {
+			if e.held {
+				lost = append(lost, drivers.Event{Kind: drivers.Lost, Key: e.key, Token: e.token})
+			}
+			e.rev, e.held, e.lease = 0, false, nil
+		}
+		e.mu.unlock()
+	}
+	if len(lost) == 0 || len(fns) == 0 {
+		return
+	}
+	// From a goroutine of the driver's: the caller may hold locks that a
+	// subscriber's fn takes too.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	d.wg.Go(func() {
+		for _, ev := range lost {
+			for _, fn := range fns {
+				fn(ev)
+			}
+		}
+	})
+}
