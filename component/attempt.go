@@ -43,6 +43,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 			return nil, res, ErrClosed
 		}
 		defer m.endCall() // after a lock got after Close is released
+		defer m.trackAttempt(token)()
 		// ctx's end and Close cancel the attempt too; the wait's deadline
 		// does not: the attempt has its grace.
 		actx, cancel := context.WithDeadline(ctx, limit)
@@ -107,6 +108,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 			m.forgetQueue(name, q)
 		}
 	}
+	m.loseIfLostEarly(l)
 	m.mu.Unlock()
 	return l, res, nil
 }

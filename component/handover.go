@@ -42,6 +42,7 @@ func (m *Mutex) handoverTarget(l *Lock) *waiter {
 func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) {
 	token := rand.Text()
 	start := time.Now()
+	defer m.trackAttempt(token)()
 	released, res, err := m.handoff.Handover(ctx, l.key, l.token, drivers.AcquireRequest{Key: l.key, Token: token, TTL: w.ttl})
 
 	// answered after the waiter's ttl: the lock may have expired there
@@ -86,6 +87,7 @@ func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) 
 		m.forgetQueue(l.name, q)
 	}
 	w.handed, next.handedTo = next, w
+	m.loseIfLostEarly(next) // w then goes back first in line
 	w.signal()
 	m.mu.Unlock()
 	return true, nil

@@ -61,10 +61,15 @@ type Mutex struct {
 	started   bool
 	queues    map[string]*queue
 	held      map[string]*Lock
-	seq       uint64
-	timer     *time.Timer // wakes the scheduler at nextWake
-	stop      chan struct{}
-	nextWake  time.Time // when the scheduler looks next
+	// attempts are the tokens of the acquisitions and handovers in flight,
+	// true once the store reported them lost (early.go); tracking tells
+	// whether they are tracked at all.
+	attempts map[string]bool
+	tracking bool
+	seq      uint64
+	timer    *time.Timer // wakes the scheduler at nextWake
+	stop     chan struct{}
+	nextWake time.Time // when the scheduler looks next
 
 	// Subscribing to the store's events (subscribe.go); guarded by mu.
 	subbed   bool // subscribed, or nothing to subscribe to
@@ -98,6 +103,9 @@ func New(opts Options) (*Mutex, error) {
 		return nil, err
 	}
 	m.renewer, _ = opts.Driver.(drivers.Renewer)
+	if _, ok := opts.Driver.(drivers.Subscriber); ok && !m.feat.InProcess {
+		m.tracking, m.attempts = true, map[string]bool{}
+	}
 	m.handoff, _ = opts.Driver.(drivers.Handoverer)
 	m.bg, m.bgCancel = context.WithCancel(context.Background())
 	m.closing, m.closingCancel = context.WithCancel(context.Background())

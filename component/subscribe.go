@@ -84,6 +84,8 @@ func (m *Mutex) onEvent(e drivers.Event) {
 	case drivers.Lost:
 		if l := m.held[name]; l != nil && l.token == e.Token {
 			m.lose(l, "the store reported it lost")
+		} else {
+			m.lostEarly(e.Token)
 		}
 	}
 }
