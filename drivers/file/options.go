@@ -1,9 +1,10 @@
 // Package file is the mutexfx driver keeping locks in a directory of lock
-// files, shared by the processes of one host (Linux only).
+// files, shared by the processes of one host (Linux, macOS and the BSDs).
 //
-// Each lock name maps to one small file in the directory. A holder keeps an
-// open-file-description (OFD) byte-range lock on its file for as long as it
-// holds the lock, so a lock whose holder process died (even by kill -9) is
+// Each lock name maps to one small file in the directory. A holder keeps a
+// kernel lock of its open file description for as long as it holds the lock
+// (see Mechanism: an OFD byte-range lock on Linux, flock(2) elsewhere), so a
+// lock whose holder process died (even by kill -9) is
 // taken over at once; a holder that is alive but hung loses its lock when its
 // ttl, stored in the file, runs out. The file also stores a fencing token that
 // grows with every acquisition of the name and is never reset. Lock files are
@@ -14,7 +15,7 @@
 // Expiries use the host's CLOCK_MONOTONIC, which every process of the host
 // shares and which a wall-clock step does not move. Processes sharing a
 // directory must therefore run on the same host (and in the same Linux time
-// namespace), on a local file system (not NFS).
+// namespace), on a local file system (not NFS), with the same Mechanism.
 package file
 
 import (
@@ -53,8 +54,30 @@ var ErrInvalidOptions = errors.New("mutexfx/file: invalid options")
 // ErrClosed is returned by calls on a closed Driver.
 var ErrClosed = errors.New("mutexfx/file: driver closed")
 
-// ErrUnsupported is returned by New on operating systems other than Linux.
-var ErrUnsupported = errors.New("mutexfx/file: the file driver needs Linux (OFD byte-range locks)")
+// ErrUnsupported is returned by New on operating systems without the
+// driver's locks: those other than Linux, macOS and the BSDs.
+var ErrUnsupported = errors.New("mutexfx/file: the file driver needs Linux, macOS or a BSD (OFD or flock locks)")
+
+// ErrMechanism reports a lock file last written by a driver using another
+// Mechanism: the two do not exclude each other, so every process sharing a
+// directory must use the same one.
+var ErrMechanism = errors.New("mutexfx/file: lock file written with another mechanism")
+
+// Mechanism is the kernel lock a driver uses (Options.Mechanism).
+type Mechanism string
+
+// The mechanisms. Both are locks of open file descriptions, released by the
+// kernel when their holder's process dies; they do not exclude each other.
+const (
+	// MechanismOFD: open-file-description byte-range locks (fcntl
+	// F_OFD_SETLK), Linux only; one descriptor per held lock. The default
+	// on Linux.
+	MechanismOFD Mechanism = "ofd"
+	// MechanismFlock: flock(2) whole-file locks, on Linux, macOS and the
+	// BSDs; each held lock keeps a second, liveness file open (two
+	// descriptors per held lock). The default on macOS and the BSDs.
+	MechanismFlock Mechanism = "flock"
+)
 
 // ErrCorrupt reports a lock file whose content is not a valid lock record.
 // It happens only if something other than this driver wrote to the file, or
@@ -100,6 +123,12 @@ type Options struct {
 	// kernel crash. It costs a disk flush per acquisition. Default false:
 	// fences are monotonic as long as the host does not crash.
 	Sync bool `koanf:"sync"`
+
+	// Mechanism is the kernel lock used: MechanismOFD ("ofd", Linux only)
+	// or MechanismFlock ("flock"). Default: "ofd" on Linux, "flock"
+	// elsewhere. Every process sharing Dir must use the same mechanism; a
+	// lock file written with the other fails with ErrMechanism.
+	Mechanism Mechanism `koanf:"mechanism"`
 }
 
 // withDefaults returns o with defaults filled in, or an error naming the
@@ -133,6 +162,18 @@ func (o Options) withDefaults() (Options, error) {
 	if o.BusyTimeout < 0 {
 		return o, fieldError("BusyTimeout", "must be positive")
 	}
+	if o.Mechanism == "" {
+		o.Mechanism = defaultMechanism
+	}
+	switch o.Mechanism {
+	case MechanismFlock:
+	case MechanismOFD:
+		if !haveOFD {
+			return o, fieldError("Mechanism", `"ofd" needs Linux: use "flock"`)
+		}
+	default:
+		return o, fieldError("Mechanism", fmt.Sprintf(`unknown mechanism %q: use "ofd" or "flock"`, o.Mechanism))
+	}
 	return o, nil
 }
 
@@ -161,6 +202,7 @@ type fileConfig struct {
 	FileMode    any           `koanf:"fileMode"`
 	BusyTimeout time.Duration `koanf:"busyTimeout"`
 	Sync        bool          `koanf:"sync"`
+	Mechanism   Mechanism     `koanf:"mechanism"`
 }
 
 // Factory returns the factory building file drivers from configuration:
@@ -172,6 +214,7 @@ type fileConfig struct {
 //	  fileMode: "0600"            # octal string or the mode's number, default 0600
 //	  busyTimeout: 1s             # Go duration or integer milliseconds
 //	  sync: false
+//	  mechanism: ofd              # ofd (Linux only) or flock; default ofd on Linux, flock elsewhere
 //
 // Unknown keys are errors naming their full key path. The driver does not use
 // an existing client (driver.client is not supported).
@@ -199,7 +242,7 @@ func optionsFromSpec(spec drivers.Spec) (Options, error) {
 	if err := config.Decode(spec.Path, spec.Options, &cfg); err != nil {
 		return Options{}, err
 	}
-	opts := Options{Dir: cfg.Dir, BusyTimeout: cfg.BusyTimeout, Sync: cfg.Sync}
+	opts := Options{Dir: cfg.Dir, BusyTimeout: cfg.BusyTimeout, Sync: cfg.Sync, Mechanism: cfg.Mechanism}
 	var err error
 	if opts.DirMode, err = parseMode(cfg.DirMode); err != nil {
 		return Options{}, config.Errorf(config.Join(spec.Path, "dirMode"), "%v", err)
@@ -207,7 +250,7 @@ func optionsFromSpec(spec drivers.Spec) (Options, error) {
 	if opts.FileMode, err = parseMode(cfg.FileMode); err != nil {
 		return Options{}, config.Errorf(config.Join(spec.Path, "fileMode"), "%v", err)
 	}
-	keys := map[string]string{"Dir": "dir", "DirMode": "dirMode", "FileMode": "fileMode", "BusyTimeout": "busyTimeout"}
+	keys := map[string]string{"Dir": "dir", "DirMode": "dirMode", "FileMode": "fileMode", "BusyTimeout": "busyTimeout", "Mechanism": "mechanism"}
 	if _, err := opts.withDefaults(); err != nil {
 		var oe *OptionsError
 		if errors.As(err, &oe) {

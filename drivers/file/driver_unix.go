@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
 
 package file
 
@@ -32,6 +32,7 @@ var (
 type Driver struct {
 	opts Options
 	pid  uint32
+	lk   locker
 
 	dirMu    sync.Mutex
 	dirReady bool
@@ -52,11 +53,12 @@ type Driver struct {
 
 type heldKey struct{ key, token string }
 
-// holder is a lock this driver holds: the open file description keeping its
-// liveness byte locked.
+// holder is a lock this driver holds: the open file description(s) keeping
+// its liveness lock.
 type holder struct {
-	mu     sync.Mutex // serialises operations on fd (OFD locks do not exclude their own description)
-	fd     int        // -1 once closed
+	mu     sync.Mutex // serialises operations on fd (a description's locks do not exclude itself)
+	fd     int        // the lock file; -1 once closed
+	live   int        // the liveness file (MechanismFlock), or -1
 	fence  uint64
 	expiry atomic.Int64 // monotonic ns, as last written to the record
 	path   string       // the lock file's path, checked to still name fd (sameFile)
@@ -72,6 +74,7 @@ func New(opts Options) (*Driver, error) {
 	return &Driver{
 		opts: opts,
 		pid:  uint32(os.Getpid()),
+		lk:   newLocker(opts),
 		held: make(map[heldKey]*holder),
 		busy: make(map[string]busyEntry),
 		subs: make(map[int]func(drivers.Event)),
@@ -139,17 +142,33 @@ func (d *Driver) open(name string, create bool) (int, error) {
 }
 
 // readRecord reads and decodes the record of the file open at fd into r,
-// using buf (recMax bytes).
-func readRecord(fd int, buf []byte, r *record) error {
+// using buf (recMax bytes). A held record written with another mechanism
+// than lk's fails with ErrMechanism.
+func readRecord(lk locker, fd int, buf []byte, r *record) error {
 	n, err := unix.Pread(fd, buf[:recMax], 0)
 	if err != nil {
 		return fmt.Errorf("read lock file: %w", err)
 	}
-	return decode(buf[:n], r)
+	if err := decode(buf[:n], r); err != nil {
+		return err
+	}
+	if r.mark != lk.mark() && r.held() {
+		return fmt.Errorf("%w: every process sharing the directory must use the same (Options.Mechanism)", ErrMechanism)
+	}
+	return nil
+}
+
+// newLocker returns the locker of opts' (validated) mechanism.
+func newLocker(opts Options) locker {
+	if opts.Mechanism == MechanismFlock {
+		return flocker{mode: uint32(opts.FileMode)}
+	}
+	return ofdLocker()
 }
 
 // writeRecord encodes r into buf and writes it at the start of the file.
-func writeRecord(fd int, buf []byte, r *record, token string) error {
+func writeRecord(lk locker, fd int, buf []byte, r *record, token string) error {
+	r.mark = lk.mark()
 	out := encode(buf, r, token)
 	n, err := unix.Pwrite(fd, out, 0)
 	if err == nil && n != len(out) {
@@ -206,11 +225,15 @@ func (d *Driver) Close(ctx context.Context) error {
 	return nil
 }
 
-// close closes the holder's descriptor; h.mu is held.
+// close closes the holder's descriptors; h.mu is held.
 func (h *holder) close() {
 	if h.fd >= 0 {
 		_ = unix.Close(h.fd)
 		h.fd = -1
+	}
+	if h.live >= 0 {
+		_ = unix.Close(h.live)
+		h.live = -1
 	}
 }
 
@@ -276,7 +299,7 @@ func (d *Driver) sweep(stale map[heldKey]*holder) {
 		if !o.mu.TryLock() {
 			continue
 		}
-		if o.fd < 0 || !o.stillHeld(k.token, buf[:]) {
+		if o.fd < 0 || !o.stillHeld(d.lk, k.token, buf[:]) {
 			d.dropHolder(k.key, k.token, o)
 		}
 		o.mu.Unlock()
@@ -286,16 +309,16 @@ func (d *Driver) sweep(stale map[heldKey]*holder) {
 // stillHeld reports whether the record of h's file still names h with an
 // expiry to come, refreshing h.expiry from it; h.mu is held and h.fd open.
 // It reports true when it cannot tell.
-func (h *holder) stillHeld(token string, buf []byte) bool {
+func (h *holder) stillHeld(lk locker, token string, buf []byte) bool {
 	if same, err := sameFile(h.fd, h.path); err == nil && !same {
 		return false
 	}
-	if ok, err := tryLock(h.fd, stateByte); !ok || err != nil {
+	if ok, err := lk.tryGuard(h.fd); !ok || err != nil {
 		return true
 	}
-	defer func() { _ = unlock(h.fd, stateByte) }()
+	defer func() { _ = lk.unguard(h.fd) }()
 	var rec record
-	if err := readRecord(h.fd, buf, &rec); err != nil {
+	if err := readRecord(lk, h.fd, buf, &rec); err != nil {
 		return true
 	}
 	if !rec.held() || string(rec.token) != token || rec.fence != h.fence {
