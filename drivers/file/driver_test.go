@@ -96,6 +96,7 @@ func TestNew(t *testing.T) {
 		{"ofd", file.Options{Dir: "x", Mechanism: file.MechanismOFD}, ""},
 		{"flock", file.Options{Dir: "x", Mechanism: file.MechanismFlock}, ""},
 		{"unknown mechanism", file.Options{Dir: "x", Mechanism: "posix"}, "Mechanism"},
+		{"windows mechanism", file.Options{Dir: "x", Mechanism: file.MechanismLockFile}, "Mechanism"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

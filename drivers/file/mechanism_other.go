@@ -1,9 +1,10 @@
-//go:build !linux
+//go:build !(linux || darwin || dragonfly || freebsd || netbsd || openbsd || windows)
 
 package file
 
-// haveOFD: open-file-description locks are Linux's.
-const haveOFD = false
-
-// defaultMechanism is the Mechanism of Options that name none.
+// defaultMechanism is the Mechanism of Options that name none (New then
+// fails with ErrUnsupported).
 var defaultMechanism = MechanismFlock
+
+// supported reports whether m is available here: none is.
+func supported(m Mechanism) bool { return m == MechanismFlock }

@@ -19,8 +19,6 @@ const stateByte = 0
 // 1+fence, both on the holder's one descriptor.
 type ofd struct{}
 
-func ofdLocker() locker { return ofd{} }
-
 func (ofd) tryGuard(fd int) (bool, error) { return tryLock(fd, stateByte) }
 func (ofd) unguard(fd int) error          { return unlock(fd, stateByte) }
 func (ofd) forget(string, int64)          {}

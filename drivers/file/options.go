@@ -1,11 +1,12 @@
 // Package file is the mutexfx driver keeping locks in a directory of lock
-// files, shared by the processes of one host (Linux, macOS and the BSDs).
+// files, shared by the processes of one host (Linux, macOS and the BSDs;
+// Windows, cross-compiled but not tested).
 //
 // Each lock name maps to one small file in the directory. A holder keeps a
 // kernel lock of its open file description for as long as it holds the lock
-// (see Mechanism: an OFD byte-range lock on Linux, flock(2) elsewhere), so a
-// lock whose holder process died (even by kill -9) is
-// taken over at once; a holder that is alive but hung loses its lock when its
+// (see Mechanism: an OFD byte-range lock on Linux, flock(2) on macOS and the
+// BSDs, LockFileEx on Windows), so a lock whose holder process died (even by
+// kill -9) is taken over at once; a holder that is alive but hung loses its lock when its
 // ttl, stored in the file, runs out. The file also stores a fencing token that
 // grows with every acquisition of the name and is never reset. Lock files are
 // never deleted (deleting a file another process has open would split the
@@ -23,6 +24,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -55,8 +57,8 @@ var ErrInvalidOptions = errors.New("mutexfx/file: invalid options")
 var ErrClosed = errors.New("mutexfx/file: driver closed")
 
 // ErrUnsupported is returned by New on operating systems without the
-// driver's locks: those other than Linux, macOS and the BSDs.
-var ErrUnsupported = errors.New("mutexfx/file: the file driver needs Linux, macOS or a BSD (OFD or flock locks)")
+// driver's locks: those other than Linux, macOS, the BSDs and Windows.
+var ErrUnsupported = errors.New("mutexfx/file: the file driver needs Linux, macOS, a BSD or Windows")
 
 // ErrMechanism reports a lock file last written by a driver using another
 // Mechanism: the two do not exclude each other, so every process sharing a
@@ -77,6 +79,9 @@ const (
 	// BSDs; each held lock keeps a second, liveness file open (two
 	// descriptors per held lock). The default on macOS and the BSDs.
 	MechanismFlock Mechanism = "flock"
+	// MechanismLockFile: LockFileEx byte-range locks of a file handle,
+	// Windows only, where they are the default; one handle per held lock.
+	MechanismLockFile Mechanism = "lockfile"
 )
 
 // ErrCorrupt reports a lock file whose content is not a valid lock record.
@@ -124,10 +129,11 @@ type Options struct {
 	// fences are monotonic as long as the host does not crash.
 	Sync bool `koanf:"sync"`
 
-	// Mechanism is the kernel lock used: MechanismOFD ("ofd", Linux only)
-	// or MechanismFlock ("flock"). Default: "ofd" on Linux, "flock"
-	// elsewhere. Every process sharing Dir must use the same mechanism; a
-	// lock file written with the other fails with ErrMechanism.
+	// Mechanism is the kernel lock used: MechanismOFD ("ofd", Linux only),
+	// MechanismFlock ("flock", Linux, macOS, BSDs) or MechanismLockFile
+	// ("lockfile", Windows only). Default: "ofd" on Linux, "lockfile" on
+	// Windows, "flock" elsewhere. Every process sharing Dir must use the
+	// same mechanism; a lock held with another fails with ErrMechanism.
 	Mechanism Mechanism `koanf:"mechanism"`
 }
 
@@ -166,10 +172,9 @@ func (o Options) withDefaults() (Options, error) {
 		o.Mechanism = defaultMechanism
 	}
 	switch o.Mechanism {
-	case MechanismFlock:
-	case MechanismOFD:
-		if !haveOFD {
-			return o, fieldError("Mechanism", `"ofd" needs Linux: use "flock"`)
+	case MechanismOFD, MechanismFlock, MechanismLockFile:
+		if !supported(o.Mechanism) {
+			return o, fieldError("Mechanism", fmt.Sprintf("%q is not available on %s: use %q", o.Mechanism, runtime.GOOS, defaultMechanism))
 		}
 	default:
 		return o, fieldError("Mechanism", fmt.Sprintf(`unknown mechanism %q: use "ofd" or "flock"`, o.Mechanism))
@@ -214,7 +219,7 @@ type fileConfig struct {
 //	  fileMode: "0600"            # octal string or the mode's number, default 0600
 //	  busyTimeout: 1s             # Go duration or integer milliseconds
 //	  sync: false
-//	  mechanism: ofd              # ofd (Linux only) or flock; default ofd on Linux, flock elsewhere
+//	  mechanism: ofd              # ofd (Linux), flock (Unix) or lockfile (Windows); default per OS
 //
 // Unknown keys are errors naming their full key path. The driver does not use
 // an existing client (driver.client is not supported).

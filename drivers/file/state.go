@@ -10,7 +10,7 @@ import (
 //
 //	0  magic "MXFL"
 //	4  version (1)
-//	5  mechanism: 0 OFD locks, 1 flock (see Mechanism)
+//	5  mechanism: 0 OFD locks, 1 flock, 2 LockFileEx (see Mechanism)
 //	6  token length (0: free)
 //	8  fence: the last fence granted for the name, never reset
 //	16 expiry: CLOCK_MONOTONIC nanoseconds at which the holder's lock ends
@@ -31,8 +31,9 @@ const (
 
 // The mechanism byte of a record.
 const (
-	markOFD   = 0
-	markFlock = 1
+	markOFD      = 0
+	markFlock    = 1
+	markLockFile = 2
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -57,7 +58,7 @@ func decode(buf []byte, r *record) error {
 	if len(buf) == 0 {
 		return nil
 	}
-	if len(buf) < recHeader || string(buf[0:4]) != recMagic || buf[4] != recVersion || buf[5] > markFlock {
+	if len(buf) < recHeader || string(buf[0:4]) != recMagic || buf[4] != recVersion || buf[5] > markLockFile {
 		return fmt.Errorf("%w: bad header", ErrCorrupt)
 	}
 	tlen := int(binary.LittleEndian.Uint16(buf[6:8]))

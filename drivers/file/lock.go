@@ -1,4 +1,4 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
+//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd || windows
 
 package file
 
@@ -9,8 +9,6 @@ import (
 	"runtime"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // maxFence is the largest fence granted: the holder's liveness byte is at
@@ -26,16 +24,16 @@ const maxFence = math.MaxInt64 - 1
 type locker interface {
 	// tryGuard takes the guard of the lock file open at fd without
 	// waiting; false: another description holds it.
-	tryGuard(fd int) (bool, error)
+	tryGuard(fd handle) (bool, error)
 	// unguard drops the guard taken by tryGuard on fd.
-	unguard(fd int) error
+	unguard(fd handle) error
 	// hold takes the liveness lock live of the lock file at path, open at
 	// fd (held under the guard). It returns a further descriptor the
-	// holder keeps open with fd, or -1.
-	hold(fd int, path string, live int64) (int, error)
+	// holder keeps open with fd, or noHandle.
+	hold(fd handle, path string, live int64) (handle, error)
 	// alive reports whether a holder keeps liveness lock live of the lock
 	// file at path, open at fd.
-	alive(fd int, path string, live int64) (bool, error)
+	alive(fd handle, path string, live int64) (bool, error)
 	// forget clears what liveness lock live left behind once its holder
 	// is gone (released, taken over); under the guard.
 	forget(path string, live int64)
@@ -47,7 +45,7 @@ type locker interface {
 // kernel (so that a process stopped inside its critical section cannot hang
 // this one): a few yields, then sleeps growing from 20 µs to 1 ms, until ctx
 // ends or busyTimeout passes (ErrBusy).
-func lockState(ctx context.Context, lk locker, fd int, busyTimeout time.Duration) error {
+func lockState(ctx context.Context, lk locker, fd handle, busyTimeout time.Duration) error {
 	ok, err := lk.tryGuard(fd)
 	if ok || err != nil {
 		return err
@@ -87,16 +85,14 @@ var mono struct {
 	err  error
 }
 
-// monoNow returns CLOCK_MONOTONIC in nanoseconds.
+// monoNow returns the host's monotonic clock (see hostClock) in nanoseconds.
 func monoNow() (int64, error) {
 	mono.once.Do(func() {
-		var ts unix.Timespec
-		mono.err = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		mono.base, mono.err = hostClock()
 		mono.at = time.Now()
-		mono.base = ts.Nano()
 	})
 	if mono.err != nil {
-		return 0, fmt.Errorf("clock_gettime: %w", mono.err)
+		return 0, mono.err
 	}
 	return mono.base + int64(time.Since(mono.at)), nil
 }

@@ -1,13 +1,12 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
+//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd || windows
 
 package file
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // errReplaced: the lock file opened is no longer the file at its path.
@@ -26,8 +25,8 @@ type fileID struct {
 // holder whose file was deleted holds nothing any more: the next Acquire
 // creates a new file at the path and takes it. One system call: the check
 // an acquisition makes (on the file it just opened and locked).
-func linked(fd int) (bool, fileID, error) {
-	id, err := statID(fd, "")
+func linked(fd handle) (bool, fileID, error) {
+	id, err := statFD(fd)
 	if err != nil {
 		return false, id, fmt.Errorf("stat lock file: %w", err)
 	}
@@ -40,14 +39,14 @@ func linked(fd int) (bool, fileID, error) {
 // sameFile reports whether fd is still the regular file at path: linked,
 // and its directory not moved either (two system calls: the check of the
 // renewals, which run every ttl/3, not of the acquisitions).
-func sameFile(fd int, path string) (bool, error) {
+func sameFile(fd handle, path string) (bool, error) {
 	ok, open, err := linked(fd)
 	if err != nil || !ok {
 		return false, err
 	}
-	named, err := statID(unix.AT_FDCWD, path)
+	named, err := statPath(path)
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("stat lock file: %w", err)

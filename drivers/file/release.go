@@ -1,4 +1,4 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
+//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd || windows
 
 package file
 
@@ -6,9 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
@@ -30,7 +29,7 @@ func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 	var err error
 	if h := d.holderOf(key, token); h != nil {
 		h.mu.Lock()
-		if h.fd >= 0 {
+		if h.fd != noHandle {
 			ok, err = d.releaseLocked(ctx, h.fd, h.path, token, buf[:])
 			d.dropHolder(key, token, h)
 			h.mu.Unlock()
@@ -45,14 +44,14 @@ func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 	// one. Work on a descriptor of our own.
 	name := fileName(key)
 	fd, err := d.open(name, false)
-	if errors.Is(err, unix.ENOENT) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
 	ok, err = d.releaseLocked(ctx, fd, d.path(name), token, buf[:])
-	_ = unix.Close(fd)
+	_ = closeHandle(fd)
 	return d.released(key, ok, err)
 }
 
@@ -66,7 +65,7 @@ func (d *Driver) released(key string, ok bool, err error) (bool, error) {
 
 // releaseLocked clears the record of fd if token holds it. The guard byte is
 // left locked: the caller closes fd.
-func (d *Driver) releaseLocked(ctx context.Context, fd int, path, token string, buf []byte) (bool, error) {
+func (d *Driver) releaseLocked(ctx context.Context, fd handle, path, token string, buf []byte) (bool, error) {
 	if err := lockState(ctx, d.lk, fd, d.opts.BusyTimeout); err != nil {
 		return false, err
 	}
@@ -112,7 +111,7 @@ func (d *Driver) extend(ctx context.Context, key, token string, ttl time.Duratio
 	if h := d.holderOf(key, token); h != nil {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if h.fd >= 0 {
+		if h.fd != noHandle {
 			if same, err := sameFile(h.fd, h.path); err != nil || !same {
 				if err == nil {
 					d.dropHolder(key, token, h) // its file was deleted: held no more
@@ -131,13 +130,13 @@ func (d *Driver) extend(ctx context.Context, key, token string, ttl time.Duratio
 	}
 	name := fileName(key)
 	fd, err := d.open(name, false)
-	if errors.Is(err, unix.ENOENT) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	defer unix.Close(fd)
+	defer closeHandle(fd)
 	ok, _, err := d.extendLocked(ctx, fd, d.path(name), token, ttl, buf, true)
 	return ok, err
 }
@@ -147,7 +146,7 @@ func (d *Driver) extend(ctx context.Context, key, token string, ttl time.Duratio
 // liveness lock is still held, so that it never extends a lock whose
 // holder is gone.
 // It returns the new expiry.
-func (d *Driver) extendLocked(ctx context.Context, fd int, path, token string, ttl time.Duration, buf []byte, foreign bool) (bool, int64, error) {
+func (d *Driver) extendLocked(ctx context.Context, fd handle, path, token string, ttl time.Duration, buf []byte, foreign bool) (bool, int64, error) {
 	if err := lockState(ctx, d.lk, fd, d.opts.BusyTimeout); err != nil {
 		return false, 0, err
 	}
@@ -158,7 +157,7 @@ func (d *Driver) extendLocked(ctx context.Context, fd int, path, token string, t
 	return ok && err == nil, expiry, err
 }
 
-func (d *Driver) extendRecord(fd int, path, token string, ttl time.Duration, buf []byte, foreign bool) (bool, int64, error) {
+func (d *Driver) extendRecord(fd handle, path, token string, ttl time.Duration, buf []byte, foreign bool) (bool, int64, error) {
 	var rec record
 	if err := readRecord(d.lk, fd, buf, &rec); err != nil {
 		return false, 0, err
@@ -224,14 +223,14 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 		return drivers.LockInfo{}, false, err
 	}
 	path := d.path(fileName(key))
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if errors.Is(err, unix.ENOENT) {
+	fd, err := openReadOnly(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return drivers.LockInfo{}, false, nil
 	}
 	if err != nil {
 		return drivers.LockInfo{}, false, fmt.Errorf("open lock file: %w", err)
 	}
-	defer unix.Close(fd)
+	defer closeHandle(fd)
 	buf := bufs.Get().(*[recMax]byte)
 	defer bufs.Put(buf)
 	return d.inspectFD(fd, path, buf[:])
@@ -239,7 +238,7 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 
 // inspectFD reads the record of the lock file at path, open at fd, without
 // the guard. A record torn by a concurrent write is read again, a few times.
-func (d *Driver) inspectFD(fd int, path string, buf []byte) (drivers.LockInfo, bool, error) {
+func (d *Driver) inspectFD(fd handle, path string, buf []byte) (drivers.LockInfo, bool, error) {
 	var rec record
 	var err error
 	for range 8 {

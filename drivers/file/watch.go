@@ -1,4 +1,4 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
+//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd || windows
 
 package file
 
@@ -119,17 +119,6 @@ func (d *Driver) markBusy(name, key string) {
 	}
 }
 
-// keyOf returns the key of a lock file found held recently.
-func (d *Driver) keyOf(name []byte) (string, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	e, ok := d.busy[string(name)]
-	if !ok || time.Since(e.at) >= busyFor {
-		return "", false
-	}
-	return e.key, true
-}
-
 // watcher reads the close-after-write events of the lock directory
 // (inotify; elsewhere it never starts, and waiters poll). Its goroutine is
 // owned by the driver and ends when stop closes the descriptor.
@@ -151,26 +140,6 @@ func (w *watcher) stop() {
 	if f != nil {
 		_ = f.Close()
 		<-w.done
-	}
-}
-
-// gone marks dead a watcher whose directory was removed (inotify then
-// drops the watch: IN_IGNORED) or moved away (IN_MOVE_SELF), so that the
-// next contention replaces it with one on the directory at the path; its
-// goroutine then ends. Replaced, it is retired, not stopped: the last
-// unsubscribe or Close stops it and waits for it. The locks whose files
-// went with the directory are free: their waiters are told.
-func (w *watcher) gone() {
-	d := w.d
-	d.mu.Lock()
-	w.dead = true
-	var keys []string
-	for _, e := range d.busy {
-		keys = append(keys, e.key)
-	}
-	d.mu.Unlock()
-	for _, k := range keys {
-		d.emit(drivers.Event{Kind: drivers.Released, Key: k})
 	}
 }
 

@@ -1,4 +1,4 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
+//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd || windows
 
 package file
 
@@ -6,13 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
@@ -57,8 +57,8 @@ type heldKey struct{ key, token string }
 // its liveness lock.
 type holder struct {
 	mu     sync.Mutex // serialises operations on fd (a description's locks do not exclude itself)
-	fd     int        // the lock file; -1 once closed
-	live   int        // the liveness file (MechanismFlock), or -1
+	fd     handle     // the lock file; noHandle once closed
+	live   handle     // the liveness file (MechanismFlock), or noHandle
 	fence  uint64
 	expiry atomic.Int64 // monotonic ns, as last written to the record
 	path   string       // the lock file's path, checked to still name fd (sameFile)
@@ -91,7 +91,7 @@ func (d *Driver) path(name string) string {
 	var b strings.Builder
 	b.Grow(len(d.opts.Dir) + 1 + maxStem + 70)
 	b.WriteString(d.opts.Dir)
-	b.WriteByte('/')
+	b.WriteByte(filepath.Separator)
 	b.WriteString(name)
 	return b.String()
 }
@@ -112,31 +112,27 @@ func (d *Driver) ensureDir() error {
 
 // open opens the lock file named name for reading and writing; with create, it
 // creates the file (and the directory) when missing. Without create a
-// missing file gives an error satisfying errors.Is(err, unix.ENOENT).
-func (d *Driver) open(name string, create bool) (int, error) {
+// missing file gives an error satisfying errors.Is(err, fs.ErrNotExist).
+func (d *Driver) open(name string, create bool) (handle, error) {
 	if create {
 		if err := d.ensureDir(); err != nil {
-			return -1, err
+			return noHandle, err
 		}
 	}
-	flags := unix.O_RDWR | unix.O_CLOEXEC | unix.O_NOFOLLOW
-	if create {
-		flags |= unix.O_CREAT
-	}
 	p := d.path(name)
-	fd, err := unix.Open(p, flags, uint32(d.opts.FileMode))
-	if errors.Is(err, unix.ENOENT) && create {
+	fd, err := openFile(p, create, d.opts.FileMode)
+	if errors.Is(err, fs.ErrNotExist) && create {
 		// The directory was removed under us: create it again once.
 		d.dirMu.Lock()
 		d.dirReady = false
 		d.dirMu.Unlock()
 		if err := d.ensureDir(); err != nil {
-			return -1, err
+			return noHandle, err
 		}
-		fd, err = unix.Open(p, flags, uint32(d.opts.FileMode))
+		fd, err = openFile(p, create, d.opts.FileMode)
 	}
 	if err != nil {
-		return -1, fmt.Errorf("open lock file %s: %w", p, err)
+		return noHandle, fmt.Errorf("open lock file %s: %w", p, err)
 	}
 	return fd, nil
 }
@@ -144,8 +140,8 @@ func (d *Driver) open(name string, create bool) (int, error) {
 // readRecord reads and decodes the record of the file open at fd into r,
 // using buf (recMax bytes). A held record written with another mechanism
 // than lk's fails with ErrMechanism.
-func readRecord(lk locker, fd int, buf []byte, r *record) error {
-	n, err := unix.Pread(fd, buf[:recMax], 0)
+func readRecord(lk locker, fd handle, buf []byte, r *record) error {
+	n, err := pread(fd, buf[:recMax], 0)
 	if err != nil {
 		return fmt.Errorf("read lock file: %w", err)
 	}
@@ -158,19 +154,11 @@ func readRecord(lk locker, fd int, buf []byte, r *record) error {
 	return nil
 }
 
-// newLocker returns the locker of opts' (validated) mechanism.
-func newLocker(opts Options) locker {
-	if opts.Mechanism == MechanismFlock {
-		return flocker{mode: uint32(opts.FileMode)}
-	}
-	return ofdLocker()
-}
-
 // writeRecord encodes r into buf and writes it at the start of the file.
-func writeRecord(lk locker, fd int, buf []byte, r *record, token string) error {
+func writeRecord(lk locker, fd handle, buf []byte, r *record, token string) error {
 	r.mark = lk.mark()
 	out := encode(buf, r, token)
-	n, err := unix.Pwrite(fd, out, 0)
+	n, err := pwrite(fd, out, 0)
 	if err == nil && n != len(out) {
 		err = fmt.Errorf("short write (%d of %d bytes)", n, len(out))
 	}
@@ -227,13 +215,13 @@ func (d *Driver) Close(ctx context.Context) error {
 
 // close closes the holder's descriptors; h.mu is held.
 func (h *holder) close() {
-	if h.fd >= 0 {
-		_ = unix.Close(h.fd)
-		h.fd = -1
+	if h.fd != noHandle {
+		_ = closeHandle(h.fd)
+		h.fd = noHandle
 	}
-	if h.live >= 0 {
-		_ = unix.Close(h.live)
-		h.live = -1
+	if h.live != noHandle {
+		_ = closeHandle(h.live)
+		h.live = noHandle
 	}
 }
 
@@ -299,7 +287,7 @@ func (d *Driver) sweep(stale map[heldKey]*holder) {
 		if !o.mu.TryLock() {
 			continue
 		}
-		if o.fd < 0 || !o.stillHeld(d.lk, k.token, buf[:]) {
+		if o.fd == noHandle || !o.stillHeld(d.lk, k.token, buf[:]) {
 			d.dropHolder(k.key, k.token, o)
 		}
 		o.mu.Unlock()

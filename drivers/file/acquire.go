@@ -1,4 +1,4 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
+//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd || windows
 
 package file
 
@@ -7,10 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
@@ -63,7 +62,7 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drive
 		var keep bool
 		res, keep, err = d.acquireLocked(ctx, fd, name, req, buf[:])
 		if !keep {
-			_ = unix.Close(fd) // also drops the guard byte
+			_ = closeHandle(fd) // also drops the guard
 		}
 		if errors.Is(err, errReplaced) && attempt < 3 {
 			continue // the file was deleted or replaced as it was opened: open the new one
@@ -81,7 +80,7 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drive
 
 // acquireLocked does the acquisition on the open lock file fd. keep reports
 // that fd now belongs to a holder and must stay open.
-func (d *Driver) acquireLocked(ctx context.Context, fd int, name string, req drivers.AcquireRequest, buf []byte) (res drivers.AcquireResult, keep bool, err error) {
+func (d *Driver) acquireLocked(ctx context.Context, fd handle, name string, req drivers.AcquireRequest, buf []byte) (res drivers.AcquireResult, keep bool, err error) {
 	if err := lockState(ctx, d.lk, fd, d.opts.BusyTimeout); err != nil {
 		return res, false, err
 	}
@@ -114,13 +113,13 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, name string, req dri
 	}
 	fence, first := nextFence(rec.fence), rec.fence == 0 // first: the file may have just been created
 	live := int64(fence) + 1
-	h := &holder{fd: fd, live: -1, fence: fence, path: path}
+	h := &holder{fd: fd, live: noHandle, fence: fence, path: path}
 	if h.live, err = d.lk.hold(fd, path, live); err != nil {
 		return res, false, err
 	}
-	if err := d.publish(fd, buf, req, now, h, first); err != nil {
-		if h.live >= 0 {
-			_ = unix.Close(h.live)
+	if err := d.publish(fd, buf, req, h, first); err != nil {
+		if h.live != noHandle {
+			_ = closeHandle(h.live)
 			d.lk.forget(path, live)
 		}
 		return res, false, err
@@ -132,8 +131,13 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, name string, req dri
 }
 
 // publish writes the record naming the new holder h (its liveness lock
-// taken) and leaves the guard.
-func (d *Driver) publish(fd int, buf []byte, req drivers.AcquireRequest, now int64, h *holder, first bool) error {
+// taken) and leaves the guard. The ttl runs from now, after the liveness
+// lock was taken (with flock, a file created, which a busy disk may delay).
+func (d *Driver) publish(fd handle, buf []byte, req drivers.AcquireRequest, h *holder, first bool) error {
+	now, err := now()
+	if err != nil {
+		return err
+	}
 	rec := record{fence: h.fence, expiry: addTTL(now, req.TTL), liveOff: int64(h.fence) + 1, pid: d.pid}
 	if err := writeRecord(d.lk, fd, buf, &rec, req.Token); err != nil {
 		return err
@@ -155,14 +159,14 @@ func (d *Driver) publish(fd int, buf []byte, req drivers.AcquireRequest, now int
 // A record torn by a concurrent write fails its checksum and is read again;
 // a wrong "not busy" only costs the full locked attempt.
 func (d *Driver) peekBusy(name string, buf []byte) (ttl time.Duration, busy bool, err error) {
-	fd, err := unix.Open(d.path(name), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if errors.Is(err, unix.ENOENT) {
+	fd, err := openReadOnly(d.path(name))
+	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("open lock file: %w", err)
 	}
-	defer unix.Close(fd)
+	defer closeHandle(fd)
 	info, held, err := d.inspectFD(fd, d.path(name), buf)
 	if err != nil || !held {
 		return 0, false, nil // let the locked attempt decide (and report)
@@ -172,20 +176,12 @@ func (d *Driver) peekBusy(name string, buf []byte) (ttl time.Duration, busy bool
 
 // sync flushes the lock file's record to disk and, for a file's first
 // acquisition (the file may have just been created), the directory entry.
-func (d *Driver) sync(fd int, first bool) error {
+func (d *Driver) sync(fd handle, first bool) error {
 	if err := fdatasync(fd); err != nil {
 		return fmt.Errorf("fdatasync lock file: %w", err)
 	}
 	if !first {
 		return nil
 	}
-	dir, err := unix.Open(d.opts.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open lock directory: %w", err)
-	}
-	defer unix.Close(dir)
-	if err := unix.Fsync(dir); err != nil {
-		return fmt.Errorf("fsync lock directory: %w", err)
-	}
-	return nil
+	return syncDir(d.opts.Dir)
 }
