@@ -1,4 +1,4 @@
-//go:build darwin || dragonfly || freebsd || netbsd || openbsd || windows
+//go:build darwin || dragonfly || freebsd || openbsd || windows
 
 package file
 
