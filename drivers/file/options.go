@@ -1,7 +1,6 @@
 // Package file is the mutexfx driver keeping locks in a directory of lock
 // files, shared by the processes of one host (Linux, macOS, FreeBSD, OpenBSD,
-// DragonFly;
-// Windows, cross-compiled but not tested).
+// DragonFly; Windows, cross-compiled but not tested).
 //
 // Each lock name maps to one small file in the directory. A holder keeps a
 // kernel lock of its open file description for as long as it holds the lock
