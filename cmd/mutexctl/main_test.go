@@ -42,7 +42,7 @@ func stores() []store {
 		{"redis", func(*testing.T) string {
 			return "type: redis\n      addrs: [" + q(testutil.RedisAddr()) + "]"
 		}, true, true, true},
-		{"file", func(t *testing.T) string { return "type: file\n      dir: " + q(t.TempDir()) }, false, true, true},
+		{"file", func(t *testing.T) string { return "type: file\n      dir: " + q(t.TempDir()) }, true, true, true},
 		{"postgres-table", func(*testing.T) string {
 			return "type: postgres\n      url: " + q(testutil.PostgresDSN()) + "\n      mode: table"
 		}, false, true, true},
