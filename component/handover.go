@@ -39,8 +39,8 @@ func (m *Mutex) handoverTarget(l *Lock) *waiter {
 // handover releases l by handing it to w (see above). It reports what
 // Release does: whether l was still held.
 func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) {
-	token := m.newToken()
 	start := time.Now()
+	token := m.newToken(start)
 	released, res, err := m.handoff.Handover(ctx, l.key, l.token, drivers.AcquireRequest{Key: l.key, Token: token, TTL: w.ttl})
 
 	// answered after the waiter's ttl: the lock may have expired there

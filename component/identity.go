@@ -120,8 +120,9 @@ func clean(s string, n int) string {
 	return string(b)
 }
 
-// newToken returns a fresh token naming this Mutex's process as holder.
-func (m *Mutex) newToken() string {
+// newToken returns a fresh token naming this Mutex's process as holder, for
+// an attempt started at now.
+func (m *Mutex) newToken(now time.Time) string {
 	var src [16]byte
 	_, _ = rand.Read(src[:]) // never fails (crypto/rand)
 	var b strings.Builder
@@ -131,6 +132,6 @@ func (m *Mutex) newToken() string {
 	b.Write(enc[:])
 	b.WriteString(m.ident)
 	var ms [16]byte
-	b.Write(strconv.AppendInt(ms[:0], time.Now().UnixMilli(), 36))
+	b.Write(strconv.AppendInt(ms[:0], now.UnixMilli(), 36))
 	return b.String()
 }

@@ -3,6 +3,7 @@ package component
 import (
 	"crypto/rand"
 	"testing"
+	"time"
 )
 
 // BenchmarkToken compares the identity-carrying token with the plain
@@ -15,8 +16,9 @@ func BenchmarkToken(b *testing.B) {
 	})
 	b.Run("identity", func(b *testing.B) {
 		m := &Mutex{ident: identSuffix("benchmark-app")}
+		now := time.Now()
 		for b.Loop() {
-			_ = m.newToken()
+			_ = m.newToken(now)
 		}
 	})
 }
