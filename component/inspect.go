@@ -12,7 +12,7 @@ import (
 
 // ErrNotSupported reports a store that cannot do what was asked (inspect,
 // list or force-release its locks).
-var ErrNotSupported = errors.New("mutexfx: not supported by this store")
+var ErrNotSupported = drivers.ErrNotSupported
 
 // LockStatus describes a held lock as its store tells it.
 type LockStatus struct {
@@ -65,6 +65,9 @@ func (m *Mutex) List(ctx context.Context) ([]LockStatus, error) {
 		return nil, ErrNotSupported
 	}
 	locks, err := l.List(ctx, m.opts.Prefix)
+	if errors.Is(err, ErrNotSupported) {
+		return nil, ErrNotSupported
+	}
 	if err != nil {
 		return nil, m.driverError("list", "", err)
 	}

@@ -1,6 +1,13 @@
 package drivers
 
-import "context"
+import (
+	"context"
+	"errors"
+)
+
+// ErrNotSupported reports a capability a driver has only in some of its
+// modes (List on advisory locks).
+var ErrNotSupported = errors.New("mutexfx: not supported by this store")
 
 // ListedLock is one held lock found by a [Lister].
 type ListedLock struct {
@@ -11,7 +18,8 @@ type ListedLock struct {
 
 // Lister is implemented by drivers whose store can enumerate its held
 // locks. Stores that keep no record of their locks (advisory locks) do not
-// implement it.
+// implement it; a driver listing in some modes only returns
+// ErrNotSupported in the others.
 type Lister interface {
 	// List returns the held locks whose keys start with prefix, in no
 	// particular order. A lock released or expired during the call may or

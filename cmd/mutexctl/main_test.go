@@ -45,13 +45,13 @@ func stores() []store {
 		{"file", func(t *testing.T) string { return "type: file\n      dir: " + q(t.TempDir()) }, true, true, true},
 		{"postgres-table", func(*testing.T) string {
 			return "type: postgres\n      url: " + q(testutil.PostgresDSN()) + "\n      mode: table"
-		}, false, true, true},
+		}, true, true, true},
 		{"postgres-advisory", func(*testing.T) string {
 			return "type: postgres\n      url: " + q(testutil.PostgresDSN()) + "\n      mode: advisory"
 		}, false, false, false},
 		{"mysql-table", func(*testing.T) string {
 			return "type: mysql\n      dsn: " + q(testutil.MySQLDSN()) + "\n      mode: table"
-		}, false, true, true},
+		}, true, true, true},
 		{"mysql-advisory", func(*testing.T) string {
 			return "type: mysql\n      dsn: " + q(testutil.MySQLDSN()) + "\n      mode: advisory"
 		}, false, false, false},
