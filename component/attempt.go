@@ -2,7 +2,6 @@ package component
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -19,7 +18,7 @@ import (
 // least attemptGrace to answer; a lock acquired after that, or after ctx
 // ended, is released in the background.
 func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now time.Time, deadline time.Time, w *waiter) (*Lock, drivers.AcquireResult, error) {
-	token := rand.Text()
+	token := m.newToken(now)
 	key := m.opts.Prefix + name
 
 	wait := m.blockingWait(now, deadline, ttl)

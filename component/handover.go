@@ -2,7 +2,6 @@ package component
 
 import (
 	"context"
-	"crypto/rand"
 	"slices"
 	"time"
 
@@ -40,8 +39,8 @@ func (m *Mutex) handoverTarget(l *Lock) *waiter {
 // handover releases l by handing it to w (see above). It reports what
 // Release does: whether l was still held.
 func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) {
-	token := rand.Text()
 	start := time.Now()
+	token := m.newToken(start)
 	defer m.trackAttempt(token)()
 	released, res, err := m.handoff.Handover(ctx, l.key, l.token, drivers.AcquireRequest{Key: l.key, Token: token, TTL: w.ttl})
 

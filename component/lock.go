@@ -55,8 +55,8 @@ func (l *Lock) Name() string { l.mustLock(); return l.name }
 // Key returns the lock's key in the store: the Mutex's prefix and the name.
 func (l *Lock) Key() string { l.mustLock(); return l.key }
 
-// Token returns the random token (at least 128 bits) that identifies this
-// holder in the store.
+// Token returns the token that identifies this holder in the store: 128
+// random bits and the holder's identity (see ParseHolder).
 func (l *Lock) Token() string { l.mustLock(); return l.token }
 
 // Fence returns the fencing token: it grows with every acquisition of the

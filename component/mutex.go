@@ -37,6 +37,7 @@ type Mutex struct {
 	renewer drivers.Renewer
 	handoff drivers.Handoverer // nil: the driver cannot hand a lock over
 	log     *zap.Logger
+	ident   string // the tokens' holder suffix (identity.go)
 
 	// bg is cancelled by Close once the locks are released; renewals use
 	// it. closing is cancelled as Close starts; store attempts and the
@@ -94,6 +95,7 @@ func New(opts Options) (*Mutex, error) {
 		drv:    opts.Driver,
 		feat:   drivers.FeaturesOf(opts.Driver),
 		log:    opts.Logger.With(zap.String("store", opts.Name)),
+		ident:  identSuffix(opts.Application),
 		queues: map[string]*queue{},
 		held:   map[string]*Lock{},
 		timer:  time.NewTimer(time.Hour),

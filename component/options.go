@@ -86,6 +86,12 @@ type Options struct {
 	// store and lock names (never credentials).
 	// Default: no logging.
 	Logger *zap.Logger
+
+	// Application names this program in the holder identity that every
+	// lock records (see Holder); characters other than letters, digits,
+	// '.', '_' and '-' become '_', and it is cut to 32 bytes.
+	// Default: the base name of the running binary.
+	Application string
 }
 
 // withDefaults validates o and fills in its defaults.
