@@ -160,7 +160,7 @@ func newTelemetry(o Options) *telemetry {
 		AttrOutcome.String(OutcomeCancelled), AttrOutcome.String(OutcomeError),
 		AttrOutcome.String(OutcomeReleased), AttrOutcome.String(OutcomeLost), AttrOutcome.String(OutcomeClosed), AttrOutcome.String(OutcomeOK),
 		AttrCause.String(CauseGoneOrTaken), AttrCause.String(CauseExpired), AttrCause.String(CauseStoreReported),
-		AttrOp.String("acquire"), AttrOp.String("release"), AttrOp.String("extend"),
+		AttrOp.String("acquire"), AttrOp.String("release"), AttrOp.String("extend"), AttrOp.String("ping"),
 	} {
 		t.outcomes[kv{a.Key, a.Value.AsString()}] = newMeasure(metric.WithAttributeSet(attribute.NewSet(append([]attribute.KeyValue{a}, t.store...)...)))
 	}

@@ -43,7 +43,7 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) collected {
 func attrsOf(s attribute.Set) map[string]string {
 	out := map[string]string{}
 	for _, kv := range s.ToSlice() {
-		out[string(kv.Key)] = kv.Value.Emit()
+		out[string(kv.Key)] = kv.Value.String()
 	}
 	return out
 }
@@ -57,7 +57,7 @@ func (c collected) histogram(t *testing.T, name string, key attribute.Key, value
 		t.Fatalf("%s: no histogram (have %T)", name, c[name])
 	}
 	for _, p := range h.DataPoints {
-		if v, _ := p.Attributes.Value(key); v.Emit() == value {
+		if v, _ := p.Attributes.Value(key); v.String() == value {
 			checkStoreAttrs(t, name, p.Attributes)
 			return p.Count, p.Sum
 		}
@@ -74,7 +74,7 @@ func (c collected) sum(t *testing.T, name string, key attribute.Key, value strin
 		t.Fatalf("%s: no sum (have %T)", name, c[name])
 	}
 	for _, p := range s.DataPoints {
-		if v, _ := p.Attributes.Value(key); key == "" || v.Emit() == value {
+		if v, _ := p.Attributes.Value(key); key == "" || v.String() == value {
 			checkStoreAttrs(t, name, p.Attributes)
 			return p.Value
 		}
