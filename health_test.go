@@ -3,6 +3,7 @@ package mutexfx_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mutexfx/mutexfx"
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/redis"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
@@ -81,5 +83,37 @@ func TestCheck(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("Check's error leaks the password: %v", err)
+	}
+}
+
+// TestCheckSQL: Check pings the PostgreSQL and MySQL stores in use.
+func TestCheckSQL(t *testing.T) {
+	ctx := context.Background()
+	y := fmt.Sprintf("mutex:\n  pg: {driver: {type: postgres, url: %q}}\n  my: {driver: {type: mysql, dsn: %q}}\n",
+		testutil.PostgresDSN(), testutil.MySQLDSN())
+	r, err := mutexfx.Open(yamlConfig(t, y), allDrivers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(ctx)
+	for _, name := range []string{"pg", "my"} {
+		m, _ := r.Get(name)
+		if _, ok := m.Driver().(drivers.Pinger); !ok {
+			t.Errorf("store %s: driver %T is no drivers.Pinger", name, m.Driver())
+		}
+		l, err := m.Acquire(ctx, fmt.Sprintf("check-%d", time.Now().UnixNano()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release(ctx)
+	}
+	health, err := r.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range health {
+		if !h.Checked {
+			t.Errorf("%s not checked", h.Store)
+		}
 	}
 }
