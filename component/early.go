@@ -40,6 +40,6 @@ func (m *Mutex) lostEarly(token string) bool {
 // its token lost while the call that took it was in flight; m.mu held.
 func (m *Mutex) loseIfLostEarly(l *Lock) {
 	if m.attempts[l.token] {
-		m.lose(l, "the store reported it lost as it was acquired")
+		m.lose(l, CauseStoreReported, "the store reported it lost as it was acquired")
 	}
 }
