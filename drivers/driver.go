@@ -14,6 +14,7 @@
 //   - [Describer]: static [Features] (expiring or session locks, server clock,
 //     fencing, server-side blocking waits).
 //   - [Handoverer]: pass a held lock straight to a new token.
+//   - [ServerClock]: read the store's clock.
 //
 // Drivers must connect lazily: constructing one connects nothing; the first
 // call does. Every method must respect its ctx and be safe for concurrent use.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/memory"
 	"github.com/mutexfx/mutexfx/schedule"
 )
@@ -14,7 +15,7 @@ import (
 // store keeps this process's time (time.Now), which ServerTime returns.
 type clockedMemory struct{ *memory.Driver }
 
-var _ schedule.ServerClock = clockedMemory{}
+var _ drivers.ServerClock = clockedMemory{}
 
 func (clockedMemory) ServerTime(context.Context) (time.Time, error) { return time.Now(), nil }
 
