@@ -2,22 +2,12 @@ package etcd
 
 import (
 	"errors"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/status"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
-
-// MinTTL is the shortest lock ttl the driver serves
-// (drivers.Features.MinTTL): etcd counts leases in whole seconds, and the
-// driver's lease for a ttl is that ttl rounded up to seconds plus one
-// (leaseSeconds), so a lock whose holder died stays in the store for two
-// seconds with any ttl up to a second. A shorter ttl would not free it any
-// sooner; it would only make the component renew more often and declare
-// the lock lost after a shorter stall of the keep-alives.
-const MinTTL = time.Second
 
 // permanentErrors are the etcd errors that retrying cannot cure: wrong
 // credentials, a user or role the cluster does not know, a permission the
