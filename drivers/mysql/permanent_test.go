@@ -109,18 +109,3 @@ func TestAcquirePermanent(t *testing.T) {
 		}
 	}
 }
-
-// TestServerTime: UTC_TIMESTAMP(6) reads the server's clock whatever the
-// session's time zone.
-func TestServerTime(t *testing.T) {
-	for _, tz := range []string{"SYSTEM", "'+09:30'", "'-11:00'"} {
-		t.Run(tz, func(t *testing.T) {
-			cfg, err := gomysql.ParseDSN(testutil.MySQLDSN())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.Params = map[string]string{"time_zone": tz}
-			drivertest.ServerTimeNear(t, openDriver(t, Options{DSN: cfg.FormatDSN()}))
-		})
-	}
-}

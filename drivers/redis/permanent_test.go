@@ -78,8 +78,3 @@ func TestAcquirePermanentClusterNode(t *testing.T) {
 		t.Fatalf("Acquire = %v; want ErrClusterNode", err)
 	}
 }
-
-// TestServerTime: TIME reads the server's clock.
-func TestServerTime(t *testing.T) {
-	drivertest.ServerTimeNear(t, standalone(t, Options{}))
-}
