@@ -78,3 +78,13 @@ func TestAcquirePermanentClusterNode(t *testing.T) {
 		t.Fatalf("Acquire = %v; want ErrClusterNode", err)
 	}
 }
+
+// TestAcquirePermanentUnknownMaster: a Sentinel driver whose sentinels
+// know no master of its masterName fails its Acquire at once.
+func TestAcquirePermanentUnknownMaster(t *testing.T) {
+	s := testutil.StartRedisSentinel(t, testutil.SentinelOptions{})
+	d := standalone(t, Options{Addrs: []string{s.Addr}, MasterName: "nosuch"})
+	if err := drivertest.AcquireFailsAtOnce(t, d); !errors.Is(err, errUnknownMaster) {
+		t.Fatalf("Acquire = %v; want an unknown master", err)
+	}
+}
