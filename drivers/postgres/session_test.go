@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -117,7 +118,12 @@ func TestWaiterSessionRefused(t *testing.T) {
 	if _, err := admin.Exec(ctx, "GRANT ALL ON "+table+"_fence, "+table+"_boot TO "+role); err != nil {
 		t.Fatal(err)
 	}
-	limited := on(t, "postgres://"+role+"@127.0.0.1:5432/test?sslmode=disable", Options{Table: table, MaxSessions: 4})
+	u, err := url.Parse(testutil.PostgresDSN()) // the tests' database, as role
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	limited := on(t, u.String(), Options{Table: table, MaxSessions: 4})
 	wait := drivers.AcquireRequest{Key: key, Token: "limited", TTL: 5 * time.Second, Wait: 300 * time.Millisecond}
 	if res, err := limited.Acquire(ctx, drivers.AcquireRequest{Key: key + ":other", Token: "limited", TTL: 5 * time.Second}); err != nil || !res.Acquired {
 		t.Fatalf("limited, free lock: %+v, %v", res, err) // its main session: the role's one connection
