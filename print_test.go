@@ -27,6 +27,7 @@ func TestNoSecretPrinted(t *testing.T) {
 		{"mysql dsn", `{type: mysql, dsn: "app:` + secret + `@tcp(127.0.0.1:1)/db"}`},
 		{"mysql password", `{type: mysql, host: 127.0.0.1, port: 1, username: app, password: ` + secret + `}`},
 		{"mysql table", `{type: mysql, mode: table, dsn: "app:` + secret + `@tcp(127.0.0.1:1)/db"}`},
+		{"etcd password", `{type: etcd, endpoints: ["127.0.0.1:1"], username: app, password: ` + secret + `}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg, err := mutexfx.Open(yamlConfig(t, "mutex:\n  s: {driver: "+tc.driver+"}\n"), allDrivers)

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mutexfx/mutexfx"
+	"github.com/mutexfx/mutexfx/drivers/etcd"
 	"github.com/mutexfx/mutexfx/drivers/mysql"
 	"github.com/mutexfx/mutexfx/drivers/postgres"
 	"github.com/mutexfx/mutexfx/drivers/redis"
@@ -67,7 +68,7 @@ func stuckStores(t *testing.T, prefix string) (yaml string, proxies map[string]*
 	return b.String(), proxies
 }
 
-var allDrivers = mutexfx.WithDrivers(redis.Factory(), postgres.Factory(), mysql.Factory())
+var allDrivers = mutexfx.WithDrivers(redis.Factory(), postgres.Factory(), mysql.Factory(), etcd.Factory())
 
 // startStuckApp starts an app on stuckStores whose every store holds three
 // locks, and returns its registry, the locks by store and the logs.

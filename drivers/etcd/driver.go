@@ -45,8 +45,9 @@ var ErrClosed = errors.New("etcd: driver closed")
 // Driver is a lock store on etcd. It is safe for concurrent use.
 type Driver struct {
 	set  settings
-	id   string // this driver's name in the lock queues
-	conf clientv3.Config
+	id   string          // this driver's name in the lock queues
+	conf clientv3.Config // holds the password: print.go keeps fmt off it
+	opts Options         // as given, for printing (redacted)
 
 	ctx    context.Context // cancelled by Close: ends every call and timer
 	cancel context.CancelFunc
@@ -81,7 +82,7 @@ func New(opts Options, log *zap.Logger) (*Driver, error) {
 		return nil, err
 	}
 	d := newDriver(set)
-	d.conf, d.owned = conf, true
+	d.conf, d.owned, d.opts = conf, true, opts
 	return d, nil
 }
 
@@ -101,6 +102,7 @@ func NewWithClient(c *clientv3.Client, opts Options) (*Driver, error) {
 	}
 	d := newDriver(set)
 	d.cli.Store(c)
+	d.opts = opts
 	return d, nil
 }
 

@@ -47,3 +47,36 @@ func (o Options) redacted() Options {
 	}
 	return o
 }
+
+// A *Driver prints, marshals and logs as its Options do — the password
+// redacted — and nothing else: its client configuration holds the
+// password, which fmt would print raw.
+
+// String describes the driver by its options, secrets redacted.
+func (d *Driver) String() string {
+	if d == nil {
+		return "<nil>"
+	}
+	return "etcd.Driver{Options:" + d.opts.String() + "}"
+}
+
+// GoString is String in Go syntax, for %#v.
+func (d *Driver) GoString() string {
+	if d == nil {
+		return "(*etcd.Driver)(nil)"
+	}
+	return "&etcd.Driver{Options:" + d.opts.GoString() + "}"
+}
+
+// Format prints the driver as String does (GoString for %#v).
+func (d *Driver) Format(f fmt.State, verb rune) { redact.Format(f, verb, d.String, d.GoString) }
+
+// MarshalJSON encodes the driver's options, secrets redacted.
+func (d *Driver) MarshalJSON() ([]byte, error) {
+	if d == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(struct {
+		Options Options `json:"options"`
+	}{d.opts})
+}
