@@ -84,8 +84,8 @@ func Run(tb testing.TB, cfg Config, newChild NewChild, logf func(string, ...any)
 		rng: rand.New(rand.NewPCG(cfg.Seed, 1))}
 	for i := range cfg.Procs {
 		p := &proc{slot: i}
-		if st.upstream != "" {
-			p.proxy = testutil.NewProxy(tb, st.upstream)
+		for _, up := range st.upstreams {
+			p.proxies = append(p.proxies, testutil.NewProxy(tb, up))
 		}
 		if err := r.start(p); err != nil {
 			r.stopAll()
@@ -115,26 +115,27 @@ type run struct {
 	errs []string
 }
 
-// proc is one process slot: its proxy and current child.
+// proc is one process slot: its proxies (one per store member) and
+// current child.
 type proc struct {
-	slot  int
-	inc   int
-	name  string
-	proxy *testutil.Proxy
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	done  chan struct{} // closed when the child's output is read and it has exited
+	slot    int
+	inc     int
+	name    string
+	proxies []*testutil.Proxy
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	done    chan struct{} // closed when the child's output is read and it has exited
 }
 
 // start starts a new child in p's slot.
 func (r *run) start(p *proc) error {
 	p.name = fmt.Sprintf("p%d.%d", p.slot, p.inc)
 	p.inc++
-	target := ""
-	if p.proxy != nil {
-		target = p.proxy.Addr
+	addrs := make([]string, len(p.proxies))
+	for i, x := range p.proxies {
+		addrs[i] = x.Addr
 	}
-	s := spec{Proc: p.name, Mode: r.cfg.Store, Target: r.st.target(target), Master: r.st.master,
+	s := spec{Proc: p.name, Mode: r.cfg.Store, Target: r.st.target(addrs), Master: r.st.master,
 		Register: r.reg.Path(), Workers: r.cfg.Workers, Locks: r.locks, TTL: r.cfg.TTL,
 		Seed: r.rng.Uint64()}
 	b, err := json.Marshal(s)
@@ -260,12 +261,18 @@ func (r *run) inject(tb testing.TB, f string, p *proc) error {
 	case FaultStall:
 		d := long()
 		note(FaultStall, p.name)
-		p.proxy.Stall()
+		for _, x := range p.proxies {
+			x.Stall()
+		}
 		time.Sleep(d) // the stall's length is the fault
-		p.proxy.Resume()
+		for _, x := range p.proxies {
+			x.Resume()
+		}
 	case FaultReset:
 		note(FaultReset, p.name)
-		p.proxy.Reset()
+		for _, x := range p.proxies {
+			x.Reset()
+		}
 	case FaultRestart:
 		note(FaultRestart, "")
 		r.st.restart()
@@ -277,6 +284,15 @@ func (r *run) inject(tb testing.TB, f string, p *proc) error {
 		if r.st.failover(tb, r.cfg.TTL/2) {
 			note(FaultLagFailover, "")
 		}
+	case FaultLeaderKill:
+		note(FaultLeaderKill, "")
+		if err := r.st.leaderKill(r.cfg.TTL); err != nil {
+			r.logf("fault: leaderkill: %v", err)
+		}
+	case FaultMemberPause:
+		d := long()
+		note(FaultMemberPause, "")
+		r.st.memberPause(r.rng.IntN(len(r.st.upstreams)), d)
 	case FaultBackend:
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
