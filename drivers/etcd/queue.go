@@ -127,9 +127,15 @@ func (d *Driver) expireWaiter(e *entry, gen uint64) {
 
 // dequeue deletes e's key if it is still the one the driver put; e.mu
 // held. It reports whether the key was first in line (held) when deleted.
+// When the store does not answer, the key stays as a waiter's would: no
+// longer held by anyone, deleted by the linger timer once the entry is
+// unused, again at every linger until the store answers. Else a released
+// lock's key would stay on a lease that the driver's other locks keep
+// alive, and nobody could take the lock while they are held.
 func (d *Driver) dequeue(ctx context.Context, e *entry) (bool, error) {
 	cli, cctx, done, err := d.call(ctx)
 	if err != nil {
+		e.held = false
 		return false, err
 	}
 	defer done()
@@ -138,6 +144,7 @@ func (d *Driver) dequeue(ctx context.Context, e *entry) (bool, error) {
 		Then(headOp(d.queue(e.key)), clientv3.OpDelete(e.wk)).
 		Commit()
 	if err != nil {
+		e.held = false
 		return false, d.closedErr(err)
 	}
 	first := resp.Succeeded && isHead(resp.Responses[0], e.wk)
