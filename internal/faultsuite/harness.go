@@ -81,7 +81,7 @@ func Run(tb testing.TB, cfg Config, newChild NewChild, logf func(string, ...any)
 	}
 	st := setupStore(tb, cfg.Store)
 	r := &run{cfg: cfg, st: st, locks: locks, reg: reg, h: h, newChild: newChild, logf: logf,
-		rng: rand.New(rand.NewPCG(cfg.Seed, 1))}
+		rng: rand.New(rand.NewPCG(cfg.Seed, 1)), failovers: map[string]int{}}
 	for i := range cfg.Procs {
 		p := &proc{slot: i}
 		for _, up := range st.upstreams {
@@ -110,6 +110,8 @@ type run struct {
 	rng      *rand.Rand
 	procs    []*proc
 	order    []string // faults left in this round
+	// failovers counts the fail-overs done, by kind.
+	failovers map[string]int
 
 	mu   sync.Mutex
 	errs []string
@@ -276,13 +278,20 @@ func (r *run) inject(tb testing.TB, f string, p *proc) error {
 	case FaultRestart:
 		note(FaultRestart, "")
 		r.st.restart()
-	case FaultFailover:
-		if r.st.failover(tb, 0) {
-			note(FaultFailover, "")
+	case FaultFailover, FaultLagFailover:
+		// Fail-overs come FailoverGap apart, so most are skipped: the
+		// kind done fewer times goes first, so that a run long enough
+		// for two has one of each.
+		if other := otherFailover(f); slices.Contains(r.cfg.Faults, other) && r.failovers[other] < r.failovers[f] {
+			f = other
 		}
-	case FaultLagFailover:
-		if r.st.failover(tb, r.cfg.TTL/2) {
-			note(FaultLagFailover, "")
+		lag := time.Duration(0)
+		if f == FaultLagFailover {
+			lag = r.cfg.TTL / 2
+		}
+		if r.st.failover(tb, lag) {
+			r.failovers[f]++
+			note(f, "")
 		}
 	case FaultLeaderKill:
 		note(FaultLeaderKill, "")
@@ -357,4 +366,12 @@ func (r *run) target() *proc {
 		return r.procs[r.rng.IntN(len(r.procs))]
 	}
 	return holding[r.rng.IntN(len(holding))]
+}
+
+// otherFailover returns the other kind of fail-over than f.
+func otherFailover(f string) string {
+	if f == FaultFailover {
+		return FaultLagFailover
+	}
+	return FaultFailover
 }
