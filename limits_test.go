@@ -9,12 +9,17 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/mutexfx/mutexfx"
+	"github.com/mutexfx/mutexfx/drivers/etcd"
+	"github.com/mutexfx/mutexfx/drivers/mysql"
+	"github.com/mutexfx/mutexfx/drivers/postgres"
+	"github.com/mutexfx/mutexfx/drivers/redis"
 )
 
 // TestModuleTTLFloor: a store's ttl under its driver's floor fails fx.New
 // (and Open) at the ttl's key path, naming the floor; at the floor it
-// passes.
+// passes. Nothing connects.
 func TestModuleTTLFloor(t *testing.T) {
+	drivers := mutexfx.WithDrivers(redis.Factory(), postgres.Factory(), mysql.Factory(), etcd.Factory())
 	dir := t.TempDir()
 	for _, tc := range []struct{ driver, ttl, want string }{
 		{`{type: redis, url: "redis://127.0.0.1:1"}`, "100ms", `mutex.orders.ttl: must be at least 250ms for driver "redis": the shortest ttl it can serve`},
@@ -23,11 +28,13 @@ func TestModuleTTLFloor(t *testing.T) {
 		{`{type: mysql, dsn: "root@tcp(127.0.0.1:1)/db"}`, "499ms", `mutex.orders.ttl: must be at least 500ms for driver "mysql"`},
 		{`{type: redis, url: "redis://127.0.0.1:1"}`, "250ms", ""},
 		{`{type: mysql, mode: table, dsn: "root@tcp(127.0.0.1:1)/db"}`, "500ms", ""},
+		{`{type: etcd, endpoints: ["127.0.0.1:1"]}`, "999ms", `mutex.orders.ttl: must be at least 1s for driver "etcd": the shortest ttl it can serve`},
+		{`{type: etcd, endpoints: ["127.0.0.1:1"]}`, "1s", ""},
 		{`{type: file, dir: "` + dir + `"}`, "10ms", ""},
 		{`{type: memory}`, "10ms", ""},
 	} {
 		y := "mutex:\n  orders: {ttl: " + tc.ttl + ", driver: " + tc.driver + "}\n"
-		app := fx.New(mutexfx.Module(yamlConfig(t, y), allDrivers), fx.NopLogger)
+		app := fx.New(mutexfx.Module(yamlConfig(t, y), drivers), fx.NopLogger)
 		err := app.Err()
 		if err == nil { // built: its stores close on stop
 			if err := app.Start(context.Background()); err != nil {
@@ -37,7 +44,7 @@ func TestModuleTTLFloor(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		reg, openErr := mutexfx.Open(yamlConfig(t, y), allDrivers)
+		reg, openErr := mutexfx.Open(yamlConfig(t, y), drivers)
 		if openErr == nil {
 			_ = reg.Close(context.Background())
 		}

@@ -18,6 +18,8 @@ import (
 	"reflect"
 
 	"github.com/knadh/koanf/v2"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
@@ -45,7 +47,9 @@ type store struct {
 // The configuration is read now, so invalid configuration fails fx.New with
 // an error naming the key path. Stores connect at their first acquisition;
 // on stop they release their locks and close within the stop deadline. The
-// application's *zap.Logger is used when the graph has one.
+// application's *zap.Logger is used when the graph has one, and so are its
+// OpenTelemetry metric.MeterProvider and trace.TracerProvider (else the
+// global ones: see docs/telemetry.md).
 func Module(k *koanf.Koanf, opts ...Option) fx.Option {
 	o := newModuleOptions(opts)
 	cfg, err := config.Load(k, o.path)
@@ -106,12 +110,13 @@ func newRegistry(cfg config.Config, stores []store) *Registry {
 
 // storeConstructor builds the fx constructor of one store:
 //
-//	func(*lifecycle.Group, *zap.Logger [optional], client [named, when configured]) (*Mutex, store, error)
+//	func(*lifecycle.Group, *zap.Logger [optional], metric.MeterProvider [optional],
+//		trace.TracerProvider [optional], client [named, when configured]) (*Mutex, store, error)
 //
 // The client's type is only known from the driver's factory, hence reflect.
 func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error) {
-	in := []reflect.Type{reflect.TypeFor[*lifecycle.Group](), loggerType}
-	tags := []string{``, `optional:"true"`}
+	in := []reflect.Type{reflect.TypeFor[*lifecycle.Group](), loggerType, meterProviderType, tracerProviderType}
+	tags := []string{``, `optional:"true"`, `optional:"true"`, `optional:"true"`}
 	if st.Driver.Client != "" {
 		if f.ClientType == nil {
 			return nil, nil, config.Errorf(config.Join(st.Driver.Path, "client"), "driver %q cannot use an existing client", st.Driver.Type)
@@ -126,16 +131,19 @@ func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error
 	fn := reflect.MakeFunc(reflect.FuncOf(in, out, false), func(args []reflect.Value) []reflect.Value {
 		g := args[0].Interface().(*lifecycle.Group)
 		log, _ := args[1].Interface().(*zap.Logger)
+		tel := telemetryOptions{}
+		tel.meters, _ = args[2].Interface().(metric.MeterProvider)
+		tel.tracers, _ = args[3].Interface().(trace.TracerProvider)
 		var client any
-		if len(args) > 2 {
-			client = args[2].Interface()
+		if len(args) > 4 {
+			client = args[4].Interface()
 		}
 		var m *Mutex
 		var err error
 		if st.Driver.Client != "" && isNil(client) {
 			err = clientMissing(st, f)
 		} else {
-			m, err = newFxStore(g, st, f, log, client)
+			m, err = newFxStore(g, st, f, log, client, tel)
 		}
 		errv := reflect.Zero(out[2])
 		if err != nil {
@@ -147,8 +155,8 @@ func storeConstructor(st config.Store, f *drivers.Factory) (any, []string, error
 }
 
 // newFxStore builds a store and ties it to the application's lifecycle.
-func newFxStore(g *lifecycle.Group, st config.Store, f *drivers.Factory, log *zap.Logger, client any) (*Mutex, error) {
-	m, err := NewStore(st, f, log, client)
+func newFxStore(g *lifecycle.Group, st config.Store, f *drivers.Factory, log *zap.Logger, client any, tel telemetryOptions) (*Mutex, error) {
+	m, err := newStore(st, f, log, client, tel)
 	if err != nil {
 		return nil, err
 	}

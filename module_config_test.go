@@ -105,7 +105,8 @@ func TestModuleDriverTypeHints(t *testing.T) {
 		{"MySQL", []string{`did you mean "mysql"`}},
 		{"Memory", []string{`did you mean "memory"`, "built in"}},
 		{"FILE", []string{`did you mean "file"`, "built in"}},
-		{"etcd", []string{`unknown driver type "etcd" (mutexfx ships memory, file, redis, postgres, mysql)`}},
+		{"etcd", []string{`driver "etcd" is not linked into this binary: import "` + pkg + `etcd"`}},
+		{"consul", []string{`unknown driver type "consul" (mutexfx ships memory, file, redis, postgres, mysql, etcd)`}},
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
 			k := yamlConfig(t, "mutex:\n  orders: {driver: {type: "+tc.typ+"}}\n")

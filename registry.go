@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/knadh/koanf/v2"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/mutexfx/mutexfx/component"
@@ -84,7 +86,7 @@ func Open(k *koanf.Koanf, opts ...Option) (*Registry, error) {
 	}
 	stores := map[string]*Mutex{}
 	for _, st := range cfg.Stores {
-		m, err := NewStore(st, o.factory(st.Driver.Type), o.logger, nil)
+		m, err := newStore(st, o.factory(st.Driver.Type), o.logger, nil, o.telemetry)
 		if err != nil {
 			for _, m := range stores {
 				_ = m.Close(context.Background())
@@ -103,6 +105,22 @@ func Open(k *koanf.Koanf, opts ...Option) (*Registry, error) {
 // package to import), a logger (nil: none) and, for driver.client, the
 // application's client. It connects nothing.
 func NewStore(st config.Store, f *drivers.Factory, log *zap.Logger, client any) (*Mutex, error) {
+	return newStore(st, f, log, client, telemetryOptions{})
+}
+
+// telemetryOptions are the OpenTelemetry providers of the stores; nil:
+// the global ones.
+type telemetryOptions struct {
+	meters  metric.MeterProvider
+	tracers trace.TracerProvider
+}
+
+var (
+	meterProviderType  = reflect.TypeFor[metric.MeterProvider]()
+	tracerProviderType = reflect.TypeFor[trace.TracerProvider]()
+)
+
+func newStore(st config.Store, f *drivers.Factory, log *zap.Logger, client any, tel telemetryOptions) (*Mutex, error) {
 	if f == nil {
 		return nil, notFound(st.Driver)
 	}
@@ -126,14 +144,17 @@ func NewStore(st config.Store, f *drivers.Factory, log *zap.Logger, client any) 
 		return nil, err
 	}
 	return component.New(component.Options{
-		Driver:        drv,
-		Name:          st.Name,
-		Prefix:        st.Prefix,
-		TTL:           st.TTL,
-		Timeout:       st.Timeout,
-		RetryDelay:    st.RetryDelay,
-		MaxNameLength: st.MaxNameLength,
-		Logger:        log,
+		Driver:         drv,
+		Name:           st.Name,
+		Prefix:         st.Prefix,
+		TTL:            st.TTL,
+		Timeout:        st.Timeout,
+		RetryDelay:     st.RetryDelay,
+		MaxNameLength:  st.MaxNameLength,
+		Logger:         log,
+		DriverType:     st.Driver.Type,
+		MeterProvider:  tel.meters,
+		TracerProvider: tel.tracers,
 	})
 }
 
@@ -148,7 +169,7 @@ func notFound(d config.Driver) error {
 		return fmt.Errorf("%s: %w: unknown driver type %q: did you mean %q? (%s)", config.Join(d.Path, "type"), drivers.ErrDriverNotFound, d.Type, s, where)
 	}
 	if pkg == "" {
-		return fmt.Errorf("%s: %w: unknown driver type %q (mutexfx ships memory, file, redis, postgres, mysql)", config.Join(d.Path, "type"), drivers.ErrDriverNotFound, d.Type)
+		return fmt.Errorf("%s: %w: unknown driver type %q (mutexfx ships %s)", config.Join(d.Path, "type"), drivers.ErrDriverNotFound, d.Type, drivers.Shipped())
 	}
 	return fmt.Errorf("%s: %w: driver %q is not linked into this binary: import %q and pass its Factory() to mutexfx.WithDrivers",
 		config.Join(d.Path, "type"), drivers.ErrDriverNotFound, d.Type, pkg)
@@ -161,6 +182,7 @@ type moduleOptions struct {
 	path      string
 	factories map[string]drivers.Factory
 	logger    *zap.Logger
+	telemetry telemetryOptions
 }
 
 func newModuleOptions(opts []Option) moduleOptions {
@@ -200,6 +222,20 @@ func WithDrivers(factories ...drivers.Factory) Option {
 // *zap.Logger from the fx graph when there is one).
 func WithLogger(log *zap.Logger) Option {
 	return func(o *moduleOptions) { o.logger = log }
+}
+
+// WithMeterProvider sets the OpenTelemetry meter provider of Open's stores
+// (Module takes a metric.MeterProvider from the fx graph when there is
+// one). Default: the global one.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *moduleOptions) { o.telemetry.meters = mp }
+}
+
+// WithTracerProvider sets the OpenTelemetry tracer provider of Open's
+// stores (Module takes a trace.TracerProvider from the fx graph when there
+// is one). Default: the global one.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *moduleOptions) { o.telemetry.tracers = tp }
 }
 
 var loggerType = reflect.TypeFor[*zap.Logger]()

@@ -2,7 +2,6 @@ package component
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -19,7 +18,7 @@ import (
 // least attemptGrace to answer; a lock acquired after that, or after ctx
 // ended, is released in the background.
 func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now time.Time, deadline time.Time, w *waiter) (*Lock, drivers.AcquireResult, error) {
-	token := rand.Text()
+	token := m.newToken(now)
 	key := m.opts.Prefix + name
 
 	wait := m.blockingWait(now, deadline, ttl)
@@ -43,6 +42,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 			return nil, res, ErrClosed
 		}
 		defer m.endCall() // after a lock got after Close is released
+		defer m.trackAttempt(token)()
 		// ctx's end and Close cancel the attempt too; the wait's deadline
 		// does not: the attempt has its grace.
 		actx, cancel := context.WithDeadline(ctx, limit)
@@ -98,6 +98,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	m.seq++
 	l.seq = m.seq
 	m.held[name] = l
+	m.tel.started(l)
 	m.renewed(l, now)
 	if q := m.queues[name]; q != nil && len(q.waiters) > 0 && q.waiters[0] == w {
 		// Leave the queue without waking the next waiter: it would only
@@ -107,6 +108,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 			m.forgetQueue(name, q)
 		}
 	}
+	m.loseIfLostEarly(l)
 	m.mu.Unlock()
 	return l, res, nil
 }

@@ -9,6 +9,9 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers/memory"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // BenchmarkAcquireRelease: one uncontended acquire+release on the memory
@@ -82,4 +85,29 @@ func BenchmarkContended8(b *testing.B) {
 	b.ReportMetric(float64(p99)/float64(workers*hold), "p99/8hold")
 	b.ReportMetric(float64(p99)/float64(workers)/(float64(held)/float64(len(waits))), "p99/8held")
 	b.ReportMetric(float64(outOfTurn)/float64(len(order)), "out-of-turn")
+}
+
+// BenchmarkAcquireReleaseSDK is BenchmarkAcquireRelease recording into the
+// OTel SDK: a meter provider whose reader is never collected and a tracer
+// provider exporting to a no-op exporter (the ceiling of the cost of
+// telemetry to an application that turns it on).
+func BenchmarkAcquireReleaseSDK(b *testing.B) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+	b.Cleanup(func() {
+		_ = mp.Shutdown(context.Background())
+		_ = tp.Shutdown(context.Background())
+	})
+	m := newMutex(b, component.Options{Driver: memory.New(), MeterProvider: mp, TracerProvider: tp})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		l, err := m.Acquire(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ok, err := l.Release(ctx); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
 }

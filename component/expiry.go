@@ -22,7 +22,7 @@ func (m *Mutex) expireLocked(l *Lock, now time.Time) bool {
 	if l.state != stateHeld || !pastExpiry(now, l.expiry) {
 		return false
 	}
-	m.lose(l, "the store did not confirm it before its expiry")
+	m.lose(l, CauseExpired, "the store did not confirm it before its expiry")
 	// The store may still hold it for us (a slow store, a session lock
 	// whose connection looks alive): free it for the others.
 	m.cleanupLocked(l.key, l.token)

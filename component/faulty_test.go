@@ -93,3 +93,13 @@ func (f *faulty) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 	}
 	return f.Driver.Renew(ctx, leases)
 }
+
+func (f *faulty) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	f.mu.Lock()
+	err := f.renewErr
+	f.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	return f.Driver.Extend(ctx, key, token, ttl)
+}

@@ -2,7 +2,6 @@ package component
 
 import (
 	"context"
-	"crypto/rand"
 	"slices"
 	"time"
 
@@ -40,8 +39,9 @@ func (m *Mutex) handoverTarget(l *Lock) *waiter {
 // handover releases l by handing it to w (see above). It reports what
 // Release does: whether l was still held.
 func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) {
-	token := rand.Text()
 	start := time.Now()
+	token := m.newToken(start)
+	defer m.trackAttempt(token)()
 	released, res, err := m.handoff.Handover(ctx, l.key, l.token, drivers.AcquireRequest{Key: l.key, Token: token, TTL: w.ttl})
 
 	// answered after the waiter's ttl: the lock may have expired there
@@ -80,12 +80,14 @@ func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) 
 	m.seq++
 	next.seq = m.seq
 	m.held[l.name] = next
+	m.tel.started(next)
 	m.renewed(next, start)
 	q.waiters = slices.Delete(q.waiters, 0, 1)
 	if len(q.waiters) == 0 {
 		m.forgetQueue(l.name, q)
 	}
 	w.handed, next.handedTo = next, w
+	m.loseIfLostEarly(next) // w then goes back first in line
 	w.signal()
 	m.mu.Unlock()
 	return true, nil

@@ -3,6 +3,8 @@ package component
 import (
 	"context"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // lockState is where a Lock is in its life; guarded by Mutex.mu.
@@ -30,13 +32,14 @@ type Lock struct {
 	acquiredAt time.Time
 
 	// Guarded by m.mu.
-	state    lockState
-	seq      uint64
-	ttl      time.Duration
-	due      time.Time // next renewal
-	expiry   time.Time // tracked expiry: last successful call start + ttl - drift
-	failures int       // consecutive failed renewals
-	cause    error     // why it ended (or is ending: releasing)
+	state     lockState
+	seq       uint64
+	ttl       time.Duration
+	due       time.Time // next renewal
+	expiry    time.Time // tracked expiry: last successful call start + ttl - drift
+	failures  int       // consecutive failed renewals
+	renewedAt time.Time // start of the last successful acquire/extend/renew call
+	cause     error     // why it ended (or is ending: releasing)
 	// inflight is closed when the renewal or Extend in flight for this
 	// lock ends; nil when none is. One at a time: the store applies them
 	// in the order they were sent, so the last one's ttl is the store's.
@@ -55,8 +58,8 @@ func (l *Lock) Name() string { l.mustLock(); return l.name }
 // Key returns the lock's key in the store: the Mutex's prefix and the name.
 func (l *Lock) Key() string { l.mustLock(); return l.key }
 
-// Token returns the random token (at least 128 bits) that identifies this
-// holder in the store.
+// Token returns the token that identifies this holder in the store: 128
+// random bits and the holder's identity (see ParseHolder).
 func (l *Lock) Token() string { l.mustLock(); return l.token }
 
 // Fence returns the fencing token: it grows with every acquisition of the
@@ -134,6 +137,17 @@ func (l *Lock) Release(ctx context.Context) (bool, error) {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), attemptGrace)
 		defer cancel()
 	}
+	ctx, span := l.m.tel.start(ctx, spanRelease)
+	ok, err := l.release(ctx)
+	if span.IsRecording() {
+		span.SetAttributes(AttrFence.Int64(int64(l.fence)), attribute.Bool("mutexfx.released", ok))
+	}
+	l.m.tel.endSpan(span, l.name, err)
+	return ok, err
+}
+
+// release is Release's work, ctx bounded.
+func (l *Lock) release(ctx context.Context) (bool, error) {
 	m := l.m
 	m.mu.Lock()
 	if l.state != stateHeld {
@@ -176,6 +190,7 @@ func (l *Lock) finish(state lockState, cause error) bool {
 		return false
 	}
 	l.state, l.cause = state, cause
+	l.m.tel.ended(l, holdOutcome(cause))
 	l.cancelContexts(cause)
 	return true
 }
@@ -254,7 +269,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
 	case !held:
 		ok = false
 	case !ok:
-		m.lose(l, "extend found it gone or taken")
+		m.lose(l, CauseGoneOrTaken, "extend found it gone or taken")
 	default:
 		l.ttl = ttl
 		m.renewed(l, start)

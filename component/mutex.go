@@ -37,6 +37,8 @@ type Mutex struct {
 	renewer drivers.Renewer
 	handoff drivers.Handoverer // nil: the driver cannot hand a lock over
 	log     *zap.Logger
+	ident   string // the tokens' holder suffix (identity.go)
+	tel     *telemetry
 
 	// bg is cancelled by Close once the locks are released; renewals use
 	// it. closing is cancelled as Close starts; store attempts and the
@@ -61,10 +63,15 @@ type Mutex struct {
 	started   bool
 	queues    map[string]*queue
 	held      map[string]*Lock
-	seq       uint64
-	timer     *time.Timer // wakes the scheduler at nextWake
-	stop      chan struct{}
-	nextWake  time.Time // when the scheduler looks next
+	// attempts are the tokens of the acquisitions and handovers in flight,
+	// true once the store reported them lost (early.go); tracking tells
+	// whether they are tracked at all.
+	attempts map[string]bool
+	tracking bool
+	seq      uint64
+	timer    *time.Timer // wakes the scheduler at nextWake
+	stop     chan struct{}
+	nextWake time.Time // when the scheduler looks next
 
 	// Subscribing to the store's events (subscribe.go); guarded by mu.
 	subbed   bool // subscribed, or nothing to subscribe to
@@ -89,6 +96,7 @@ func New(opts Options) (*Mutex, error) {
 		drv:    opts.Driver,
 		feat:   drivers.FeaturesOf(opts.Driver),
 		log:    opts.Logger.With(zap.String("store", opts.Name)),
+		ident:  identSuffix(opts.Application),
 		queues: map[string]*queue{},
 		held:   map[string]*Lock{},
 		timer:  time.NewTimer(time.Hour),
@@ -97,7 +105,11 @@ func New(opts Options) (*Mutex, error) {
 	if err := m.checkMinTTL(opts.TTL); err != nil {
 		return nil, err
 	}
+	m.tel = newTelemetry(opts)
 	m.renewer, _ = opts.Driver.(drivers.Renewer)
+	if _, ok := opts.Driver.(drivers.Subscriber); ok && !m.feat.InProcess {
+		m.tracking, m.attempts = true, map[string]bool{}
+	}
 	m.handoff, _ = opts.Driver.(drivers.Handoverer)
 	m.bg, m.bgCancel = context.WithCancel(context.Background())
 	m.closing, m.closingCancel = context.WithCancel(context.Background())
@@ -180,6 +192,18 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 		return nil, err
 	}
 	start := time.Now()
+	ctx, span := m.tel.start(ctx, spanAcquire)
+	m.tel.waiting.Add(ctx, 1, m.tel.plain(name).add...)
+	attempts := 0
+	l, err := m.acquire(ctx, name, o, start, &attempts)
+	m.tel.waiting.Add(ctx, -1, m.tel.plain(name).add...)
+	m.tel.acquired(ctx, span, name, start, attempts, l, err)
+	return l, err
+}
+
+// acquire is Acquire's wait, started at start; it counts its store
+// attempts in attempts.
+func (m *Mutex) acquire(ctx context.Context, name string, o acquireOptions, start time.Time, attempts *int) (*Lock, error) {
 	var deadline time.Time
 	if o.timeout > 0 {
 		deadline = start.Add(o.timeout)
@@ -281,6 +305,7 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 		if slept {
 			now = time.Now()
 		}
+		*attempts++
 		l, res, err := m.attempt(ctx, name, o.ttl, now, deadline, w)
 		switch {
 		case l != nil:
@@ -376,21 +401,13 @@ func (m *Mutex) end(l *Lock, state lockState, cause error) {
 	m.wakeHead(l.name)
 }
 
-// lose marks a held lock lost; m.mu held.
-func (m *Mutex) lose(l *Lock, reason string) {
-	if l.state != stateHeld {
-		return
-	}
-	m.log.Warn("mutex lock lost", zap.String("lock", l.name), zap.String("reason", reason))
-	m.end(l, stateLost, fmt.Errorf("%w: %q: %s", ErrLost, l.name, reason))
-}
-
 // renewed records a successful acquire/extend/renew call started at start;
 // m.mu held. A call started before the store's events were subscribed to
 // is followed by a renewal at once: a loss the store reported in between
 // went unseen (subscribe.go).
 func (m *Mutex) renewed(l *Lock, start time.Time) {
 	l.failures = 0
+	l.renewedAt = start
 	l.expiry = start.Add(l.ttl - drift(l.ttl))
 	l.due = start.Add(l.ttl / 3)
 	if start.Before(m.subSince) {
@@ -411,6 +428,7 @@ func (m *Mutex) wakeFor(l *Lock) {
 }
 
 func (m *Mutex) driverError(op, name string, err error) error {
+	m.tel.errs.Add(context.Background(), 1, m.tel.opts(AttrOp, op, name).add...)
 	m.log.Warn("mutex store failed", zap.String("op", op), zap.String("lock", name), zap.Error(err))
 	return &DriverError{Store: m.opts.Name, Op: op, Lock: name, Err: err}
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -86,6 +88,31 @@ type Options struct {
 	// store and lock names (never credentials).
 	// Default: no logging.
 	Logger *zap.Logger
+
+	// Application names this program in the holder identity that every
+	// lock records (see Holder); characters other than letters, digits,
+	// '.', '_' and '-' become '_', and it is cut to 32 bytes.
+	// Default: the base name of the running binary.
+	Application string
+
+	// MeterProvider records the Mutex's metrics (docs/telemetry.md).
+	// Default: otel.GetMeterProvider(), a no-op until the application
+	// sets one.
+	MeterProvider metric.MeterProvider
+
+	// TracerProvider records a span per Acquire, Do and Release.
+	// Default: otel.GetTracerProvider(), a no-op until the application
+	// sets one.
+	TracerProvider trace.TracerProvider
+
+	// DriverType names the driver in metrics and spans (mutexfx.driver).
+	// Default: the name of the driver's package ("memory", "redis").
+	DriverType string
+
+	// LockNameAttribute adds the lock name (mutexfx.lock) to metrics and
+	// spans. Off by default: lock names are unbounded ("order:42"), and
+	// every distinct name would make a time series of its own.
+	LockNameAttribute bool
 }
 
 // withDefaults validates o and fills in its defaults.

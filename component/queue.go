@@ -3,6 +3,7 @@ package component
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,8 +38,14 @@ func (w *waiter) signal() {
 // neither.
 var (
 	queuePool  = sync.Pool{New: func() any { return new(queue) }}
-	waiterPool = sync.Pool{New: func() any { return &waiter{wake: make(chan struct{}, 1)} }}
+	waiterPool = sync.Pool{New: newWaiter}
+	// unpooled makes every waiter new and leaves it to the garbage
+	// collector: set by tests that run in a testing/synctest bubble, whose
+	// channels must not cross into another bubble or out of it.
+	unpooled atomic.Bool
 )
+
+func newWaiter() any { return &waiter{wake: make(chan struct{}, 1)} }
 
 // enqueue appends a waiter for name, for a lock of ttl; m.mu held.
 func (m *Mutex) enqueue(name string, ttl time.Duration) *waiter {
@@ -47,7 +54,12 @@ func (m *Mutex) enqueue(name string, ttl time.Duration) *waiter {
 		q = queuePool.Get().(*queue)
 		m.queues[name] = q
 	}
-	w := waiterPool.Get().(*waiter)
+	var w *waiter
+	if unpooled.Load() {
+		w = newWaiter().(*waiter)
+	} else {
+		w = waiterPool.Get().(*waiter)
+	}
 	w.ttl, w.parked = ttl, false
 	q.waiters = append(q.waiters, w)
 	return w
@@ -86,7 +98,9 @@ func (m *Mutex) dequeue(name string, w *waiter) {
 	case <-w.wake:
 	default:
 	}
-	waiterPool.Put(w)
+	if !unpooled.Load() {
+		waiterPool.Put(w)
+	}
 }
 
 // forgetQueue drops an empty queue; m.mu held.

@@ -106,6 +106,7 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 		ctx, cancel := m.renewContext(start, leases, expiries)
 		results = m.renewer.Renew(ctx, leases)
 		cancel()
+		m.tel.renewed(start, results)
 	} else {
 		results = make([]drivers.RenewResult, len(leases))
 		starts = make([]time.Time, len(leases))
@@ -115,6 +116,7 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 			ok, err := m.drv.Extend(ctx, le.Key, le.Token, le.TTL)
 			cancel()
 			results[i] = drivers.RenewResult{Held: ok, Err: err}
+			m.tel.renewed(starts[i], results[i:i+1])
 		}
 	}
 	if len(results) != len(leases) {
@@ -138,6 +140,7 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 		}
 		switch r := results[i]; {
 		case r.Err != nil:
+			m.tel.failures.Add(context.Background(), 1, m.tel.plain(l.name).add...)
 			l.failures++
 			d := min(min(m.opts.RetryDelay, maxRetryDelay)<<min(l.failures, 10), maxRetryDelay)
 			if left := time.Until(l.expiry); d >= left {
@@ -153,7 +156,7 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 				zap.String("lock", l.name), zap.Int("failures", l.failures),
 				zap.Duration("expires_in", time.Until(l.expiry)), zap.Error(r.Err))
 		case !r.Held:
-			m.lose(l, "renewal found it gone or taken")
+			m.lose(l, CauseGoneOrTaken, "renewal found it gone or taken")
 		case starts != nil:
 			m.renewed(l, starts[i])
 		default:

@@ -18,6 +18,13 @@ func (m *Mutex) Do(ctx context.Context, name string, fn func(ctx context.Context
 	if fn == nil {
 		return ErrNilFunc
 	}
+	ctx, span := m.tel.start(ctx, spanDo)
+	err := m.do(ctx, name, fn, opts)
+	m.tel.endSpan(span, name, err)
+	return err
+}
+
+func (m *Mutex) do(ctx context.Context, name string, fn func(ctx context.Context, l *Lock) error, opts []AcquireOption) error {
 	l, err := m.Acquire(ctx, name, opts...)
 	if err != nil {
 		return err

@@ -37,7 +37,7 @@ func TestRunContext(t *testing.T) {
 			// fn's ctx yet
 			m.mu.Lock()
 			defer m.mu.Unlock()
-			m.lose(l, "test")
+			m.lose(l, CauseStoreReported, "test")
 			return ctx.Err()
 		}, ErrLost},
 		{"CallerEnded", func(_ *Mutex, _ *Lock, ctx context.Context, cancel context.CancelCauseFunc) error {

@@ -83,7 +83,9 @@ func (m *Mutex) onEvent(e drivers.Event) {
 		m.wakeHead(name)
 	case drivers.Lost:
 		if l := m.held[name]; l != nil && l.token == e.Token {
-			m.lose(l, "the store reported it lost")
+			m.lose(l, CauseStoreReported, "the store reported it lost")
+		} else {
+			m.lostEarly(e.Token)
 		}
 	}
 }

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/knadh/koanf/v2"
+
+	"github.com/mutexfx/mutexfx/drivers"
 )
 
 // DefaultPath is the key under which stores are configured.
@@ -249,7 +251,7 @@ func loadDriver(path string, v any) (Driver, error) {
 }
 
 // knownTypes are the driver types mutexfx ships, for errors.
-const knownTypes = "memory, file, redis, postgres, mysql"
+var knownTypes = drivers.Shipped()
 
 // checkType refuses an empty type, which would quietly make a lock meant to
 // be shared between processes a per-process one (driver: "" from a file, or

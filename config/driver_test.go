@@ -39,7 +39,7 @@ func withEnv(t *testing.T, y string, vars map[string]string) *koanf.Koanf {
 // not quietly become a per-process one), and so are driver options without
 // a type; a store without a driver block is a memory store.
 func TestDriverType(t *testing.T) {
-	const empty = "mutex.orders.driver.type: empty (memory, file, redis, postgres, mysql)"
+	const empty = "mutex.orders.driver.type: empty (memory, file, redis, postgres, mysql, etcd)"
 	const required = "mutex.orders.driver.type: required when driver options are given"
 	cases := []struct {
 		name string

@@ -14,6 +14,7 @@
 //   - [Describer]: static [Features] (expiring or session locks, server clock,
 //     fencing, server-side blocking waits).
 //   - [Handoverer]: pass a held lock straight to a new token.
+//   - [ServerClock]: read the store's clock.
 //
 // Drivers must connect lazily: constructing one connects nothing; the first
 // call does. Every method must respect its ctx and be safe for concurrent use.
@@ -234,7 +235,8 @@ type Features struct {
 	// expiry, room for a slow call and two retries), 500 ms for PostgreSQL
 	// and MySQL (a statement per renewal, and a commit with a WAL/redo
 	// flush in table mode, which takes tens of milliseconds on a busy
-	// server: renewals every 167 ms, 485 ms to the expiry).
+	// server: renewals every 167 ms, 485 ms to the expiry), 1 s for etcd
+	// (its leases count whole seconds).
 	MinTTL time.Duration
 }
 

@@ -53,6 +53,12 @@ type Spec struct {
 // driver's error names it.
 func PackageOf(driverType string) string { return knownPackages[driverType] }
 
+// Shipped returns the driver types mutexfx ships, comma-separated, for
+// errors: the one list of them.
+func Shipped() string { return shipped }
+
+const shipped = "memory, file, redis, postgres, mysql, etcd"
+
 var knownPackages = map[string]string{
 	"memory":   "github.com/mutexfx/mutexfx/drivers/memory",
 	"file":     "github.com/mutexfx/mutexfx/drivers/file",

@@ -7,7 +7,6 @@ package fxtest
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -84,45 +83,6 @@ func Lose(t testing.TB, l *component.Lock, m *component.Mutex) {
 	case <-l.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatalf("fxtest.Lose: lock %q not lost 5 s after its revocation", l.Name())
-	}
-}
-
-// RequireHeld fails the test unless m holds the lock name.
-func RequireHeld(t testing.TB, m *component.Mutex, name string) *component.Lock {
-	t.Helper()
-	held := m.Held()
-	i := slices.IndexFunc(held, func(l *component.Lock) bool { return l.Name() == name })
-	if i < 0 {
-		t.Fatalf("lock %q not held by store %q (held: %v)", name, m.Name(), names(held))
-		return nil
-	}
-	return held[i]
-}
-
-// RequireNotHeld fails the test if m holds the lock name.
-func RequireNotHeld(t testing.TB, m *component.Mutex, name string) {
-	t.Helper()
-	for _, l := range m.Held() {
-		if l.Name() == name {
-			t.Fatalf("lock %q held by store %q", name, m.Name())
-		}
-	}
-}
-
-// RequireFree fails the test unless the lock name is free in m's store (held
-// by nobody, in any component), as its driver's Inspector tells.
-func RequireFree(t testing.TB, m *component.Mutex, name string) {
-	t.Helper()
-	in, ok := m.Driver().(drivers.Inspector)
-	if !ok {
-		t.Fatalf("fxtest.RequireFree: store %q cannot be inspected", m.Name())
-	}
-	_, held, err := in.Inspect(context.Background(), m.Prefix()+name)
-	if err != nil {
-		t.Fatalf("fxtest.RequireFree: %v", err)
-	}
-	if held {
-		t.Fatalf("lock %q is held in store %q", name, m.Name())
 	}
 }
 

@@ -8,16 +8,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
 )
-
-// ServerClock is implemented by lock store drivers that can read their
-// store's clock. The scheduler then compares the clock it plans with
-// (Options.Clock) with the store's, and warns when they differ by more
-// than an exclusive job's safe limit.
-type ServerClock interface {
-	// ServerTime returns the store's current time.
-	ServerTime(ctx context.Context) (time.Time, error)
-}
 
 // skewEvery is how often a job's clock is compared with its store's.
 const skewEvery = time.Minute
@@ -39,11 +31,11 @@ func (p plan) skewLimit(planned time.Time) time.Duration {
 
 // checkSkew compares the scheduler's clock with the store's after an
 // exclusive instant of j, once a minute at most (the first instant
-// included), when the store's driver implements ServerClock. A difference
+// included), when the store's driver implements drivers.ServerClock. A difference
 // beyond the job's limit (less half the round trip, the reading's
 // uncertainty) is logged at warn level once per job.
 func (s *Scheduler) checkSkew(ctx context.Context, log *zap.Logger, j *job, m *component.Mutex, planned time.Time) {
-	sc, ok := m.Driver().(ServerClock)
+	sc, ok := m.Driver().(drivers.ServerClock)
 	if !ok || ctx.Err() != nil {
 		return
 	}

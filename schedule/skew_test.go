@@ -2,10 +2,14 @@ package schedule_test
 
 import (
 	"context"
-	"go.uber.org/zap/zapcore"
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/memory"
 	"github.com/mutexfx/mutexfx/schedule"
 )
@@ -14,7 +18,7 @@ import (
 // store keeps this process's time (time.Now), which ServerTime returns.
 type clockedMemory struct{ *memory.Driver }
 
-var _ schedule.ServerClock = clockedMemory{}
+var _ drivers.ServerClock = clockedMemory{}
 
 func (clockedMemory) ServerTime(context.Context) (time.Time, error) { return time.Now(), nil }
 
@@ -37,34 +41,47 @@ func TestSkewWarning(t *testing.T) {
 	} {
 		t.Run(tc.offset.String(), func(t *testing.T) {
 			t.Parallel()
-			log, obs := logs()
-			r := newRuns()
-			s, err := schedule.New(schedule.Options{Mutex: newMutex(t, clockedMemory{memory.New()}), Logger: log, Clock: schedule.OffsetClock(tc.offset)},
-				schedule.Job{Name: "skew", Every: time.Second, Exclusive: true, Run: r.job("A")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			defer stop(t, s)
-			// The clocks are compared after the first instant, before
-			// the second starts.
-			waitFor(t, "two runs", func() bool { return len(r.snapshot()) >= 2 })
-			got := obs.FilterMessage(skewWarning).All()
-			switch {
-			case !tc.warn && len(got) != 0:
-				t.Fatalf("warned of skew %v: %v", tc.offset, got[0].ContextMap())
-			case tc.warn && len(got) != 1:
-				t.Fatalf("%d skew warnings, want 1", len(got))
-			case tc.warn:
-				f := got[0].ContextMap()
-				skew, _ := f["skew"].(time.Duration)
-				if f["limit"] != 125*time.Millisecond || (skew-tc.offset).Abs() > 50*time.Millisecond {
-					t.Fatalf("warning %v, want skew about %v and limit 125ms", f, tc.offset)
-				}
-			}
+			wantSkewWarning(t, skewWarnings(t, newMutex(t, clockedMemory{memory.New()}), tc.offset), tc.offset, tc.warn)
 		})
+	}
+}
+
+// skewWarnings runs an exclusive job every second on m with the clock
+// offset from the host's, and returns the skew warnings logged by the end
+// of its second run (the clocks are compared after the first instant,
+// before the second starts).
+func skewWarnings(t *testing.T, m *component.Mutex, offset time.Duration) []observer.LoggedEntry {
+	t.Helper()
+	log, obs := logs()
+	r := newRuns()
+	s, err := schedule.New(schedule.Options{Mutex: m, Logger: log, Clock: schedule.OffsetClock(offset)},
+		schedule.Job{Name: "skew", Every: time.Second, Exclusive: true, Run: r.job("A")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, s)
+	waitFor(t, "two runs", func() bool { return len(r.snapshot()) >= 2 })
+	return obs.FilterMessage(skewWarning).All()
+}
+
+// wantSkewWarning checks the warnings of skewWarnings: one naming a skew
+// about offset and the 125 ms limit when warn, else none.
+func wantSkewWarning(t *testing.T, got []observer.LoggedEntry, offset time.Duration, warn bool) {
+	t.Helper()
+	switch {
+	case !warn && len(got) != 0:
+		t.Fatalf("warned of skew %v: %v", offset, got[0].ContextMap())
+	case warn && len(got) != 1:
+		t.Fatalf("%d skew warnings, want 1", len(got))
+	case warn:
+		f := got[0].ContextMap()
+		skew, _ := f["skew"].(time.Duration)
+		if f["limit"] != 125*time.Millisecond || (skew-offset).Abs() > 50*time.Millisecond {
+			t.Fatalf("warning %v, want skew about %v and limit 125ms", f, offset)
+		}
 	}
 }
 

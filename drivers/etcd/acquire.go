@@ -18,8 +18,10 @@ import (
 // in line. Otherwise, with req.Wait, it watches the key just before its
 // own until that one is deleted or the wait ends; the place is kept for the
 // next attempt for WaiterLinger. One transaction when the lock is free.
-func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
-	var res drivers.AcquireResult
+// Errors that retrying cannot cure (authentication, permissions) match
+// drivers.ErrPermanent.
+func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
+	defer func() { err = permanent(err) }()
 	e, err := d.use(req.Key)
 	if err != nil {
 		return res, err

@@ -1,3 +1,5 @@
+//go:build unix
+
 package etcd
 
 import (
@@ -9,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // TestAuthPrefixRole: with etcd authentication on, a user whose only role
@@ -16,30 +19,8 @@ import (
 // and releases locks, and its driver's Close revokes its leases; a wrong
 // password fails the first call without showing the password.
 func TestAuthPrefixRole(t *testing.T) {
-	c := singleMember(t)
+	c := authCluster(t)
 	ctx := t.Context()
-	root, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, step := range []func() error{
-		func() error { _, err := root.RoleAdd(ctx, "root"); return err },
-		func() error { _, err := root.UserAdd(ctx, "root", "rootpw"); return err },
-		func() error { _, err := root.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := root.RoleAdd(ctx, "locks"); return err },
-		func() error {
-			_, err := root.RoleGrantPermission(ctx, "locks", "app/", clientv3.GetPrefixRangeEnd("app/"), clientv3.PermissionType(clientv3.PermReadWrite))
-			return err
-		},
-		func() error { _, err := root.UserAdd(ctx, "app", "S3cr3tPW"); return err },
-		func() error { _, err := root.UserGrantRole(ctx, "app", "locks"); return err },
-		func() error { _, err := root.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = root.Close()
 
 	d := open(t, Options{Endpoints: c.Endpoints(), Username: "app", Password: "S3cr3tPW", KeyPrefix: "app/"})
 	other := open(t, Options{Endpoints: c.Endpoints(), Username: "app", Password: "S3cr3tPW", KeyPrefix: "app/"})
@@ -104,4 +85,36 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// authCluster starts a single member with authentication on: users root
+// (password rootpw) and app (S3cr3tPW), whose only role, locks, may read
+// and write the keys under "app/".
+func authCluster(t *testing.T) *testutil.EtcdCluster {
+	t.Helper()
+	c := singleMember(t)
+	ctx := t.Context()
+	root, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { _, err := root.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := root.UserAdd(ctx, "root", "rootpw"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := root.RoleAdd(ctx, "locks"); return err },
+		func() error {
+			_, err := root.RoleGrantPermission(ctx, "locks", "app/", clientv3.GetPrefixRangeEnd("app/"), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := root.UserAdd(ctx, "app", "S3cr3tPW"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "app", "locks"); return err },
+		func() error { _, err := root.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = root.Close()
+	return c
 }

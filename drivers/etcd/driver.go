@@ -116,7 +116,7 @@ func newDriver(set settings) *Driver {
 // create revision, waits that block in the store (a watch), shared by the
 // whole cluster.
 func (d *Driver) Features() drivers.Features {
-	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "cluster"}
+	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "cluster", MinTTL: MinTTL}
 }
 
 // Client returns the etcd client, connecting it on first use.

@@ -32,6 +32,15 @@ type leases struct {
 	gone  func(*lease) // told of a lease found gone (Driver.leaseGone)
 }
 
+// MinTTL is the shortest lock ttl the driver serves
+// (drivers.Features.MinTTL): etcd counts leases in whole seconds, and the
+// driver's lease for a ttl is that ttl rounded up to seconds plus one
+// (leaseSeconds), so a lock whose holder died stays in the store for two
+// seconds with any ttl up to a second. A shorter ttl would not free it any
+// sooner; it would only make the component renew more often and declare
+// the lock lost after a shorter stall of the keep-alives.
+const MinTTL = time.Second
+
 // leaseSeconds is the lease ttl for a lock ttl: rounded up to whole seconds
 // (etcd's unit), plus one, so that a lease refreshed up to a second ago
 // still outlives a lock taken now; the cluster may raise it to its minimum

@@ -72,7 +72,12 @@ func BenchmarkRenew(b *testing.B) {
 
 func newDriver(tb testing.TB, dir string) *file.Driver {
 	tb.Helper()
-	d, err := file.New(file.Options{Dir: dir})
+	return newDriverWith(tb, file.Options{Dir: dir})
+}
+
+func newDriverWith(tb testing.TB, opts file.Options) *file.Driver {
+	tb.Helper()
+	d, err := file.New(opts)
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}

@@ -5,7 +5,6 @@ package file
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -29,7 +28,7 @@ func TestBusyTimeout(t *testing.T) {
 	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
 		t.Fatalf("Acquire: %+v, %v", res, err)
 	}
-	fd := guardHeld(t, dir, "k")
+	fd := guardHeld(t, d, "k")
 	calls := []struct {
 		name string
 		call func(ctx context.Context) error
@@ -63,7 +62,7 @@ func TestBusyTimeout(t *testing.T) {
 		})
 	}
 	// Once the section is left, the holder still holds.
-	if err := unlock(fd, stateByte); err != nil {
+	if err := d.lk.unguard(fd); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := d.Extend(ctx, "k", "a", time.Minute); !ok || err != nil {
@@ -90,9 +89,10 @@ func TestReleaseEndedCtxBusy(t *testing.T) {
 	if err != nil || !res.Acquired {
 		t.Fatalf("Acquire: %+v, %v", res, err)
 	}
-	fd := guardHeld(t, dir, "k")
+	fd := guardHeld(t, d, "k")
 	live := int64(res.Fence) + 1
-	if alive, err := lockedByOther(fd, live); !alive || err != nil {
+	path := d.path(fileName("k"))
+	if alive, err := d.lk.alive(fd, path, live); !alive || err != nil {
 		t.Fatalf("liveness byte before: %v, %v", alive, err)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -100,23 +100,23 @@ func TestReleaseEndedCtxBusy(t *testing.T) {
 	if ok, err := d.Release(ctx, "k", "a"); ok || !errors.Is(err, errStuck) {
 		t.Fatalf("Release: %v, %v; want the ctx's cause", ok, err)
 	}
-	if alive, err := lockedByOther(fd, live); alive || err != nil {
+	if alive, err := d.lk.alive(fd, path, live); alive || err != nil {
 		t.Fatalf("liveness byte after Release: %v, %v; want unlocked", alive, err)
 	}
 }
 
 // guardHeld opens key's lock file on a descriptor of the test (closed at
-// the test's end) and takes its guard byte, as a process stuck inside the
-// critical section would; it returns the descriptor.
-func guardHeld(t *testing.T, dir, key string) int {
+// the test's end) and takes its guard with d's mechanism, as a process
+// stuck inside the critical section would; it returns the descriptor.
+func guardHeld(t *testing.T, d *Driver, key string) int {
 	t.Helper()
-	fd, err := unix.Open(filepath.Join(dir, fileName(key)), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(d.path(fileName(key)), unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(fd) })
-	if ok, err := tryLock(fd, stateByte); !ok || err != nil {
-		t.Fatalf("tryLock: %v, %v", ok, err)
+	if ok, err := d.lk.tryGuard(fd); !ok || err != nil {
+		t.Fatalf("tryGuard: %v, %v", ok, err)
 	}
 	return fd
 }

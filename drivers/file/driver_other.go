@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !(linux || darwin || dragonfly || freebsd || openbsd || windows)
 
 package file
 
@@ -9,11 +9,11 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// Driver is the file driver; it needs Linux, and New fails elsewhere.
+// Driver is the file driver; New fails on this operating system.
 type Driver struct{}
 
 // New validates opts and returns ErrUnsupported: the file driver needs the
-// open-file-description locks of Linux.
+// file locks of Linux, macOS, the BSDs or Windows.
 func New(opts Options) (*Driver, error) {
 	if _, err := opts.withDefaults(); err != nil {
 		return nil, err

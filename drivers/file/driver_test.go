@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,11 +60,15 @@ func TestNamesStayInDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != len(keys) {
-		t.Errorf("%d files in the directory, want %d", len(entries), len(keys))
+	// one lock file per key, and with MechanismFlock a liveness file
+	// (the lock file's name, "." and digits) per held lock
+	want := len(keys) * file.DescriptorsPerLock()
+	if len(entries) != want {
+		t.Errorf("%d files in the directory, want %d", len(entries), want)
 	}
+	live := regexp.MustCompile(`\.lock\.[0-9]+$`)
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".lock") {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".lock") && !live.MatchString(e.Name()) {
 			t.Errorf("unexpected entry %q (%v)", e.Name(), e.Type())
 		}
 	}
@@ -88,6 +93,10 @@ func TestNew(t *testing.T) {
 		{"dir mode not permission", file.Options{Dir: "x", DirMode: os.ModeDir | 0o700}, "DirMode"},
 		{"file mode setuid", file.Options{Dir: "x", FileMode: os.ModeSetuid | 0o600}, "FileMode"},
 		{"negative busy timeout", file.Options{Dir: "x", BusyTimeout: -time.Second}, "BusyTimeout"},
+		{"ofd", file.Options{Dir: "x", Mechanism: file.MechanismOFD}, ""},
+		{"flock", file.Options{Dir: "x", Mechanism: file.MechanismFlock}, ""},
+		{"unknown mechanism", file.Options{Dir: "x", Mechanism: "posix"}, "Mechanism"},
+		{"windows mechanism", file.Options{Dir: "x", Mechanism: file.MechanismLockFile}, "Mechanism"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

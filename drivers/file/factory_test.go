@@ -27,7 +27,7 @@ func TestFactory(t *testing.T) {
 		wantErr string // "" when valid
 	}{
 		{"minimal", map[string]any{"dir": dir}, nil, ""},
-		{"every key", map[string]any{"dir": dir, "dirMode": "0750", "fileMode": 0o640, "busyTimeout": 500, "sync": true}, nil, ""},
+		{"every key", map[string]any{"dir": dir, "dirMode": "0750", "fileMode": 0o640, "busyTimeout": 500, "sync": true, "mechanism": "flock"}, nil, ""},
 		{"durations as strings", map[string]any{"dir": dir, "busyTimeout": "250ms", "dirMode": "0o700"}, nil, ""},
 		{"unknown key", map[string]any{"dir": dir, "adress": "x"}, nil, "mutex.orders.driver.adress: unknown key"},
 		{"no dir", map[string]any{}, nil, "mutex.orders.driver.dir: required"},
@@ -36,6 +36,7 @@ func TestFactory(t *testing.T) {
 		{"bad file mode type", map[string]any{"dir": dir, "fileMode": []int{1}}, nil, "mutex.orders.driver.fileMode: invalid mode"},
 		{"negative busy timeout", map[string]any{"dir": dir, "busyTimeout": "-1s"}, nil, "mutex.orders.driver.busyTimeout: must be positive"},
 		{"bad duration", map[string]any{"dir": dir, "busyTimeout": "soon"}, nil, "mutex.orders.driver.busyTimeout"},
+		{"bad mechanism", map[string]any{"dir": dir, "mechanism": "fcntl"}, nil, `mutex.orders.driver.mechanism: unknown mechanism "fcntl"`},
 		{"client given", map[string]any{"dir": dir}, struct{}{}, "mutex.orders.driver.client"},
 	}
 	for _, tc := range tests {

@@ -1,10 +1,12 @@
 // Package file is the mutexfx driver keeping locks in a directory of lock
-// files, shared by the processes of one host (Linux only).
+// files, shared by the processes of one host (Linux, macOS, FreeBSD, OpenBSD,
+// DragonFly; Windows, cross-compiled but not tested).
 //
-// Each lock name maps to one small file in the directory. A holder keeps an
-// open-file-description (OFD) byte-range lock on its file for as long as it
-// holds the lock, so a lock whose holder process died (even by kill -9) is
-// taken over at once; a holder that is alive but hung loses its lock when its
+// Each lock name maps to one small file in the directory. A holder keeps a
+// kernel lock of its open file description for as long as it holds the lock
+// (see Mechanism: an OFD byte-range lock on Linux, flock(2) on macOS and the
+// BSDs, LockFileEx on Windows), so a lock whose holder process died (even by
+// kill -9) is taken over at once; a holder that is alive but hung loses its lock when its
 // ttl, stored in the file, runs out. The file also stores a fencing token that
 // grows with every acquisition of the name and is never reset. Lock files are
 // never deleted (deleting a file another process has open would split the
@@ -14,7 +16,7 @@
 // Expiries use the host's CLOCK_MONOTONIC, which every process of the host
 // shares and which a wall-clock step does not move. Processes sharing a
 // directory must therefore run on the same host (and in the same Linux time
-// namespace), on a local file system (not NFS).
+// namespace), on a local file system (not NFS), with the same Mechanism.
 package file
 
 import (
@@ -22,6 +24,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -53,8 +56,33 @@ var ErrInvalidOptions = errors.New("mutexfx/file: invalid options")
 // ErrClosed is returned by calls on a closed Driver.
 var ErrClosed = errors.New("mutexfx/file: driver closed")
 
-// ErrUnsupported is returned by New on operating systems other than Linux.
-var ErrUnsupported = errors.New("mutexfx/file: the file driver needs Linux (OFD byte-range locks)")
+// ErrUnsupported is returned by New on operating systems without the
+// driver's locks: those other than Linux, macOS, the BSDs and Windows.
+var ErrUnsupported = errors.New("mutexfx/file: the file driver needs Linux, macOS, a BSD or Windows")
+
+// ErrMechanism reports a lock file last written by a driver using another
+// Mechanism: the two do not exclude each other, so every process sharing a
+// directory must use the same one.
+var ErrMechanism = errors.New("mutexfx/file: lock file written with another mechanism")
+
+// Mechanism is the kernel lock a driver uses (Options.Mechanism).
+type Mechanism string
+
+// The mechanisms. Both are locks of open file descriptions, released by the
+// kernel when their holder's process dies; they do not exclude each other.
+const (
+	// MechanismOFD: open-file-description byte-range locks (fcntl
+	// F_OFD_SETLK), Linux only; one descriptor per held lock. The default
+	// on Linux.
+	MechanismOFD Mechanism = "ofd"
+	// MechanismFlock: flock(2) whole-file locks, on Linux, macOS and the
+	// BSDs; each held lock keeps a second, liveness file open (two
+	// descriptors per held lock). The default on macOS and the BSDs.
+	MechanismFlock Mechanism = "flock"
+	// MechanismLockFile: LockFileEx byte-range locks of a file handle,
+	// Windows only, where they are the default; one handle per held lock.
+	MechanismLockFile Mechanism = "lockfile"
+)
 
 // ErrCorrupt reports a lock file whose content is not a valid lock record.
 // It happens only if something other than this driver wrote to the file, or
@@ -100,6 +128,13 @@ type Options struct {
 	// kernel crash. It costs a disk flush per acquisition. Default false:
 	// fences are monotonic as long as the host does not crash.
 	Sync bool `koanf:"sync"`
+
+	// Mechanism is the kernel lock used: MechanismOFD ("ofd", Linux only),
+	// MechanismFlock ("flock", Linux, macOS, BSDs) or MechanismLockFile
+	// ("lockfile", Windows only). Default: "ofd" on Linux, "lockfile" on
+	// Windows, "flock" elsewhere. Every process sharing Dir must use the
+	// same mechanism; a lock held with another fails with ErrMechanism.
+	Mechanism Mechanism `koanf:"mechanism"`
 }
 
 // withDefaults returns o with defaults filled in, or an error naming the
@@ -133,6 +168,17 @@ func (o Options) withDefaults() (Options, error) {
 	if o.BusyTimeout < 0 {
 		return o, fieldError("BusyTimeout", "must be positive")
 	}
+	if o.Mechanism == "" {
+		o.Mechanism = defaultMechanism
+	}
+	switch o.Mechanism {
+	case MechanismOFD, MechanismFlock, MechanismLockFile:
+		if !supported(o.Mechanism) {
+			return o, fieldError("Mechanism", fmt.Sprintf("%q is not available on %s: use %q", o.Mechanism, runtime.GOOS, defaultMechanism))
+		}
+	default:
+		return o, fieldError("Mechanism", fmt.Sprintf(`unknown mechanism %q: use "ofd" or "flock"`, o.Mechanism))
+	}
 	return o, nil
 }
 
@@ -161,6 +207,7 @@ type fileConfig struct {
 	FileMode    any           `koanf:"fileMode"`
 	BusyTimeout time.Duration `koanf:"busyTimeout"`
 	Sync        bool          `koanf:"sync"`
+	Mechanism   Mechanism     `koanf:"mechanism"`
 }
 
 // Factory returns the factory building file drivers from configuration:
@@ -172,6 +219,7 @@ type fileConfig struct {
 //	  fileMode: "0600"            # octal string or the mode's number, default 0600
 //	  busyTimeout: 1s             # Go duration or integer milliseconds
 //	  sync: false
+//	  mechanism: ofd              # ofd (Linux), flock (Unix) or lockfile (Windows); default per OS
 //
 // Unknown keys are errors naming their full key path. The driver does not use
 // an existing client (driver.client is not supported).
@@ -199,7 +247,7 @@ func optionsFromSpec(spec drivers.Spec) (Options, error) {
 	if err := config.Decode(spec.Path, spec.Options, &cfg); err != nil {
 		return Options{}, err
 	}
-	opts := Options{Dir: cfg.Dir, BusyTimeout: cfg.BusyTimeout, Sync: cfg.Sync}
+	opts := Options{Dir: cfg.Dir, BusyTimeout: cfg.BusyTimeout, Sync: cfg.Sync, Mechanism: cfg.Mechanism}
 	var err error
 	if opts.DirMode, err = parseMode(cfg.DirMode); err != nil {
 		return Options{}, config.Errorf(config.Join(spec.Path, "dirMode"), "%v", err)
@@ -207,7 +255,7 @@ func optionsFromSpec(spec drivers.Spec) (Options, error) {
 	if opts.FileMode, err = parseMode(cfg.FileMode); err != nil {
 		return Options{}, config.Errorf(config.Join(spec.Path, "fileMode"), "%v", err)
 	}
-	keys := map[string]string{"Dir": "dir", "DirMode": "dirMode", "FileMode": "fileMode", "BusyTimeout": "busyTimeout"}
+	keys := map[string]string{"Dir": "dir", "DirMode": "dirMode", "FileMode": "fileMode", "BusyTimeout": "busyTimeout", "Mechanism": "mechanism"}
 	if _, err := opts.withDefaults(); err != nil {
 		var oe *OptionsError
 		if errors.As(err, &oe) {

@@ -10,11 +10,12 @@ import (
 //
 //	0  magic "MXFL"
 //	4  version (1)
-//	5  reserved
+//	5  mechanism: 0 OFD locks, 1 flock, 2 LockFileEx (see Mechanism)
 //	6  token length (0: free)
 //	8  fence: the last fence granted for the name, never reset
 //	16 expiry: CLOCK_MONOTONIC nanoseconds at which the holder's lock ends
-//	24 liveness offset: the byte the holder keeps OFD-locked while it holds
+//	24 liveness lock: 1+fence, the byte the holder keeps OFD-locked, or the
+//	   suffix of the liveness file it keeps flocked, while it holds
 //	32 holder's process id (information only)
 //	36 CRC-32C of bytes 0-35 and the token
 //	40 token
@@ -28,6 +29,13 @@ const (
 	recMax     = recHeader + MaxTokenLen
 )
 
+// The mechanism byte of a record.
+const (
+	markOFD      = 0
+	markFlock    = 1
+	markLockFile = 2
+)
+
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // record is the decoded content of a lock file.
@@ -36,6 +44,7 @@ type record struct {
 	expiry  int64 // monotonic ns
 	liveOff int64
 	pid     uint32
+	mark    byte   // the mechanism of the driver that wrote it
 	token   []byte // nil when free; aliases the read buffer
 }
 
@@ -49,7 +58,7 @@ func decode(buf []byte, r *record) error {
 	if len(buf) == 0 {
 		return nil
 	}
-	if len(buf) < recHeader || string(buf[0:4]) != recMagic || buf[4] != recVersion {
+	if len(buf) < recHeader || string(buf[0:4]) != recMagic || buf[4] != recVersion || buf[5] > markLockFile {
 		return fmt.Errorf("%w: bad header", ErrCorrupt)
 	}
 	tlen := int(binary.LittleEndian.Uint16(buf[6:8]))
@@ -64,6 +73,7 @@ func decode(buf []byte, r *record) error {
 	r.expiry = int64(binary.LittleEndian.Uint64(buf[16:24]))
 	r.liveOff = int64(binary.LittleEndian.Uint64(buf[24:32]))
 	r.pid = binary.LittleEndian.Uint32(buf[32:36])
+	r.mark = buf[5]
 	if tlen > 0 {
 		r.token = buf[recHeader : recHeader+tlen]
 	}
@@ -77,7 +87,7 @@ func encode(buf []byte, r *record, token string) []byte {
 	buf = buf[:recHeader+len(token)]
 	copy(buf[0:4], recMagic)
 	buf[4] = recVersion
-	buf[5] = 0
+	buf[5] = r.mark
 	binary.LittleEndian.PutUint16(buf[6:8], uint16(len(token)))
 	binary.LittleEndian.PutUint64(buf[8:16], r.fence)
 	binary.LittleEndian.PutUint64(buf[16:24], uint64(r.expiry))

@@ -146,12 +146,13 @@ func (d *Driver) Features() drivers.Features {
 	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server", MinTTL: 500 * time.Millisecond}
 }
 
-// Acquire makes one attempt to take req.Key for req.Token.
+// Acquire makes one attempt to take req.Key for req.Token. Errors that
+// retrying cannot cure match drivers.ErrPermanent (permanent).
 func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
 	if err := d.check(ctx); err != nil {
 		return drivers.AcquireResult{}, err
 	}
-	defer func() { err = d.closedErr(err) }()
+	defer func() { err = permanent(d.closedErr(err)) }()
 	if d.opts.Mode == ModeAdvisory {
 		return d.advAcquire(ctx, req)
 	}

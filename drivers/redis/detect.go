@@ -98,7 +98,7 @@ func (d *Driver) explain(err error) error {
 		if len(d.set.sentinels) > 0 {
 			at = strings.Join(d.set.sentinels, ", ")
 		}
-		return &causeError{msg: fmt.Sprintf("redis: sentinels at %s know no master named %q", at, d.set.masterName), err: err}
+		return &causeError{msg: fmt.Sprintf("redis: sentinels at %s know no master named %q", at, d.set.masterName), err: err, is: errUnknownMaster}
 	case !d.cluster && (strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")):
 		return &causeError{msg: ErrClusterNode.Error(), err: err, is: ErrClusterNode}
 	}

@@ -34,6 +34,7 @@ func Factory() drivers.Factory {
 }
 
 func newFromSpec(spec drivers.Spec) (drivers.Driver, error) {
+	LogTo(spec.Logger)
 	var opts Options
 	if err := config.Decode(spec.Path, spec.Options, &opts); err != nil {
 		return nil, err

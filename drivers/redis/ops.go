@@ -52,7 +52,9 @@ func (d *Driver) eval(ctx context.Context, n *node, s *goredis.Script, keys []st
 // release that makes it first in line hands it the lock (the message on
 // the driver's subscription carries the fence) or wakes it to retry; it
 // also retries every WaitPollInterval (see Features.BlockingWait).
-func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+// Errors that retrying cannot cure match drivers.ErrPermanent (permanent).
+func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
+	defer func() { err = permanent(err) }()
 	if req.TTL <= 0 {
 		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: ttl must be positive, got %v", req.TTL)
 	}

@@ -55,7 +55,7 @@ func appOptions(k *koanf.Koanf, level zapcore.Level) fx.Option {
 		}),
 		mutexfx.Module(k, mutexfx.WithDrivers(redis.Factory())),
 		schedule.Module,
-		fx.Provide(NewOrders, NewServer),
+		fx.Provide(NewOrders, NewServer, NewMetrics),
 		schedule.ProvideJob(expireJob),
 		fx.Invoke(func(*Server) {}),
 	)

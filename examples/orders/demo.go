@@ -98,6 +98,9 @@ func demo(addr string, o *Orders, m *mutexfx.Mutex) bool {
 	if charges != 2 {
 		ok = false
 	}
+	if !checkOps(client, addr) {
+		ok = false
+	}
 	select {
 	case at := <-o.expired:
 		fmt.Printf("\nschedule \"orders.expire\" (exclusive, lock \"schedule:orders.expire\", every 500ms) ran at %s\n", at.Format("15:04:05.000"))
@@ -117,4 +120,28 @@ func waitHeld(m *mutexfx.Mutex, name string) {
 			}
 		}
 	}
+}
+
+// checkOps checks the operator's endpoints: /readyz answers 200 and
+// /metrics has the lock wait histogram of the payments.
+func checkOps(client *http.Client, addr string) bool {
+	ok := true
+	for _, c := range []struct{ path, want string }{
+		{"/readyz", `"ready":true`},
+		{"/metrics", `mutexfx_acquire_duration_seconds_count{mutexfx_driver=`},
+	} {
+		resp, err := client.Get("http://" + addr + c.path)
+		if err != nil {
+			fmt.Printf("GET %s: %v\n", c.path, err)
+			ok = false
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), c.want) {
+			fmt.Printf("GET %s: %d, no %s in:\n%s\n", c.path, resp.StatusCode, c.want, body)
+			ok = false
+		}
+	}
+	return ok
 }

@@ -25,8 +25,10 @@ type Server struct {
 func (s *Server) Addr() string { return s.addr.String() }
 
 // NewServer routes the endpoints: each order's payment and refund run
-// holding the lock "order:{id}" of the default store, after authentication.
-func NewServer(lc fx.Lifecycle, s Settings, o *Orders, m *mutexfx.Mutex, log *zap.Logger) (*Server, error) {
+// holding the lock "order:{id}" of the default store, after authentication;
+// GET /readyz checks the lock stores (ready.go); GET /metrics serves the
+// metrics for Prometheus (metrics.go).
+func NewServer(lc fx.Lifecycle, s Settings, o *Orders, m *mutexfx.Mutex, reg *mutexfx.Registry, metrics *MetricsHandler, log *zap.Logger) (*Server, error) {
 	// Payments wait up to the store's timeout (5 s in config.yaml) for the
 	// order's lock; refunds give up at once while a payment runs.
 	// synchronized.Handle checks at start that "{id}" is a wildcard of
@@ -40,6 +42,9 @@ func NewServer(lc fx.Lifecycle, s Settings, o *Orders, m *mutexfx.Mutex, log *za
 		synchronized.Options{Mutex: m, Logger: log, NoWait: true}, authenticate); err != nil {
 		return nil, err
 	}
+
+	mux.Handle("GET /readyz", readyz(reg))
+	mux.Handle("GET /metrics", metrics)
 
 	srv := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: zap.NewStdLog(log)}}
 	lc.Append(fx.Hook{

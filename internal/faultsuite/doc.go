@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package faultsuite is mutexfx's multi-process fault suite: child
 // processes contend on a few shared locks of one store, each through its
 // own fault-injecting TCP proxy, and write to a fenced register while the

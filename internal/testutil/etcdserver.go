@@ -165,10 +165,10 @@ func (m *EtcdMember) Restart() {
 
 // Pause stops the member with SIGSTOP: it keeps its sockets but answers
 // nothing until Resume.
-func (m *EtcdMember) Pause() { m.signal(syscall.SIGSTOP) }
+func (m *EtcdMember) Pause() { m.signal(sigStop) }
 
 // Resume continues a paused member (SIGCONT).
-func (m *EtcdMember) Resume() { m.signal(syscall.SIGCONT) }
+func (m *EtcdMember) Resume() { m.signal(sigCont) }
 
 func (m *EtcdMember) signal(sig syscall.Signal) {
 	m.mu.Lock()

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command faultsuite runs mutexfx's multi-process fault suite against one
 // store mode and prints what the checker finds: child processes contend on
 // shared locks through fault-injecting proxies while holders are killed,

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin || dragonfly || freebsd || openbsd || windows
 
 package file
 
@@ -6,9 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
@@ -30,8 +29,8 @@ func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 	var err error
 	if h := d.holderOf(key, token); h != nil {
 		h.mu.Lock()
-		if h.fd >= 0 {
-			ok, err = d.releaseLocked(ctx, h.fd, token, buf[:])
+		if h.fd != noHandle {
+			ok, err = d.releaseLocked(ctx, h.fd, h.path, token, buf[:])
 			d.dropHolder(key, token, h)
 			h.mu.Unlock()
 			return d.released(key, ok, err)
@@ -43,15 +42,16 @@ func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 	}
 	// Not held through this driver: another instance's token, or a stale
 	// one. Work on a descriptor of our own.
-	fd, err := d.open(fileName(key), false)
-	if errors.Is(err, unix.ENOENT) {
+	name := fileName(key)
+	fd, err := d.open(name, false)
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	ok, err = d.releaseLocked(ctx, fd, token, buf[:])
-	_ = unix.Close(fd)
+	ok, err = d.releaseLocked(ctx, fd, d.path(name), token, buf[:])
+	_ = closeHandle(fd)
 	return d.released(key, ok, err)
 }
 
@@ -65,12 +65,12 @@ func (d *Driver) released(key string, ok bool, err error) (bool, error) {
 
 // releaseLocked clears the record of fd if token holds it. The guard byte is
 // left locked: the caller closes fd.
-func (d *Driver) releaseLocked(ctx context.Context, fd int, token string, buf []byte) (bool, error) {
-	if err := lockState(ctx, fd, d.opts.BusyTimeout); err != nil {
+func (d *Driver) releaseLocked(ctx context.Context, fd handle, path, token string, buf []byte) (bool, error) {
+	if err := lockState(ctx, d.lk, fd, d.opts.BusyTimeout); err != nil {
 		return false, err
 	}
 	var rec record
-	if err := readRecord(fd, buf, &rec); err != nil {
+	if err := readRecord(d.lk, fd, buf, &rec); err != nil {
 		return false, err
 	}
 	if !rec.held() || string(rec.token) != token {
@@ -82,9 +82,10 @@ func (d *Driver) releaseLocked(ctx context.Context, fd int, token string, buf []
 	}
 	// Clear the record even when it expired: nobody else took it, and a free
 	// record reads better than an expired one.
-	if err := writeRecord(fd, buf, &record{fence: rec.fence}, ""); err != nil {
+	if err := writeRecord(d.lk, fd, buf, &record{fence: rec.fence}, ""); err != nil {
 		return false, err
 	}
+	d.lk.forget(path, rec.liveOff)
 	return rec.expiry > now, nil
 }
 
@@ -110,14 +111,14 @@ func (d *Driver) extend(ctx context.Context, key, token string, ttl time.Duratio
 	if h := d.holderOf(key, token); h != nil {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if h.fd >= 0 {
+		if h.fd != noHandle {
 			if same, err := sameFile(h.fd, h.path); err != nil || !same {
 				if err == nil {
 					d.dropHolder(key, token, h) // its file was deleted: held no more
 				}
 				return false, err
 			}
-			ok, expiry, err := d.extendLocked(ctx, h.fd, token, ttl, buf, false)
+			ok, expiry, err := d.extendLocked(ctx, h.fd, h.path, token, ttl, buf, false)
 			if err == nil && !ok {
 				d.dropHolder(key, token, h)
 			}
@@ -127,37 +128,38 @@ func (d *Driver) extend(ctx context.Context, key, token string, ttl time.Duratio
 			return ok, err
 		}
 	}
-	fd, err := d.open(fileName(key), false)
-	if errors.Is(err, unix.ENOENT) {
+	name := fileName(key)
+	fd, err := d.open(name, false)
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	defer unix.Close(fd)
-	ok, _, err := d.extendLocked(ctx, fd, token, ttl, buf, true)
+	defer closeHandle(fd)
+	ok, _, err := d.extendLocked(ctx, fd, d.path(name), token, ttl, buf, true)
 	return ok, err
 }
 
 // extendLocked extends the record of fd if token holds it. With foreign (fd
 // is not the holder's descriptor) it also checks that the holder's
-// liveness byte is still locked, so that it never extends a lock whose
+// liveness lock is still held, so that it never extends a lock whose
 // holder is gone.
 // It returns the new expiry.
-func (d *Driver) extendLocked(ctx context.Context, fd int, token string, ttl time.Duration, buf []byte, foreign bool) (bool, int64, error) {
-	if err := lockState(ctx, fd, d.opts.BusyTimeout); err != nil {
+func (d *Driver) extendLocked(ctx context.Context, fd handle, path, token string, ttl time.Duration, buf []byte, foreign bool) (bool, int64, error) {
+	if err := lockState(ctx, d.lk, fd, d.opts.BusyTimeout); err != nil {
 		return false, 0, err
 	}
-	ok, expiry, err := d.extendRecord(fd, token, ttl, buf, foreign)
-	if uerr := unlock(fd, stateByte); err == nil && uerr != nil {
+	ok, expiry, err := d.extendRecord(fd, path, token, ttl, buf, foreign)
+	if uerr := d.lk.unguard(fd); err == nil && uerr != nil {
 		err = uerr
 	}
 	return ok && err == nil, expiry, err
 }
 
-func (d *Driver) extendRecord(fd int, token string, ttl time.Duration, buf []byte, foreign bool) (bool, int64, error) {
+func (d *Driver) extendRecord(fd handle, path, token string, ttl time.Duration, buf []byte, foreign bool) (bool, int64, error) {
 	var rec record
-	if err := readRecord(fd, buf, &rec); err != nil {
+	if err := readRecord(d.lk, fd, buf, &rec); err != nil {
 		return false, 0, err
 	}
 	if !rec.held() || string(rec.token) != token {
@@ -171,13 +173,13 @@ func (d *Driver) extendRecord(fd int, token string, ttl time.Duration, buf []byt
 		return false, 0, nil
 	}
 	if foreign {
-		alive, err := lockedByOther(fd, rec.liveOff)
+		alive, err := d.lk.alive(fd, path, rec.liveOff)
 		if err != nil || !alive {
 			return false, 0, err
 		}
 	}
 	rec.expiry = addTTL(now, ttl)
-	if err := writeRecord(fd, buf, &rec, token); err != nil {
+	if err := writeRecord(d.lk, fd, buf, &rec, token); err != nil {
 		return false, 0, err
 	}
 	return true, rec.expiry, nil
@@ -220,26 +222,27 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 	if err := d.checkOpen(); err != nil {
 		return drivers.LockInfo{}, false, err
 	}
-	fd, err := unix.Open(d.path(fileName(key)), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if errors.Is(err, unix.ENOENT) {
+	path := d.path(fileName(key))
+	fd, err := openReadOnly(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return drivers.LockInfo{}, false, nil
 	}
 	if err != nil {
 		return drivers.LockInfo{}, false, fmt.Errorf("open lock file: %w", err)
 	}
-	defer unix.Close(fd)
+	defer closeHandle(fd)
 	buf := bufs.Get().(*[recMax]byte)
 	defer bufs.Put(buf)
-	return inspectFD(fd, buf[:])
+	return d.inspectFD(fd, path, buf[:])
 }
 
-// inspectFD reads the record of fd without the guard byte. A record torn by
-// a concurrent write is read again, a few times.
-func inspectFD(fd int, buf []byte) (drivers.LockInfo, bool, error) {
+// inspectFD reads the record of the lock file at path, open at fd, without
+// the guard. A record torn by a concurrent write is read again, a few times.
+func (d *Driver) inspectFD(fd handle, path string, buf []byte) (drivers.LockInfo, bool, error) {
 	var rec record
 	var err error
 	for range 8 {
-		if err = readRecord(fd, buf, &rec); !errors.Is(err, ErrCorrupt) {
+		if err = readRecord(d.lk, fd, buf, &rec); !errors.Is(err, ErrCorrupt) {
 			break
 		}
 		time.Sleep(10 * time.Microsecond)
@@ -251,7 +254,7 @@ func inspectFD(fd int, buf []byte) (drivers.LockInfo, bool, error) {
 	if err != nil || !rec.held() || rec.expiry <= now {
 		return drivers.LockInfo{}, false, err
 	}
-	alive, err := lockedByOther(fd, rec.liveOff)
+	alive, err := d.lk.alive(fd, path, rec.liveOff)
 	if err != nil || !alive {
 		return drivers.LockInfo{}, false, err
 	}

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin || dragonfly || freebsd || openbsd || windows
 
 package file
 
@@ -6,13 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
@@ -32,6 +32,7 @@ var (
 type Driver struct {
 	opts Options
 	pid  uint32
+	lk   locker
 
 	dirMu    sync.Mutex
 	dirReady bool
@@ -52,11 +53,12 @@ type Driver struct {
 
 type heldKey struct{ key, token string }
 
-// holder is a lock this driver holds: the open file description keeping its
-// liveness byte locked.
+// holder is a lock this driver holds: the open file description(s) keeping
+// its liveness lock.
 type holder struct {
-	mu     sync.Mutex // serialises operations on fd (OFD locks do not exclude their own description)
-	fd     int        // -1 once closed
+	mu     sync.Mutex // serialises operations on fd (a description's locks do not exclude itself)
+	fd     handle     // the lock file; noHandle once closed
+	live   handle     // the liveness file (MechanismFlock), or noHandle
 	fence  uint64
 	expiry atomic.Int64 // monotonic ns, as last written to the record
 	path   string       // the lock file's path, checked to still name fd (sameFile)
@@ -72,6 +74,7 @@ func New(opts Options) (*Driver, error) {
 	return &Driver{
 		opts: opts,
 		pid:  uint32(os.Getpid()),
+		lk:   newLocker(opts),
 		held: make(map[heldKey]*holder),
 		busy: make(map[string]busyEntry),
 		subs: make(map[int]func(drivers.Event)),
@@ -88,7 +91,7 @@ func (d *Driver) path(name string) string {
 	var b strings.Builder
 	b.Grow(len(d.opts.Dir) + 1 + maxStem + 70)
 	b.WriteString(d.opts.Dir)
-	b.WriteByte('/')
+	b.WriteByte(filepath.Separator)
 	b.WriteString(name)
 	return b.String()
 }
@@ -109,49 +112,53 @@ func (d *Driver) ensureDir() error {
 
 // open opens the lock file named name for reading and writing; with create, it
 // creates the file (and the directory) when missing. Without create a
-// missing file gives an error satisfying errors.Is(err, unix.ENOENT).
-func (d *Driver) open(name string, create bool) (int, error) {
+// missing file gives an error satisfying errors.Is(err, fs.ErrNotExist).
+func (d *Driver) open(name string, create bool) (handle, error) {
 	if create {
 		if err := d.ensureDir(); err != nil {
-			return -1, err
+			return noHandle, err
 		}
 	}
-	flags := unix.O_RDWR | unix.O_CLOEXEC | unix.O_NOFOLLOW
-	if create {
-		flags |= unix.O_CREAT
-	}
 	p := d.path(name)
-	fd, err := unix.Open(p, flags, uint32(d.opts.FileMode))
-	if errors.Is(err, unix.ENOENT) && create {
+	fd, err := openFile(p, create, d.opts.FileMode)
+	if errors.Is(err, fs.ErrNotExist) && create {
 		// The directory was removed under us: create it again once.
 		d.dirMu.Lock()
 		d.dirReady = false
 		d.dirMu.Unlock()
 		if err := d.ensureDir(); err != nil {
-			return -1, err
+			return noHandle, err
 		}
-		fd, err = unix.Open(p, flags, uint32(d.opts.FileMode))
+		fd, err = openFile(p, create, d.opts.FileMode)
 	}
 	if err != nil {
-		return -1, fmt.Errorf("open lock file %s: %w", p, err)
+		return noHandle, fmt.Errorf("open lock file %s: %w", p, err)
 	}
 	return fd, nil
 }
 
 // readRecord reads and decodes the record of the file open at fd into r,
-// using buf (recMax bytes).
-func readRecord(fd int, buf []byte, r *record) error {
-	n, err := unix.Pread(fd, buf[:recMax], 0)
+// using buf (recMax bytes). A held record written with another mechanism
+// than lk's fails with ErrMechanism.
+func readRecord(lk locker, fd handle, buf []byte, r *record) error {
+	n, err := pread(fd, buf[:recMax], 0)
 	if err != nil {
 		return fmt.Errorf("read lock file: %w", err)
 	}
-	return decode(buf[:n], r)
+	if err := decode(buf[:n], r); err != nil {
+		return err
+	}
+	if r.mark != lk.mark() && r.held() {
+		return fmt.Errorf("%w: every process sharing the directory must use the same (Options.Mechanism)", ErrMechanism)
+	}
+	return nil
 }
 
 // writeRecord encodes r into buf and writes it at the start of the file.
-func writeRecord(fd int, buf []byte, r *record, token string) error {
+func writeRecord(lk locker, fd handle, buf []byte, r *record, token string) error {
+	r.mark = lk.mark()
 	out := encode(buf, r, token)
-	n, err := unix.Pwrite(fd, out, 0)
+	n, err := pwrite(fd, out, 0)
 	if err == nil && n != len(out) {
 		err = fmt.Errorf("short write (%d of %d bytes)", n, len(out))
 	}
@@ -206,11 +213,15 @@ func (d *Driver) Close(ctx context.Context) error {
 	return nil
 }
 
-// close closes the holder's descriptor; h.mu is held.
+// close closes the holder's descriptors; h.mu is held.
 func (h *holder) close() {
-	if h.fd >= 0 {
-		_ = unix.Close(h.fd)
-		h.fd = -1
+	if h.fd != noHandle {
+		_ = closeHandle(h.fd)
+		h.fd = noHandle
+	}
+	if h.live != noHandle {
+		_ = closeHandle(h.live)
+		h.live = noHandle
 	}
 }
 
@@ -276,7 +287,7 @@ func (d *Driver) sweep(stale map[heldKey]*holder) {
 		if !o.mu.TryLock() {
 			continue
 		}
-		if o.fd < 0 || !o.stillHeld(k.token, buf[:]) {
+		if o.fd == noHandle || !o.stillHeld(d.lk, k.token, buf[:]) {
 			d.dropHolder(k.key, k.token, o)
 		}
 		o.mu.Unlock()
@@ -286,16 +297,16 @@ func (d *Driver) sweep(stale map[heldKey]*holder) {
 // stillHeld reports whether the record of h's file still names h with an
 // expiry to come, refreshing h.expiry from it; h.mu is held and h.fd open.
 // It reports true when it cannot tell.
-func (h *holder) stillHeld(token string, buf []byte) bool {
+func (h *holder) stillHeld(lk locker, token string, buf []byte) bool {
 	if same, err := sameFile(h.fd, h.path); err == nil && !same {
 		return false
 	}
-	if ok, err := tryLock(h.fd, stateByte); !ok || err != nil {
+	if ok, err := lk.tryGuard(h.fd); !ok || err != nil {
 		return true
 	}
-	defer func() { _ = unlock(h.fd, stateByte) }()
+	defer func() { _ = lk.unguard(h.fd) }()
 	var rec record
-	if err := readRecord(h.fd, buf, &rec); err != nil {
+	if err := readRecord(lk, h.fd, buf, &rec); err != nil {
 		return true
 	}
 	if !rec.held() || string(rec.token) != token || rec.fence != h.fence {

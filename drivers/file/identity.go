@@ -1,13 +1,12 @@
-//go:build linux
+//go:build linux || darwin || dragonfly || freebsd || openbsd || windows
 
 package file
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // errReplaced: the lock file opened is no longer the file at its path.
@@ -21,37 +20,13 @@ type fileID struct {
 	dev, ino uint64
 }
 
-// statID reads the fileID of the file open at fd (path "", AT_EMPTY_PATH)
-// or at path. It asks statx for no timestamp: a stat that reads them makes
-// the file system (ext4, xfs, tmpfs since Linux 6.13) give the file's next
-// write a fine-grained timestamp, an inode update that tripled the cost of
-// the record's write here.
-func statID(fd int, path string) (fileID, error) {
-	flags := unix.AT_SYMLINK_NOFOLLOW
-	if path == "" {
-		flags |= unix.AT_EMPTY_PATH
-	}
-	var x unix.Statx_t
-	err := unix.Statx(fd, path, flags, unix.STATX_TYPE|unix.STATX_NLINK|unix.STATX_INO, &x)
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) { // before Linux 4.11; old seccomp profiles
-		var st unix.Stat_t
-		if path == "" {
-			err = unix.Fstat(fd, &st)
-		} else {
-			err = unix.Lstat(path, &st)
-		}
-		return fileID{st.Mode&unix.S_IFMT == unix.S_IFREG, uint32(st.Nlink), uint64(st.Dev), st.Ino}, err
-	}
-	return fileID{uint32(x.Mode)&unix.S_IFMT == unix.S_IFREG, x.Nlink, unix.Mkdev(x.Dev_major, x.Dev_minor), x.Ino}, err
-}
-
 // linked reports whether fd is a regular file still linked in a directory:
 // not deleted, not replaced (renamed over: the old file is unlinked). A
 // holder whose file was deleted holds nothing any more: the next Acquire
 // creates a new file at the path and takes it. One system call: the check
 // an acquisition makes (on the file it just opened and locked).
-func linked(fd int) (bool, fileID, error) {
-	id, err := statID(fd, "")
+func linked(fd handle) (bool, fileID, error) {
+	id, err := statFD(fd)
 	if err != nil {
 		return false, id, fmt.Errorf("stat lock file: %w", err)
 	}
@@ -64,14 +39,14 @@ func linked(fd int) (bool, fileID, error) {
 // sameFile reports whether fd is still the regular file at path: linked,
 // and its directory not moved either (two system calls: the check of the
 // renewals, which run every ttl/3, not of the acquisitions).
-func sameFile(fd int, path string) (bool, error) {
+func sameFile(fd handle, path string) (bool, error) {
 	ok, open, err := linked(fd)
 	if err != nil || !ok {
 		return false, err
 	}
-	named, err := statID(unix.AT_FDCWD, path)
+	named, err := statPath(path)
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("stat lock file: %w", err)

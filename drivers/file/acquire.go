@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin || dragonfly || freebsd || openbsd || windows
 
 package file
 
@@ -7,10 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
@@ -20,10 +19,10 @@ var bufs = sync.Pool{New: func() any { return new([recMax]byte) }}
 
 // Acquire makes one attempt to take req.Key for req.Token, for req.TTL.
 //
-// Under the file's guard byte it reads the record; the lock is free when the
+// Under the file's guard it reads the record; the lock is free when the
 // record names no holder, when the holder's expiry has passed, or when the
-// holder's liveness byte is not locked (its process died or its driver was
-// closed). Taking it grants fence+1, locks the liveness byte 1+fence on a
+// holder's liveness lock is not held (its process died or its driver was
+// closed). Taking it grants fence+1, takes the liveness lock 1+fence on a
 // descriptor kept open until release, and writes the record.
 func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	if err := ctx.Err(); err != nil {
@@ -63,7 +62,7 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drive
 		var keep bool
 		res, keep, err = d.acquireLocked(ctx, fd, name, req, buf[:])
 		if !keep {
-			_ = unix.Close(fd) // also drops the guard byte
+			_ = closeHandle(fd) // also drops the guard
 		}
 		if errors.Is(err, errReplaced) && attempt < 3 {
 			continue // the file was deleted or replaced as it was opened: open the new one
@@ -81,23 +80,24 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drive
 
 // acquireLocked does the acquisition on the open lock file fd. keep reports
 // that fd now belongs to a holder and must stay open.
-func (d *Driver) acquireLocked(ctx context.Context, fd int, name string, req drivers.AcquireRequest, buf []byte) (res drivers.AcquireResult, keep bool, err error) {
-	if err := lockState(ctx, fd, d.opts.BusyTimeout); err != nil {
+func (d *Driver) acquireLocked(ctx context.Context, fd handle, name string, req drivers.AcquireRequest, buf []byte) (res drivers.AcquireResult, keep bool, err error) {
+	if err := lockState(ctx, d.lk, fd, d.opts.BusyTimeout); err != nil {
 		return res, false, err
 	}
 	if ok, _, err := linked(fd); err != nil || !ok {
 		return res, false, cmp.Or(err, errReplaced)
 	}
 	var rec record
-	if err := readRecord(fd, buf, &rec); err != nil {
+	if err := readRecord(d.lk, fd, buf, &rec); err != nil {
 		return res, false, err
 	}
 	now, err := now()
 	if err != nil {
 		return res, false, err
 	}
+	path := d.path(name)
 	if rec.held() && rec.expiry > now {
-		alive, err := lockedByOther(fd, rec.liveOff)
+		alive, err := d.lk.alive(fd, path, rec.liveOff)
 		if err != nil {
 			return res, false, err
 		}
@@ -108,33 +108,50 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, name string, req dri
 	if rec.fence >= maxFence {
 		return res, false, fmt.Errorf("mutexfx/file: fence exhausted")
 	}
+	if rec.held() {
+		d.lk.forget(path, rec.liveOff) // its holder is dead or expired
+	}
 	fence, first := nextFence(rec.fence), rec.fence == 0 // first: the file may have just been created
 	live := int64(fence) + 1
-	ok, err := tryLock(fd, live)
-	if err != nil {
+	h := &holder{fd: fd, live: noHandle, fence: fence, path: path}
+	if h.live, err = d.lk.hold(fd, path, live); err != nil {
 		return res, false, err
 	}
-	if !ok {
-		return res, false, fmt.Errorf("mutexfx/file: liveness byte %d unexpectedly locked by another process", live)
-	}
-	rec = record{fence: fence, expiry: addTTL(now, req.TTL), liveOff: live, pid: d.pid}
-	if err := writeRecord(fd, buf, &rec, req.Token); err != nil {
-		return res, false, err
-	}
-	if d.opts.Sync {
-		if err := d.sync(fd, first); err != nil {
-			return res, false, err
+	if err := d.publish(fd, buf, req, h, first); err != nil {
+		if h.live != noHandle {
+			_ = closeHandle(h.live)
+			d.lk.forget(path, live)
 		}
-	}
-	if err := unlock(fd, stateByte); err != nil {
 		return res, false, err
 	}
-	h := &holder{fd: fd, fence: fence, path: d.path(name)}
-	h.expiry.Store(rec.expiry)
 	if !d.addHolder(req.Key, req.Token, h) {
 		return res, false, ErrClosed
 	}
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, true, nil
+}
+
+// publish writes the record naming the new holder h (its liveness lock
+// taken) and leaves the guard. The ttl runs from now, after the liveness
+// lock was taken (with flock, a file created, which a busy disk may delay).
+func (d *Driver) publish(fd handle, buf []byte, req drivers.AcquireRequest, h *holder, first bool) error {
+	now, err := now()
+	if err != nil {
+		return err
+	}
+	rec := record{fence: h.fence, expiry: addTTL(now, req.TTL), liveOff: int64(h.fence) + 1, pid: d.pid}
+	if err := writeRecord(d.lk, fd, buf, &rec, req.Token); err != nil {
+		return err
+	}
+	if d.opts.Sync {
+		if err := d.sync(fd, first); err != nil {
+			return err
+		}
+	}
+	if err := d.lk.unguard(fd); err != nil {
+		return err
+	}
+	h.expiry.Store(rec.expiry)
+	return nil
 }
 
 // peekBusy reads the record of lock file name without the guard byte (on a read-only
@@ -142,15 +159,15 @@ func (d *Driver) acquireLocked(ctx context.Context, fd int, name string, req dri
 // A record torn by a concurrent write fails its checksum and is read again;
 // a wrong "not busy" only costs the full locked attempt.
 func (d *Driver) peekBusy(name string, buf []byte) (ttl time.Duration, busy bool, err error) {
-	fd, err := unix.Open(d.path(name), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if errors.Is(err, unix.ENOENT) {
+	fd, err := openReadOnly(d.path(name))
+	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("open lock file: %w", err)
 	}
-	defer unix.Close(fd)
-	info, held, err := inspectFD(fd, buf)
+	defer closeHandle(fd)
+	info, held, err := d.inspectFD(fd, d.path(name), buf)
 	if err != nil || !held {
 		return 0, false, nil // let the locked attempt decide (and report)
 	}
@@ -159,20 +176,12 @@ func (d *Driver) peekBusy(name string, buf []byte) (ttl time.Duration, busy bool
 
 // sync flushes the lock file's record to disk and, for a file's first
 // acquisition (the file may have just been created), the directory entry.
-func (d *Driver) sync(fd int, first bool) error {
-	if err := unix.Fdatasync(fd); err != nil {
+func (d *Driver) sync(fd handle, first bool) error {
+	if err := fdatasync(fd); err != nil {
 		return fmt.Errorf("fdatasync lock file: %w", err)
 	}
 	if !first {
 		return nil
 	}
-	dir, err := unix.Open(d.opts.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open lock directory: %w", err)
-	}
-	defer unix.Close(dir)
-	if err := unix.Fsync(dir); err != nil {
-		return fmt.Errorf("fsync lock directory: %w", err)
-	}
-	return nil
+	return syncDir(d.opts.Dir)
 }

@@ -1,0 +1,137 @@
+package component
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A lock's token tells who holds it. Every store already keeps the token of
+// each held lock (Redis value, table row, lock file), and drivers treat it
+// as opaque, so a token that names its holder makes every such store record
+// the holder, with no change to the stores' layouts:
+//
+//	<26 random base32 characters>~<application>~<host>~<pid>~<ms>
+//
+// The random part (128 bits) is what makes the token unique; the rest is
+// the application name, the host name, the process id and the Unix time in
+// milliseconds (base 36) of the acquisition attempt. The names keep only
+// letters, digits, '.', '_' and '-' (others become '_'), the application
+// is cut to 32 bytes and the host to 64, so a token is at most 150 bytes
+// (MySQL's token column holds 255). Nothing secret is in it.
+
+const (
+	identSep     = '~'
+	randLen      = 26 // base32 of 16 bytes, unpadded
+	maxAppLen    = 32
+	maxHostLen   = 64
+	tokenTimeLen = 9 // base 36 digits of Unix ms until the year 5188
+)
+
+var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// Holder says who holds a lock, as its token tells.
+type Holder struct {
+	// Application is the holder's Options.Application (by default the
+	// binary's name).
+	Application string `json:"application"`
+	// Host is the holder's host name.
+	Host string `json:"host"`
+	// PID is the holder's process id.
+	PID int `json:"pid"`
+	// AcquiredAt is when the holder's acquisition attempt started, in its
+	// clock (millisecond precision).
+	AcquiredAt time.Time `json:"acquiredAt"`
+}
+
+// String returns "application@host:pid".
+func (h Holder) String() string {
+	return h.Application + "@" + h.Host + ":" + strconv.Itoa(h.PID)
+}
+
+// ParseHolder reads the holder identity from a lock's token. It reports
+// false for tokens that carry none (empty, or made by something else than a
+// Mutex of this version).
+func ParseHolder(token string) (Holder, bool) {
+	if len(token) <= randLen || token[randLen] != identSep {
+		return Holder{}, false
+	}
+	f := strings.Split(token[randLen+1:], string(identSep))
+	if len(f) != 4 {
+		return Holder{}, false
+	}
+	pid, err := strconv.Atoi(f[2])
+	if err != nil {
+		return Holder{}, false
+	}
+	ms, err := strconv.ParseInt(f[3], 36, 64)
+	if err != nil {
+		return Holder{}, false
+	}
+	return Holder{Application: f[0], Host: f[1], PID: pid, AcquiredAt: time.UnixMilli(ms)}, true
+}
+
+// process is this process's host name and pid, read once.
+var process = sync.OnceValues(func() (string, int) {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return host, os.Getpid()
+})
+
+// identSuffix returns "~app~host~pid~" for the application app (default:
+// the binary's base name).
+func identSuffix(app string) string {
+	if app == "" {
+		app = filepath.Base(os.Args[0])
+	}
+	host, pid := process()
+	var b strings.Builder
+	b.WriteByte(identSep)
+	b.WriteString(clean(app, maxAppLen))
+	b.WriteByte(identSep)
+	b.WriteString(clean(host, maxHostLen))
+	b.WriteByte(identSep)
+	b.WriteString(strconv.Itoa(pid))
+	b.WriteByte(identSep)
+	return b.String()
+}
+
+// clean keeps letters, digits, '.', '_' and '-' of s (others become '_'),
+// cut to n bytes.
+func clean(s string, n int) string {
+	if s == "" {
+		return "_"
+	}
+	b := []byte(s[:min(len(s), n)])
+	for i, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// newToken returns a fresh token naming this Mutex's process as holder, for
+// an attempt started at now.
+func (m *Mutex) newToken(now time.Time) string {
+	var src [16]byte
+	_, _ = rand.Read(src[:]) // never fails (crypto/rand)
+	var b strings.Builder
+	b.Grow(randLen + len(m.ident) + tokenTimeLen)
+	var enc [randLen]byte
+	b32.Encode(enc[:], src[:])
+	b.Write(enc[:])
+	b.WriteString(m.ident)
+	var ms [16]byte
+	b.Write(strconv.AppendInt(ms[:0], now.UnixMilli(), 36))
+	return b.String()
+}

@@ -1,0 +1,81 @@
+package component
+
+import (
+	"context"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Span names (see docs/telemetry.md).
+const (
+	spanAcquire = "mutexfx.acquire"
+	spanDo      = "mutexfx.do"
+	spanRelease = "mutexfx.release"
+)
+
+// acquired records an Acquire that started at start and made attempts
+// store attempts: its wait in the histogram, and its span, which it ends.
+func (t *telemetry) acquired(ctx context.Context, span trace.Span, name string, start time.Time, attempts int, l *Lock, err error) {
+	wait := time.Since(start)
+	outcome := acquireOutcome(err)
+	t.acquire.Record(ctx, seconds(wait), t.opts(AttrOutcome, outcome, name).rec...)
+	if span.IsRecording() {
+		span.SetAttributes(t.spanAttrs(name)...)
+		span.SetAttributes(AttrOutcome.String(outcome), AttrWait.Float64(seconds(wait)), AttrAttempts.Int(attempts))
+		if l != nil {
+			span.SetAttributes(AttrFence.Int64(int64(l.fence)))
+		}
+		if err != nil {
+			t.recordError(span, err)
+			span.SetStatus(codes.Error, outcome)
+		}
+	}
+	span.End()
+}
+
+// ended records the end of l's hold, as how (an Outcome); m.mu held.
+func (t *telemetry) ended(l *Lock, how string) {
+	ctx := context.Background()
+	t.held.Add(ctx, -1, t.plain(l.name).add...)
+	t.hold.Record(ctx, seconds(time.Since(l.acquiredAt)), t.opts(AttrOutcome, how, l.name).rec...)
+}
+
+// started records that l is held now; m.mu held.
+func (t *telemetry) started(l *Lock) {
+	t.held.Add(context.Background(), 1, t.plain(l.name).add...)
+}
+
+// endSpan ends a span of an operation on name that returned err.
+func (t *telemetry) endSpan(span trace.Span, name string, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(t.spanAttrs(name)...)
+		if err != nil {
+			t.recordError(span, err)
+			span.SetStatus(codes.Error, "")
+		}
+	}
+	span.End()
+}
+
+// recordError records err on span, as an exception event; only when lock
+// names are recorded, since the error's message names the lock.
+func (t *telemetry) recordError(span trace.Span, err error) {
+	if t.lockNames {
+		span.RecordError(err)
+	}
+}
+
+// renewed records the round trip of a renewal call started at start.
+func (t *telemetry) renewed(start time.Time, results []drivers.RenewResult) {
+	outcome := OutcomeOK
+	for _, r := range results {
+		if r.Err != nil {
+			outcome = OutcomeError
+			break
+		}
+	}
+	t.renewal.Record(context.Background(), seconds(time.Since(start)), t.outcomes[kv{AttrOutcome, outcome}].rec...)
+}

@@ -1,0 +1,106 @@
+//go:build linux || darwin || dragonfly || freebsd || openbsd || windows
+
+package file
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// maxFence is the largest fence granted: the holder's liveness byte is at
+// offset 1+fence, which must fit an off_t.
+const maxFence = math.MaxInt64 - 1
+
+// locker is the kernel lock mechanism of a driver (see Mechanism): the guard
+// that serialises the read-modify-write of a lock file's record, and the
+// liveness lock a holder keeps while it holds, which the kernel drops when
+// the holder's descriptors are closed (by Release, Close or the death of
+// its process). Both are locks of open file descriptions, so that two
+// drivers of one process exclude each other as two processes do.
+type locker interface {
+	// tryGuard takes the guard of the lock file open at fd without
+	// waiting; false: another description holds it.
+	tryGuard(fd handle) (bool, error)
+	// unguard drops the guard taken by tryGuard on fd.
+	unguard(fd handle) error
+	// hold takes the liveness lock live of the lock file at path, open at
+	// fd (held under the guard). It returns a further descriptor the
+	// holder keeps open with fd, or noHandle.
+	hold(fd handle, path string, live int64) (handle, error)
+	// alive reports whether a holder keeps liveness lock live of the lock
+	// file at path, open at fd.
+	alive(fd handle, path string, live int64) (bool, error)
+	// forget clears what liveness lock live left behind once its holder
+	// is gone (released, taken over); under the guard.
+	forget(path string, live int64)
+	// mark is the record's mechanism byte.
+	mark() byte
+}
+
+// lockState takes the record's guard byte, retrying without blocking in the
+// kernel (so that a process stopped inside its critical section cannot hang
+// this one): a few yields, then sleeps growing from 20 µs to 1 ms, until ctx
+// ends or busyTimeout passes (ErrBusy).
+func lockState(ctx context.Context, lk locker, fd handle, busyTimeout time.Duration) error {
+	ok, err := lk.tryGuard(fd)
+	if ok || err != nil {
+		return err
+	}
+	deadline := time.Now().Add(busyTimeout)
+	delay := 20 * time.Microsecond
+	for i := 0; ; i++ {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		if i < 4 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(delay)
+			delay = min(2*delay, time.Millisecond)
+		}
+		if ok, err := lk.tryGuard(fd); ok || err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: another process stayed in its critical section over %v", ErrBusy, busyTimeout)
+		}
+	}
+}
+
+// The host's CLOCK_MONOTONIC, shared by every process of the host (in one
+// time namespace) and not moved by wall-clock steps. Go's own monotonic
+// clock is CLOCK_MONOTONIC too, but only differences are exposed, so the
+// clock is read once by a system call and then advanced with time.Since
+// (no system call). The system call is made first, so the computed time is
+// never ahead of the real one: expiries written are at most a few
+// microseconds early, and expiries checked look at most as much later.
+var mono struct {
+	once sync.Once
+	base int64
+	at   time.Time
+	err  error
+}
+
+// monoNow returns the host's monotonic clock (see hostClock) in nanoseconds.
+func monoNow() (int64, error) {
+	mono.once.Do(func() {
+		mono.base, mono.err = hostClock()
+		mono.at = time.Now()
+	})
+	if mono.err != nil {
+		return 0, mono.err
+	}
+	return mono.base + int64(time.Since(mono.at)), nil
+}
+
+// addTTL returns now+ttl, saturating instead of overflowing.
+func addTTL(now int64, ttl time.Duration) int64 {
+	if int64(ttl) > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + int64(ttl)
+}
