@@ -79,6 +79,11 @@ func lockTTL(sec int64) time.Duration {
 // revision its answer was read at. e.mu held.
 func (d *Driver) enqueue(ctx context.Context, cli *clientv3.Client, e *entry, req drivers.AcquireRequest) (drivers.AcquireResult, place, error) {
 	var res drivers.AcquireResult
+	if e.spent { // its create revision was a fence: a new key, a new fence
+		if _, err := d.dequeue(ctx, e); err != nil {
+			return res, place{}, err
+		}
+	}
 	if e.held {
 		if e.token == req.Token { // a retried call that got it
 			return drivers.AcquireResult{Acquired: true, Fence: uint64(e.rev)}, place{}, nil

@@ -55,7 +55,11 @@ func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 	}
 	defer done()
 	var first bool
-	mine, err := d.own(cctx, key, token, false, func(e *entry) { first, err = d.dequeue(cctx, e) })
+	var derr error // dequeue's: own's own result must not overwrite it
+	mine, err := d.own(cctx, key, token, false, func(e *entry) { first, derr = d.dequeue(cctx, e) })
+	if err == nil {
+		err = derr
+	}
 	if mine || err != nil {
 		return first, err
 	}

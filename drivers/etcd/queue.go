@@ -27,6 +27,10 @@ type entry struct {
 	rev   int64  // create revision of wk; 0 when the driver has no key
 	lease *lease // the lease wk is on
 	held  bool   // wk was first in line for token
+	// spent: wk held a lock whose release did not reach the store; its
+	// create revision was that lock's fence, so it is deleted, never
+	// taken again.
+	spent bool
 }
 
 // chanMutex is a mutex whose Lock gives up when ctx ends (a call that
@@ -127,9 +131,16 @@ func (d *Driver) expireWaiter(e *entry, gen uint64) {
 
 // dequeue deletes e's key if it is still the one the driver put; e.mu
 // held. It reports whether the key was first in line (held) when deleted.
+// When the store does not answer, a held key is spent: no longer held by
+// anyone, deleted by the linger timer once the entry is unused, again at
+// every linger until the store answers, or by the next attempt before it
+// puts a key of its own. Else a released lock's key would stay on a lease
+// that the driver's other locks keep alive, and nobody could take the
+// lock while they are held.
 func (d *Driver) dequeue(ctx context.Context, e *entry) (bool, error) {
 	cli, cctx, done, err := d.call(ctx)
 	if err != nil {
+		e.spend()
 		return false, err
 	}
 	defer done()
@@ -138,11 +149,20 @@ func (d *Driver) dequeue(ctx context.Context, e *entry) (bool, error) {
 		Then(headOp(d.queue(e.key)), clientv3.OpDelete(e.wk)).
 		Commit()
 	if err != nil {
+		e.spend()
 		return false, d.closedErr(err)
 	}
 	first := resp.Succeeded && isHead(resp.Responses[0], e.wk)
-	e.rev, e.held, e.lease = 0, false, nil
+	e.rev, e.held, e.lease, e.spent = 0, false, nil, false
 	return first, nil
+}
+
+// spend marks a held key whose delete failed as spent (see dequeue); e.mu
+// held.
+func (e *entry) spend() {
+	if e.held {
+		e.held, e.spent = false, true
+	}
 }
 
 // headOp gets the first key of the queue q: the holder.

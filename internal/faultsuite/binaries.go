@@ -22,6 +22,8 @@ func (m Mode) CheckBinaries() error {
 		need = []string{"initdb", "pg_ctl"}
 	case "mysql-advisory", "mysql-table":
 		need = []string{"mariadb-install-db", "/usr/sbin/mariadbd"}
+	case "etcd":
+		need = []string{"etcd"}
 	}
 	for _, b := range need {
 		if _, err := exec.LookPath(b); err != nil {

@@ -9,11 +9,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/etcd"
 	"github.com/mutexfx/mutexfx/drivers/file"
 	"github.com/mutexfx/mutexfx/drivers/mysql"
 	"github.com/mutexfx/mutexfx/drivers/postgres"
@@ -28,7 +30,7 @@ const SpecEnv = "MUTEXFX_FAULTS_SPEC"
 type spec struct {
 	Proc     string        `json:"proc"`
 	Mode     string        `json:"mode"`
-	Target   string        `json:"target"` // address, DSN or directory
+	Target   string        `json:"target"` // address, DSN or directory; etcd: addresses joined by commas
 	Master   string        `json:"master,omitempty"`
 	Register string        `json:"register"`
 	Workers  int           `json:"workers"`
@@ -122,6 +124,8 @@ func newDriver(mode, target, master string) (drivers.Driver, error) {
 		return mysql.New(mysql.Options{DSN: target, Mode: mysql.ModeAdvisory})
 	case "mysql-table":
 		return mysql.New(mysql.Options{DSN: target, Mode: mysql.ModeTable})
+	case "etcd":
+		return etcd.New(etcd.Options{Endpoints: strings.Split(target, ",")}, nil)
 	}
 	return nil, fmt.Errorf("faultsuite: no driver for mode %q", mode)
 }

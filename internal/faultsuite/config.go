@@ -24,6 +24,12 @@ const (
 	// without the writes of that time.
 	FaultLagFailover = "lagfailover"
 	FaultBackend     = "backend" // a client backend is killed (pg_terminate_backend, KILL CONNECTION)
+	// FaultLeaderKill kills the etcd cluster's leader (SIGKILL) and
+	// restarts it with its data one ttl later.
+	FaultLeaderKill = "leaderkill"
+	// FaultMemberPause freezes a random etcd member (SIGSTOP) for
+	// 1.5–2.5 ttl, then SIGCONT.
+	FaultMemberPause = "memberpause"
 )
 
 // Mode is one store set-up the suite runs against.
@@ -48,6 +54,7 @@ var Modes = []Mode{
 	{Name: "postgres-table", Faults: []string{FaultKill, FaultPause, FaultStall, FaultReset, FaultBackend}},
 	{Name: "mysql-advisory", Faults: []string{FaultKill, FaultPause, FaultStall, FaultReset, FaultBackend}, ConnectionBound: true},
 	{Name: "mysql-table", Faults: []string{FaultKill, FaultPause, FaultStall, FaultReset, FaultBackend}},
+	{Name: "etcd", Faults: []string{FaultKill, FaultPause, FaultStall, FaultReset, FaultLeaderKill, FaultMemberPause}},
 }
 
 // ModeOf returns the mode named name.

@@ -26,14 +26,7 @@ func runTestChild(role string) int {
 // goals of issue 18, with why. Their misses are logged, not failed, unless
 // MUTEXFX_FAULTS_STRICT=1 — which is how the goals are checked once the
 // fixes land; then the mode leaves this list.
-var knownMisses = map[string]string{
-	"redis":          "issue 18 item 1: a restart without persistence forgets every lock",
-	"mysql-advisory": "issue 18 item 3: no hang-up watch on the holding connections",
-	"sentinel":       "issue 18 items 2 and 4: a fail-over after a replication cut repeats fences, regrants held locks",
-	// After pg_terminate_backend another process holds the lock at once
-	// and the holder is told 40–70 ms later: past the 20 ms goal.
-	"postgres-advisory": "issue 18 goals: a killed backend's holder is told after the 20 ms bound",
-}
+var knownMisses = map[string]string{}
 
 // shortRun is a mode's duration in the suite: MUTEXFX_FAULTS_DURATION, or
 // 10 s and 3 s per fault of the mode, so that each fault happens at least
@@ -102,13 +95,14 @@ func TestConfigErrors(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		{"unknown store", func(c *Config) { c.Store = "etcd" }, `-store "etcd" is unknown (one of file, memory, redis`},
+		{"unknown store", func(c *Config) { c.Store = "zookeeper" }, `-store "zookeeper" is unknown (one of file, memory, redis`},
 		{"no duration", func(c *Config) { c.Duration = 0 }, "-duration must be positive"},
 		{"no procs", func(c *Config) { c.Procs = 0 }, "-procs must be 1 to 64"},
 		{"no workers", func(c *Config) { c.Workers = 0 }, "-workers must be 1 to 64"},
 		{"no locks", func(c *Config) { c.Locks = 0 }, "-locks must be 1 to 1000"},
 		{"short ttl", func(c *Config) { c.TTL = time.Millisecond }, "-ttl must be at least 100ms"},
 		{"fault of another store", func(c *Config) { c.Faults = []string{FaultFailover} }, `-faults: "failover" does not apply to store redis`},
+		{"etcd fault on redis", func(c *Config) { c.Faults = []string{FaultLeaderKill} }, `-faults: "leaderkill" does not apply to store redis`},
 		{"unknown fault", func(c *Config) { c.Faults = []string{"flood"} }, `-faults: "flood" does not apply`},
 	}
 	for _, tt := range tests {

@@ -83,11 +83,11 @@ func Run(tb testing.TB, cfg Config, newChild NewChild, logf func(string, ...any)
 	}
 	st := setupStore(tb, cfg.Store)
 	r := &run{cfg: cfg, st: st, locks: locks, reg: reg, h: h, newChild: newChild, logf: logf,
-		rng: rand.New(rand.NewPCG(cfg.Seed, 1))}
+		rng: rand.New(rand.NewPCG(cfg.Seed, 1)), failovers: map[string]int{}}
 	for i := range cfg.Procs {
 		p := &proc{slot: i}
-		if st.upstream != "" {
-			p.proxy = testutil.NewProxy(tb, st.upstream)
+		for _, up := range st.upstreams {
+			p.proxies = append(p.proxies, testutil.NewProxy(tb, up))
 		}
 		if err := r.start(p); err != nil {
 			r.stopAll()
@@ -112,31 +112,34 @@ type run struct {
 	rng      *rand.Rand
 	procs    []*proc
 	order    []string // faults left in this round
+	// failovers counts the fail-overs done, by kind.
+	failovers map[string]int
 
 	mu   sync.Mutex
 	errs []string
 }
 
-// proc is one process slot: its proxy and current child.
+// proc is one process slot: its proxies (one per store member) and
+// current child.
 type proc struct {
-	slot  int
-	inc   int
-	name  string
-	proxy *testutil.Proxy
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	done  chan struct{} // closed when the child's output is read and it has exited
+	slot    int
+	inc     int
+	name    string
+	proxies []*testutil.Proxy
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	done    chan struct{} // closed when the child's output is read and it has exited
 }
 
 // start starts a new child in p's slot.
 func (r *run) start(p *proc) error {
 	p.name = fmt.Sprintf("p%d.%d", p.slot, p.inc)
 	p.inc++
-	target := ""
-	if p.proxy != nil {
-		target = p.proxy.Addr
+	addrs := make([]string, len(p.proxies))
+	for i, x := range p.proxies {
+		addrs[i] = x.Addr
 	}
-	s := spec{Proc: p.name, Mode: r.cfg.Store, Target: r.st.target(target), Master: r.st.master,
+	s := spec{Proc: p.name, Mode: r.cfg.Store, Target: r.st.target(addrs), Master: r.st.master,
 		Register: r.reg.Path(), Workers: r.cfg.Workers, Locks: r.locks, TTL: r.cfg.TTL,
 		Seed: r.rng.Uint64()}
 	b, err := json.Marshal(s)
@@ -262,23 +265,45 @@ func (r *run) inject(tb testing.TB, f string, p *proc) error {
 	case FaultStall:
 		d := long()
 		note(FaultStall, p.name)
-		p.proxy.Stall()
+		for _, x := range p.proxies {
+			x.Stall()
+		}
 		time.Sleep(d) // the stall's length is the fault
-		p.proxy.Resume()
+		for _, x := range p.proxies {
+			x.Resume()
+		}
 	case FaultReset:
 		note(FaultReset, p.name)
-		p.proxy.Reset()
+		for _, x := range p.proxies {
+			x.Reset()
+		}
 	case FaultRestart:
 		note(FaultRestart, "")
 		r.st.restart()
-	case FaultFailover:
-		if r.st.failover(tb, 0) {
-			note(FaultFailover, "")
+	case FaultFailover, FaultLagFailover:
+		// Fail-overs come FailoverGap apart, so most are skipped: the
+		// kind done fewer times goes first, so that a run long enough
+		// for two has one of each.
+		if other := otherFailover(f); slices.Contains(r.cfg.Faults, other) && r.failovers[other] < r.failovers[f] {
+			f = other
 		}
-	case FaultLagFailover:
-		if r.st.failover(tb, r.cfg.TTL/2) {
-			note(FaultLagFailover, "")
+		lag := time.Duration(0)
+		if f == FaultLagFailover {
+			lag = r.cfg.TTL / 2
 		}
+		if r.st.failover(tb, lag) {
+			r.failovers[f]++
+			note(f, "")
+		}
+	case FaultLeaderKill:
+		note(FaultLeaderKill, "")
+		if err := r.st.leaderKill(r.cfg.TTL); err != nil {
+			r.logf("fault: leaderkill: %v", err)
+		}
+	case FaultMemberPause:
+		d := long()
+		note(FaultMemberPause, "")
+		r.st.memberPause(r.rng.IntN(len(r.st.upstreams)), d)
 	case FaultBackend:
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -343,4 +368,12 @@ func (r *run) target() *proc {
 		return r.procs[r.rng.IntN(len(r.procs))]
 	}
 	return holding[r.rng.IntN(len(holding))]
+}
+
+// otherFailover returns the other kind of fail-over than f.
+func otherFailover(f string) string {
+	if f == FaultFailover {
+		return FaultLagFailover
+	}
+	return FaultFailover
 }

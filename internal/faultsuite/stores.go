@@ -23,17 +23,20 @@ const FailoverGap = 12 * time.Second
 
 // store is a mode's throwaway store and its store-side faults.
 type store struct {
-	// upstream is what each child's proxy forwards to; "" when the
-	// children connect directly (file, Sentinel).
-	upstream string
-	// target is a child's driver target when it connects through addr
-	// (its proxy's address, or "" without proxy).
-	target func(addr string) string
+	// upstreams are what each child's proxies forward to, one proxy per
+	// address; none when the children connect directly (file, Sentinel).
+	upstreams []string
+	// target is a child's driver target when it connects through addrs
+	// (its proxies' addresses, in the order of upstreams).
+	target func(addrs []string) string
 	master string
 
 	restart  func()                                      // FaultRestart
 	failover func(tb testing.TB, lag time.Duration) bool // FaultFailover, FaultLagFailover; false: skipped (replica not in sync)
 	backend  func(context.Context) error                 // FaultBackend
+
+	leaderKill  func(down time.Duration) error // FaultLeaderKill
+	memberPause func(i int, d time.Duration)   // FaultMemberPause: upstreams[i]'s server
 }
 
 // setupStore starts the mode's throwaway store (never a shared server:
@@ -44,14 +47,14 @@ func setupStore(tb testing.TB, mode string) *store {
 	switch mode {
 	case "file":
 		dir := tb.TempDir()
-		return &store{target: func(string) string { return dir }}
+		return &store{target: func([]string) string { return dir }}
 	case "redis":
 		srv := testutil.StartRedis(tb)
-		return &store{upstream: srv.Addr, target: func(a string) string { return a }, restart: srv.Restart}
+		return &store{upstreams: []string{srv.Addr}, target: func(a []string) string { return a[0] }, restart: srv.Restart}
 	case "sentinel":
 		s := testutil.StartRedisSentinel(tb, testutil.SentinelOptions{Replica: true})
 		var last time.Time
-		return &store{target: func(string) string { return s.Addr }, master: s.MasterName,
+		return &store{target: func([]string) string { return s.Addr }, master: s.MasterName,
 			failover: func(tb testing.TB, lag time.Duration) bool {
 				// Sentinel reads a replica's INFO every 10 s: a replica it
 				// has not seen in sync since the last fail-over is no
@@ -69,18 +72,20 @@ func setupStore(tb testing.TB, mode string) *store {
 		pg := testutil.StartPostgres(tb)
 		db := openDB(tb, "pgx", pg.DSN)
 		return &store{
-			upstream: fmt.Sprintf("127.0.0.1:%d", pg.Port),
-			target:   func(a string) string { return "postgres://postgres@" + a + "/postgres?sslmode=disable" },
-			backend:  func(ctx context.Context) error { return killPGBackend(ctx, db) },
+			upstreams: []string{fmt.Sprintf("127.0.0.1:%d", pg.Port)},
+			target:    func(a []string) string { return "postgres://postgres@" + a[0] + "/postgres?sslmode=disable" },
+			backend:   func(ctx context.Context) error { return killPGBackend(ctx, db) },
 		}
 	case "mysql-advisory", "mysql-table":
 		m := testutil.StartMariaDB(tb)
 		db := openDB(tb, "mysql", m.DSN())
 		return &store{
-			upstream: m.Addr(),
-			target:   func(a string) string { return "root@tcp(" + a + ")/test" },
-			backend:  func(ctx context.Context) error { return killMySQLConnection(ctx, db) },
+			upstreams: []string{m.Addr()},
+			target:    func(a []string) string { return "root@tcp(" + a[0] + ")/test" },
+			backend:   func(ctx context.Context) error { return killMySQLConnection(ctx, db) },
 		}
+	case "etcd":
+		return setupEtcd(tb)
 	}
 	tb.Fatalf("faultsuite: no store for mode %q", mode)
 	return nil

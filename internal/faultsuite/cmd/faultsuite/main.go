@@ -45,13 +45,13 @@ func runErr(args []string, stdout, stderr io.Writer) (int, error) {
 	var cfg faultsuite.Config
 	var faults, history string
 	var explain int
-	fs.StringVar(&cfg.Store, "store", "", "store mode: file, memory, redis, sentinel, postgres-advisory, postgres-table, mysql-advisory, mysql-table (required)")
+	fs.StringVar(&cfg.Store, "store", "", "store mode: file, memory, redis, sentinel, postgres-advisory, postgres-table, mysql-advisory, mysql-table, etcd (required)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long the holders contend under faults")
 	fs.IntVar(&cfg.Procs, "procs", 4, "child processes")
 	fs.IntVar(&cfg.Workers, "workers", 4, "holder loops per process")
 	fs.IntVar(&cfg.Locks, "locks", 3, "shared locks")
 	fs.DurationVar(&cfg.TTL, "ttl", time.Second, "the locks' ttl")
-	fs.StringVar(&faults, "faults", "all", `faults to inject: "all", "none" or a comma-separated list of kill, pause, stall, reset, restart, failover, lagfailover, backend`)
+	fs.StringVar(&faults, "faults", "all", `faults to inject: "all", "none" or a comma-separated list of kill, pause, stall, reset, restart, failover, lagfailover, backend, leaderkill, memberpause`)
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule (0: random)")
 	fs.StringVar(&history, "history", "", "write the history as JSON lines to this file")
 	fs.IntVar(&explain, "explain", 3, "print the events around this many overlaps")

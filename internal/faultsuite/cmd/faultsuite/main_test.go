@@ -21,7 +21,7 @@ func TestBadInput(t *testing.T) {
 		want string
 	}{
 		{"no store", nil, `-store "" is unknown`},
-		{"unknown store", []string{"-store", "etcd"}, `-store "etcd" is unknown (one of file, memory`},
+		{"unknown store", []string{"-store", "zookeeper"}, `-store "zookeeper" is unknown (one of file, memory`},
 		{"fault of another store", []string{"-store", "file", "-faults", "restart"}, `-faults: "restart" does not apply to store file`},
 		{"bad ttl", []string{"-store", "memory", "-ttl", "1ms"}, "-ttl must be at least 100ms"},
 		{"bad procs", []string{"-store", "memory", "-procs", "0"}, "-procs must be 1 to 64"},
