@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -43,13 +44,24 @@ func (g *Group) Add(name string, c Closer) {
 	g.stores[name] = c
 }
 
-// Close closes the group's stores as CloseAll does.
+// Close closes the group's stores as CloseAll does. With a deadline, the
+// stores are given until a little before it (a tenth of the time left, at
+// most stopMargin), so that the hook has logged which store did not close
+// and returned its error before fx gives up on it at the deadline.
 func (g *Group) Close(ctx context.Context) error {
 	g.mu.Lock()
 	stores := maps.Clone(g.stores)
 	g.mu.Unlock()
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-min(time.Until(d)/10, stopMargin)))
+		defer cancel()
+	}
 	return CloseAll(ctx, g.log, stores)
 }
+
+// stopMargin is the most Close keeps of the stop deadline for itself.
+const stopMargin = 100 * time.Millisecond
 
 // CloseAll closes every store concurrently, each bounded by ctx, and waits
 // for them all. A store that fails or does not close before ctx ends is
