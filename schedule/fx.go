@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
@@ -17,8 +18,8 @@ const JobsGroup = "mutexfx.schedule.jobs"
 // waits for them within the stop deadline, and for the holds of the
 // exclusive runs: see Scheduler.Stop). Exclusive jobs lock in the
 // unnamed *mutexfx.Mutex, or the store Job.Store of the *mutexfx.Registry:
-// use it with mutexfx.Module. A Clock and a *zap.Logger in the graph are
-// used when present.
+// use it with mutexfx.Module. A Clock, a *zap.Logger and a
+// metric.MeterProvider in the graph are used when present.
 var Module = fx.Module("mutexfx.schedule",
 	fx.Provide(newFx),
 	fx.Invoke(func(*Scheduler) {}),
@@ -53,15 +54,16 @@ func ProvideJob(constructors ...any) fx.Option {
 type fxParams struct {
 	fx.In
 	Lifecycle fx.Lifecycle
-	Jobs      []Job             `group:"mutexfx.schedule.jobs"`
-	Mutex     *mutexfx.Mutex    `optional:"true"`
-	Registry  *mutexfx.Registry `optional:"true"`
-	Clock     Clock             `optional:"true"`
-	Logger    *zap.Logger       `optional:"true"`
+	Jobs      []Job                `group:"mutexfx.schedule.jobs"`
+	Mutex     *mutexfx.Mutex       `optional:"true"`
+	Registry  *mutexfx.Registry    `optional:"true"`
+	Clock     Clock                `optional:"true"`
+	Logger    *zap.Logger          `optional:"true"`
+	Meters    metric.MeterProvider `optional:"true"`
 }
 
 func newFx(p fxParams) (*Scheduler, error) {
-	opts := Options{Mutex: p.Mutex, Clock: p.Clock, Logger: p.Logger}
+	opts := Options{Mutex: p.Mutex, Clock: p.Clock, Logger: p.Logger, MeterProvider: p.Meters}
 	if p.Registry != nil {
 		opts.Resolver = p.Registry
 	}

@@ -41,6 +41,7 @@ func (j *job) sawHolder(token string) string {
 // (see watch) when the store can describe it.
 func (s *Scheduler) skipped(ctx context.Context, log *zap.Logger, j *job, m *component.Mutex, planned time.Time) {
 	const msg = "exclusive job run by another instance, skipped"
+	s.count(j, OutcomeSkippedHeldElsewhere)
 	log = log.With(zap.String("lock", j.lock))
 	ins, ok := m.Driver().(drivers.Inspector)
 	if !ok {

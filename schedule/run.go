@@ -22,6 +22,7 @@ func (s *Scheduler) fire(j *job, planned time.Time) {
 	m, err := s.store(j)
 	if err != nil {
 		log.Error("exclusive job not run: its lock store is missing", zap.Error(err))
+		s.count(j, OutcomeStoreError)
 		return
 	}
 	defer s.checkSkew(ctx, log, j, m, planned)
@@ -31,7 +32,7 @@ func (s *Scheduler) fire(j *job, planned time.Time) {
 	// Up to half the hold late, the instances' clocks may differ by up to
 	// the other half (less the store's answer time).
 	if late := s.opts.Clock.Now().Sub(planned); late > j.plan.hold(planned)/2 {
-		log.Warn("exclusive job skipped an instant: too late to be sure no other instance ran it",
+		s.lost(log, j, OutcomeMissed, "exclusive job skipped an instant: too late to be sure no other instance ran it",
 			zap.Duration("late", late), zap.String("cause", "late"))
 		return
 	}
@@ -42,6 +43,7 @@ func (s *Scheduler) fire(j *job, planned time.Time) {
 	case err != nil:
 		log.Error("exclusive job not run: its lock could not be tried",
 			zap.String("lock", j.lock), zap.String("cause", "store error"), zap.Error(err))
+		s.count(j, OutcomeStoreError)
 		return
 	case lock == nil:
 		s.skipped(ctx, log, j, m, planned)
@@ -62,16 +64,20 @@ func (s *Scheduler) runHeld(ctx context.Context, log *zap.Logger, j *job, lock *
 	})
 }
 
-// call runs the job's function, recovering and logging a panic. A run
-// whose ctx ended before it returned (the scheduler stopping, the lock
-// lost) is logged at warn level as interrupted, with the cause.
+// call runs the job's function, recovering and logging a panic, and
+// counts the run's outcome. A run whose ctx ended before it returned (the
+// scheduler stopping, the lock lost) is logged at warn level as
+// interrupted, with the cause, and counted so whatever it returned.
 func (s *Scheduler) call(ctx context.Context, log *zap.Logger, j *job) {
 	start := time.Now()
+	outcome := OutcomeFailed
 	defer func() {
 		if ctx.Err() != nil {
-			log.Warn("scheduled job interrupted", zap.Duration("took", time.Since(start)),
+			s.lost(log, j, OutcomeInterrupted, "scheduled job interrupted", zap.Duration("took", time.Since(start)),
 				zap.NamedError("cause", context.Cause(ctx)))
+			return
 		}
+		s.count(j, outcome)
 	}()
 	defer func() {
 		if p := recover(); p != nil {
@@ -82,6 +88,7 @@ func (s *Scheduler) call(ctx context.Context, log *zap.Logger, j *job) {
 		log.Error("scheduled job failed", zap.Duration("took", time.Since(start)), zap.Error(err))
 		return
 	}
+	outcome = OutcomeRan
 	log.Debug("scheduled job done", zap.Duration("took", time.Since(start)))
 }
 

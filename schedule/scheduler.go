@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/mutexfx/mutexfx/component"
@@ -58,13 +59,19 @@ type Options struct {
 	// Logger logs runs skipped, failed or panicking.
 	// Default: no logging.
 	Logger *zap.Logger
+
+	// MeterProvider records MetricInstants (docs/telemetry.md).
+	// Default: otel.GetMeterProvider(), a no-op until the application
+	// sets one.
+	MeterProvider metric.MeterProvider
 }
 
 // Scheduler runs jobs. Its methods are safe for concurrent use.
 type Scheduler struct {
-	opts Options
-	log  *zap.Logger
-	jobs []*job
+	opts     Options
+	log      *zap.Logger
+	instants metric.Int64Counter
+	jobs     []*job
 
 	mu      sync.Mutex
 	state   int                // 0 new, 1 started, 2 stopped
@@ -107,7 +114,7 @@ func New(opts Options, jobs ...Job) (*Scheduler, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	s := &Scheduler{opts: opts, log: opts.Logger, stopped: make(chan struct{})}
+	s := &Scheduler{opts: opts, log: opts.Logger, instants: newInstants(opts.MeterProvider), stopped: make(chan struct{})}
 	names := map[string]bool{}
 	now := opts.Clock.Now()
 	for _, j := range jobs {
@@ -229,7 +236,7 @@ func (s *Scheduler) loop(j *job) {
 		from = planned
 		now := clock.Now()
 		if late := now.Sub(planned); late > j.plan.hold(planned) {
-			s.log.Warn("scheduled job missed an instant", zap.String("job", j.Name),
+			s.lost(s.log, j, OutcomeMissed, "scheduled job missed an instant", zap.String("job", j.Name),
 				zap.Time("planned", planned), zap.Duration("late", late), zap.String("cause", "late"))
 			from = now
 			continue
@@ -251,8 +258,8 @@ func (s *Scheduler) startRun(j *job, planned time.Time) bool {
 		return false
 	}
 	if !j.running.CompareAndSwap(false, true) {
-		s.log.Warn("scheduled job still running, instant skipped", zap.String("job", j.Name), zap.Time("planned", planned),
-			zap.String("cause", "running"))
+		s.lost(s.log, j, OutcomeSkippedRunning, "scheduled job still running, instant skipped", zap.String("job", j.Name),
+			zap.Time("planned", planned), zap.String("cause", "running"))
 		return true
 	}
 	s.wg.Go(func() {

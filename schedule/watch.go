@@ -72,7 +72,7 @@ func (s *Scheduler) watch(log *zap.Logger, j *job, m *component.Mutex, ins drive
 		default:
 			return // released by its holder
 		}
-		log.Warn("exclusive job's instant interrupted on another instance", zap.String("cause", cause),
+		s.lost(log, j, OutcomeInterruptedElsewhere, "exclusive job's instant interrupted on another instance", zap.String("cause", cause),
 			zap.Bool("rerun", j.RerunInterrupted))
 		if j.RerunInterrupted {
 			s.rerun(log, j, m, planned)
@@ -85,7 +85,7 @@ func (s *Scheduler) watch(log *zap.Logger, j *job, m *component.Mutex, ins drive
 // this instance gets j's lock (one attempt) and is not running j.
 func (s *Scheduler) rerun(log *zap.Logger, j *job, m *component.Mutex, planned time.Time) {
 	if !j.running.CompareAndSwap(false, true) {
-		log.Warn("interrupted instant not run again: the job is running here", zap.String("cause", "running"))
+		s.lost(log, j, OutcomeRerunSkipped, "interrupted instant not run again: the job is running here", zap.String("cause", "running"))
 		return
 	}
 	defer j.running.Store(false)
@@ -103,5 +103,6 @@ func (s *Scheduler) rerun(log *zap.Logger, j *job, m *component.Mutex, planned t
 	}
 	log = log.With(zap.Bool("rerun", true))
 	log.Info("running an interrupted instant again")
+	s.count(j, OutcomeRerun)
 	s.runHeld(ctx, log, j, lock, planned)
 }
