@@ -63,6 +63,9 @@ func (s *Scheduler) skipped(ctx context.Context, log *zap.Logger, j *job, m *com
 	if id := holderID(info.Token); id != "" {
 		fields = append(fields, zap.String("holder", id))
 	}
+	if h, ok := component.ParseHolder(info.Token); ok {
+		fields = append(fields, zap.String("holderApp", h.Application), zap.String("holderHost", h.Host), zap.Int("holderPID", h.PID))
+	}
 	if prev := j.sawHolder(info.Token); info.Token != "" && prev == info.Token {
 		log.Info("exclusive job still run by another instance for an earlier instant, skipped",
 			append(fields, zap.String("cause", "the holder's run outlived the period"))...)

@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -59,6 +60,9 @@ func TestSkipNamesHolder(t *testing.T) {
 		t.Fatalf("%s %v, want info with the cause", info.Level, info.ContextMap())
 	}
 	holder, _ := info.ContextMap()["holder"].(string)
+	if ctx := info.ContextMap(); ctx["holderPID"] != int64(os.Getpid()) || ctx["holderHost"] == nil || ctx["holderApp"] == nil {
+		t.Fatalf("skip log %v, want the holder's app, host and pid %d", ctx, os.Getpid())
+	}
 	skipped := obsB.FilterMessage("exclusive job run by another instance, skipped").All()
 	if len(skipped) == 0 || skipped[0].Level != zapcore.DebugLevel || skipped[0].ContextMap()["holder"] != holder || holder == "" {
 		t.Fatalf("first skip %v, want debug naming holder %q", skipped, holder)
