@@ -111,7 +111,7 @@ func TestAdvisoryProbeBootTime(t *testing.T) {
 			t.Fatalf("a held lock reported lost over %d probes: %+v", probes, ev)
 		default:
 		}
-		if got := d.adv.get(key, tok).boot.Load(); got != boot {
+		if got := adv(d).get(key, tok).boot.Load(); got != boot {
 			t.Fatalf("boot time seen by the probes %d; want the server's %d", got, boot)
 		}
 		if info, held, err := d.Inspect(ctx, key); err != nil || !held || info.Token != tok {
@@ -129,7 +129,7 @@ func TestAdvisoryProbeBootTime(t *testing.T) {
 		ctx := ctxT(t)
 		d := openDriver(t, Options{DSN: testutil.MySQLDSN(), ProbeInterval: time.Hour})
 		// as MySQL 8 answers for information_schema.GLOBAL_STATUS (1109)
-		d.adv.bootSQL = append([]string{uptimeSQL("information_schema.NO_SUCH_STATUS")}, bootSQL...)
+		adv(d).bootSQL = append([]string{uptimeSQL("information_schema.NO_SUCH_STATUS")}, bootSQL...)
 		key, tok := "mysqltest:"+runID+":"+t.Name(), token()
 		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
 			t.Fatalf("Acquire = %+v, %v", res, err)
@@ -139,10 +139,10 @@ func TestAdvisoryProbeBootTime(t *testing.T) {
 				t.Fatalf("Renew = %+v; want held", r)
 			}
 		}
-		if src := d.adv.bootSrc.Load(); src != 1 {
+		if src := adv(d).bootSrc.Load(); src != 1 {
 			t.Fatalf("boot time source %d; want 1, the first that exists", src)
 		}
-		if got := d.adv.get(key, tok).boot.Load(); got != boot {
+		if got := adv(d).get(key, tok).boot.Load(); got != boot {
 			t.Fatalf("boot time seen %d; want the server's %d", got, boot)
 		}
 	})

@@ -47,7 +47,7 @@ func TestTableReservation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t)
 			opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks", WaiterLiveness: tc.liveness}
-			ds := map[string]*Driver{"a": openDriver(t, opts), "b": openDriver(t, opts)}
+			ds := map[string]Driver{"a": openDriver(t, opts), "b": openDriver(t, opts)}
 			tokens := map[string]string{}
 			key := "mysqltest:" + runID + ":" + t.Name()
 			for i, s := range tc.steps {
@@ -166,7 +166,7 @@ func TestTableQueuePrepared(t *testing.T) {
 	opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks", WaiterLiveness: 10 * time.Second, PreparedStatements: true}
 	d1, d2 := openDriver(t, opts), openDriver(t, opts)
 	// ids whose bytes are no valid UTF-8 (0xff never is)
-	d1.id[0], d2.id[0] = 0xff, 0xff
+	tab(d1).id[0], tab(d2).id[0] = 0xff, 0xff
 	key := "mysqltest:" + runID + ":" + t.Name()
 	tok := token()
 	if res, err := d1.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
@@ -175,14 +175,14 @@ func TestTableQueuePrepared(t *testing.T) {
 	if res, err := d2.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token(), TTL: time.Minute}); err != nil || res.Acquired {
 		t.Fatalf("d2 Acquire = %+v, %v; want not acquired (queued)", res, err)
 	}
-	st, err := d2.watch.read(ctx, []string{key})
+	st, err := tab(d2).watch.read(ctx, []string{key})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st[0].pos != 0 || st[0].n != 1 {
 		t.Fatalf("d2's poll: %+v; want d2 at place 0 of 1", st[0])
 	}
-	st, err = d1.watch.read(ctx, []string{key})
+	st, err = tab(d1).watch.read(ctx, []string{key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestTableQueuePrepared(t *testing.T) {
 		if res, err := d2.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok2, TTL: time.Minute}); err != nil || !res.Acquired {
 			t.Fatalf("d2 Acquire %d = %+v, %v", i, res, err)
 		}
-		if st, err = d2.watch.read(ctx, []string{key}); err != nil || !st[0].mineHeld || st[0].n != 0 {
+		if st, err = tab(d2).watch.read(ctx, []string{key}); err != nil || !st[0].mineHeld || st[0].n != 0 {
 			t.Fatalf("d2's poll after acquisition %d: %+v, %v; want held by d2, nobody queued", i, st, err)
 		}
 		if ok, err := d2.Release(ctx, key, tok2); err != nil || !ok {

@@ -41,7 +41,7 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("Acquire = %+v, %v; want a fence above %d", res, err, last)
 			}
 			last = res.Fence
-			sock := d.adv.get("refused", tok).conn.sock
+			sock := adv(d).get("refused", tok).conn.sock
 			if ok, err := d.Release(ctx, "refused", tok); err != nil || !ok {
 				t.Fatalf("Release = %v, %v", ok, err)
 			}
@@ -184,7 +184,7 @@ func TestFaults(t *testing.T) {
 		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
 			t.Fatalf("Acquire = %+v, %v", res, err)
 		}
-		id := d.adv.get(key, tok).connID
+		id := adv(d).get(key, tok).connID
 		// No probe before the restart: none has seen the first boot time,
 		// so only the lock's time of acquisition tells the restart.
 		srv.Restart()

@@ -68,7 +68,7 @@ func TestAdvisoryProbeFullPool(t *testing.T) {
 		if r := renew(); r.Err != nil || !r.Held {
 			t.Fatalf("Renew of a held lock with the pool full = %+v; want held", r)
 		}
-		killSession(ctx, t, admin, d.adv.get(key, tok).connID)
+		killSession(ctx, t, admin, adv(d).get(key, tok).connID)
 		if r := renew(); r.Err != nil || r.Held {
 			t.Fatalf("Renew of a killed holder with the pool full = %+v; want not held", r)
 		}

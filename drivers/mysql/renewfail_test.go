@@ -25,7 +25,7 @@ func TestAdvisoryRenewDeadline(t *testing.T) {
 	// setup acquires key through a proxy, then makes one renewal with ttl
 	// run into a 300 ms deadline on the stalled link. lost has the Lost
 	// events from the start.
-	setup := func(t *testing.T, ttl time.Duration) (d *Driver, h *heldLock, lease drivers.Lease, lost <-chan drivers.Event) {
+	setup := func(t *testing.T, ttl time.Duration) (d Driver, h *heldLock, lease drivers.Lease, lost <-chan drivers.Event) {
 		ctx := ctxT(t)
 		p := testutil.NewProxy(t, "127.0.0.1:3306")
 		d = openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", ProbeInterval: 50 * time.Millisecond})
@@ -34,7 +34,7 @@ func TestAdvisoryRenewDeadline(t *testing.T) {
 		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: lease.Key, Token: lease.Token, TTL: ttl}); err != nil || !res.Acquired {
 			t.Fatalf("Acquire = %+v, %v", res, err)
 		}
-		h = d.adv.get(lease.Key, lease.Token)
+		h = adv(d).get(lease.Key, lease.Token)
 		p.Stall()
 		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		r := d.Renew(rctx, []drivers.Lease{lease})[0]
@@ -121,7 +121,7 @@ func TestRenewStallKeepsLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := d.adv.get(l.Key(), l.Token()).connID
+	id := adv(d).get(l.Key(), l.Token()).connID
 	// The scenario's timing: the renewal due at 1 s stalls, its call's
 	// deadline passes at 2 s, the link recovers at 2.4 s, well before the
 	// lock's expiry (about 3 s after the last confirmation).

@@ -12,7 +12,7 @@ import (
 // tableRenew extends leases with one UPDATE per RenewBatch leases of the
 // same ttl. When the UPDATE changed fewer rows than it was given, one
 // SELECT tells which leases are still held.
-func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+func (d *tableDriver) renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
 	byTTL := map[time.Duration][]int{}
 	var order []time.Duration
@@ -36,7 +36,7 @@ func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drive
 	return out
 }
 
-func (d *Driver) renewChunk(ctx context.Context, leases []drivers.Lease, chunk []int, ttl time.Duration, out []drivers.RenewResult) {
+func (d *tableDriver) renewChunk(ctx context.Context, leases []drivers.Lease, chunk []int, ttl time.Duration, out []drivers.RenewResult) {
 	fail := func(err error) {
 		for _, i := range chunk {
 			out[i].Err = fmt.Errorf("mysql: renew: %w", err)

@@ -54,7 +54,7 @@ const (
 // must be read with the acquisition (learn). An error is the connection's
 // (the acquisition would meet it too); a statement the server refuses
 // makes the connection's acquisitions read their session themselves.
-func (a *advisory) session(ctx context.Context, conn pinned) (s session, ok bool, err error) {
+func (a *advisoryDriver) session(ctx context.Context, conn pinned) (s session, ok bool, err error) {
 	sock := conn.sock
 	if sock == nil {
 		return session{}, false, nil

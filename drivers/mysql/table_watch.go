@@ -24,7 +24,7 @@ const watchInterest = 2 * time.Second
 // (at least 1ms), so that it takes a released lock within a few
 // milliseconds.
 type watcher struct {
-	d *Driver
+	d *tableDriver
 
 	mu   sync.Mutex
 	keys map[string]*interest
@@ -39,11 +39,6 @@ type interest struct {
 	stamped time.Time // last failed acquisition that stamped its queue entry
 	prompt  time.Time // last Released sent for it
 	pos     int       // place in the key's queue when last polled, -1: none
-}
-
-func (w *watcher) init(d *Driver) {
-	w.d = d
-	w.keys = map[string]*interest{}
 }
 
 // failed records a failed acquisition of key, which stamped this driver's

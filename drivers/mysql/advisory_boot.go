@@ -61,16 +61,16 @@ func noBootSource(err error) bool {
 
 // queryBoot runs on the pool the statement q makes of the boot-time
 // expression in use and scans its row into dest (see withBoot).
-func (a *advisory) queryBoot(ctx context.Context, q func(boot string) string, args []any, dest ...any) error {
+func (a *advisoryDriver) queryBoot(ctx context.Context, q func(boot string) string, args []any, dest ...any) error {
 	return a.withBoot(func(boot string) error {
-		return a.d.db.QueryRowContext(ctx, q(boot), args...).Scan(dest...)
+		return a.db.QueryRowContext(ctx, q(boot), args...).Scan(dest...)
 	})
 }
 
 // withBoot runs run with the boot-time expression in use. A source the
 // server does not have (or not for this user) is left for the next, for
 // good, and run runs again.
-func (a *advisory) withBoot(run func(boot string) error) error {
+func (a *advisoryDriver) withBoot(run func(boot string) error) error {
 	for {
 		src := a.bootSrc.Load()
 		err := run(a.bootSQL[src])
