@@ -96,13 +96,6 @@ func (a *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []dr
 	return a.core.renew(ctx, leases, a.renew)
 }
 
-// Subscribe calls fn with Lost events (a held lock's connection broke or
-// was killed) and Released events (a lock released through this driver)
-// until cancel is called or the driver is closed.
-func (a *advisoryDriver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
-	return a.core.Subscribe(ctx, fn)
-}
-
 // Close drops the connections it pinned (the server then frees their
 // locks), stops the driver's goroutines and closes its own pool. A pool
 // given to NewWithDB stays open. Calls still in flight when Close is done,
@@ -394,7 +387,7 @@ func (a *advisoryDriver) forget(h *heldLock) {
 }
 
 // close drops every pinned connection (the server frees their locks) and
-// waits for the monitor, which ends with a.closed, and for the statements
+// waits for the monitor, which ends with a.closing, and for the statements
 // on held locks' connections, which it ends.
 func (a *advisoryDriver) close() {
 	a.monitorOnce.Do(func() {}) // no monitor after close

@@ -112,7 +112,7 @@ func (a *advisoryDriver) expireIdle() {
 }
 
 // closeIdle returns the kept connections to the pool and stops the timer,
-// waiting for its function if it runs. d.closed is closed: nothing is kept
+// waiting for its function if it runs. The driver is closing: nothing is kept
 // any more.
 func (a *advisoryDriver) closeIdle() {
 	a.mu.Lock()

@@ -19,21 +19,13 @@ func (a *advisoryDriver) startMonitor() {
 	a.monitorWG.Add(1)
 	go func() {
 		defer a.monitorWG.Done()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() { // ends when the monitor ends or the driver closes
-			select {
-			case <-a.closed:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		ctx := a.closing
 		t := time.NewTimer(a.s.probe)
 		defer t.Stop()
 		nextProbe := time.Now().Add(a.s.probe)
 		for {
 			select {
-			case <-a.closed:
+			case <-ctx.Done():
 				return
 			case <-t.C:
 			case <-a.wake:
@@ -177,15 +169,7 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 // driver's is told as a probe tells it (heldLock.holds), from the same
 // statement, which reads the server's boot time too.
 func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
-	type answer struct {
-		info drivers.LockInfo
-		held bool
-	}
-	r, err := call(&a.core, ctx, func(ctx context.Context) (answer, error) {
-		info, held, err := a.inspect(ctx, key)
-		return answer{info, held}, err
-	})
-	return r.info, r.held, err
+	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) { return a.inspect(ctx, key) })
 }
 
 func (a *advisoryDriver) inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {

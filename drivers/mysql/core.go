@@ -28,7 +28,8 @@ type core struct {
 	s     settings
 
 	closeOnce sync.Once
-	closed    chan struct{}
+	closing   context.Context // ends when Close starts: the goroutines end
+	stopAll   context.CancelFunc
 	life      context.Context // ends when Close cuts the calls in flight
 	cut       context.CancelCauseFunc
 
@@ -42,22 +43,18 @@ type core struct {
 
 func (c *core) init(db *sql.DB, own bool, socks *sockets, s settings) {
 	c.db, c.ownDB, c.socks, c.s = db, own, socks, s
-	c.closed = make(chan struct{})
+	c.closing, c.stopAll = context.WithCancel(context.Background())
 	c.subs = map[int]func(drivers.Event){}
 	c.life, c.cut = context.WithCancelCause(context.Background())
 }
 
-func (c *core) isClosed() bool {
-	select {
-	case <-c.closed:
-		return true
-	default:
-		return false
-	}
-}
+func (c *core) isClosed() bool { return c.closing.Err() != nil }
 
 // Subscribe calls fn with the driver's events until cancel is called or
-// the driver is closed.
+// the driver is closed: Released (a lock released through this driver; in
+// table mode also a key this driver found held that became free, seen by
+// polling every PollInterval), and in advisory mode Lost (a held lock's
+// connection broke or was killed).
 func (c *core) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
 	if c.isClosed() {
 		return nil, ErrClosed
@@ -102,7 +99,7 @@ func (c *core) close(ctx context.Context, stop func()) error {
 	c.closeOnce.Do(func() {
 		defer c.cutCalls()
 		after := context.AfterFunc(ctx, c.cutCalls)
-		close(c.closed)
+		c.stopAll()
 		stop()
 		if c.socks != nil {
 			c.socks.hup.Close()
@@ -162,6 +159,19 @@ func call[T any](c *core, ctx context.Context, f func(context.Context) (T, error
 	return res, c.closedErr(err)
 }
 
+// call2 is call for a call with two results.
+func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B, error)) (A, B, error) {
+	type ab struct {
+		a A
+		b B
+	}
+	r, err := call(c, ctx, func(ctx context.Context) (ab, error) {
+		a, b, err := f(ctx)
+		return ab{a, b}, err
+	})
+	return r.a, r.b, err
+}
+
 // renew runs f, a Renew, unless the driver is closed (every lease fails
 // with ErrClosed), as call does.
 func (c *core) renew(ctx context.Context, leases []drivers.Lease, f func(context.Context, []drivers.Lease) []drivers.RenewResult) []drivers.RenewResult {
@@ -199,6 +209,30 @@ func (c *core) schemaGone() {
 	c.schemaMu.Lock()
 	c.schemaOK = false
 	c.schemaMu.Unlock()
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// queryRows runs q on db and scans each row's columns into the values
+// dest returns for it, then calls row, if any.
+func queryRows(ctx context.Context, db querier, q string, args []any, dest func() []any, row func()) error {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(dest()...); err != nil {
+			return err
+		}
+		if row != nil {
+			row()
+		}
+	}
+	return rows.Err()
 }
 
 // Ping pings the server on one of the pool's connections.

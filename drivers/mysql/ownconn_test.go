@@ -141,7 +141,7 @@ func TestLoseBusyConnection(t *testing.T) {
 	}
 	busy = false
 	adv(d).unlock(h) // the statement ends: its user drops the connection
-	h.mu.Lock()     // (the monitor may be looking at h too)
+	h.mu.Lock()      // (the monitor may be looking at h too)
 	done := h.done
 	h.mu.Unlock()
 	if !done {

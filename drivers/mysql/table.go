@@ -70,14 +70,6 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 	return d.core.renew(ctx, leases, d.renew)
 }
 
-// Subscribe calls fn with Released events (a lock released through this
-// driver, or a key this driver found held that became free, seen by
-// polling every PollInterval) until cancel is called or the driver is
-// closed.
-func (d *tableDriver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
-	return d.core.Subscribe(ctx, fn)
-}
-
 // Close stops the driver's goroutines and closes its own pool (a pool
 // given to NewWithDB stays open). Calls still in flight when Close is
 // done, or when ctx ends, are cut; it returns ctx's error when ctx ended

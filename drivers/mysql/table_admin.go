@@ -12,15 +12,7 @@ import (
 
 // Inspect reads key's row: its token, fence and remaining ttl.
 func (d *tableDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
-	type answer struct {
-		info drivers.LockInfo
-		held bool
-	}
-	r, err := call(&d.core, ctx, func(ctx context.Context) (answer, error) {
-		info, held, err := d.inspect(ctx, key)
-		return answer{info, held}, err
-	})
-	return r.info, r.held, err
+	return call2(&d.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) { return d.inspect(ctx, key) })
 }
 
 func (d *tableDriver) inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
@@ -51,25 +43,17 @@ func (d *tableDriver) list(ctx context.Context, prefix string) (out []drivers.Li
 	if err := d.schema(ctx, d.ensureSchema); err != nil {
 		return nil, err
 	}
-	rows, err := d.db.QueryContext(ctx, fmt.Sprintf(
+	var l drivers.ListedLock
+	var name, token []byte
+	var us int64
+	err = queryRows(ctx, d.db, fmt.Sprintf(
 		`SELECT name, token, fence, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM %s`+
 			` WHERE expires_at >= UTC_TIMESTAMP(6) AND token <> '' AND LEFT(name, LENGTH(?)) = ?`, d.s.table),
-		[]byte(prefix), []byte(prefix))
+		[]any{[]byte(prefix), []byte(prefix)}, func() []any { return []any{&name, &token, &l.Fence, &us} }, func() {
+			l.Key, l.Token, l.TTL = string(name), string(token), time.Duration(us)*time.Microsecond
+			out = append(out, l)
+		})
 	if err != nil {
-		return nil, fmt.Errorf("mysql: list: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var l drivers.ListedLock
-		var name, token []byte
-		var us int64
-		if err := rows.Scan(&name, &token, &l.Fence, &us); err != nil {
-			return nil, fmt.Errorf("mysql: list: %w", err)
-		}
-		l.Key, l.Token, l.TTL = string(name), string(token), time.Duration(us)*time.Microsecond
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("mysql: list: %w", err)
 	}
 	return out, nil

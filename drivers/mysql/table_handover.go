@@ -29,15 +29,9 @@ func (d *tableDriver) Handover(ctx context.Context, key, token string, next driv
 		ok, err := d.Release(ctx, key, token)
 		return ok, drivers.AcquireResult{}, err
 	}
-	type answer struct {
-		released bool
-		res      drivers.AcquireResult
-	}
-	a, err := call(&d.core, ctx, func(ctx context.Context) (answer, error) {
-		released, res, err := d.handover(ctx, key, token, next)
-		return answer{released, res}, err
+	return call2(&d.core, ctx, func(ctx context.Context) (bool, drivers.AcquireResult, error) {
+		return d.handover(ctx, key, token, next)
 	})
-	return a.released, a.res, err
 }
 
 func (d *tableDriver) handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {

@@ -139,23 +139,11 @@ type hashFence struct {
 }
 
 // queryHashes runs q on db, a pool or a transaction, and returns its rows.
-func queryHashes(ctx context.Context, db interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, q string, args ...any) ([]hashFence, error) {
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("mysql: reclaim: %w", err)
-	}
-	defer rows.Close()
+func queryHashes(ctx context.Context, db querier, q string, args ...any) ([]hashFence, error) {
 	var out []hashFence
-	for rows.Next() {
-		var h hashFence
-		if err := rows.Scan(&h.hash, &h.fence); err != nil {
-			return nil, fmt.Errorf("mysql: reclaim: %w", err)
-		}
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
+	var h hashFence
+	err := queryRows(ctx, db, q, args, func() []any { return []any{&h.hash, &h.fence} }, func() { out = append(out, h) })
+	if err != nil {
 		return nil, fmt.Errorf("mysql: reclaim: %w", err)
 	}
 	return out, nil

@@ -105,24 +105,15 @@ func (w *watcher) start() {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() { // ends with the watcher or the driver
-			select {
-			case <-w.d.closed:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		t := time.NewTimer(w.d.s.poll)
 		defer t.Stop()
 		for {
 			select {
-			case <-w.d.closed:
+			case <-w.d.closing.Done():
 				return
 			case <-t.C:
 			}
-			t.Reset(w.poll(ctx))
+			t.Reset(w.poll(w.d.closing))
 		}
 	}()
 }
@@ -228,21 +219,12 @@ func (w *watcher) read(ctx context.Context, chunk []string) ([]keyState, error) 
 	for _, k := range chunk {
 		args = append(args, keyHash(k))
 	}
-	rows, err := w.d.db.QueryContext(ctx, w.d.s.pollSQL(len(chunk)), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	found := map[string]keyState{}
-	for rows.Next() {
-		var h []byte
-		var st keyState
-		if err := rows.Scan(&h, &st.free, &st.mineHeld, &st.pos, &st.n, &st.lead); err != nil {
-			return nil, err
-		}
-		found[string(h)] = st
-	}
-	if err := rows.Err(); err != nil {
+	var h []byte
+	var st keyState
+	if err := queryRows(ctx, w.d.db, w.d.s.pollSQL(len(chunk)), args,
+		func() []any { return []any{&h, &st.free, &st.mineHeld, &st.pos, &st.n, &st.lead} },
+		func() { found[string(h)] = st }); err != nil {
 		return nil, err
 	}
 	out := make([]keyState, len(chunk))
