@@ -88,21 +88,24 @@ func TestAdvisoryProbeBootTime(t *testing.T) {
 		if got := notProbes(log.Take()); len(got) != 1 || !strings.Contains(got[0], "GET_LOCK") || strings.Contains(got[0], "Uptime") {
 			t.Fatalf("acquisition statements %q; want one GET_LOCK, without the boot time", got)
 		}
-		time.Sleep(300 * time.Millisecond)
+		probes := 0
+		count := func() {
+			for _, q := range log.Take() {
+				if strings.Contains(q, "IS_USED_LOCK") {
+					probes++
+					if !strings.Contains(q, "information_schema.GLOBAL_STATUS") {
+						t.Fatalf("probe %q does not read the boot time", q)
+					}
+				}
+			}
+		}
+		waitFor(t, 10*time.Second, "5 probes of the monitor", func() bool { count(); return probes >= 5 })
 		for range 5 {
 			if r := d.Renew(ctx, []drivers.Lease{{Key: key, Token: tok, TTL: time.Minute}})[0]; r.Err != nil || !r.Held {
 				t.Fatalf("Renew = %+v; want held", r)
 			}
 		}
-		probes := 0
-		for _, q := range log.Take() {
-			if strings.Contains(q, "IS_USED_LOCK") {
-				probes++
-				if !strings.Contains(q, "information_schema.GLOBAL_STATUS") {
-					t.Fatalf("probe %q does not read the boot time", q)
-				}
-			}
-		}
+		count()
 		if probes < 10 {
 			t.Fatalf("%d probes; want at least 10 (the monitor's and 5 renewals)", probes)
 		}

@@ -98,13 +98,21 @@ func TestAdvisoryProbeOwnStall(t *testing.T) {
 		t.Fatalf("Acquire = %+v, %v", res, err)
 	}
 	// the scenario's timing: probes run every 100 ms on the holder's
-	// connection (the pool's one connection holds the lock); the stall
-	// outlasts the monitor's 1 s probe timeout
-	time.Sleep(300 * time.Millisecond)
+	// connection (the pool's one connection holds the lock); the stall,
+	// from a probe sent into it, outlasts the monitor's 1 s probe timeout
+	h := adv(d).get(key, tok)
+	acquired := h.used.Load()
+	waitFor(t, 10*time.Second, "a probe on the holder's connection", func() bool { return h.used.Load() > acquired })
 	p.Stall()
-	time.Sleep(1500 * time.Millisecond)
+	waitFor(t, 10*time.Second, "a probe sent into the stall", func() bool { return p.Blocked() > 0 })
+	time.Sleep(1500 * time.Millisecond) // the stall's length is the thing tested
 	p.Resume()
-	time.Sleep(500 * time.Millisecond)
+	// probes take turns on the connection: the second to start after the
+	// stall started after the stalled one and the first had ended
+	resumed := time.Now().UnixNano()
+	var first int64
+	waitFor(t, 10*time.Second, "a probe after the stall", func() bool { first = h.used.Load(); return first > resumed })
+	waitFor(t, 10*time.Second, "a second probe after the stall", func() bool { return h.used.Load() > first })
 	var holder sql.NullInt64
 	if err := admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(key)).Scan(&holder); err != nil {
 		t.Fatal(err)

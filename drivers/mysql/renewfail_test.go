@@ -122,14 +122,20 @@ func TestRenewStallKeepsLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := adv(d).get(l.Key(), l.Token()).connID
-	// The scenario's timing: the renewal due at 1 s stalls, its call's
-	// deadline passes at 2 s, the link recovers at 2.4 s, well before the
-	// lock's expiry (about 3 s after the last confirmation).
-	time.Sleep(500 * time.Millisecond)
+	// The scenario: the renewal due at 1 s stalls, its call's deadline
+	// passes at 2 s (the driver then sets when to drop the lock unless a
+	// renewal confirms it), the link recovers then, before the lock's
+	// expiry (about 3 s after the last confirmation), and a retried
+	// renewal confirms it.
+	h := adv(d).get(l.Key(), l.Token())
 	p.Stall()
-	time.Sleep(1900 * time.Millisecond)
+	waitFor(t, 10*time.Second, "the renewal's deadline", func() bool { return h.dropAt.Load() != 0 })
 	p.Resume()
-	time.Sleep(1100 * time.Millisecond) // past the expiry the failed renewal would have left
+	resumed := time.Now().UnixNano()
+	waitFor(t, 10*time.Second, "a renewal after the stall", func() bool { return h.confirmed.Load() > resumed })
+	if at := h.dropAt.Load(); at != 0 {
+		t.Fatalf("the confirmed lock is still to be dropped at %v", time.Unix(0, at))
+	}
 	var holder sql.NullInt64
 	if err := admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(l.Key())).Scan(&holder); err != nil {
 		t.Fatal(err)

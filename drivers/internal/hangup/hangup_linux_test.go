@@ -35,6 +35,29 @@ func signal() (func(), chan struct{}) {
 	return func() { ch <- struct{}{} }, ch
 }
 
+// armed is a connection armed on a Watcher: its local end, its peer, its
+// registration, and the armed function's calls.
+type armed struct {
+	local, peer *net.TCPConn
+	c           *Conn
+	called      chan struct{}
+}
+
+// arm makes a connection and arms it on w (with ArmPeek when end is set).
+func arm(t *testing.T, w *Watcher, end func(byte) bool) armed {
+	t.Helper()
+	a := armed{c: &Conn{}}
+	a.local, a.peer = pair(t)
+	fn, called := signal()
+	a.called = called
+	if end != nil {
+		w.ArmPeek(a.c, a.local, fn, end)
+	} else {
+		w.Arm(a.c, a.local, fn)
+	}
+	return a
+}
+
 func waitCall(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
@@ -53,6 +76,16 @@ func noCall(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
+// settle returns once w has handled the events of the sockets before
+// now: it arms another connection, closes its peer and waits for the call
+// (epoll reports readiness in order, and w calls in that order).
+func settle(t *testing.T, w *Watcher) {
+	t.Helper()
+	a := arm(t, w, nil)
+	a.peer.Close()
+	waitCall(t, a.called, "another connection's close")
+}
+
 // TestHangup: the peer's close (FIN) and its reset (RST) call the function
 // armed, once; bytes the peer sends do not (they are a reply to the
 // connection's own statement).
@@ -67,25 +100,15 @@ func TestHangup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var w Watcher
 			defer w.Close()
-			local, peer := pair(t)
-			var c Conn
-			fn, called := signal()
-			w.Arm(&c, local, fn)
-			if _, err := peer.Write([]byte("reply")); err != nil {
+			a := arm(t, &w, nil)
+			if _, err := a.peer.Write([]byte("reply")); err != nil {
 				t.Fatal(err)
 			}
-			// a second connection's hang-up, seen after any event of the
-			// first's reply (epoll reports readiness in order)
-			local2, peer2 := pair(t)
-			var c2 Conn
-			fn2, called2 := signal()
-			w.Arm(&c2, local2, fn2)
-			peer2.Close()
-			waitCall(t, called2, "second connection's close")
-			noCall(t, called, "bytes from the peer")
-			tc.fault(peer)
-			waitCall(t, called, tc.name)
-			noCall(t, called, tc.name+" (twice)")
+			settle(t, &w)
+			noCall(t, a.called, "bytes from the peer")
+			tc.fault(a.peer)
+			waitCall(t, a.called, tc.name)
+			noCall(t, a.called, tc.name+" (twice)")
 		})
 	}
 }
@@ -95,85 +118,58 @@ func TestHangup(t *testing.T) {
 func TestDisarm(t *testing.T) {
 	var w Watcher
 	defer w.Close()
-	local, peer := pair(t)
-	var c Conn
-	fn1, called1 := signal()
-	w.Arm(&c, local, fn1)
-	w.Disarm(&c)
-	peer.Close()
-	// the hang-up fires with nothing armed; then the new function is armed
-	local2, peer2 := pair(t)
-	var c2 Conn
-	fn2, called2 := signal()
-	w.Arm(&c2, local2, fn2)
-	peer2.Close()
-	waitCall(t, called2, "second connection's close")
-	fn3, called3 := signal()
-	w.Arm(&c, local, fn3)
-	waitCall(t, called3, "arming after a hang-up")
-	noCall(t, called1, "a disarmed function")
+	a := arm(t, &w, nil)
+	w.Disarm(a.c)
+	a.peer.Close()
+	settle(t, &w) // the hang-up fired with nothing armed
+	fn, called := signal()
+	w.Arm(a.c, a.local, fn)
+	waitCall(t, called, "arming after a hang-up")
+	noCall(t, a.called, "a disarmed function")
 }
 
 // TestForget: a forgotten connection can be closed and its descriptor
-// reused; the new connection's hang-up calls only its own function.
+// reused; only the new connection's function is called.
 func TestForget(t *testing.T) {
 	var w Watcher
 	defer w.Close()
-	local, peer := pair(t)
-	var c Conn
-	fn1, called1 := signal()
-	w.Arm(&c, local, fn1)
-	w.Forget(&c)
-	local.Close()
-	peer.Close()
-	local2, peer2 := pair(t)
-	var c2 Conn
-	fn2, called2 := signal()
-	w.Arm(&c2, local2, fn2)
-	peer2.Close()
-	waitCall(t, called2, "the new connection's close")
-	noCall(t, called1, "a forgotten connection's function")
+	a := arm(t, &w, nil)
+	w.Forget(a.c)
+	a.local.Close()
+	a.peer.Close()
+	settle(t, &w)
+	noCall(t, a.called, "a forgotten connection's function")
 }
 
 // TestArmPeek: bytes the peer sends unasked end the session when end says
-// so; other bytes leave the connection watched for its hang-up.
+// so, and are left for the reader; other bytes leave the connection
+// watched for its hang-up.
 func TestArmPeek(t *testing.T) {
 	end := func(b byte) bool { return b == 'E' }
 	t.Run("ending", func(t *testing.T) {
 		var w Watcher
 		defer w.Close()
-		local, peer := pair(t)
-		var c Conn
-		fn, called := signal()
-		w.ArmPeek(&c, local, fn, end)
-		if _, err := peer.Write([]byte("E fatal")); err != nil {
+		a := arm(t, &w, end)
+		if _, err := a.peer.Write([]byte("E fatal")); err != nil {
 			t.Fatal(err)
 		}
-		waitCall(t, called, "an ending message")
+		waitCall(t, a.called, "an ending message")
 		buf := make([]byte, 7)
-		if n, err := local.Read(buf); err != nil || string(buf[:n]) != "E fatal" {
+		if n, err := a.local.Read(buf); err != nil || string(buf[:n]) != "E fatal" {
 			t.Fatalf("Read = %q, %v: the message was not left for the reader", buf[:n], err)
 		}
 	})
 	t.Run("other", func(t *testing.T) {
 		var w Watcher
 		defer w.Close()
-		local, peer := pair(t)
-		var c Conn
-		fn, called := signal()
-		w.ArmPeek(&c, local, fn, end)
-		if _, err := peer.Write([]byte("N notice")); err != nil {
+		a := arm(t, &w, end)
+		if _, err := a.peer.Write([]byte("N notice")); err != nil {
 			t.Fatal(err)
 		}
-		local2, peer2 := pair(t)
-		var c2 Conn
-		fn2, called2 := signal()
-		w.Arm(&c2, local2, fn2)
-		peer2.Close()
-		waitCall(t, called2, "second connection's close")
-		noCall(t, called, "a message that does not end the session")
-		peer.Close()
-		waitCall(t, called, "close after a message")
+		settle(t, &w)
+		noCall(t, a.called, "a message that does not end the session")
+		a.peer.Close()
+		waitCall(t, a.called, "close after a message")
 	})
 }
 
@@ -181,12 +177,11 @@ func TestArmPeek(t *testing.T) {
 // (goleak checks).
 func TestClosed(t *testing.T) {
 	var w Watcher
-	local, peer := pair(t)
-	var c Conn
-	fn, called := signal()
-	w.Arm(&c, local, fn)
+	a := arm(t, &w, nil)
 	w.Close()
-	w.Arm(&c, local, fn)
-	peer.Close()
+	fn, called := signal()
+	w.Arm(a.c, a.local, fn)
+	a.peer.Close()
 	noCall(t, called, "after Close")
+	noCall(t, a.called, "after Close")
 }
