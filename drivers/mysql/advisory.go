@@ -113,11 +113,11 @@ type heldLock struct {
 	connID           int64         // its connection's CONNECTION_ID()
 	takenAt          int64         // the server's clock (takenSQL) during its connection's session, at or before the acquire statement
 	boot             atomic.Int64  // the server's boot time read with its session, or first seen by a probe finding it held; 0: none yet
-	idle             time.Duration // its session's wait_timeout (0: unknown): idle.go
+	idle             time.Duration // its session's wait_timeout (0: unknown): advisory_idle.go
 
 	used      atomic.Int64 // UnixNano: when the last statement on conn started (or the acquire statement ended)
 	confirmed atomic.Int64 // UnixNano: when the last acquire, renewal or Extend that found it held started
-	dropAt    atomic.Int64 // UnixNano: when the monitor drops it, a renewal having failed (idle.go); 0: never
+	dropAt    atomic.Int64 // UnixNano: when the monitor drops it, a renewal having failed (advisory_idle.go); 0: never
 
 	mu   connMutex // serialises the use of conn
 	conn pinned
@@ -206,13 +206,13 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 
 // session identifies a connection of a server's life: its CONNECTION_ID()
 // and the server's clock (takenSQL) at a moment of that session — read in
-// the acquire statement, or once per connection (identity.go). Ids start
+// the acquire statement, or once per connection (advisory_session.go). Ids start
 // again from 1 when the server restarts, so the id alone could name another
 // client's session: a probe also compares the time with the server's boot
-// time (boot.go), and with the boot time read with the session, when it
+// time (advisory_boot.go), and with the boot time read with the session, when it
 // was (boot; 0: not read). wait is the session's wait_timeout in seconds:
 // the server closes the connection after that long without a statement
-// (idle.go).
+// (advisory_idle.go).
 type session struct {
 	conn int64
 	at   int64
@@ -222,7 +222,7 @@ type session struct {
 
 // take runs the acquire statement of name on conn, blocking in the server
 // up to maxWait, and returns the fence (0: not acquired) and the
-// connection's session: the one known for conn (identity.go), else read in
+// connection's session: the one known for conn (advisory_session.go), else read in
 // the same round trip (a separate one for the counter fence, once
 // acquired).
 func (a *advisoryDriver) take(ctx context.Context, conn pinned, key, name string, maxWait time.Duration) (fence uint64, s session, err error) {

@@ -17,7 +17,7 @@ import (
 //
 // The lock's session — its connection's id and a reading of the server's
 // clock (takenSQL) during it — is read in the acquire statement, or once
-// per connection of the driver's own pool with the boot time (identity.go).
+// per connection of the driver's own pool with the boot time (advisory_session.go).
 // The boot time costs a read of the server's status (about 0.3 ms): once
 // per probe statement, and once per new connection of the driver's own
 // pool, never per acquisition.

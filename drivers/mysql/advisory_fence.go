@@ -24,7 +24,7 @@ const (
 	// GET_LOCK's wait was interrupted (statement timeout, KILL QUERY): not
 	// acquired either.
 	// %[2]s is the timeout: "? / 1000" (a millisecond parameter) or "0".
-	// A connection whose session is not known yet (identity.go) also
+	// A connection whose session is not known yet (advisory_session.go) also
 	// reads sessionSQL in it.
 	advSequenceSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN NEXTVAL(%[1]s) WHEN 0 THEN 0 END`
 	// advUUIDShortSQL is advSequenceSQL with UUID_SHORT() for NEXTVAL.

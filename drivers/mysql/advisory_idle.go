@@ -6,11 +6,11 @@ import (
 )
 
 // A held lock's connection runs no statement of its own while the lock is
-// held: probes and renewals ask on a pooled connection (monitor.go). The
+// held: probes and renewals ask on a pooled connection (advisory_monitor.go). The
 // server closes a connection idle for its session's wait_timeout, and the
 // lock goes with it — to a waiter blocked in GET_LOCK at once, before the
 // holder could be told. So each lock's session's wait_timeout is read with
-// its session (identity.go), and the monitor checks the lock on its own
+// its session (advisory_session.go), and the monitor checks the lock on its own
 // connection (heldLock.check, which also finds a lock lost) once the
 // connection has been idle for half of it: a live holder's connection never
 // idles out, while one cut from the server (a partition) still loses its

@@ -14,7 +14,7 @@ import (
 // are held, checks them all (probe) and reports those whose connection no
 // longer holds them; and that keeps each lock's connection from idling
 // past its session's wait_timeout and drops the locks whose renewals failed
-// up to their expiry (upkeep, idle.go), at their time. It ends with Close.
+// up to their expiry (upkeep, advisory_idle.go), at their time. It ends with Close.
 func (a *advisoryDriver) startMonitor() {
 	a.monitorWG.Add(1)
 	go func() {
@@ -41,7 +41,7 @@ func (a *advisoryDriver) startMonitor() {
 				nextProbe = now.Add(a.s.probe)
 				if a.poolFull() {
 					// No connection to spare: each lock on its own, never
-					// waiting for one in use (ownconn.go).
+					// waiting for one in use (advisory_own.go).
 					for _, h := range hs {
 						a.checkOwn(h, nil)
 					}
@@ -139,7 +139,7 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 	if a.poolFull() {
 		// No connection to spare (held locks, waiters and kept connections
 		// fill maxOpenConns): each lock on its own connection, rather
-		// than wait for one until the lock's ttl (ownconn.go).
+		// than wait for one until the lock's ttl (advisory_own.go).
 		held, errs = a.probeOwnAll(ctx, hs)
 	} else {
 		held, errs = a.probe(ctx, hs, 0)
@@ -150,7 +150,7 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 		case errs[j] != nil:
 			// No answer (the component bounds a renewal well before the
 			// lock's expiry, to retry): the lock stays, dropped only if no
-			// renewal confirms it by its expiry (idle.go).
+			// renewal confirms it by its expiry (advisory_idle.go).
 			a.renewFailed(ctx, h, leases[i].TTL)
 			out[i].Err = errs[j]
 		case held[j]:

@@ -10,7 +10,7 @@ import (
 )
 
 // Statements the driver runs by itself on a held lock's own connection —
-// the monitor's checks when the pool is full, its touches (idle.go), a
+// the monitor's checks when the pool is full, its touches (advisory_idle.go), a
 // renewal's checks when the pool is full — run in goroutines of their own,
 // with a context that ends only with Close (advisory.bg). Ending a
 // statement on the holder's connection closes it, which frees the lock:
@@ -70,7 +70,7 @@ func (m *connMutex) Unlock() { <-m.c() }
 
 // check asks h's own connection whether it still holds h (h.mu held). Any
 // statement on that connection also restarts the server's count of its
-// idle time (idle.go).
+// idle time (advisory_idle.go).
 func (h *heldLock) check(ctx context.Context) (bool, error) {
 	h.used.Store(time.Now().UnixNano())
 	var ok sql.NullBool

@@ -40,7 +40,7 @@ import (
 // that moves a client connection between server connections.
 
 // sessionSQL reads a connection's session: its id, the server's clock and
-// the session's wait_timeout (idle.go).
+// the session's wait_timeout (advisory_idle.go).
 const sessionSQL = "CONNECTION_ID(), " + takenSQL + ", @@wait_timeout"
 
 // Values of socket.boot besides a boot time.

@@ -37,7 +37,7 @@ func TestHeldLockHolds(t *testing.T) {
 		{"boot seen a second off", boot + 100, boot - 1, v(id), v(boot), true},
 		{"another server, up before the lock", boot + 100, boot - 50, v(id), v(boot), false},
 		{"boot unknown after one seen", boot + 100, boot - 50, v(id), null, true},
-		// A session read once per connection (identity.go) is read with the
+		// A session read once per connection (advisory_session.go) is read with the
 		// boot time, which its locks start with: a restart is caught even
 		// when the clock went back between that reading and the restart.
 		{"session read before the clock went back, then a restart", boot + 7200, boot, v(id), v(boot + 6600), false},

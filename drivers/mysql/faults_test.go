@@ -17,12 +17,12 @@ import (
 func TestFaults(t *testing.T) {
 	srv := testutil.StartMariaDB(t)
 	admin := openDB(t, srv.DSN())
-	// A lock taken in a server's first seconds is reported lost (boot.go).
+	// A lock taken in a server's first seconds is reported lost (advisory_boot.go).
 	waitUptime(t, admin)
 
 	t.Run("PrepareRefused", func(t *testing.T) {
 		// The server refuses every prepare: the advisory statements run as
-		// text on that connection (prepared.go), and locks work as before.
+		// text on that connection (advisory_prepared.go), and locks work as before.
 		ctx := ctxT(t)
 		if _, err := admin.ExecContext(ctx, "SET GLOBAL max_prepared_stmt_count = 0"); err != nil {
 			t.Fatal(err)

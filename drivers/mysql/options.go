@@ -145,7 +145,7 @@ type Options struct {
 	// advisory release statement, and the acquire statement with the
 	// sequence or uuid_short fence, are server-side prepared statements on
 	// those connections, prepared once per connection and kept (1 round
-	// trip each; prepared.go). Default false.
+	// trip each; advisory_prepared.go). Default false.
 	PreparedStatements bool `koanf:"preparedStatements"`
 }
 
@@ -172,7 +172,7 @@ func quoteIdent(name string) (string, error) {
 type settings struct {
 	mode, fence              string
 	table, fenceTable        string // quoted
-	floorTable               string // quoted: table mode's fence floor (reclaim.go)
+	floorTable               string // quoted: table mode's fence floor (table_reclaim.go)
 	probe, poll, dialTimeout time.Duration
 	liveness                 time.Duration // 0: fair hand-off off
 	batch, retries           int
@@ -302,7 +302,7 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	// A connection idle for wait_timeout is closed by the server, and its
 	// advisory locks with it. The monitor runs a statement on each held
 	// lock's connection once it has idled for half its wait_timeout
-	// (idle.go); a year makes that once in six months unless the DSN sets
+	// (advisory_idle.go); a year makes that once in six months unless the DSN sets
 	// wait_timeout, to bound how long a partitioned holder's locks stay.
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}

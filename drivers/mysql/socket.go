@@ -65,10 +65,10 @@ type socket struct {
 	owner *sockets
 	key   driver.Conn // set once the connection is made
 
-	sess atomic.Pointer[session] // the connection's session, once known (identity.go)
+	sess atomic.Pointer[session] // the connection's session, once known (advisory_session.go)
 	boot atomic.Int64            // the server's boot time, when the session was read in its first seconds
 
-	// Statements kept prepared on the connection (prepared.go); used only
+	// Statements kept prepared on the connection (advisory_prepared.go); used only
 	// by whoever holds the connection, one at a time.
 	stmts     map[string]driver.Stmt
 	noPrepare bool // the server refused a prepare: run them as text

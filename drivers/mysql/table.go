@@ -83,10 +83,10 @@ func (d *tableDriver) Close(ctx context.Context) error {
 
 // heldMark offsets the holder's remaining microseconds that a failed
 // acquisition returns through LAST_INSERT_ID, so that they cannot be taken
-// for a fence (fences stay below 2^50: see fair.go).
+// for a fence (fences stay below 2^50: see table_fair.go).
 const heldMark = 1 << 62
 
-// Table mode statements (acquire: fair.go). The clock is always the
+// Table mode statements (acquire: table_fair.go). The clock is always the
 // database's (UTC_TIMESTAMP(6): the same for every session whatever its
 // time_zone); a lock is expired when expires_at < now. %s is the validated,
 // quoted table name; every value is a parameter.

@@ -14,8 +14,8 @@ import (
 // of any length; name keeps the key for people reading the table. A
 // release keeps the row (token emptied, expiry in the past), for the next
 // acquisition's plain UPDATE; the reclaimer deletes it later, raising the
-// fence floor (reclaim.go). taken_by (the driver that took the lock last) and queue
-// (the drivers waiting for it) serve fair hand-off (see fair.go).
+// fence floor (table_reclaim.go). taken_by (the driver that took the lock last) and queue
+// (the drivers waiting for it) serve fair hand-off (see table_fair.go).
 const lockTableDDL = `CREATE TABLE IF NOT EXISTS %s (
   name_hash BINARY(32) NOT NULL,
   token VARBINARY(255) NOT NULL,

@@ -17,7 +17,7 @@ const watchInterest = 2 * time.Second
 // has no push channel, so while Acquire calls of this driver find keys held
 // and someone is subscribed, one goroutine reads all those keys in one
 // query and sends Released (a prompt to ask again) when a key became free
-// for this driver (it heads the key's queue, see fair.go), when it should
+// for this driver (it heads the key's queue, see table_fair.go), when it should
 // join the queue, and WaiterLiveness/2 after its entry was last stamped,
 // to keep it live. It polls every PollInterval, faster the nearer this driver is to
 // the head of a queue (settings.pollEvery): the head every PollInterval/10
