@@ -11,6 +11,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 func ctxT(t testing.TB) context.Context {
@@ -138,4 +139,17 @@ func coreOf(d Driver) *core {
 		return &a.core
 	}
 	return &tab(d).core
+}
+
+// proxied returns a proxy to the test server (MUTEXFX_MYSQL_DSN) and opts
+// set to connect through it as that DSN does.
+func proxied(t testing.TB, opts Options) (*testutil.Proxy, Options) {
+	t.Helper()
+	cfg, err := gomysql.ParseDSN(testutil.MySQLDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testutil.NewProxy(t, cfg.Addr)
+	opts.Host, opts.Port, opts.Database, opts.Username, opts.Password = "127.0.0.1", p.Port(), cfg.DBName, cfg.User, cfg.Passwd
+	return p, opts
 }

@@ -82,9 +82,8 @@ func TestAdvisoryProbeFullPool(t *testing.T) {
 func TestAdvisoryProbeOwnStall(t *testing.T) {
 	ctx := ctxT(t)
 	admin := openDB(t, testutil.MySQLDSN())
-	p := testutil.NewProxy(t, "127.0.0.1:3306")
-	d := openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", Username: "root",
-		MaxOpenConns: 1, ProbeInterval: 100 * time.Millisecond})
+	p, opts := proxied(t, Options{MaxOpenConns: 1, ProbeInterval: 100 * time.Millisecond})
+	d := openDriver(t, opts)
 	var lost atomic.Int32
 	if _, err := d.Subscribe(ctx, func(e drivers.Event) {
 		if e.Kind == drivers.Lost {

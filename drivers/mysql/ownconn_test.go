@@ -56,8 +56,8 @@ func TestFullPoolStallRenewReturns(t *testing.T) {
 func stalledCheck(ctx context.Context, t *testing.T, lease drivers.Lease) (Driver, *testutil.Proxy, *sql.DB, <-chan drivers.Event) {
 	t.Helper()
 	admin := openDB(t, testutil.MySQLDSN())
-	p := testutil.NewProxy(t, "127.0.0.1:3306")
-	d := openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", MaxOpenConns: 1, ProbeInterval: 50 * time.Millisecond})
+	p, opts := proxied(t, Options{MaxOpenConns: 1, ProbeInterval: 50 * time.Millisecond})
+	d := openDriver(t, opts)
 	lost := lostEvents(ctx, t, d, 1)
 	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: lease.Key, Token: lease.Token, TTL: lease.TTL}); err != nil || !res.Acquired {
 		t.Fatalf("Acquire = %+v, %v", res, err)

@@ -27,8 +27,8 @@ func TestAdvisoryRenewDeadline(t *testing.T) {
 	// events from the start.
 	setup := func(t *testing.T, ttl time.Duration) (d Driver, h *heldLock, lease drivers.Lease, lost <-chan drivers.Event) {
 		ctx := ctxT(t)
-		p := testutil.NewProxy(t, "127.0.0.1:3306")
-		d = openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", ProbeInterval: 50 * time.Millisecond})
+		p, opts := proxied(t, Options{ProbeInterval: 50 * time.Millisecond})
+		d = openDriver(t, opts)
 		lost = lostEvents(ctx, t, d, 1)
 		lease = drivers.Lease{Key: "mysqltest:" + runID + ":" + t.Name(), Token: token(), TTL: ttl}
 		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: lease.Key, Token: lease.Token, TTL: ttl}); err != nil || !res.Acquired {
@@ -114,8 +114,8 @@ func TestAdvisoryRenewDeadline(t *testing.T) {
 func TestRenewStallKeepsLock(t *testing.T) {
 	ctx := ctxT(t)
 	admin := openDB(t, testutil.MySQLDSN())
-	p := testutil.NewProxy(t, "127.0.0.1:3306")
-	d := openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test"})
+	p, opts := proxied(t, Options{})
+	d := openDriver(t, opts)
 	m := mutexOn(t, d, 3*time.Second)
 	l, err := m.Acquire(ctx, "job")
 	if err != nil {
