@@ -135,7 +135,6 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	if err := checkToken(req.Token); err != nil {
 		return drivers.AcquireResult{}, err
 	}
-
 	name := lockName(req.Key)
 	start := time.Now()
 	conn, cached, err := a.getConn(ctx)
@@ -202,22 +201,6 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 		return drivers.AcquireResult{}, ErrClosed
 	}
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
-}
-
-// session identifies a connection of a server's life: its CONNECTION_ID()
-// and the server's clock (takenSQL) at a moment of that session — read in
-// the acquire statement, or once per connection (advisory_session.go). Ids start
-// again from 1 when the server restarts, so the id alone could name another
-// client's session: a probe also compares the time with the server's boot
-// time (advisory_boot.go), and with the boot time read with the session, when it
-// was (boot; 0: not read). wait is the session's wait_timeout in seconds:
-// the server closes the connection after that long without a statement
-// (advisory_idle.go).
-type session struct {
-	conn int64
-	at   int64
-	boot int64
-	wait int64
 }
 
 // take runs the acquire statement of name on conn, blocking in the server

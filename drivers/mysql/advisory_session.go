@@ -39,6 +39,22 @@ import (
 // session for its whole life: true of a direct connection, not of a proxy
 // that moves a client connection between server connections.
 
+// session identifies a connection of a server's life: its CONNECTION_ID()
+// and the server's clock (takenSQL) at a moment of that session — read in
+// the acquire statement, or once per connection (advisory_session.go). Ids start
+// again from 1 when the server restarts, so the id alone could name another
+// client's session: a probe also compares the time with the server's boot
+// time (advisory_boot.go), and with the boot time read with the session, when it
+// was (boot; 0: not read). wait is the session's wait_timeout in seconds:
+// the server closes the connection after that long without a statement
+// (advisory_idle.go).
+type session struct {
+	conn int64
+	at   int64
+	boot int64
+	wait int64
+}
+
 // sessionSQL reads a connection's session: its id, the server's clock and
 // the session's wait_timeout (advisory_idle.go).
 const sessionSQL = "CONNECTION_ID(), " + takenSQL + ", @@wait_timeout"
