@@ -49,7 +49,7 @@ func TestTableReservation(t *testing.T) {
 			opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks", WaiterLiveness: tc.liveness}
 			ds := map[string]Driver{"a": openDriver(t, opts), "b": openDriver(t, opts)}
 			tokens := map[string]string{}
-			key := "mysqltest:" + runID + ":" + t.Name()
+			key := "mysqltest:" + runID + ":" + t.Name() + ":" + token() // -count: a lock of each run
 			for i, s := range tc.steps {
 				d := ds[s.who]
 				switch s.op {
@@ -68,8 +68,11 @@ func TestTableReservation(t *testing.T) {
 					if ok, err := d.Release(ctx, key, tokens[s.who]); err != nil || !ok {
 						t.Fatalf("step %d: %s release = %v, %v", i, s.who, ok, err)
 					}
-				case "pause":
-					time.Sleep(liveness + 50*time.Millisecond) // the queue entry's liveness is the thing tested
+				case "pause": // until the other's queue entry is dead by the server's clock
+					waitFor(t, 10*time.Second, "a dead entry at the queue's head", func() bool {
+						st, err := tab(d).watch.read(ctx, []string{key})
+						return err == nil && st[0].lead > 0
+					})
 				}
 			}
 		})
