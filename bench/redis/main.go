@@ -20,7 +20,9 @@
 // processes by Pub/Sub with the same holds (the most acquisitions/s a fair
 // hand-off across processes reaches here). A last mutexfx process run with
 // SLOWLOG logging every command prints the commands (mutexfx's scripts by
-// name) per acquisition and the server's time in each.
+// name) per acquisition and the server's time in each; it sets the
+// server's slowlog-log-slower-than and slowlog-max-len for that run, and
+// restores them.
 package main
 
 import (
