@@ -15,9 +15,48 @@ import (
 )
 
 // BenchmarkAcquireRelease: one uncontended acquire+release on the memory
-// store (goal ≤ 1 µs/op, ≤ 10 allocs/op).
+// store (goal ≤ 1 µs/op, ≤ 10 allocs/op), by telemetry:
+//
+//   - none: the Mutex recording nothing (the baseline);
+//   - noop: the default, the global OTel providers with nothing set;
+//   - sdk: the OTel SDK, a meter provider with a manual reader (never
+//     collected) and a tracer provider exporting to a no-op exporter;
+//   - sdk-traceall: the same with Options.TraceAll (a span per Acquire and
+//     per Release).
+//
+// Goals: noop within 5% of notelemetry, sdk within 15%.
 func BenchmarkAcquireRelease(b *testing.B) {
-	m := newMutex(b, component.Options{Driver: memory.New()})
+	for _, tc := range []struct {
+		name      string
+		sdk, none bool
+		traceAll  bool
+	}{
+		{name: "telemetry=none", none: true},
+		{name: "telemetry=noop"},
+		{name: "telemetry=sdk", sdk: true},
+		{name: "telemetry=sdk-traceall", sdk: true, traceAll: true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			opts := component.Options{Driver: memory.New(), TraceAll: tc.traceAll}
+			if tc.sdk {
+				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+				b.Cleanup(func() {
+					_ = mp.Shutdown(context.Background())
+					_ = tp.Shutdown(context.Background())
+				})
+				opts.MeterProvider, opts.TracerProvider = mp, tp
+			}
+			m := newMutex(b, opts)
+			if tc.none {
+				component.NoTelemetry(m)
+			}
+			benchAcquireRelease(b, m)
+		})
+	}
+}
+
+func benchAcquireRelease(b *testing.B, m *component.Mutex) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -85,29 +124,4 @@ func BenchmarkContended8(b *testing.B) {
 	b.ReportMetric(float64(p99)/float64(workers*hold), "p99/8hold")
 	b.ReportMetric(float64(p99)/float64(workers)/(float64(held)/float64(len(waits))), "p99/8held")
 	b.ReportMetric(float64(outOfTurn)/float64(len(order)), "out-of-turn")
-}
-
-// BenchmarkAcquireReleaseSDK is BenchmarkAcquireRelease recording into the
-// OTel SDK: a meter provider whose reader is never collected and a tracer
-// provider exporting to a no-op exporter (the ceiling of the cost of
-// telemetry to an application that turns it on).
-func BenchmarkAcquireReleaseSDK(b *testing.B) {
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
-	b.Cleanup(func() {
-		_ = mp.Shutdown(context.Background())
-		_ = tp.Shutdown(context.Background())
-	})
-	m := newMutex(b, component.Options{Driver: memory.New(), MeterProvider: mp, TracerProvider: tp})
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		l, err := m.Acquire(ctx, "bench")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if ok, err := l.Release(ctx); !ok || err != nil {
-			b.Fatal(ok, err)
-		}
-	}
 }

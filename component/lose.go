@@ -1,7 +1,6 @@
 package component
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -33,7 +32,7 @@ func (m *Mutex) lose(l *Lock, cause, reason string) {
 		zap.Time("last_renewal", l.renewedAt),
 		zap.Duration("since_last_renewal", now.Sub(l.renewedAt)),
 	)
-	m.tel.losses.Add(context.Background(), 1, m.tel.opts(AttrCause, cause, l.name).add...)
+	m.tel.lost(l, cause)
 	m.end(l, stateLost, fmt.Errorf("%w: %q: %s", ErrLost, l.name, reason))
 }
 
