@@ -98,6 +98,8 @@ type telemetry struct {
 
 	base     measure        // store and driver
 	outcomes map[kv]measure // base and an outcome, a cause or an op
+	// the outcomes of every uncontended acquire+release, looked up once
+	acquiredM, releasedM measure
 }
 
 // kv is a key of telemetry.outcomes.
@@ -170,6 +172,8 @@ func newTelemetry(o Options, counts func() map[string][2]int64) *telemetry {
 	} {
 		t.outcomes[kv{a.Key, a.Value.AsString()}] = newMeasure(metric.WithAttributeSet(attribute.NewSet(append([]attribute.KeyValue{a}, t.store...)...)))
 	}
+	t.acquiredM = t.outcomes[kv{AttrOutcome, OutcomeAcquired}]
+	t.releasedM = t.outcomes[kv{AttrOutcome, OutcomeReleased}]
 	if t.held != nil && t.waiting != nil {
 		t.reg, _ = meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
 			for name, c := range counts() {
@@ -193,8 +197,13 @@ func (t *telemetry) close() {
 // opts returns the measurement of key=value on this store, with the lock
 // name when it is recorded.
 func (t *telemetry) opts(key attribute.Key, value, lock string) measure {
-	if t.lockNames {
+	switch {
+	case t.lockNames:
 		return newMeasure(metric.WithAttributes(append([]attribute.KeyValue{key.String(value), AttrLock.String(lock)}, t.store...)...))
+	case key == AttrOutcome && value == OutcomeAcquired:
+		return t.acquiredM
+	case key == AttrOutcome && value == OutcomeReleased:
+		return t.releasedM
 	}
 	if m, ok := t.outcomes[kv{key, value}]; ok {
 		return m
