@@ -3,13 +3,10 @@ package mutexfx_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	mysqldrv "github.com/go-sql-driver/mysql"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -36,30 +33,12 @@ import (
 // Inspect, ForceRelease and the health check.
 func TestNoCredentialInTelemetry(t *testing.T) {
 	const secret = "s3cret-Pa55"
-	pg, err := url.Parse(testutil.PostgresDSN())
+	drivers, err := testutil.CredentialDrivers(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pg.User = url.UserPassword(pg.User.Username(), secret)
-	my, err := mysqldrv.ParseDSN(testutil.MySQLDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, port, err := net.SplitHostPort(my.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`mutex:
-  pg:
-    driver: {type: postgres, url: %q, mode: table}
-    traceAll: true
-  rd:
-    driver: {type: redis, addrs: [%q], username: nobody, password: %q}
-    traceAll: true
-  my:
-    driver: {type: mysql, host: %q, port: %s, database: %q, username: nobody, password: %q}
-    traceAll: true
-`, pg.String(), testutil.RedisAddr(), secret, host, port, my.DBName, secret)
+	cfg := fmt.Sprintf("mutex:\n  pg: {driver: %s, traceAll: true}\n  rd: {driver: %s, traceAll: true}\n  my: {driver: %s, traceAll: true}\n",
+		drivers["postgres"], drivers["redis"], drivers["mysql"])
 
 	core, logs := observer.New(zapcore.DebugLevel)
 	reader := sdkmetric.NewManualReader()
