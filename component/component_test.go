@@ -87,23 +87,27 @@ func TestSlowStoreGrace(t *testing.T) {
 // second with ErrTimeout (and ErrDriver), and a lock it grants too late is
 // released.
 func TestHungStore(t *testing.T) {
-	f := newFaulty()
-	f.set(func(f *faulty) { f.delay, f.ignoreCtx = 1500*time.Millisecond, true })
-	m := newMutex(t, component.Options{Driver: f})
-	ctx := context.Background()
-	start := time.Now()
-	_, err := m.Acquire(ctx, "hung", component.WithTimeout(100*time.Millisecond))
-	e := time.Since(start)
-	if !errors.Is(err, component.ErrTimeout) {
-		t.Fatalf("hung store: %v; want ErrTimeout", err)
-	}
-	if e < 1400*time.Millisecond || e > 3*time.Second {
-		t.Fatalf("hung store answered after %v (a store ignoring its ctx answers at 1.5 s)", e)
-	}
-	// The late grant was released: the lock is free in the store.
-	waitUntil(t, "the late lock's cleanup", func() bool {
-		_, held, _ := f.Inspect(ctx, "mutex:hung")
-		return !held && f.releases.Load() >= 1
+	component.Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFaulty()
+		f.set(func(f *faulty) { f.delay, f.ignoreCtx = 1500*time.Millisecond, true })
+		m := newMutex(t, component.Options{Driver: f})
+		ctx := context.Background()
+		start := time.Now()
+		_, err := m.Acquire(ctx, "hung", component.WithTimeout(100*time.Millisecond))
+		e := time.Since(start)
+		if !errors.Is(err, component.ErrTimeout) {
+			t.Fatalf("hung store: %v; want ErrTimeout", err)
+		}
+		// the bubble's clock: exactly when the store answered
+		if e != 1500*time.Millisecond {
+			t.Fatalf("hung store answered after %v (a store ignoring its ctx answers at 1.5 s)", e)
+		}
+		// The late grant was released: the lock is free in the store.
+		synctest.Wait()
+		if _, held, _ := f.Inspect(ctx, "mutex:hung"); held || f.releases.Load() < 1 {
+			t.Fatalf("the late lock was not released (held %v, releases %d)", held, f.releases.Load())
+		}
 	})
 }
 
