@@ -11,9 +11,9 @@
 // A lock name and its counter share a hash tag, so every script touches one
 // slot. A store that may have forgotten locks (restart, flush, fail-over)
 // grants nothing for the longest ttl, and fences stay above those given
-// before (epoch.go); in Sentinel mode writes can wait for replicas
-// (Options.MinReplicas). See the package's Options for the configuration
-// keys.
+// before (epoch.go, cluster.go); in Sentinel and Cluster mode writes can
+// wait for replicas (Options.MinReplicas). See the package's Options for
+// the configuration keys.
 package redis
 
 import (
