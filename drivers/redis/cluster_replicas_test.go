@@ -200,11 +200,12 @@ func TestClusterFailoverInSync(t *testing.T) {
 
 // TestClusterFailoverReplicationCut: the replica of a lock's master is cut
 // off, the name is acquired again and again on the master (its fence
-// counter grows there only) and held, and the master is killed; its
-// replica is promoted without those writes but with the slot's epoch
-// marker. A driver that never saw the old master gets no grant there until
-// the ttl has passed since the kill (the holder's lock has expired by
-// then), and the next fence is above every fence handed out before.
+// counter grows there only), then held by a component, and the master is
+// killed; its replica is promoted without those writes but with the slot's
+// epoch marker. The holder is told it lost the lock before a driver that
+// never saw the old master gets it there, which is not before the ttl has
+// passed since the kill, and the next fence is above every fence handed
+// out before.
 func TestClusterFailoverReplicationCut(t *testing.T) {
 	// No WAIT for the replica (minReplicas -1): the acquisitions must
 	// succeed with replication cut, as they do for a user who turned it off.
@@ -217,42 +218,48 @@ func TestClusterFailoverReplicationCut(t *testing.T) {
 		if err != nil || !res.Acquired {
 			t.Fatalf("Acquire(%s) = %+v, %v", tok, res, err)
 		}
+		if ok, err := d.Release(ctx, x, tok); !ok || err != nil {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
 		return res
 	}
 	first := acquire("t0")
-	if ok, err := d.Release(ctx, x, "t0"); !ok || err != nil {
-		t.Fatalf("Release = %v, %v", ok, err)
-	}
 	waitFor(t, "the replica has the counter", func() bool { return replicaGet(t, c.Replicas[victim], fenceKey(x)) != "" })
 	c.CutReplication(t, victim)
-	var last drivers.AcquireResult
 	for i := range 5 {
-		tok := "t" + itoa(i+1)
-		last = acquire(tok)
-		if i < 4 {
-			if ok, err := d.Release(ctx, x, tok); !ok || err != nil {
-				t.Fatalf("Release = %v, %v", ok, err)
-			}
-		}
+		acquire("t" + itoa(i+1))
 	}
+	m := newMutexWith(t, Options{Addrs: c.Addrs, Cluster: true, PoolSize: 1000, MinReplicas: -1})
+	l, err := m.Acquire(ctx, x[len("redistest:"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := make(chan time.Time, 1)
+	stop := context.AfterFunc(l.Context(), func() { told <- time.Now() })
+	defer stop()
 	killed := time.Now()
 	c.Nodes[victim].Kill()
 	next := c.Promote(t, victim)
 	if v, _ := next.Command("GET", lockKey(x)); v != "" {
 		t.Fatalf("the promoted replica holds the lock (%q): replication was not cut", v)
 	}
-	if v, _ := next.Command("GET", fenceKey(x)); v == itoa(int(last.Fence)) {
-		t.Fatalf("the promoted replica has the last fence %s: replication was not cut", v)
-	}
 	fresh := clusterDriver(t, c, Options{MinReplicas: -1})
 	at, fence := grantedAfter(t, fresh, x, 20*time.Second)
 	if waited := at.Sub(killed); waited < epochTTL {
 		t.Fatalf("granted %v after the master's death; want no grant within the ttl %v", waited, epochTTL)
 	}
-	if fence <= last.Fence || fence <= first.Fence {
-		t.Fatalf("fence after the fail-over %d <= fence before %d", fence, last.Fence)
+	select {
+	case lost := <-told:
+		if !lost.Before(at) {
+			t.Fatalf("the holder was told %v after the new grant", lost.Sub(at))
+		}
+		t.Logf("holder told %v before the new grant", at.Sub(lost).Round(time.Millisecond))
+	default:
+		t.Fatal("the lock was granted again before its holder was told it lost it")
 	}
-	t.Logf("granted %v after the kill; fences %d -> %d", at.Sub(killed).Round(time.Millisecond), last.Fence, fence)
+	if fence <= l.Fence() || fence <= first.Fence {
+		t.Fatalf("fence after the fail-over %d <= fence before %d", fence, l.Fence())
+	}
 }
 
 // TestAcquireRidesOutAClusterFailover: a 30 s Acquire started while the
