@@ -34,7 +34,7 @@ type servers struct {
 // still catch a forgotten keyspace).
 func (d *Driver) onConnect(ctx context.Context, cn *goredis.Conn) error {
 	if d.cluster {
-		return nil // the markers alone (per slot)
+		return nil // see onClusterConnect
 	}
 	info, err := cn.Info(ctx).Result()
 	if err != nil {
@@ -43,14 +43,7 @@ func (d *Driver) onConnect(ctx context.Context, cn *goredis.Conn) error {
 		}
 		return err
 	}
-	field := func(name string) string {
-		_, v, ok := strings.Cut(info, "\n"+name+":")
-		if !ok {
-			return ""
-		}
-		v, _, _ = strings.Cut(v, "\n")
-		return strings.TrimSpace(v)
-	}
+	field := func(name string) string { return infoField(info, name) }
 	if field("redis_mode") == "sentinel" {
 		return nil
 	}
@@ -61,9 +54,19 @@ func (d *Driver) onConnect(ctx context.Context, cn *goredis.Conn) error {
 		return nil
 	}
 	if n, err := strconv.ParseInt(field("connected_slaves"), 10, 64); err == nil {
-		d.replicas.n.Store(n)
+		d.health.one.replicas.Store(n)
 	}
 	return d.servers.seen(ctx, cn, field("run_id"), d.restartWait(0))
+}
+
+// infoField returns the value of an INFO reply's field, or "".
+func infoField(info, name string) string {
+	_, v, ok := strings.Cut(info, "\n"+name+":")
+	if !ok {
+		return ""
+	}
+	v, _, _ = strings.Cut(v, "\n")
+	return strings.TrimSpace(v)
 }
 
 // seen records runID; when another run_id was seen before it starts a new

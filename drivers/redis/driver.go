@@ -11,9 +11,9 @@
 // A lock name and its counter share a hash tag, so every script touches one
 // slot. A store that may have forgotten locks (restart, flush, fail-over)
 // grants nothing for the longest ttl, and fences stay above those given
-// before (epoch.go); in Sentinel mode writes can wait for replicas
-// (Options.MinReplicas). See the package's Options for the configuration
-// keys.
+// before (epoch.go, cluster.go); in Sentinel and Cluster mode writes can
+// wait for replicas (Options.MinReplicas). See the package's Options for
+// the configuration keys.
 package redis
 
 import (
@@ -51,9 +51,9 @@ type Driver struct {
 	health   *health
 	id       string // waiter id in the stores' queues
 	watchers watchers
-	longest  ttlSeen      // the longest ttl asked for (the default restart wait)
-	servers  servers      // the server processes seen (detect.go)
-	replicas replicaCount // the master's replicas at the last connection
+	longest  ttlSeen    // the longest ttl asked for (the default restart wait)
+	servers  servers    // the server processes seen (detect.go)
+	slots    slotChecks // Cluster: the master process each slot was checked on
 
 	ctx    context.Context // cancelled by Close; ends the driver's goroutines
 	cancel context.CancelFunc
@@ -79,9 +79,15 @@ func New(opts Options) (*Driver, error) {
 	}
 	var d *Driver
 	u.OnConnect = func(ctx context.Context, cn *goredis.Conn) error { return d.onConnect(ctx, cn) }
-	c := goredis.NewUniversalClient(u) // a *goredis.Client or *goredis.ClusterClient
-	_, cluster := c.(*goredis.ClusterClient)
-	d = newDriver(c, true, cluster, set)
+	var c goredis.UniversalClient
+	if opts.Cluster {
+		c = clusterClient(u, func(ctx context.Context, cn *goredis.Conn, addr string) error {
+			return d.onClusterConnect(ctx, cn, addr)
+		})
+	} else {
+		c = goredis.NewUniversalClient(u) // a *goredis.Client
+	}
+	d = newDriver(c, true, opts.Cluster, set)
 	return d, nil
 }
 
@@ -115,9 +121,6 @@ func NewWithClient(c goredis.UniversalClient, opts Options) (*Driver, error) {
 	set, err := opts.settings()
 	if err != nil {
 		return nil, err
-	}
-	if cluster && set.minReplicas > 0 {
-		return nil, fmt.Errorf("%w: minReplicas: not supported in cluster mode", ErrOptions)
 	}
 	return newDriver(c, false, cluster, set), nil
 }

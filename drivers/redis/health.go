@@ -60,6 +60,16 @@ type node struct {
 	up     chan struct{}   // closed when the server answers again; nil while up
 
 	used time.Time // a Cluster master's last lookup by a call (h.mu)
+
+	// replicas is the number of replicas the server had at the driver's
+	// last new connection to it (INFO connected_slaves; see replicaWait).
+	replicas atomic.Int64
+	// gen counts the times a Cluster master may have become another
+	// server process: its connections found a new run_id, or it answered
+	// again after a network error. A slot checked on an older gen is
+	// checked again (see slotChecks).
+	gen   atomic.Uint64
+	runID string // a Cluster master's run_id at the last new connection (mu)
 }
 
 // pruneAfter is how long a Cluster master that is up may go unused before
@@ -109,7 +119,17 @@ func (h *health) node(ctx context.Context, redisKey string) (*node, error) {
 	if err != nil {
 		return h.one, h.one.observe(ctx, err)
 	}
-	addr := c.Options().Addr
+	n := h.at(c.Options().Addr)
+	n.mu.Lock()
+	n.client = c // go-redis makes a new one if the node left and came back
+	n.mu.Unlock()
+	return n, nil
+}
+
+// at returns the node of the Cluster master at addr, marked used now,
+// creating it if it is new; then the nodes of masters that are up and went
+// unused for pruneAfter are dropped.
+func (h *health) at(addr string) *node {
 	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -127,10 +147,7 @@ func (h *health) node(ctx context.Context, redisKey string) (*node, error) {
 		h.nodes[addr] = n
 	}
 	n.used = now
-	n.mu.Lock()
-	n.client = c // go-redis makes a new one if the node left and came back
-	n.mu.Unlock()
-	return n, nil
+	return n
 }
 
 // check fails at once while the node is reconnecting.
@@ -228,6 +245,7 @@ func (n *node) probe() {
 				n.h.forget(n)
 			}
 			n.mu.Lock()
+			n.gen.Add(1) // it may be another process now
 			n.down.Store(false)
 			close(n.up)
 			n.up = nil

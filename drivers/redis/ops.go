@@ -14,9 +14,10 @@ import (
 
 // run runs a script through the health gate: at once ErrUnavailable while
 // the server of keys[0] (a Cluster: its master) is reconnecting, else one
-// round trip (two the first time a server sees the script).
+// round trip (two the first time a server sees the script; one more the
+// first time a Cluster driver uses a slot on a master: see cluster.go).
 func (d *Driver) run(ctx context.Context, s *goredis.Script, keys []string, args ...any) (any, error) {
-	n, err := d.health.gate(ctx, keys[0])
+	n, err := d.gateChecked(ctx, keys[0])
 	if err != nil {
 		return nil, err
 	}

@@ -154,9 +154,11 @@ type Options struct {
 	// MinReplicas is how many replicas must confirm (WAIT) an acquisition,
 	// extension or renewal within ReplicaTimeout for it to count: else an
 	// acquisition is released and fails with ErrReplicas, and an extension
-	// or renewal fails. -1: none. Not supported in Cluster mode.
-	// Default: 0, which means 1 in Sentinel mode when the master had a
-	// replica at the driver's last connection to it, else none.
+	// or renewal fails. In a Cluster the WAIT goes to the master of the
+	// lock's slot. -1: none.
+	// Default: 0, which means 1 in Sentinel and Cluster mode when the
+	// (slot's) master had a replica at the driver's last new connection
+	// to it, else none.
 	MinReplicas int `koanf:"minReplicas"`
 	// ReplicaTimeout bounds the WAIT for MinReplicas.
 	// Default: DefaultReplicaTimeout (100 ms).
@@ -189,8 +191,6 @@ func (o Options) settings() (settings, error) {
 	switch {
 	case s.minReplicas < -1:
 		return s, fmt.Errorf("%w: minReplicas: must be -1 (none), 0 (the default) or a number of replicas", ErrOptions)
-	case s.minReplicas > 0 && o.Cluster:
-		return s, fmt.Errorf("%w: minReplicas: not supported in cluster mode", ErrOptions)
 	case s.replicaTimeout < 0 || (s.replicaTimeout > 0 && s.replicaTimeout < time.Millisecond):
 		return s, fmt.Errorf("%w: replicaTimeout: must be at least 1ms", ErrOptions)
 	case s.replicaTimeout == 0:

@@ -49,7 +49,6 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"fence ttl", Options{Addrs: []string{"h:1"}, FenceTTL: time.Microsecond}, "fenceTTL: must be at least 1ms"},
 		{"restart wait", Options{Addrs: []string{"h:1"}, RestartWait: -time.Second}, "restartWait: must not be negative"},
 		{"min replicas", Options{Addrs: []string{"h:1"}, MinReplicas: -2}, "minReplicas: must be -1 (none)"},
-		{"min replicas cluster", Options{Addrs: []string{"h:1"}, Cluster: true, MinReplicas: 1}, "minReplicas: not supported in cluster mode"},
 		{"replica timeout", Options{Addrs: []string{"h:1"}, ReplicaTimeout: time.Microsecond}, "replicaTimeout: must be at least 1ms"},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -45,6 +46,9 @@ func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 			send = append(send, g)
 		}
 	}
+	if d.cluster {
+		send = d.checkGroups(ctx, send)
+	}
 	if again := d.execRenew(ctx, send, false); len(again) > 0 {
 		d.execRenew(ctx, again, true)
 	}
@@ -74,7 +78,8 @@ func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 }
 
 // execRenew sends the groups' script calls in one pipeline (EVAL when
-// eval, else EVALSHA); each group's reply or error stays in its command. A
+// eval, else EVALSHA), in a Cluster that waits for replicas one per master
+// (see renewWaiting); each group's reply or error stays in its command. A
 // group's network error marks its node down. It returns the groups whose
 // server answered NOSCRIPT (it lost its scripts), whatever the other
 // nodes answered.
@@ -82,7 +87,18 @@ func (d *Driver) execRenew(ctx context.Context, groups []*renewGroup, eval bool)
 	if len(groups) == 0 {
 		return nil
 	}
-	pipe := d.client.Pipeline()
+	if d.cluster {
+		if again, ok := d.renewWaiting(ctx, groups, eval); ok {
+			return again
+		}
+		return d.renewPipe(ctx, d.client.Pipeline(), groups, eval, 0)
+	}
+	return d.renewPipe(ctx, d.client.Pipeline(), groups, eval, d.replicaWait(d.health.one))
+}
+
+// renewPipe sends groups on pipe, followed by WAIT for want replicas when
+// want is positive (pipe then reaches one server).
+func (d *Driver) renewPipe(ctx context.Context, pipe goredis.Pipeliner, groups []*renewGroup, eval bool, want int64) []*renewGroup {
 	for _, g := range groups {
 		if eval {
 			g.cmd = renewScript.Eval(ctx, pipe, g.keys, g.args...)
@@ -91,7 +107,6 @@ func (d *Driver) execRenew(ctx context.Context, groups []*renewGroup, eval bool)
 		}
 	}
 	var wait *goredis.Cmd
-	want := d.replicaWait() // never in Cluster mode: one connection
 	if want > 0 {
 		wait = pipe.Do(ctx, "WAIT", want, d.set.replicaTimeout.Milliseconds())
 	}
@@ -112,9 +127,59 @@ func (d *Driver) execRenew(ctx context.Context, groups []*renewGroup, eval bool)
 			again = append(again, g)
 			continue
 		}
+		if err != nil {
+			d.redirected(err)
+		}
 		_ = g.node.observe(ctx, err)
 	}
 	return again
+}
+
+// renewWaiting renews a Cluster's groups with one pipeline per master, all
+// at once, each followed by WAIT for that master's replicas, when one of
+// them must wait (else ok is false and nothing was sent).
+func (d *Driver) renewWaiting(ctx context.Context, groups []*renewGroup, eval bool) (again []*renewGroup, ok bool) {
+	byNode := map[*node][]*renewGroup{}
+	for _, g := range groups {
+		if d.replicaWait(g.node) > 0 {
+			ok = true
+		}
+		byNode[g.node] = append(byNode[g.node], g)
+	}
+	if !ok {
+		return nil, false
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for n, gs := range byNode {
+		wg.Go(func() {
+			a := d.renewPipe(ctx, d.pipeline(n), gs, eval, d.replicaWait(n))
+			mu.Lock()
+			again = append(again, a...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return again, true
+}
+
+// checkGroups checks the slots of groups on their masters when due (see
+// cluster.go) and returns the groups to send; a group whose check failed
+// keeps the error.
+func (d *Driver) checkGroups(ctx context.Context, groups []*renewGroup) []*renewGroup {
+	keys := make([]string, len(groups))
+	nodes := make([]*node, len(groups))
+	for i, g := range groups {
+		keys[i], nodes[i] = g.keys[0], g.node
+	}
+	errs := d.checkSlots(ctx, keys, nodes)
+	send := groups[:0]
+	for i, g := range groups {
+		if g.err = errs[i]; g.err == nil {
+			send = append(send, g)
+		}
+	}
+	return send
 }
 
 // group splits leases into script calls by slot and batch size.

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 // TestMinReplicas: in Sentinel mode with a replica, an acquisition counts
 // only once the replica confirmed it (WAIT), by default. With replication
 // stalled, an acquisition fails with ErrReplicas and leaves no lock, an
-// extension and a renewal fail; minReplicas -1 waits for nothing. A lock
+// extension and a renewal fail, a lock handed to a waiter by a release is
+// given up with ErrReplicas; minReplicas -1 waits for nothing. A lock
 // acquired right before the master is killed is on the promoted replica,
 // its holder's.
 func TestMinReplicas(t *testing.T) {
@@ -31,7 +33,33 @@ func TestMinReplicas(t *testing.T) {
 		t.Fatalf("replica has %q, %v right after the acquisition; want the token (WAIT)", v, err)
 	}
 
+	// A waiter queued for a lock d holds.
+	if res, err := acquire(d, "h"); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	waiter := rawDriver(t, opts)
+	waited := make(chan error, 1)
+	go func() {
+		res, err := waiter.Acquire(ctx, drivers.AcquireRequest{Key: "h", Token: "waiter", TTL: 10 * time.Second, Wait: 10 * time.Second})
+		if err == nil {
+			err = fmt.Errorf("acquired %v, no error", res.Acquired)
+		}
+		waited <- err
+	}()
+	waitFor(t, "the waiter queued and subscribed", func() bool {
+		return d.Client().ZCard(ctx, queueKey("h")).Val() == 1 && numSub(t, d, waiter.channel()) == 1
+	})
+
 	s.Link.Stall()
+	if ok, err := d.Release(ctx, "h", "tok-h"); !ok || err != nil {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	if err := <-waited; !errors.Is(err, ErrReplicas) {
+		t.Fatalf("waiter handed the lock with replication stalled: %v; want ErrReplicas", err)
+	}
+	if v, _ := s.Master.Command("GET", lockKey("h")); v == "waiter" {
+		t.Fatal("the lock handed over stays the waiter's after ErrReplicas; want it given up")
+	}
 	if _, err := acquire(d, "y"); !errors.Is(err, ErrReplicas) {
 		t.Fatalf("Acquire with replication stalled = %v; want ErrReplicas", err)
 	}

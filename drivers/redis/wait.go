@@ -77,11 +77,14 @@ func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest)
 			timer.Stop()
 		}
 	}()
-	for {
+	for attempt := 0; ; attempt++ {
 		res, err = d.acquireOnce(ctx, req, true)
 		if err != nil {
 			d.leaveLater(req)
 			return res, err
+		}
+		if res.Acquired && attempt > 0 {
+			return d.confirmHandoff(ctx, req, res) // it may have been handed over
 		}
 		if res.Acquired {
 			return res, nil
@@ -102,7 +105,7 @@ func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest)
 		select {
 		case <-w.wake:
 			if f := d.granted(w); f != 0 {
-				return drivers.AcquireResult{Acquired: true, Fence: f}, nil
+				return d.confirmHandoff(ctx, req, drivers.AcquireResult{Acquired: true, Fence: f})
 			}
 		case <-timer.C:
 		case <-ctx.Done():
@@ -123,7 +126,7 @@ func (d *Driver) leaveNow(ctx context.Context, req drivers.AcquireRequest, last 
 	if !res.Acquired {
 		return last, nil
 	}
-	return res, nil
+	return d.confirmHandoff(ctx, req, res)
 }
 
 // leaveLater unregisters req's token and takes its waiter out of the

@@ -13,7 +13,7 @@ import (
 func (m Mode) CheckBinaries() error {
 	var need []string
 	switch m.Name {
-	case "redis", "sentinel":
+	case "redis", "sentinel", "cluster":
 		need = []string{"redis-server"}
 	case "postgres-advisory", "postgres-table":
 		if dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(dirs) > 0 {

@@ -116,6 +116,8 @@ func newDriver(mode, target, master string) (drivers.Driver, error) {
 		return redis.New(redis.Options{Addrs: []string{target}})
 	case "sentinel":
 		return redis.New(redis.Options{Addrs: []string{target}, MasterName: master})
+	case "cluster":
+		return redis.New(redis.Options{Addrs: strings.Split(target, ","), Cluster: true})
 	case "postgres-advisory":
 		return postgres.New(postgres.Options{URL: target, Mode: postgres.ModeAdvisory})
 	case "postgres-table":

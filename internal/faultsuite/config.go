@@ -17,7 +17,7 @@ const (
 	FaultStall    = "stall"    // a child's proxy stops moving bytes for 1.5–2.5 ttl
 	FaultReset    = "reset"    // a child's proxy aborts its connections with RST
 	FaultRestart  = "restart"  // the Redis server is killed and restarted empty
-	FaultFailover = "failover" // the Sentinel master is killed, its replica promoted
+	FaultFailover = "failover" // the (Sentinel or a Cluster) master is killed, its replica promoted
 	// FaultLagFailover is a fail-over after a replication cut: the replica
 	// is frozen and its link cut on the master, the holders go on for ½
 	// ttl, the master is killed and the replica thawed and promoted
@@ -50,6 +50,7 @@ var Modes = []Mode{
 	{Name: "memory"},
 	{Name: "redis", Faults: []string{FaultKill, FaultPause, FaultStall, FaultReset, FaultRestart}},
 	{Name: "sentinel", Faults: []string{FaultKill, FaultPause, FaultFailover, FaultLagFailover}},
+	{Name: "cluster", Faults: []string{FaultKill, FaultPause, FaultFailover, FaultLagFailover}},
 	{Name: "postgres-advisory", Faults: []string{FaultKill, FaultPause, FaultStall, FaultReset, FaultBackend}, ConnectionBound: true},
 	{Name: "postgres-table", Faults: []string{FaultKill, FaultPause, FaultStall, FaultReset, FaultBackend}},
 	{Name: "mysql-advisory", Faults: []string{FaultKill, FaultPause, FaultStall, FaultReset, FaultBackend}, ConnectionBound: true},

@@ -30,7 +30,8 @@ var knownMisses = map[string]string{}
 
 // shortRun is a mode's duration in the suite: MUTEXFX_FAULTS_DURATION, or
 // 10 s and 3 s per fault of the mode, so that each fault happens at least
-// once (25 s for Sentinel: fail-overs come at least FailoverGap apart).
+// once (25 s for Sentinel and Cluster: Sentinel's fail-overs come at least
+// FailoverGap apart).
 func shortRun(t *testing.T, m Mode) time.Duration {
 	if s := os.Getenv("MUTEXFX_FAULTS_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)

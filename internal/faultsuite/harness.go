@@ -82,6 +82,7 @@ func Run(tb testing.TB, cfg Config, newChild NewChild, logf func(string, ...any)
 		return Result{Report: Check(h.all()), History: h.all()}, nil
 	}
 	st := setupStore(tb, cfg.Store)
+	st.keys = locks
 	r := &run{cfg: cfg, st: st, locks: locks, reg: reg, h: h, newChild: newChild, logf: logf,
 		rng: rand.New(rand.NewPCG(cfg.Seed, 1)), failovers: map[string]int{}}
 	for i := range cfg.Procs {

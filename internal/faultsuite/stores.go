@@ -35,6 +35,8 @@ type store struct {
 	failover func(tb testing.TB, lag time.Duration) bool // FaultFailover, FaultLagFailover; false: skipped (replica not in sync)
 	backend  func(context.Context) error                 // FaultBackend
 
+	keys []string // the run's lock names (set by Run)
+
 	leaderKill  func(down time.Duration) error // FaultLeaderKill
 	memberPause func(i int, d time.Duration)   // FaultMemberPause: upstreams[i]'s server
 }
@@ -68,6 +70,8 @@ func setupStore(tb testing.TB, mode string) *store {
 				}
 				return ok
 			}}
+	case "cluster":
+		return setupCluster(tb)
 	case "postgres-advisory", "postgres-table":
 		pg := testutil.StartPostgres(tb)
 		db := openDB(tb, "pgx", pg.DSN)

@@ -148,13 +148,16 @@ func (s *RedisServer) Restart() {
 	s.start()
 }
 
-// RedisCluster is a throwaway Redis Cluster of three masters (no replicas)
-// started by a test, each node a RedisServer.
+// RedisCluster is a throwaway Redis Cluster of three masters started by a
+// test, each node a RedisServer.
 type RedisCluster struct {
 	// Addrs are the masters' addresses.
 	Addrs []string
-	// Nodes are the servers.
+	// Nodes are the masters.
 	Nodes []*RedisServer
+	// Replicas are the masters' replicas (StartRedisClusterReplicas):
+	// Replicas[i] replicates Nodes[i]. Nil without replicas.
+	Replicas []*RedisServer
 }
 
 // StartRedisCluster starts three cluster-enabled redis-servers, assigns the
@@ -162,12 +165,15 @@ type RedisCluster struct {
 // MEET) and waits until every node reports cluster_state:ok.
 func StartRedisCluster(t testing.TB) *RedisCluster {
 	t.Helper()
+	return startCluster(t, 2*time.Second)
+}
+
+// startCluster is StartRedisCluster with a cluster-node-timeout.
+func startCluster(t testing.TB, nodeTimeout time.Duration) *RedisCluster {
+	t.Helper()
 	c := &RedisCluster{}
 	for i := 0; i < 3; i++ {
-		dir := t.TempDir()
-		n := StartRedis(t, "--cluster-enabled", "yes",
-			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", "2000")
+		n := startClusterNode(t, nodeTimeout)
 		c.Nodes = append(c.Nodes, n)
 		c.Addrs = append(c.Addrs, n.Addr)
 	}

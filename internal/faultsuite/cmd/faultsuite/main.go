@@ -45,7 +45,7 @@ func runErr(args []string, stdout, stderr io.Writer) (int, error) {
 	var cfg faultsuite.Config
 	var faults, history string
 	var explain int
-	fs.StringVar(&cfg.Store, "store", "", "store mode: file, memory, redis, sentinel, postgres-advisory, postgres-table, mysql-advisory, mysql-table, etcd (required)")
+	fs.StringVar(&cfg.Store, "store", "", "store mode: file, memory, redis, sentinel, cluster, postgres-advisory, postgres-table, mysql-advisory, mysql-table, etcd (required)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long the holders contend under faults")
 	fs.IntVar(&cfg.Procs, "procs", 4, "child processes")
 	fs.IntVar(&cfg.Workers, "workers", 4, "holder loops per process")
