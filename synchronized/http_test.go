@@ -17,6 +17,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers/file"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 	"github.com/mutexfx/mutexfx/synchronized"
 )
 
@@ -194,7 +195,7 @@ func TestMiddlewareClientGoneStopsWait(t *testing.T) {
 	w := &recorder{h: http.Header{}}
 	done := make(chan struct{})
 	go func() { defer close(done); h.ServeHTTP(w, r) }()
-	waitFor(t, "the request to wait", func() bool { return m.Waiters("order:9") == 1 })
+	testutil.Poll(t, 5*time.Second, "the request to wait", func() bool { return m.Waiters("order:9") == 1 })
 	cancel()
 	select {
 	case <-done:
