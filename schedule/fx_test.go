@@ -105,15 +105,7 @@ func TestFxStopWaitsForJob(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- app.Stop(context.Background()) }()
 	<-cancelled
-	// the stop must still be waiting for the job: it cannot end before
-	// cleanup is closed (fx and real time: no synctest bubble)
-	bound := time.NewTimer(100 * time.Millisecond)
-	defer bound.Stop()
-	select {
-	case err := <-stopped:
-		t.Fatalf("the app stopped (%v) while its job was cleaning up", err)
-	case <-bound.C:
-	}
+	notBefore(t, stopped, "the app stopped while its job was cleaning up")
 	close(cleanup)
 	if err := <-stopped; err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -253,50 +252,58 @@ func TestExclusiveStoreSelection(t *testing.T) {
 }
 
 func TestStopCancelsAndWaitsForRunningJob(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		m := newMutex(t, memory.New())
-		started, cancelled, cleanup := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		var returned atomic.Bool
-		log, obs := logs()
-		s, err := schedule.New(schedule.Options{Mutex: m, Logger: log}, schedule.Job{Name: "long", Every: 10 * time.Millisecond, Exclusive: true, Run: func(ctx context.Context) error {
-			close(started)
-			<-ctx.Done()
-			close(cancelled)
-			<-cleanup // cleaning up after the cancel
-			returned.Store(true)
-			return ctx.Err()
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Start(context.Background()); !errors.Is(err, schedule.ErrState) {
-			t.Errorf("second Start: %v", err)
-		}
-		<-started
-		stopped := make(chan error, 1)
-		go func() { stopped <- s.Stop(context.Background()) }()
-		<-cancelled
-		synctest.Wait() // every goroutine blocked: Stop too, waiting for the job
-		select {
-		case err := <-stopped:
-			t.Fatalf("Stop returned (%v) while the job was cleaning up", err)
-		default:
-		}
-		close(cleanup)
-		if err := <-stopped; err != nil {
-			t.Fatal(err)
-		}
-		if !returned.Load() {
-			t.Fatal("Stop returned before the running job")
-		}
-		if n := len(m.Held()); n != 0 {
-			t.Fatalf("%d locks still held after Stop", n)
-		}
-		checkInterrupted(t, obs, schedule.ErrStopped)
-	})
+	// Not in a synctest bubble: the component's waiters are pooled, and a
+	// bubble's channels must not leave it.
+	m := newMutex(t, memory.New())
+	started, cancelled, cleanup := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var returned atomic.Bool
+	log, obs := logs()
+	s, err := schedule.New(schedule.Options{Mutex: m, Logger: log}, schedule.Job{Name: "long", Every: 10 * time.Millisecond, Exclusive: true, Run: func(ctx context.Context) error {
+		close(started)
+		<-ctx.Done()
+		close(cancelled)
+		<-cleanup // cleaning up after the cancel
+		returned.Store(true)
+		return ctx.Err()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); !errors.Is(err, schedule.ErrState) {
+		t.Errorf("second Start: %v", err)
+	}
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Stop(context.Background()) }()
+	<-cancelled
+	notBefore(t, stopped, "Stop returned while the job was cleaning up")
+	close(cleanup)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if !returned.Load() {
+		t.Fatal("Stop returned before the running job")
+	}
+	if n := len(m.Held()); n != 0 {
+		t.Fatalf("%d locks still held after Stop", n)
+	}
+	checkInterrupted(t, obs, schedule.ErrStopped)
+}
+
+// notBefore fails the test when ch delivers within 100 ms: a call that
+// must wait for something the test still holds back has not returned.
+func notBefore(t *testing.T, ch <-chan error, msg string) {
+	t.Helper()
+	bound := time.NewTimer(100 * time.Millisecond)
+	defer bound.Stop()
+	select {
+	case err := <-ch:
+		t.Fatalf("%s (%v)", msg, err)
+	case <-bound.C:
+	}
 }
 
 // checkInterrupted fails unless obs holds a warning of an interrupted run
