@@ -82,7 +82,7 @@ func phases(turns []turn) (waits, holds, releases, handoffs []time.Duration) {
 // queues for it (Wait > 0) and releases it until d's LISTEN connection hears
 // the release (a table release notifies when a driver is queued; advisory
 // waiters wait in the server and need no LISTEN).
-func warm(ctx context.Context, d *postgres.Driver, m *component.Mutex) {
+func warm(ctx context.Context, d postgres.Driver, m *component.Mutex) {
 	// a waiting acquisition of a private name: opens the connection the
 	// measured ones use (advisory: a waiter session; table: the pool)
 	l := must(m.Acquire(ctx, "warm:"+rand.Text(), component.WithTimeout(10*time.Second)))

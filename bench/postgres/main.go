@@ -267,7 +267,7 @@ func bareTablePair(ctx context.Context, c *pgx.Conn, kind string) func() {
 	}
 }
 
-func driverPair(ctx context.Context, d *postgres.Driver) func() {
+func driverPair(ctx context.Context, d postgres.Driver) func() {
 	closers = append(closers, func() { _ = d.Close(context.Background()) })
 	key := "bench:" + rand.Text()
 	return func() {
@@ -353,7 +353,7 @@ func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ p
 // TraceQueryEnd does nothing.
 func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-func newDriver(o postgres.Options) *postgres.Driver { return must(postgres.New(o)) }
+func newDriver(o postgres.Options) postgres.Driver { return must(postgres.New(o)) }
 
 func newMutex(d drivers.Driver, ttl time.Duration) *component.Mutex {
 	return must(component.New(component.Options{Driver: d, Prefix: "bench:", TTL: ttl}))

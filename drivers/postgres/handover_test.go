@@ -36,7 +36,7 @@ func TestTableHandoverQueued(t *testing.T) {
 
 // gated is a driver whose Handover waits for the test's go-ahead.
 type gated struct {
-	*Driver
+	Driver
 	entered chan struct{}
 	proceed chan struct{}
 }
@@ -131,18 +131,15 @@ func TestAdvisoryHandoverWaiting(t *testing.T) {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	// the server offers no signal of a session starting to wait: look
-	for {
+	within(t, 10*time.Second, "a session waiting for the lock", func() bool {
 		var n int
 		err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"+
 			" AND ((classid::bigint << 32) | objid::bigint) = $1", advisoryKey(key)).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return n > 0
+	})
 	released, res, err = a.Handover(ctx, key, "a2", req("a3"))
 	if err != nil || !released || res.Acquired {
 		t.Fatalf("Handover with a session waiting = %v, %+v, %v; want released, not handed", released, res, err)
