@@ -103,7 +103,7 @@ func crashFences(t *testing.T, opts Options, serverSync string) {
 	srv.Stop() // immediate: what is in the WAL buffers is lost
 	srv.Start()
 	// Crash recovery resets the crash mark (what connections outliving a
-	// crash compare, see guarded in sql.go).
+	// crash compare, see guarded in table_sql.go).
 	admin("SELECT "+crashMarkSQL, nil, &mark1)
 	if mark1 == mark0 {
 		t.Fatalf("crash mark %d unchanged by crash recovery", mark0)

@@ -7,11 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
-	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // TestTableHandoverQueued checks that a table-mode handover does not pass
@@ -125,11 +122,7 @@ func TestAdvisoryHandoverWaiting(t *testing.T) {
 		}
 		got <- res
 	}()
-	conn, err := pgx.Connect(ctx, testutil.PostgresDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	conn := connectT(t)
 	// the server offers no signal of a session starting to wait: look
 	within(t, 10*time.Second, "a session waiting for the lock", func() bool {
 		var n int

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -48,4 +50,16 @@ func baseOf(d Driver) *base {
 		return t.base
 	}
 	return advisoryOf(d).base
+}
+
+// connectT opens a connection to the test database, closed when the test
+// ends.
+func connectT(t testing.TB) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(ctxT(t), testutil.PostgresDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
 }

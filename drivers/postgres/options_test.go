@@ -225,7 +225,7 @@ func TestExistingPool(t *testing.T) {
 
 // TestFencesGuarded: the guarded form of every table-mode statement that
 // takes a fence compares the crash mark, the plain form does not (see
-// guarded in sql.go).
+// guarded in table_sql.go).
 func TestFencesGuarded(t *testing.T) {
 	o := Options{Mode: ModeTable}.withDefaults()
 	n, err := o.validate()

@@ -44,16 +44,12 @@ func TestSessionSettingsPinned(t *testing.T) {
 
 	// d's session, the lock's holder, has been idle for more than
 	// idle_session_timeout since its Acquire, as the server sees it
-	admin, err := pgx.Connect(ctx, testutil.PostgresDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.WithoutCancel(ctx))
+	admin := connectT(t)
 	within(t, 5*time.Second, "the holder idle past idle_session_timeout", func() bool {
 		var idle bool
-		err := admin.QueryRow(ctx, "SELECT coalesce(bool_and(a.state = 'idle' AND a.state_change < now() - interval '400 ms') "+
+		err := admin.QueryRow(ctx, "SELECT coalesce((SELECT bool_and(a.state = 'idle' AND a.state_change < now() - interval '400 ms') "+
 			"FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "+
-			"AND ((l.classid::bigint << 32) | l.objid::bigint) = $1), false", advisoryKey(key)).Scan(&idle)
+			"AND ((l.classid::bigint << 32) | l.objid::bigint) = $1), false)", advisoryKey(key)).Scan(&idle)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,17 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mutexfx/mutexfx/drivers"
-	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // listenRaw opens a connection listening on channel.
 func listenRaw(t *testing.T, ctx context.Context, channel string) *pgx.Conn {
 	t.Helper()
-	c, err := pgx.Connect(ctx, testutil.PostgresDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	c := connectT(t)
 	if _, err := c.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}

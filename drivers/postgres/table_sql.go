@@ -117,7 +117,7 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 				" WHERE l.id = $1 AND l.expires_at <= now() AND l.queue = '{}' RETURNING l.fence, " + synced,
 			// A new row's fence is drawn before its insert meets (or not)
 			// a row of the same id: under the shared reclaim lock, so that
-			// no row is reclaimed in between (reclaim.go).
+			// no row is reclaimed in between (table_reclaim.go).
 			acquire: "WITH " + s + ", g AS MATERIALIZED (SELECT " + reclaimLockSQL("pg_advisory_xact_lock_shared", "$1::bytea") + "), ins AS (" +
 				"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
 				"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + fence(9) + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
@@ -155,7 +155,7 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		// (which every listening backend of the database has to read)
 		// and then only the queue's head when it has a live one: it returns
 		// the queue, when not empty, and the server's clock, for
-		// tableRelease to pick the head and notify it (computed here, in
+		// Release to pick the head and notify it (computed here, in
 		// a subquery, it slowed every uncontended release by 10-20 µs: the
 		// subquery's plan is set up at each execution, even when skipped)
 		release: "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" +
@@ -177,7 +177,7 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 			" WHERE expires_at > now() AND token <> '' AND left(name, length($1)) = $1",
 		// deletes up to $1 rows free (released or expired) that nobody
 		// queues for, each under its reclaim lock, exclusive, if it can be
-		// had now (reclaim.go); the lock is tried last, only for a row that
+		// had now (table_reclaim.go); the lock is tried last, only for a row that
 		// qualifies (equal-cost quals keep their order), so that one
 		// statement holds at most $1 of them
 		reclaim: "DELETE FROM " + n.table + " WHERE id IN (SELECT c.id FROM " + n.table + " AS c" +
