@@ -131,6 +131,7 @@ func TestModuleErrors(t *testing.T) {
 		extra []fx.Option
 	}{
 		{yaml: "mutex:\n  orders: {ttl: 5}\n", want: "mutex.orders.ttl: must be at least 10ms"},
+		{yaml: "mutex:\n  orders: {application: orders/api}\n", want: "mutex.orders.application: byte 6 ('/') not allowed"},
 		{yaml: "mutex:\n  orders: {driver: {type: redis}}\n", is: mutexfx.ErrDriverNotFound,
 			want: `mutex.orders.driver.type: mutexfx: driver not found: driver "redis" is not linked into this binary: import "github.com/mutexfx/mutexfx/drivers/redis"`},
 		{yaml: "mutex:\n  orders: {driver: {type: carrier-pigeon}}\n", is: mutexfx.ErrDriverNotFound,

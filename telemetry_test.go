@@ -19,25 +19,29 @@ import (
 
 // TestModuleTelemetryProviders: Module records into the meter and tracer
 // providers of the fx graph, with the configured store name and driver
-// type.
+// type; spans under the caller's.
 func TestModuleTelemetryProviders(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	var m *mutexfx.Mutex
 	app := fxt.New(t,
 		mutexfx.Module(yamlConfig(t, "mutex:\n  orders: {driver: {type: memory}}\n")),
 		fx.Provide(
 			func() metric.MeterProvider { return sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)) },
-			func() trace.TracerProvider { return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)) },
+			func() trace.TracerProvider { return tp },
 		),
 		fx.Populate(&m),
 		fx.NopLogger,
 	)
 	app.RequireStart()
 	defer app.RequireStop()
-	if err := m.Do(context.Background(), "job", func(context.Context, *mutexfx.Lock) error { return nil }); err != nil {
+	// spans are made under the caller's recording span (a request's)
+	ctx, request := tp.Tracer("app").Start(context.Background(), "request")
+	if err := m.Do(ctx, "job", func(context.Context, *mutexfx.Lock) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
+	request.End()
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
@@ -32,16 +33,19 @@ func TestAcquireErrorReleases(t *testing.T) {
 		{"TryAcquire", func(m *component.Mutex, ctx context.Context) (*component.Lock, error) { return m.TryAcquire(ctx, "x") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			d := &takesThenFails{faulty: newFaulty()}
-			m := newMutex(t, component.Options{Driver: d})
-			l, err := tc.acquire(m, ctx)
-			if l != nil || !errors.Is(err, component.ErrDriver) {
-				t.Fatalf("%s = %v, %v; want a DriverError", tc.name, l, err)
-			}
-			waitUntil(t, "the release of the lock the failed call took", func() bool {
-				_, held, _ := d.Inspect(ctx, "mutex:x")
-				return !held
+			component.Unpooled(t)
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				d := &takesThenFails{faulty: newFaulty()}
+				m := newMutex(t, component.Options{Driver: d})
+				l, err := tc.acquire(m, ctx)
+				if l != nil || !errors.Is(err, component.ErrDriver) {
+					t.Fatalf("%s = %v, %v; want a DriverError", tc.name, l, err)
+				}
+				synctest.Wait() // the release runs in the background
+				if _, held, _ := d.Inspect(ctx, "mutex:x"); held {
+					t.Fatal("the lock the failed call took was not released")
+				}
 			})
 		})
 	}

@@ -98,7 +98,6 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	m.seq++
 	l.seq = m.seq
 	m.held[name] = l
-	m.tel.started(l)
 	m.renewed(l, now)
 	if q := m.queues[name]; q != nil && len(q.waiters) > 0 && q.waiters[0] == w {
 		// Leave the queue without waking the next waiter: it would only

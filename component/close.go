@@ -111,6 +111,7 @@ func (m *Mutex) shutdown(ctx context.Context) error {
 	if unsub != nil {
 		unsub()
 	}
+	m.tel.close() // no lock is held or waited for any more
 	if err := m.drv.Close(ctx); err != nil {
 		return m.driverError("close", "", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -86,23 +87,27 @@ func TestSlowStoreGrace(t *testing.T) {
 // second with ErrTimeout (and ErrDriver), and a lock it grants too late is
 // released.
 func TestHungStore(t *testing.T) {
-	f := newFaulty()
-	f.set(func(f *faulty) { f.delay, f.ignoreCtx = 1500*time.Millisecond, true })
-	m := newMutex(t, component.Options{Driver: f})
-	ctx := context.Background()
-	start := time.Now()
-	_, err := m.Acquire(ctx, "hung", component.WithTimeout(100*time.Millisecond))
-	e := time.Since(start)
-	if !errors.Is(err, component.ErrTimeout) {
-		t.Fatalf("hung store: %v; want ErrTimeout", err)
-	}
-	if e < 1400*time.Millisecond || e > 3*time.Second {
-		t.Fatalf("hung store answered after %v (a store ignoring its ctx answers at 1.5 s)", e)
-	}
-	// The late grant was released: the lock is free in the store.
-	waitUntil(t, "the late lock's cleanup", func() bool {
-		_, held, _ := f.Inspect(ctx, "mutex:hung")
-		return !held && f.releases.Load() >= 1
+	component.Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFaulty()
+		f.set(func(f *faulty) { f.delay, f.ignoreCtx = 1500*time.Millisecond, true })
+		m := newMutex(t, component.Options{Driver: f})
+		ctx := context.Background()
+		start := time.Now()
+		_, err := m.Acquire(ctx, "hung", component.WithTimeout(100*time.Millisecond))
+		e := time.Since(start)
+		if !errors.Is(err, component.ErrTimeout) {
+			t.Fatalf("hung store: %v; want ErrTimeout", err)
+		}
+		// the bubble's clock: exactly when the store answered
+		if e != 1500*time.Millisecond {
+			t.Fatalf("hung store answered after %v (a store ignoring its ctx answers at 1.5 s)", e)
+		}
+		// The late grant was released: the lock is free in the store.
+		synctest.Wait()
+		if _, held, _ := f.Inspect(ctx, "mutex:hung"); held || f.releases.Load() < 1 {
+			t.Fatalf("the late lock was not released (held %v, releases %d)", held, f.releases.Load())
+		}
 	})
 }
 
@@ -165,70 +170,91 @@ func TestHolderTTLBoundsWait(t *testing.T) {
 	l.Release(ctx)
 }
 
+// TestRenewalRetriesThenRecovers: renewals failing from 200 ms (at 200,
+// 220, 260 ms: the retry delay doubles) are retried, and one that succeeds
+// before the 600 ms expiry keeps the lock, well past that expiry. In a
+// synctest bubble: exact times.
 func TestRenewalRetriesThenRecovers(t *testing.T) {
-	f := newFaulty()
-	m := newMutex(t, component.Options{Driver: f, TTL: 600 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
-	ctx := context.Background()
-	l, err := m.Acquire(ctx, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.set(func(f *faulty) { f.renewErr = errors.New("connection refused") })
-	waitUntil(t, "failing renewals", func() bool { return f.renews.Load() >= 2 })
-	f.set(func(f *faulty) { f.renewErr = nil })
-	n := f.renews.Load()
-	waitUntil(t, "a renewal after the store came back", func() bool { return f.renews.Load() > n })
-	time.Sleep(700 * time.Millisecond) // longer than the ttl: the property is that it was renewed
-	if !l.Held() || l.Err() != nil {
-		t.Fatalf("lock lost although the store came back before its expiry: %v", l.Err())
-	}
+	component.Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFaulty()
+		m := newMutex(t, component.Options{Driver: f, TTL: 600 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
+		ctx := context.Background()
+		l, err := m.Acquire(ctx, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.set(func(f *faulty) { f.renewErr = errors.New("connection refused") })
+		time.Sleep(300 * time.Millisecond)
+		if n := f.renews.Load(); n < 2 {
+			t.Fatalf("%d renewals by 300 ms, want at least 2 (failing, retried)", n)
+		}
+		f.set(func(f *faulty) { f.renewErr = nil })
+		n := f.renews.Load()
+		time.Sleep(time.Second) // past the expiry of the last successful renewal
+		if f.renews.Load() <= n {
+			t.Fatal("no renewal after the store came back")
+		}
+		if !l.Held() || l.Err() != nil {
+			t.Fatalf("lock lost although the store came back before its expiry: %v", l.Err())
+		}
+	})
 }
 
+// TestRenewalFailingUntilExpiryLoses: renewals failing from the start lose
+// the lock before its ttl, and the lock the store still held is released.
 func TestRenewalFailingUntilExpiryLoses(t *testing.T) {
-	f := newFaulty()
-	m := newMutex(t, component.Options{Driver: f, TTL: 300 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
-	l, err := m.Acquire(context.Background(), "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	f.set(func(f *faulty) { f.renewErr = errors.New("connection refused") })
-	<-l.Done()
-	if e := time.Since(start); e > 300*time.Millisecond || !errors.Is(l.Err(), component.ErrLost) {
-		t.Fatalf("lost after %v with %v; want ErrLost within the ttl", e, l.Err())
-	}
-	// The store only failed renewals: the lock it still held for us is
-	// released, best effort, so that others need not wait for its expiry.
-	waitUntil(t, "the lost lock's release", func() bool {
-		_, held, _ := f.Inspect(context.Background(), l.Key())
-		return f.releases.Load() == 1 && !held
+	component.Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFaulty()
+		m := newMutex(t, component.Options{Driver: f, TTL: 300 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
+		l, err := m.Acquire(context.Background(), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		f.set(func(f *faulty) { f.renewErr = errors.New("connection refused") })
+		<-l.Done()
+		if e := time.Since(start); e > 300*time.Millisecond || !errors.Is(l.Err(), component.ErrLost) {
+			t.Fatalf("lost after %v with %v; want ErrLost within the ttl", e, l.Err())
+		}
+		// The store only failed renewals: the lock it still held for us is
+		// released, best effort, so that others need not wait for its
+		// expiry (before it: the store would drop it itself then).
+		synctest.Wait()
+		if _, held, _ := f.Inspect(context.Background(), l.Key()); f.releases.Load() != 1 || held {
+			t.Fatalf("releases %d, held in the store %v; want the lost lock released once", f.releases.Load(), held)
+		}
 	})
 }
 
 // TestRenewalBatches: a hundred locks are renewed in a few batches per
 // period, not one call each.
 func TestRenewalBatches(t *testing.T) {
-	f := newFaulty()
-	ttl := 300 * time.Millisecond
-	m := newMutex(t, component.Options{Driver: f, TTL: ttl})
-	ctx := context.Background()
-	for i := range 100 {
-		if _, err := m.Acquire(ctx, "lock-"+strings.Repeat("x", i)); err != nil {
-			t.Fatal(err)
+	component.Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFaulty()
+		ttl := 300 * time.Millisecond
+		m := newMutex(t, component.Options{Driver: f, TTL: ttl})
+		ctx := context.Background()
+		for i := range 100 {
+			if _, err := m.Acquire(ctx, "lock-"+strings.Repeat("x", i)); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	f.renews.Store(0)
-	f.renewLeases.Store(0)
-	time.Sleep(3 * ttl) // nine renewal periods of ttl/3
-	calls, leases := f.renews.Load(), f.renewLeases.Load()
-	if calls > 12 || leases < 700 {
-		t.Fatalf("%d Renew calls for %d leases in 9 periods; want ≤ 12 calls renewing each lock every period", calls, leases)
-	}
-	for _, l := range m.Held() {
-		if !l.Held() {
-			t.Fatalf("%q not held", l.Name())
+		f.renews.Store(0)
+		f.renewLeases.Store(0)
+		time.Sleep(3 * ttl) // nine renewal periods of ttl/3, in the bubble's clock
+		calls, leases := f.renews.Load(), f.renewLeases.Load()
+		if calls > 12 || leases < 700 {
+			t.Fatalf("%d Renew calls for %d leases in 9 periods; want ≤ 12 calls renewing each lock every period", calls, leases)
 		}
-	}
+		for _, l := range m.Held() {
+			if !l.Held() {
+				t.Fatalf("%q not held", l.Name())
+			}
+		}
+	})
 }
 
 func TestDoCancelledWhenLost(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers/memory"
@@ -18,6 +19,7 @@ import (
 // expiry resumes with its monotonic clock behind (before, the lock then
 // read as held until the timer fired).
 func TestAskingChecksExpiry(t *testing.T) {
+	Unpooled(t)
 	var skew atomic.Int64 // the wall clock's lead over the monotonic one
 	testHookWall = func(w time.Time) time.Time { return w.Add(time.Duration(skew.Load())) }
 	t.Cleanup(func() { testHookWall = nil }) // after the Mutexes closed (cleanups run last first)
@@ -42,45 +44,42 @@ func TestAskingChecksExpiry(t *testing.T) {
 			{"MutexHeld", func(l *Lock, _ context.Context) bool { return len(l.m.Held()) == 1 }},
 		} {
 			t.Run(pass.name+"/"+tc.name, func(t *testing.T) {
-				skew.Store(int64(50 * time.Second)) // ahead, but not past the expiry
-				ctx := context.Background()
-				md := memory.New()
-				m := newOn(t, &remote{Driver: md}, time.Minute)
-				l, err := m.Acquire(ctx, "x")
-				if err != nil {
-					t.Fatal(err)
-				}
-				lctx := l.Context()
-				if !tc.ask(l, lctx) {
-					t.Fatal("a fresh lock is reported not held")
-				}
-				// The expiry passes; the scheduler sleeps until the renewal.
-				pass.pass(m, l)
-				if tc.ask(l, lctx) {
-					t.Fatal("a lock past its expiry is reported held")
-				}
-				if tc.name == "MutexHeld" {
-					return // Mutex.Held leaves the lock to the others
-				}
-				select {
-				case <-lctx.Done():
-				default:
-					t.Fatal("the lock's context is not done once it was reported lost")
-				}
-				if !errors.Is(context.Cause(lctx), ErrLost) || !errors.Is(l.Err(), ErrLost) {
-					t.Fatalf("cause %v, Err %v; want ErrLost", context.Cause(lctx), l.Err())
-				}
-				// the store is asked to free it (in the background)
-				deadline := time.Now().Add(5 * time.Second)
-				for {
-					if _, held, err := md.Inspect(ctx, l.key); err == nil && !held {
-						break
+				synctest.Test(t, func(t *testing.T) {
+					skew.Store(int64(50 * time.Second)) // ahead, but not past the expiry
+					ctx := context.Background()
+					md := memory.New()
+					m := newOn(t, &remote{Driver: md}, time.Minute)
+					l, err := m.Acquire(ctx, "x")
+					if err != nil {
+						t.Fatal(err)
 					}
-					if time.Now().After(deadline) {
-						t.Fatal("the expired lock was not released in the store")
+					lctx := l.Context()
+					if !tc.ask(l, lctx) {
+						t.Fatal("a fresh lock is reported not held")
 					}
-					time.Sleep(time.Millisecond)
-				}
+					// The expiry passes; the scheduler sleeps until the renewal.
+					pass.pass(m, l)
+					if tc.ask(l, lctx) {
+						t.Fatal("a lock past its expiry is reported held")
+					}
+					if tc.name == "MutexHeld" {
+						return // Mutex.Held leaves the lock to the others
+					}
+					select {
+					case <-lctx.Done():
+					default:
+						t.Fatal("the lock's context is not done once it was reported lost")
+					}
+					if !errors.Is(context.Cause(lctx), ErrLost) || !errors.Is(l.Err(), ErrLost) {
+						t.Fatalf("cause %v, Err %v; want ErrLost", context.Cause(lctx), l.Err())
+					}
+					// the store is asked to free it (in the background): once
+					// the bubble's goroutines wait, it has been
+					synctest.Wait()
+					if _, held, err := md.Inspect(ctx, l.key); err != nil || held {
+						t.Fatalf("the expired lock was not released in the store (held %v, err %v)", held, err)
+					}
+				})
 			})
 		}
 	}

@@ -8,3 +8,10 @@ func Unpooled(t testing.TB) {
 	unpooled.Store(true)
 	t.Cleanup(func() { unpooled.Store(false) })
 }
+
+// NoTelemetry makes m record no metrics and no spans: the baseline of
+// BenchmarkAcquireRelease. Call it before m's first use.
+func NoTelemetry(m *Mutex) {
+	m.tel.close()
+	m.tel = nil
+}

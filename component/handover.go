@@ -80,7 +80,6 @@ func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) 
 	m.seq++
 	next.seq = m.seq
 	m.held[l.name] = next
-	m.tel.started(next)
 	m.renewed(next, start)
 	q.waiters = slices.Delete(q.waiters, 0, 1)
 	if len(q.waiters) == 0 {

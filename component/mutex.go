@@ -105,7 +105,7 @@ func New(opts Options) (*Mutex, error) {
 	if err := m.checkMinTTL(opts.TTL); err != nil {
 		return nil, err
 	}
-	m.tel = newTelemetry(opts)
+	m.tel = newTelemetry(opts, m.counts)
 	m.renewer, _ = opts.Driver.(drivers.Renewer)
 	if _, ok := opts.Driver.(drivers.Subscriber); ok && !m.feat.InProcess {
 		m.tracking, m.attempts = true, map[string]bool{}
@@ -193,10 +193,8 @@ func (m *Mutex) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 	}
 	start := time.Now()
 	ctx, span := m.tel.start(ctx, spanAcquire)
-	m.tel.waiting.Add(ctx, 1, m.tel.plain(name).add...)
 	attempts := 0
 	l, err := m.acquire(ctx, name, o, start, &attempts)
-	m.tel.waiting.Add(ctx, -1, m.tel.plain(name).add...)
 	m.tel.acquired(ctx, span, name, start, attempts, l, err)
 	return l, err
 }
@@ -428,7 +426,7 @@ func (m *Mutex) wakeFor(l *Lock) {
 }
 
 func (m *Mutex) driverError(op, name string, err error) error {
-	m.tel.errs.Add(context.Background(), 1, m.tel.opts(AttrOp, op, name).add...)
+	m.tel.storeError(op, name)
 	m.log.Warn("mutex store failed", zap.String("op", op), zap.String("lock", name), zap.Error(err))
 	return &DriverError{Store: m.opts.Name, Op: op, Lock: name, Err: err}
 }

@@ -100,7 +100,8 @@ type Options struct {
 	// sets one.
 	MeterProvider metric.MeterProvider
 
-	// TracerProvider records a span per Acquire, Do and Release.
+	// TracerProvider records the spans of Acquire, Do and Release (see
+	// TraceAll).
 	// Default: otel.GetTracerProvider(), a no-op until the application
 	// sets one.
 	TracerProvider trace.TracerProvider
@@ -113,6 +114,12 @@ type Options struct {
 	// spans. Off by default: lock names are unbounded ("order:42"), and
 	// every distinct name would make a time series of its own.
 	LockNameAttribute bool
+
+	// TraceAll starts a span for every Acquire, Do and Release. By
+	// default one is started only when the caller's ctx carries a
+	// recording span (a request's trace then shows its lock wait), so
+	// that background work traced by nobody makes no root spans.
+	TraceAll bool
 }
 
 // withDefaults validates o and fills in its defaults.

@@ -140,7 +140,7 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 		}
 		switch r := results[i]; {
 		case r.Err != nil:
-			m.tel.failures.Add(context.Background(), 1, m.tel.plain(l.name).add...)
+			m.tel.renewFailed(l)
 			l.failures++
 			d := min(min(m.opts.RetryDelay, maxRetryDelay)<<min(l.failures, 10), maxRetryDelay)
 			if left := time.Until(l.expiry); d >= left {

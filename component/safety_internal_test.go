@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -255,37 +256,41 @@ func (s *shortening) Renew(context.Context, []drivers.Lease) []drivers.RenewResu
 // been applied: the lock is lost by that earlier expiry (its renewals
 // failing), before another holder can take it — not at its next renewal.
 func TestFailedExtendShortens(t *testing.T) {
-	ctx := context.Background()
-	s := &shortening{Driver: memory.New()}
-	m1, m2 := newOn(t, s, 3*time.Second), newOn(t, s, 3*time.Second)
-	l, err := m1.Acquire(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// once the scheduler sleeps until the first renewal (1 s)
-	pollLocked(t, m1, "the scheduler planning the renewal", func() bool {
-		return m1.started && time.Until(m1.nextWake) > 500*time.Millisecond
-	})
-	if _, err := l.Extend(ctx, 50*time.Millisecond); err == nil {
-		t.Fatal("Extend: no error")
-	}
-	// another holder tries all along; the store frees the lock 50 ms after
-	// the Extend (the next renewal was due at 1 s)
-	for deadline := time.Now().Add(500 * time.Millisecond); ; time.Sleep(2 * time.Millisecond) {
-		other, err := m2.TryAcquire(ctx, "a")
+	Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		s := &shortening{Driver: memory.New()}
+		m1, m2 := newOn(t, s, 3*time.Second), newOn(t, s, 3*time.Second)
+		l, err := m1.Acquire(ctx, "a")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if other != nil {
-			if l.Context().Err() == nil {
-				t.Fatal("another holder got the lock while the first holder's context is live")
+		// once the scheduler sleeps until the first renewal (1 s)
+		waitLocked(t, m1, "the scheduler planning the renewal", func() bool {
+			return m1.started && time.Until(m1.nextWake) > 500*time.Millisecond
+		})
+		if _, err := l.Extend(ctx, 50*time.Millisecond); err == nil {
+			t.Fatal("Extend: no error")
+		}
+		// another holder tries all along (every 2 ms of the bubble's
+		// clock); the store frees the lock 50 ms after the Extend (the
+		// next renewal was due at 1 s)
+		for deadline := time.Now().Add(500 * time.Millisecond); ; time.Sleep(2 * time.Millisecond) {
+			other, err := m2.TryAcquire(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
 			}
-			return
+			if other != nil {
+				if l.Context().Err() == nil {
+					t.Fatal("another holder got the lock while the first holder's context is live")
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the shortened lock never expired in the store")
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the shortened lock never expired in the store")
-		}
-	}
+	})
 }
 
 // hangs whatever its ctx says, until unblock closes.
@@ -356,6 +361,20 @@ func TestLostEventForAnotherToken(t *testing.T) {
 	m.onEvent(drivers.Event{Kind: drivers.Lost, Key: l.Key(), Token: l.Token()})
 	if !errors.Is(l.Err(), ErrLost) {
 		t.Fatalf("after its own token's event: %v; want ErrLost", l.Err())
+	}
+}
+
+// waitLocked checks cond, called with m.mu held, once every goroutine of
+// the test's synctest bubble is blocked: for the Mutex's internal states
+// that have no signal to wait on.
+func waitLocked(t *testing.T, m *Mutex, what string, cond func() bool) {
+	t.Helper()
+	synctest.Wait()
+	m.mu.Lock()
+	ok := cond()
+	m.mu.Unlock()
+	if !ok {
+		t.Fatalf("not reached: %s", what)
 	}
 }
 

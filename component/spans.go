@@ -19,10 +19,17 @@ const (
 // acquired records an Acquire that started at start and made attempts
 // store attempts: its wait in the histogram, and its span, which it ends.
 func (t *telemetry) acquired(ctx context.Context, span trace.Span, name string, start time.Time, attempts int, l *Lock, err error) {
+	if t == nil {
+		return
+	}
+	recording := span.IsRecording()
+	if !recording && !t.acquire.Enabled(ctx) {
+		return
+	}
 	wait := time.Since(start)
 	outcome := acquireOutcome(err)
 	t.acquire.Record(ctx, seconds(wait), t.opts(AttrOutcome, outcome, name).rec...)
-	if span.IsRecording() {
+	if recording {
 		span.SetAttributes(t.spanAttrs(name)...)
 		span.SetAttributes(AttrOutcome.String(outcome), AttrWait.Float64(seconds(wait)), AttrAttempts.Int(attempts))
 		if l != nil {
@@ -32,30 +39,49 @@ func (t *telemetry) acquired(ctx context.Context, span trace.Span, name string, 
 			t.recordError(span, err)
 			span.SetStatus(codes.Error, outcome)
 		}
+		span.End()
 	}
-	span.End()
 }
 
 // ended records the end of l's hold, as how (an Outcome); m.mu held.
 func (t *telemetry) ended(l *Lock, how string) {
-	ctx := context.Background()
-	t.held.Add(ctx, -1, t.plain(l.name).add...)
-	t.hold.Record(ctx, seconds(time.Since(l.acquiredAt)), t.opts(AttrOutcome, how, l.name).rec...)
+	if t == nil || !t.hold.Enabled(context.Background()) {
+		return
+	}
+	t.hold.Record(context.Background(), seconds(time.Since(l.acquiredAt)), t.opts(AttrOutcome, how, l.name).rec...)
 }
 
-// started records that l is held now; m.mu held.
-func (t *telemetry) started(l *Lock) {
-	t.held.Add(context.Background(), 1, t.plain(l.name).add...)
+// lost counts the loss of l, for cause (a Cause constant).
+func (t *telemetry) lost(l *Lock, cause string) {
+	if t != nil {
+		t.losses.Add(context.Background(), 1, t.opts(AttrCause, cause, l.name).add...)
+	}
+}
+
+// storeError counts a failed store call op (acquire, release, extend,
+// ping) about lock name.
+func (t *telemetry) storeError(op, name string) {
+	if t != nil {
+		t.errs.Add(context.Background(), 1, t.opts(AttrOp, op, name).add...)
+	}
+}
+
+// renewFailed counts a failed renewal of l.
+func (t *telemetry) renewFailed(l *Lock) {
+	if t != nil {
+		t.failures.Add(context.Background(), 1, t.plain(l.name).add...)
+	}
 }
 
 // endSpan ends a span of an operation on name that returned err.
 func (t *telemetry) endSpan(span trace.Span, name string, err error) {
-	if span.IsRecording() {
-		span.SetAttributes(t.spanAttrs(name)...)
-		if err != nil {
-			t.recordError(span, err)
-			span.SetStatus(codes.Error, "")
-		}
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(t.spanAttrs(name)...)
+	if err != nil {
+		t.recordError(span, err)
+		span.SetStatus(codes.Error, "")
 	}
 	span.End()
 }
@@ -70,6 +96,9 @@ func (t *telemetry) recordError(span trace.Span, err error) {
 
 // renewed records the round trip of a renewal call started at start.
 func (t *telemetry) renewed(start time.Time, results []drivers.RenewResult) {
+	if t == nil {
+		return
+	}
 	outcome := OutcomeOK
 	for _, r := range results {
 		if r.Err != nil {

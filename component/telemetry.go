@@ -78,24 +78,28 @@ var (
 
 // telemetry holds a Mutex's instruments and tracer, and the attribute sets
 // of its store, computed once: recording allocates nothing unless lock
-// names are recorded.
+// names are recorded. A nil *telemetry records nothing (benchmarks
+// measure the Mutex without telemetry with it).
 type telemetry struct {
 	tracer    trace.Tracer
+	traceAll  bool
 	lockNames bool
 	store     []attribute.KeyValue // store and driver
 
 	acquire  metric.Float64Histogram
 	hold     metric.Float64Histogram
-	held     metric.Int64UpDownCounter
-	waiting  metric.Int64UpDownCounter
+	held     metric.Int64ObservableUpDownCounter
+	waiting  metric.Int64ObservableUpDownCounter
 	losses   metric.Int64Counter
 	renewal  metric.Float64Histogram
 	failures metric.Int64Counter
 	errs     metric.Int64Counter
+	reg      metric.Registration // of the held and waiting callback; nil if none
 
-	base     measure              // store and driver
-	outcomes map[kv]measure       // base and an outcome, a cause or an op
-	globalTP trace.TracerProvider // the global provider while none is set; nil: not using it
+	base     measure        // store and driver
+	outcomes map[kv]measure // base and an outcome, a cause or an op
+	// the outcomes of every uncontended acquire+release, looked up once
+	acquiredM, releasedM measure
 }
 
 // kv is a key of telemetry.outcomes.
@@ -109,16 +113,19 @@ type kv struct {
 type measure struct {
 	add []metric.AddOption
 	rec []metric.RecordOption
+	obs []metric.ObserveOption
 }
 
 func newMeasure(o metric.MeasurementOption) measure {
-	return measure{add: []metric.AddOption{o}, rec: []metric.RecordOption{o}}
+	return measure{add: []metric.AddOption{o}, rec: []metric.RecordOption{o}, obs: []metric.ObserveOption{o}}
 }
 
 // newTelemetry builds the instruments on the providers of o (the global
 // ones when unset). Instruments that fail to build are no-ops (the OTel
-// API returns them with its error).
-func newTelemetry(o Options) *telemetry {
+// API returns them with its error). The held and waiting instruments are
+// observed on collection, from counts (held and waiting per lock name, or
+// in all under ""), so that holding and waiting cost nothing.
+func newTelemetry(o Options, counts func() map[string][2]int64) *telemetry {
 	typ := o.DriverType
 	if typ == "" {
 		typ = driverType(o.Driver)
@@ -133,6 +140,7 @@ func newTelemetry(o Options) *telemetry {
 	meter := mp.Meter(ScopeName)
 	t := &telemetry{
 		tracer:    tp.Tracer(ScopeName),
+		traceAll:  o.TraceAll,
 		lockNames: o.LockNameAttribute,
 		store:     []attribute.KeyValue{AttrStore.String(o.Name), AttrDriver.String(typ)},
 		outcomes:  map[kv]measure{},
@@ -141,9 +149,9 @@ func newTelemetry(o Options) *telemetry {
 		metric.WithDescription("Time Acquire waited for a lock, by outcome."))
 	t.hold, _ = meter.Float64Histogram(MetricHoldDuration, metric.WithUnit("s"), holdBuckets,
 		metric.WithDescription("Time a lock was held, by how it ended."))
-	t.held, _ = meter.Int64UpDownCounter(MetricLocksHeld, metric.WithUnit("{lock}"),
+	t.held, _ = meter.Int64ObservableUpDownCounter(MetricLocksHeld, metric.WithUnit("{lock}"),
 		metric.WithDescription("Locks held now."))
-	t.waiting, _ = meter.Int64UpDownCounter(MetricLocksWaiting, metric.WithUnit("{waiter}"),
+	t.waiting, _ = meter.Int64ObservableUpDownCounter(MetricLocksWaiting, metric.WithUnit("{waiter}"),
 		metric.WithDescription("Acquire calls waiting now."))
 	t.losses, _ = meter.Int64Counter(MetricLosses, metric.WithUnit("{loss}"),
 		metric.WithDescription("Locks lost while held, by cause."))
@@ -160,23 +168,42 @@ func newTelemetry(o Options) *telemetry {
 		AttrOutcome.String(OutcomeCancelled), AttrOutcome.String(OutcomeError),
 		AttrOutcome.String(OutcomeReleased), AttrOutcome.String(OutcomeLost), AttrOutcome.String(OutcomeClosed), AttrOutcome.String(OutcomeOK),
 		AttrCause.String(CauseGoneOrTaken), AttrCause.String(CauseExpired), AttrCause.String(CauseStoreReported),
-		AttrOp.String("acquire"), AttrOp.String("release"), AttrOp.String("extend"), AttrOp.String("ping"),
+		AttrOp.String("acquire"), AttrOp.String("release"), AttrOp.String("extend"), AttrOp.String("ping"), AttrOp.String("close"),
 	} {
 		t.outcomes[kv{a.Key, a.Value.AsString()}] = newMeasure(metric.WithAttributeSet(attribute.NewSet(append([]attribute.KeyValue{a}, t.store...)...)))
 	}
-	if o.TracerProvider == nil && reflect.TypeOf(tp).String() == "*global.tracerProvider" {
-		// the API's default: spans cost nothing until the application
-		// sets a provider (start)
-		t.globalTP = tp
+	t.acquiredM = t.outcomes[kv{AttrOutcome, OutcomeAcquired}]
+	t.releasedM = t.outcomes[kv{AttrOutcome, OutcomeReleased}]
+	if t.held != nil && t.waiting != nil {
+		t.reg, _ = meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
+			for name, c := range counts() {
+				m := t.plain(name)
+				obs.ObserveInt64(t.held, c[0], m.obs...)
+				obs.ObserveInt64(t.waiting, c[1], m.obs...)
+			}
+			return nil
+		}, t.held, t.waiting)
 	}
 	return t
+}
+
+// close unregisters the observation of held and waiting locks.
+func (t *telemetry) close() {
+	if t != nil && t.reg != nil {
+		_ = t.reg.Unregister()
+	}
 }
 
 // opts returns the measurement of key=value on this store, with the lock
 // name when it is recorded.
 func (t *telemetry) opts(key attribute.Key, value, lock string) measure {
-	if t.lockNames {
+	switch {
+	case t.lockNames:
 		return newMeasure(metric.WithAttributes(append([]attribute.KeyValue{key.String(value), AttrLock.String(lock)}, t.store...)...))
+	case key == AttrOutcome && value == OutcomeAcquired:
+		return t.acquiredM
+	case key == AttrOutcome && value == OutcomeReleased:
+		return t.releasedM
 	}
 	if m, ok := t.outcomes[kv{key, value}]; ok {
 		return m
@@ -185,19 +212,19 @@ func (t *telemetry) opts(key attribute.Key, value, lock string) measure {
 }
 
 // plain returns the measurement of this store, with the lock name when it
-// is recorded.
+// is recorded (and lock is not "").
 func (t *telemetry) plain(lock string) measure {
-	if t.lockNames {
+	if t.lockNames && lock != "" {
 		return newMeasure(metric.WithAttributes(append([]attribute.KeyValue{AttrLock.String(lock)}, t.store...)...))
 	}
 	return t.base
 }
 
-// start starts a span, unless the tracer provider is the global one and
-// the application has set none: a span of the API's default costs two
-// allocations and records nothing.
+// start starts a span, a child of ctx's: by default only when ctx carries
+// a recording span (a request's trace then shows its lock wait, and a
+// process that traces nothing pays nothing); with Options.TraceAll always.
 func (t *telemetry) start(ctx context.Context, name string) (context.Context, trace.Span) {
-	if t.globalTP != nil && otel.GetTracerProvider() == t.globalTP {
+	if t == nil || (!t.traceAll && !trace.SpanFromContext(ctx).IsRecording()) {
 		return ctx, noSpan
 	}
 	return t.tracer.Start(ctx, name)
@@ -260,4 +287,31 @@ func driverType(v any) string {
 		return t.String()
 	}
 	return p
+}
+
+// counts returns the locks held and the Acquire calls waiting, per lock
+// name when names are recorded, else in all under "": read by the
+// telemetry's callback at each collection.
+func (m *Mutex) counts() map[string][2]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.opts.LockNameAttribute {
+		var waiting int
+		for _, q := range m.queues {
+			waiting += len(q.waiters)
+		}
+		return map[string][2]int64{"": {int64(len(m.held)), int64(waiting)}}
+	}
+	out := make(map[string][2]int64, len(m.held)+len(m.queues))
+	for name := range m.held {
+		c := out[name]
+		c[0] = 1
+		out[name] = c
+	}
+	for name, q := range m.queues {
+		c := out[name]
+		c[1] = int64(len(q.waiters))
+		out[name] = c
+	}
+	return out
 }

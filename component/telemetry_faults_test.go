@@ -78,7 +78,8 @@ func TestTelemetryFaults(t *testing.T) {
 	})
 }
 
-// TestTelemetryLockName checks that LockNameAttribute adds the lock name.
+// TestTelemetryLockName checks that LockNameAttribute adds the lock name,
+// to the histograms and to the locks held observed at collection.
 func TestTelemetryLockName(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	m := newMutex(t, component.Options{Name: "orders", LockNameAttribute: true,
@@ -94,6 +95,13 @@ func TestTelemetryLockName(t *testing.T) {
 	}
 	if v, ok := h.DataPoints[0].Attributes.Value(component.AttrLock); !ok || v.AsString() != "order:42" {
 		t.Errorf("lock attribute %v %v, want order:42", v, ok)
+	}
+	held := c[component.MetricLocksHeld].(metricdata.Sum[int64])
+	if len(held.DataPoints) != 1 || held.DataPoints[0].Value != 1 {
+		t.Fatalf("held points %+v, want one of 1", held.DataPoints)
+	}
+	if v, _ := held.DataPoints[0].Attributes.Value(component.AttrLock); v.AsString() != "order:42" {
+		t.Errorf("held: lock attribute %q, want order:42", v.AsString())
 	}
 	l.Release(context.Background())
 }

@@ -97,7 +97,7 @@ func checkStoreAttrs(t *testing.T, name string, s attribute.Set) {
 }
 
 // TestTelemetry runs a known scenario in a synctest bubble (exact
-// durations) and checks every instrument and the spans: an acquisition
+// durations) and checks every instrument and the spans (TraceAll): an acquisition
 // after a 100 ms wait, a timeout after 50 ms, a lock held 1 s (renewed),
 // and a lock lost when the store drops it.
 func TestTelemetry(t *testing.T) {
@@ -108,7 +108,7 @@ func TestTelemetry(t *testing.T) {
 		spans := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 		drv := memory.New()
-		m, err := component.New(component.Options{Driver: drv, Name: "orders", TTL: 300 * time.Millisecond, MeterProvider: mp, TracerProvider: tp})
+		m, err := component.New(component.Options{Driver: drv, Name: "orders", TTL: 300 * time.Millisecond, MeterProvider: mp, TracerProvider: tp, TraceAll: true})
 		if err != nil {
 			t.Fatal(err)
 		}

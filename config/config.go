@@ -11,6 +11,8 @@
 //	    retryDelay: 50ms
 //	    maxNameLength: 1024 # bytes of a lock name (default 1 KiB)
 //	    default: true     # also provided unnamed
+//	    application: orders-api # holder identity (default: the binary's name)
+//	    traceAll: false   # a span for every acquisition, not only traced ones
 //
 // Every error names the full key path ("mutex.orders.ttl: must be at least
 // 10ms"); unknown keys are errors.
@@ -65,6 +67,12 @@ type Store struct {
 	// component's default, 1 KiB).
 	MaxNameLength int
 	Default       bool
+	// Application names the program in the holder identity of its locks
+	// (component.Options.Application); "" when unset (the binary's name).
+	Application string
+	// TraceAll makes a span for every acquisition
+	// (component.Options.TraceAll).
+	TraceAll bool
 
 	// defaultSet: the block has a default key; a store saying default:
 	// false is never the default by its name or by being the only store.
@@ -144,7 +152,7 @@ func Load(k *koanf.Koanf, path string) (Config, error) {
 
 // storeKeys are a store block's keys, for errors; they are matched in any
 // case (environment variables arrive lower-cased: retrydelay).
-var storeKeys = []string{"default", "driver", "maxNameLength", "prefix", "retryDelay", "timeout", "ttl"}
+var storeKeys = []string{"application", "default", "driver", "maxNameLength", "prefix", "retryDelay", "timeout", "traceAll", "ttl"}
 
 func loadStore(path, name string, raw any) (Store, error) {
 	st := Store{Name: name, Path: path, Driver: Driver{Type: "memory", Path: Join(path, "driver")}}
@@ -202,6 +210,10 @@ func loadStore(path, name string, raw any) (Store, error) {
 		case "default":
 			st.Default, err = boolean(p, v)
 			st.defaultSet = true
+		case "application":
+			st.Application, err = application(p, v)
+		case "traceall":
+			st.TraceAll, err = boolean(p, v)
 		default:
 			err = Errorf(p, "unknown key (known: %s)", strings.Join(storeKeys, ", "))
 		}

@@ -35,6 +35,8 @@ mutex:
     ttl: 5000
     timeout: 0
     retryDelay: 25ms
+    application: orders-api.v2_1
+    traceAll: true
   reports:
     driver: memory
     ttl: 1m
@@ -50,7 +52,7 @@ mutex:
 	}
 	o := cfg.Stores[0]
 	if o.Name != "orders" || o.Path != "mutex.orders" || o.Driver.Type != "file" || o.Driver.Path != "mutex.orders.driver" ||
-		o.Driver.Options["dir"] != "/tmp/locks" || o.Prefix != "orders:" {
+		o.Driver.Options["dir"] != "/tmp/locks" || o.Prefix != "orders:" || o.Application != "orders-api.v2_1" || !o.TraceAll {
 		t.Fatalf("orders = %+v", o)
 	}
 	// Integers are milliseconds (koanf alone would read 5000 ns), 0 is one
@@ -59,7 +61,7 @@ mutex:
 		t.Fatalf("orders durations = %v %v %v", o.TTL, o.Timeout, o.RetryDelay)
 	}
 	r := cfg.Stores[1]
-	if r.Driver.Type != "memory" || r.TTL != time.Minute || r.Timeout != config.Forever {
+	if r.Driver.Type != "memory" || r.TTL != time.Minute || r.Timeout != config.Forever || r.Application != "" || r.TraceAll {
 		t.Fatalf("reports = %+v", r)
 	}
 }
@@ -144,7 +146,7 @@ func TestLoadErrors(t *testing.T) {
 		{"mutex:\n  orders: {maxNameLength: -3}\n", "mutex.orders.maxNameLength: must be a whole number of at least 1, got -3"},
 		{"mutex:\n  orders: {maxNameLength: 1.5}\n", "mutex.orders.maxNameLength: must be a whole number of at least 1, got 1.5"},
 		{"mutex:\n  orders: {maxNameLength: lots}\n", "mutex.orders.maxNameLength: must be a whole number of at least 1, got lots"},
-		{"mutex:\n  orders: {maxnamelen: 3}\n", "mutex.orders.maxnamelen: unknown key (known: default, driver, maxNameLength, prefix, retryDelay, timeout, ttl)"},
+		{"mutex:\n  orders: {maxnamelen: 3}\n", "mutex.orders.maxnamelen: unknown key (known: application, default, driver, maxNameLength, prefix, retryDelay, timeout, traceAll, ttl)"},
 		{"mutex:\n  orders: {timeout: -100}\n", "mutex.orders.timeout: negative duration -100 ms: only -1"},
 		{"mutex:\n  orders: {timeout: '-100'}\n", "mutex.orders.timeout: negative duration -100 ms: only -1"},
 		{"mutex:\n  orders: {timeout: -0.5}\n", "mutex.orders.timeout: negative duration -0.5 ms: only -1"},
@@ -158,6 +160,12 @@ func TestLoadErrors(t *testing.T) {
 		{"mutex:\n  orders: {prefix: ''}\n", "mutex.orders.prefix: must not be empty"},
 		{"mutex:\n  orders: {prefix: 3}\n", "mutex.orders.prefix: must be a string"},
 		{"mutex:\n  orders: {default: yes please}\n", "mutex.orders.default: must be true or false"},
+		{"mutex:\n  orders: {traceAll: sometimes}\n", "mutex.orders.traceAll: must be true or false"},
+		{"mutex:\n  orders: {application: ''}\n", "mutex.orders.application: must not be empty"},
+		{"mutex:\n  orders: {application: 7}\n", "mutex.orders.application: must be a string"},
+		{"mutex:\n  orders: {application: orders api}\n", `mutex.orders.application: byte 6 (' ') not allowed: only letters, digits, '.', '_' and '-'`},
+		{"mutex:\n  orders: {application: \"a~b\"}\n", `mutex.orders.application: byte 1 ('~') not allowed`},
+		{"mutex:\n  orders: {application: " + strings.Repeat("a", 33) + "}\n", "mutex.orders.application: must be at most 32 bytes, got 33"},
 		{"mutex:\n  orders: 3\n", "mutex.orders: must be a map"},
 		{"mutex: 3\n", "mutex: must be a map of stores"},
 		{"mutex: {}\n", "mutex: no store configured"},

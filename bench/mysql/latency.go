@@ -128,9 +128,9 @@ func latencies() ([]*row, error) {
 	}
 	// drivers and components, instances of each; the drivers the
 	// components use are their own
-	var adv, advU, tab [instances]*mysql.Driver
+	var adv, advU, tab [instances]mysql.Driver
 	var advM, tabM [instances]*component.Mutex
-	newDriver := func(o mysql.Options) (*mysql.Driver, error) {
+	newDriver := func(o mysql.Options) (mysql.Driver, error) {
 		o.DSN = *dsn
 		d, err := mysql.New(o)
 		if err == nil {

@@ -27,7 +27,12 @@ type contention struct {
 	// processes while they contended, and of the Redis server from the
 	// run's start (after the workers' warm-up) until the workers exited.
 	workerCPU, serverCPU time.Duration
-	err                  error // the run failed
+	// The run's lock name, its start and end, and its acquisitions (in
+	// the run or not): what scriptCosts needs to pick the run's commands.
+	name         string
+	start, end   time.Time
+	acquisitions int
+	err          error // the run failed
 }
 
 // record is one acquisition: when the worker started waiting, when it got
@@ -174,6 +179,7 @@ func contendProcesses(lib string) (contention, error) {
 		}
 	}
 	c, err := summarize(all, start)
+	c.name, c.start, c.end, c.acquisitions = name, start, start.Add(*duration), len(all)
 	c.workerCPU = workerCPU / time.Duration(max(len(all), 1))
 	c.serverCPU = (server1 - server0) / time.Duration(max(len(all), 1))
 	return c, err

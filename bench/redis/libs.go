@@ -133,16 +133,49 @@ func (x *redislockLocker) close() { _ = x.c.Close() }
 
 // rueidisLocker: one key (KeyMajority 1, a single server), waiting with
 // WithContext (woken by client-side caching invalidations).
+//
+// rueidislock (v1.0.79 and v1.0.80) can lose a waiter's wake-up for good:
+// in its try, a failed attempt's monitoring goroutine is started before the
+// attempt is counted as failed, and when that goroutine runs first it takes
+// the attempt for a successful one ending, decrements the name's gate and
+// deletes it while WithContext is about to wait on it. Invalidations then
+// signal no gate, and the waiter sleeps until its ctx ends even though the
+// lock is free (across processes, where no holder in the same process
+// signals the gate, a run of 8 processes failed with "context deadline
+// exceeded"). lock therefore bounds each WithContext wait by waitBound, as
+// a mutexfx waiter polls every 100 ms: past it, the wait is cancelled and
+// WithContext called again, which registers a fresh gate.
 type rueidisLocker struct{ l rueidislock.Locker }
 
+// waitBound is how long one WithContext call of rueidisLocker waits for a
+// wake-up before it starts again (mutexfx's WaitPollInterval).
+const waitBound = 100 * time.Millisecond
+
 func (x *rueidisLocker) lock(ctx context.Context, name string) (func() error, error) {
-	_, cancel, err := x.l.WithContext(ctx, "bench:"+name)
-	if err != nil {
-		return nil, err
+	for {
+		wctx, cancel := context.WithCancel(ctx)
+		bound := time.AfterFunc(waitBound, cancel)
+		_, release, err := x.l.WithContext(wctx, "bench:"+name)
+		if bound.Stop() {
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			// The release is release, which returns nothing (rueidislock
+			// deletes the key before it returns): a failed release cannot
+			// be seen here. cancel ends the lock's context with it.
+			return func() error { release(); cancel(); return nil }, nil
+		}
+		// The bound fired: a lock got in that instant has had its context
+		// cancelled (it is being released); wait again.
+		if release != nil {
+			release()
+		}
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
-	// The release is cancel, which returns nothing (rueidislock deletes the
-	// key in the background): a failed release cannot be seen here.
-	return func() error { cancel(); return nil }, nil
 }
 
 func (x *rueidisLocker) close() { x.l.Close() }

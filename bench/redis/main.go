@@ -18,7 +18,11 @@
 // a Pub/Sub message to another process asleep between messages (the least
 // a fair hand-off across processes costs), and a baton passed round 8
 // processes by Pub/Sub with the same holds (the most acquisitions/s a fair
-// hand-off across processes reaches here).
+// hand-off across processes reaches here). A last mutexfx process run with
+// SLOWLOG logging every command prints the commands (mutexfx's scripts by
+// name) per acquisition and the server's time in each; it sets the
+// server's slowlog-log-slower-than and slowlog-max-len for that run, and
+// restores them.
 package main
 
 import (
@@ -102,6 +106,10 @@ func run() error {
 		printRun(r, lat, in, procs)
 		lats, ins, procss = append(lats, lat), append(ins, in), append(procss, procs)
 	}
+	costs, err := scriptCosts()
+	if err != nil { // reported, as a failed contention run is
+		fmt.Fprintln(os.Stderr, "bench: server time per script:", err)
+	}
 	rn, err := renewal()
 	if err != nil { // reported in the table, as a failed contention run is
 		fmt.Fprintln(os.Stderr, "bench: renewal:", err)
@@ -109,5 +117,6 @@ func run() error {
 	}
 	fmt.Println()
 	printTable(medianLatency(lats), medianContention(ins), medianContention(procss), rn)
+	printScriptCosts(costs)
 	return nil
 }

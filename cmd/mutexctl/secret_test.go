@@ -3,13 +3,8 @@
 package main
 
 import (
-	"fmt"
-	"net"
-	"net/url"
 	"strings"
 	"testing"
-
-	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
@@ -18,25 +13,11 @@ import (
 // output of any command, whether the store accepts it or fails.
 func TestNoCredentialInOutput(t *testing.T) {
 	const secret = "s3cret-Pa55"
-	u, err := url.Parse(testutil.PostgresDSN())
+	// PostgreSQL accepts the password (trust auth); Redis and MySQL refuse
+	// every call, naming the store.
+	configs, err := testutil.CredentialDrivers(secret)
 	if err != nil {
 		t.Fatal(err)
-	}
-	u.User = url.UserPassword(u.User.Username(), secret) // trust auth: accepted, unused
-	my, err := mysqldrv.ParseDSN(testutil.MySQLDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, port, err := net.SplitHostPort(my.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	configs := map[string]string{
-		"postgres": fmt.Sprintf("type: postgres\n      url: %q\n      mode: table", u.String()),
-		// The server has no password: every call fails, naming the store.
-		"redis": fmt.Sprintf("type: redis\n      addrs: [%q]\n      username: nobody\n      password: %q", testutil.RedisAddr(), secret),
-		"mysql": fmt.Sprintf("type: mysql\n      host: %q\n      port: %s\n      database: %q\n      username: nobody\n      password: %q",
-			host, port, my.DBName, secret),
 	}
 	for name, driver := range configs {
 		t.Run(name, func(t *testing.T) {

@@ -15,31 +15,95 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// advisory holds GET_LOCK locks, each on its own pinned connection: a
-// waiter blocking in GET_LOCK never delays another lock's statements, and a
-// broken connection loses only its own lock.
-type advisory struct {
-	d *Driver
+// advisoryDriver holds GET_LOCK locks (ModeAdvisory), each on its own
+// pinned connection: a waiter blocking in GET_LOCK never delays another
+// lock's statements, and a broken connection loses only its own lock.
+type advisoryDriver struct {
+	core
+
+	fence  string       // the resolved fence source (ensureSchema)
+	advSQL [2][2]string // its acquire statement [without, with a timeout][alone, also reading the session]
 
 	mu   sync.Mutex
 	held map[string]*heldLock // by key
 	idle []idleConn           // connections kept between acquisitions, most recent last
 
-	idleTimer *time.Timer    // returns kept connections to the pool (keep.go)
+	idleTimer *time.Timer    // returns kept connections to the pool (advisory_conn.go)
 	idleWG    sync.WaitGroup // the timer's function, armed or running
 
-	bootSQL []string     // the expressions of the server's boot time, tried in order (boot.go)
+	bootSQL []string     // the expressions of the server's boot time, tried in order (advisory_boot.go)
 	bootSrc atomic.Int32 // index in bootSQL of the one in use
 
 	monitorOnce sync.Once
 	monitorWG   sync.WaitGroup
 	wake        chan struct{} // wakes the monitor early (wakeFor)
 
-	// statements on held locks' own connections (ownconn.go)
+	// statements on held locks' own connections (advisory_own.go)
 	bg       context.Context // ends with Close
 	stopBg   context.CancelFunc
 	bgWG     sync.WaitGroup
 	bgClosed bool // under mu: no more of them
+}
+
+var (
+	_ Driver = (*advisoryDriver)(nil)
+	_ Driver = (*tableDriver)(nil)
+
+	_ drivers.Handoverer = (*tableDriver)(nil)
+	_ drivers.Lister     = (*tableDriver)(nil)
+)
+
+func newAdvisory(db *sql.DB, own bool, socks *sockets, s settings) *advisoryDriver {
+	a := &advisoryDriver{held: map[string]*heldLock{}, wake: make(chan struct{}, 1), bootSQL: bootSQL}
+	a.init(db, own, socks, s)
+	a.bg, a.stopBg = context.WithCancel(context.Background())
+	return a
+}
+
+// Features reports the advisory locks' properties.
+func (a *advisoryDriver) Features() drivers.Features {
+	return drivers.Features{Expiring: false, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server", MinTTL: 500 * time.Millisecond}
+}
+
+// Acquire makes one attempt to take req.Key for req.Token, blocking in
+// the server up to req.Wait. Errors that retrying cannot cure match
+// drivers.ErrPermanent.
+func (a *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	res, err := call(&a.core, ctx, func(ctx context.Context) (drivers.AcquireResult, error) {
+		if err := a.core.schema(ctx, a.ensureSchema); err != nil {
+			return drivers.AcquireResult{}, err
+		}
+		return a.acquire(ctx, req)
+	})
+	return res, permanent(err)
+}
+
+// Release runs RELEASE_LOCK on the lock's connection (see release).
+func (a *advisoryDriver) Release(ctx context.Context, key, token string) (bool, error) {
+	ctx, stop := a.bind(ctx)
+	defer stop()
+	ok, err := a.release(ctx, key, token)
+	return ok, a.closedErr(err)
+}
+
+// Extend checks that the lock's connection still holds it; ttl is ignored.
+func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
+	return call(&a.core, ctx, func(ctx context.Context) (bool, error) { return a.extend(ctx, key, token) })
+}
+
+// Renew checks many leases, with one statement per RenewBatch leases.
+func (a *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	return a.core.renew(ctx, leases, a.renew)
+}
+
+// Close drops the connections it pinned (the server then frees their
+// locks), stops the driver's goroutines and closes its own pool. A pool
+// given to NewWithDB stays open. Calls still in flight when Close is done,
+// or when ctx ends, are cut (they fail, with ErrClosed, or report the lock
+// not held): Close does not wait for statements on a stalled link. It
+// returns ctx's error when ctx ended first.
+func (a *advisoryDriver) Close(ctx context.Context) error {
+	return a.core.close(ctx, a.close)
 }
 
 // heldLock is one advisory lock and the connection holding it.
@@ -49,11 +113,11 @@ type heldLock struct {
 	connID           int64         // its connection's CONNECTION_ID()
 	takenAt          int64         // the server's clock (takenSQL) during its connection's session, at or before the acquire statement
 	boot             atomic.Int64  // the server's boot time read with its session, or first seen by a probe finding it held; 0: none yet
-	idle             time.Duration // its session's wait_timeout (0: unknown): idle.go
+	idle             time.Duration // its session's wait_timeout (0: unknown): advisory_idle.go
 
 	used      atomic.Int64 // UnixNano: when the last statement on conn started (or the acquire statement ended)
 	confirmed atomic.Int64 // UnixNano: when the last acquire, renewal or Extend that found it held started
-	dropAt    atomic.Int64 // UnixNano: when the monitor drops it, a renewal having failed (idle.go); 0: never
+	dropAt    atomic.Int64 // UnixNano: when the monitor drops it, a renewal having failed (advisory_idle.go); 0: never
 
 	mu   connMutex // serialises the use of conn
 	conn pinned
@@ -67,39 +131,10 @@ type heldLock struct {
 	done     bool        // released or lost: conn is gone
 }
 
-func (a *advisory) init(d *Driver) {
-	a.d = d
-	a.held = map[string]*heldLock{}
-	a.wake = make(chan struct{}, 1)
-	a.bg, a.stopBg = context.WithCancel(context.Background())
-	a.bootSQL = bootSQL
-}
-
-// Advisory statements; every value is a parameter, the fence object name
-// is validated configuration.
-const (
-	// advSequenceSQL takes the lock and, only when it got it, the next fence
-	// from the sequence, in one SELECT. 1 = acquired, 0 = busy, NULL =
-	// GET_LOCK's wait was interrupted (statement timeout, KILL QUERY): not
-	// acquired either.
-	// %[2]s is the timeout: "? / 1000" (a millisecond parameter) or "0".
-	// A connection whose session is not known yet (identity.go) also
-	// reads sessionSQL in it.
-	advSequenceSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN NEXTVAL(%[1]s) WHEN 0 THEN 0 END`
-	// advUUIDShortSQL is advSequenceSQL with UUID_SHORT() for NEXTVAL.
-	advUUIDShortSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END`
-	// advCounterSQL takes the lock and increments the key's counter row in
-	// one statement; LAST_INSERT_ID is the fence, 0 when GET_LOCK failed.
-	advCounterSQL = `INSERT INTO %s (name_hash, fence)
-SELECT ?, LAST_INSERT_ID(1) FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
-ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)`
-)
-
-func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	if err := checkToken(req.Token); err != nil {
 		return drivers.AcquireResult{}, err
 	}
-	d := a.d
 	name := lockName(req.Key)
 	start := time.Now()
 	conn, cached, err := a.getConn(ctx)
@@ -121,7 +156,7 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		// connection so that the server frees whatever it holds.
 		discard(conn.conn)
 		if missingTable(err) {
-			d.schemaGone()
+			a.schemaGone()
 		}
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
@@ -155,7 +190,7 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 		}
 	}
 	a.monitorOnce.Do(a.startMonitor)
-	if d.isClosed() { // raced with Close, which may have missed h
+	if a.isClosed() { // raced with Close, which may have missed h
 		h.mu.Lock()
 		if !h.done {
 			h.done = true
@@ -168,28 +203,12 @@ func (a *advisory) acquire(ctx context.Context, req drivers.AcquireRequest) (dri
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
 }
 
-// session identifies a connection of a server's life: its CONNECTION_ID()
-// and the server's clock (takenSQL) at a moment of that session — read in
-// the acquire statement, or once per connection (identity.go). Ids start
-// again from 1 when the server restarts, so the id alone could name another
-// client's session: a probe also compares the time with the server's boot
-// time (boot.go), and with the boot time read with the session, when it
-// was (boot; 0: not read). wait is the session's wait_timeout in seconds:
-// the server closes the connection after that long without a statement
-// (idle.go).
-type session struct {
-	conn int64
-	at   int64
-	boot int64
-	wait int64
-}
-
 // take runs the acquire statement of name on conn, blocking in the server
 // up to maxWait, and returns the fence (0: not acquired) and the
-// connection's session: the one known for conn (identity.go), else read in
+// connection's session: the one known for conn (advisory_session.go), else read in
 // the same round trip (a separate one for the counter fence, once
 // acquired).
-func (a *advisory) take(ctx context.Context, conn pinned, key, name string, maxWait time.Duration) (fence uint64, s session, err error) {
+func (a *advisoryDriver) take(ctx context.Context, conn pinned, key, name string, maxWait time.Duration) (fence uint64, s session, err error) {
 	known, ok, err := a.session(ctx, conn)
 	if err != nil {
 		return 0, s, err
@@ -205,7 +224,7 @@ func (a *advisory) take(ctx context.Context, conn pinned, key, name string, maxW
 	if wait == 0 {
 		args = args[:1] // the statement says 0: the server parses no division
 	}
-	src, q, qs := a.d.advisorySQL(wait > 0)
+	src, q, qs := a.advisorySQL(wait > 0)
 	switch src {
 	case FenceSequence, FenceUUIDShort:
 		var f sql.Null[uint64]
@@ -248,7 +267,7 @@ func (a *advisory) take(ctx context.Context, conn pinned, key, name string, maxW
 }
 
 // get returns the live lock key held by token, or nil.
-func (a *advisory) get(key, token string) *heldLock {
+func (a *advisoryDriver) get(key, token string) *heldLock {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if h := a.held[key]; h != nil && h.token == token {
@@ -260,7 +279,7 @@ func (a *advisory) get(key, token string) *heldLock {
 // lockHeld returns token's lock of key with its mutex held (the caller
 // unlocks it), or nil — with ctx's error, if any — when it is not held
 // here (any more).
-func (a *advisory) lockHeld(ctx context.Context, key, token string) (*heldLock, error) {
+func (a *advisoryDriver) lockHeld(ctx context.Context, key, token string) (*heldLock, error) {
 	h := a.get(key, token)
 	if h == nil {
 		return nil, nil
@@ -280,7 +299,7 @@ func (a *advisory) lockHeld(ctx context.Context, key, token string) (*heldLock, 
 // drops the connection instead, which makes the server free the lock: an
 // advisory lock never expires, so one left on a connection nobody tracks
 // would stay held until Close.
-func (a *advisory) release(ctx context.Context, key, token string) (bool, error) {
+func (a *advisoryDriver) release(ctx context.Context, key, token string) (bool, error) {
 	h := a.get(key, token)
 	if h == nil {
 		return false, nil
@@ -320,17 +339,14 @@ func (a *advisory) release(ctx context.Context, key, token string) (bool, error)
 		return false, nil
 	}
 	a.putConn(h.conn)
-	a.d.emit(drivers.Event{Kind: drivers.Released, Key: key})
+	a.emit(drivers.Event{Kind: drivers.Released, Key: key})
 	return true, nil
 }
 
 // extend checks, on the lock's own connection, that the server still
 // counts it as the holder. Any failure on that connection drops it (so the
 // server frees the lock) and reports the lock lost.
-func (a *advisory) extend(ctx context.Context, key, token string) (bool, error) {
-	if a.d.isClosed() {
-		return false, ErrClosed
-	}
+func (a *advisoryDriver) extend(ctx context.Context, key, token string) (bool, error) {
 	h, err := a.lockHeld(ctx, key, token)
 	if h == nil {
 		return false, err
@@ -345,7 +361,7 @@ func (a *advisory) extend(ctx context.Context, key, token string) (bool, error) 
 	return false, nil
 }
 
-func (a *advisory) forget(h *heldLock) {
+func (a *advisoryDriver) forget(h *heldLock) {
 	a.mu.Lock()
 	if a.held[h.key] == h {
 		delete(a.held, h.key)
@@ -354,9 +370,9 @@ func (a *advisory) forget(h *heldLock) {
 }
 
 // close drops every pinned connection (the server frees their locks) and
-// waits for the monitor, which ends with d.closed, and for the statements
+// waits for the monitor, which ends with a.closing, and for the statements
 // on held locks' connections, which it ends.
-func (a *advisory) close() {
+func (a *advisoryDriver) close() {
 	a.monitorOnce.Do(func() {}) // no monitor after close
 	a.monitorWG.Wait()
 	a.stopBackground()

@@ -15,14 +15,14 @@ import (
 // known) and on a pool given to NewWithDB.
 var pools = []struct {
 	name string
-	open func(t *testing.T) *Driver
+	open func(t *testing.T) Driver
 }{
-	{"own pool", func(t *testing.T) *Driver { return openDriver(t, Options{DSN: testutil.MySQLDSN()}) }},
-	{"given pool", func(t *testing.T) *Driver { return givenDriver(t, openDB(t, testutil.MySQLDSN()), Options{}) }},
+	{"own pool", func(t *testing.T) Driver { return openDriver(t, Options{DSN: testutil.MySQLDSN()}) }},
+	{"given pool", func(t *testing.T) Driver { return givenDriver(t, openDB(t, testutil.MySQLDSN()), Options{}) }},
 }
 
 // held opens a driver, which holds key for tok, and another driver.
-func held(t *testing.T, open func(t *testing.T) *Driver) (ctx context.Context, d, other *Driver, key, tok string) {
+func held(t *testing.T, open func(t *testing.T) Driver) (ctx context.Context, d, other Driver, key, tok string) {
 	t.Helper()
 	ctx = ctxT(t)
 	d = open(t)
@@ -47,7 +47,7 @@ func TestAdvisoryReleaseEndedContext(t *testing.T) {
 			if ok, err := d.Release(ended, key, tok); ok || !errors.Is(err, context.Canceled) {
 				t.Fatalf("Release with an ended context = %v, %v; want false, context.Canceled", ok, err)
 			}
-			if h := d.adv.get(key, tok); h != nil {
+			if h := adv(d).get(key, tok); h != nil {
 				t.Fatal("the holder is still tracked after Release")
 			}
 			// GET_LOCK returns the moment the server frees the lock.
@@ -73,7 +73,7 @@ func TestAdvisoryReleaseNotHeld(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				ctx, d, other, key, tok := held(t, tc.open)
-				h := d.adv.get(key, tok)
+				h := adv(d).get(key, tok)
 				if _, err := h.conn.conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", h.name); err != nil {
 					t.Fatal(err)
 				}
@@ -124,7 +124,7 @@ func TestAdvisoryReacquireBeforeLossNoticed(t *testing.T) {
 	}
 	t1, t2 := token(), token()
 	acquire(key, t1)
-	killSession(ctx, t, admin, d.adv.get(key, t1).connID)
+	killSession(ctx, t, admin, adv(d).get(key, t1).connID)
 	acquire(key, t2)
 	select {
 	case ev := <-lost:
@@ -183,7 +183,7 @@ func TestAdvisoryKeptConnectionReturned(t *testing.T) {
 }
 
 // givenDriver opens a driver on db (NewWithDB), closed when the test ends.
-func givenDriver(t *testing.T, db *sql.DB, opts Options) *Driver {
+func givenDriver(t *testing.T, db *sql.DB, opts Options) Driver {
 	t.Helper()
 	d, err := NewWithDB(db, opts)
 	if err != nil {

@@ -43,7 +43,7 @@ func serverAutocommitOff(t *testing.T, srv *testutil.MariaDB, admin *sql.DB) {
 			d1, d2 := openDriver(t, c.opts), openDriver(t, c.opts)
 			key := "autocommit-" + c.name
 			// acquire takes and releases the lock with d and returns its fence.
-			acquire := func(name string, d *Driver) uint64 {
+			acquire := func(name string, d Driver) uint64 {
 				t.Helper()
 				tok := token()
 				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})

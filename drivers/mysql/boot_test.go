@@ -37,7 +37,7 @@ func TestHeldLockHolds(t *testing.T) {
 		{"boot seen a second off", boot + 100, boot - 1, v(id), v(boot), true},
 		{"another server, up before the lock", boot + 100, boot - 50, v(id), v(boot), false},
 		{"boot unknown after one seen", boot + 100, boot - 50, v(id), null, true},
-		// A session read once per connection (identity.go) is read with the
+		// A session read once per connection (advisory_session.go) is read with the
 		// boot time, which its locks start with: a restart is caught even
 		// when the clock went back between that reading and the restart.
 		{"session read before the clock went back, then a restart", boot + 7200, boot, v(id), v(boot + 6600), false},
@@ -88,21 +88,24 @@ func TestAdvisoryProbeBootTime(t *testing.T) {
 		if got := notProbes(log.Take()); len(got) != 1 || !strings.Contains(got[0], "GET_LOCK") || strings.Contains(got[0], "Uptime") {
 			t.Fatalf("acquisition statements %q; want one GET_LOCK, without the boot time", got)
 		}
-		time.Sleep(300 * time.Millisecond)
+		probes := 0
+		count := func() {
+			for _, q := range log.Take() {
+				if strings.Contains(q, "IS_USED_LOCK") {
+					probes++
+					if !strings.Contains(q, "information_schema.GLOBAL_STATUS") {
+						t.Fatalf("probe %q does not read the boot time", q)
+					}
+				}
+			}
+		}
+		waitFor(t, 10*time.Second, "5 probes of the monitor", func() bool { count(); return probes >= 5 })
 		for range 5 {
 			if r := d.Renew(ctx, []drivers.Lease{{Key: key, Token: tok, TTL: time.Minute}})[0]; r.Err != nil || !r.Held {
 				t.Fatalf("Renew = %+v; want held", r)
 			}
 		}
-		probes := 0
-		for _, q := range log.Take() {
-			if strings.Contains(q, "IS_USED_LOCK") {
-				probes++
-				if !strings.Contains(q, "information_schema.GLOBAL_STATUS") {
-					t.Fatalf("probe %q does not read the boot time", q)
-				}
-			}
-		}
+		count()
 		if probes < 10 {
 			t.Fatalf("%d probes; want at least 10 (the monitor's and 5 renewals)", probes)
 		}
@@ -111,7 +114,7 @@ func TestAdvisoryProbeBootTime(t *testing.T) {
 			t.Fatalf("a held lock reported lost over %d probes: %+v", probes, ev)
 		default:
 		}
-		if got := d.adv.get(key, tok).boot.Load(); got != boot {
+		if got := adv(d).get(key, tok).boot.Load(); got != boot {
 			t.Fatalf("boot time seen by the probes %d; want the server's %d", got, boot)
 		}
 		if info, held, err := d.Inspect(ctx, key); err != nil || !held || info.Token != tok {
@@ -129,7 +132,7 @@ func TestAdvisoryProbeBootTime(t *testing.T) {
 		ctx := ctxT(t)
 		d := openDriver(t, Options{DSN: testutil.MySQLDSN(), ProbeInterval: time.Hour})
 		// as MySQL 8 answers for information_schema.GLOBAL_STATUS (1109)
-		d.adv.bootSQL = append([]string{uptimeSQL("information_schema.NO_SUCH_STATUS")}, bootSQL...)
+		adv(d).bootSQL = append([]string{uptimeSQL("information_schema.NO_SUCH_STATUS")}, bootSQL...)
 		key, tok := "mysqltest:"+runID+":"+t.Name(), token()
 		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
 			t.Fatalf("Acquire = %+v, %v", res, err)
@@ -139,10 +142,10 @@ func TestAdvisoryProbeBootTime(t *testing.T) {
 				t.Fatalf("Renew = %+v; want held", r)
 			}
 		}
-		if src := d.adv.bootSrc.Load(); src != 1 {
+		if src := adv(d).bootSrc.Load(); src != 1 {
 			t.Fatalf("boot time source %d; want 1, the first that exists", src)
 		}
-		if got := d.adv.get(key, tok).boot.Load(); got != boot {
+		if got := adv(d).get(key, tok).boot.Load(); got != boot {
 			t.Fatalf("boot time seen %d; want the server's %d", got, boot)
 		}
 	})

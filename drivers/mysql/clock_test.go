@@ -21,7 +21,7 @@ func TestServerTime(t *testing.T) {
 			cfg.Params = map[string]string{"time_zone": tz}
 			d := openDriver(t, Options{DSN: cfg.FormatDSN()})
 			var got string
-			if err := d.db.QueryRowContext(t.Context(), "SELECT @@session.time_zone").Scan(&got); err != nil || "'"+got+"'" != tz && got != tz {
+			if err := coreOf(d).db.QueryRowContext(t.Context(), "SELECT @@session.time_zone").Scan(&got); err != nil || "'"+got+"'" != tz && got != tz {
 				t.Fatalf("session time_zone = %q, %v; want %s", got, err, tz)
 			}
 			drivertest.ServerTimeNear(t, d)

@@ -23,7 +23,7 @@ const proxyNet = "mutexfx-test-tcp"
 // stuck opening a connection (TestFaults runs it on its server).
 func closeCutsStalledCalls(t *testing.T, addr, mode string, withDB, registeredNet, firstDial bool) {
 	p := testutil.NewProxy(t, addr)
-	var d *Driver
+	var d Driver
 	var err error
 	switch {
 	case registeredNet:

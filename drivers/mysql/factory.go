@@ -26,7 +26,7 @@ func Factory() drivers.Factory {
 				return nil, err
 			}
 			var (
-				d   *Driver
+				d   Driver
 				err error
 			)
 			if spec.Client != nil {

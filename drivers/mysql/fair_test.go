@@ -47,9 +47,9 @@ func TestTableReservation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t)
 			opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks", WaiterLiveness: tc.liveness}
-			ds := map[string]*Driver{"a": openDriver(t, opts), "b": openDriver(t, opts)}
+			ds := map[string]Driver{"a": openDriver(t, opts), "b": openDriver(t, opts)}
 			tokens := map[string]string{}
-			key := "mysqltest:" + runID + ":" + t.Name()
+			key := "mysqltest:" + runID + ":" + t.Name() + ":" + token() // -count: a lock of each run
 			for i, s := range tc.steps {
 				d := ds[s.who]
 				switch s.op {
@@ -68,8 +68,11 @@ func TestTableReservation(t *testing.T) {
 					if ok, err := d.Release(ctx, key, tokens[s.who]); err != nil || !ok {
 						t.Fatalf("step %d: %s release = %v, %v", i, s.who, ok, err)
 					}
-				case "pause":
-					time.Sleep(liveness + 50*time.Millisecond) // the queue entry's liveness is the thing tested
+				case "pause": // until the other's queue entry is dead by the server's clock
+					waitFor(t, 10*time.Second, "a dead entry at the queue's head", func() bool {
+						st, err := tab(d).watch.read(ctx, []string{key})
+						return err == nil && st[0].lead > 0
+					})
 				}
 			}
 		})
@@ -166,7 +169,7 @@ func TestTableQueuePrepared(t *testing.T) {
 	opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks", WaiterLiveness: 10 * time.Second, PreparedStatements: true}
 	d1, d2 := openDriver(t, opts), openDriver(t, opts)
 	// ids whose bytes are no valid UTF-8 (0xff never is)
-	d1.id[0], d2.id[0] = 0xff, 0xff
+	tab(d1).id[0], tab(d2).id[0] = 0xff, 0xff
 	key := "mysqltest:" + runID + ":" + t.Name()
 	tok := token()
 	if res, err := d1.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
@@ -175,14 +178,14 @@ func TestTableQueuePrepared(t *testing.T) {
 	if res, err := d2.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token(), TTL: time.Minute}); err != nil || res.Acquired {
 		t.Fatalf("d2 Acquire = %+v, %v; want not acquired (queued)", res, err)
 	}
-	st, err := d2.watch.read(ctx, []string{key})
+	st, err := tab(d2).watch.read(ctx, []string{key})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st[0].pos != 0 || st[0].n != 1 {
 		t.Fatalf("d2's poll: %+v; want d2 at place 0 of 1", st[0])
 	}
-	st, err = d1.watch.read(ctx, []string{key})
+	st, err = tab(d1).watch.read(ctx, []string{key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +202,7 @@ func TestTableQueuePrepared(t *testing.T) {
 		if res, err := d2.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok2, TTL: time.Minute}); err != nil || !res.Acquired {
 			t.Fatalf("d2 Acquire %d = %+v, %v", i, res, err)
 		}
-		if st, err = d2.watch.read(ctx, []string{key}); err != nil || !st[0].mineHeld || st[0].n != 0 {
+		if st, err = tab(d2).watch.read(ctx, []string{key}); err != nil || !st[0].mineHeld || st[0].n != 0 {
 			t.Fatalf("d2's poll after acquisition %d: %+v, %v; want held by d2, nobody queued", i, st, err)
 		}
 		if ok, err := d2.Release(ctx, key, tok2); err != nil || !ok {

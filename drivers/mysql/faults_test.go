@@ -17,12 +17,12 @@ import (
 func TestFaults(t *testing.T) {
 	srv := testutil.StartMariaDB(t)
 	admin := openDB(t, srv.DSN())
-	// A lock taken in a server's first seconds is reported lost (boot.go).
+	// A lock taken in a server's first seconds is reported lost (advisory_boot.go).
 	waitUptime(t, admin)
 
 	t.Run("PrepareRefused", func(t *testing.T) {
 		// The server refuses every prepare: the advisory statements run as
-		// text on that connection (prepared.go), and locks work as before.
+		// text on that connection (advisory_prepared.go), and locks work as before.
 		ctx := ctxT(t)
 		if _, err := admin.ExecContext(ctx, "SET GLOBAL max_prepared_stmt_count = 0"); err != nil {
 			t.Fatal(err)
@@ -41,7 +41,7 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("Acquire = %+v, %v; want a fence above %d", res, err, last)
 			}
 			last = res.Fence
-			sock := d.adv.get("refused", tok).conn.sock
+			sock := adv(d).get("refused", tok).conn.sock
 			if ok, err := d.Release(ctx, "refused", tok); err != nil || !ok {
 				t.Fatalf("Release = %v, %v", ok, err)
 			}
@@ -184,7 +184,7 @@ func TestFaults(t *testing.T) {
 		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
 			t.Fatalf("Acquire = %+v, %v", res, err)
 		}
-		id := d.adv.get(key, tok).connID
+		id := adv(d).get(key, tok).connID
 		// No probe before the restart: none has seen the first boot time,
 		// so only the lock's time of acquisition tells the restart.
 		srv.Restart()

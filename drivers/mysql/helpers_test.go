@@ -11,6 +11,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 func ctxT(t testing.TB) context.Context {
@@ -47,7 +48,7 @@ func openDB(t testing.TB, dsn string) *sql.DB {
 }
 
 // openDriver opens a driver closed when the test ends.
-func openDriver(t testing.TB, opts Options) *Driver {
+func openDriver(t testing.TB, opts Options) Driver {
 	t.Helper()
 	d, err := New(opts)
 	if err != nil {
@@ -66,7 +67,7 @@ func newMutex(t testing.TB, opts Options, ttl time.Duration) *component.Mutex {
 
 // mutexOn builds a component on d, closed when the test ends, with the
 // test's prefix, as newMutex does.
-func mutexOn(t testing.TB, d *Driver, ttl time.Duration) *component.Mutex {
+func mutexOn(t testing.TB, d Driver, ttl time.Duration) *component.Mutex {
 	t.Helper()
 	m, err := component.New(component.Options{Driver: d, TTL: ttl, Prefix: "mysqltest:" + runID + ":" + t.Name() + ":"})
 	if err != nil {
@@ -108,7 +109,7 @@ func killSession(ctx context.Context, t testing.TB, admin *sql.DB, id int64) {
 
 // lostEvents subscribes to d's Lost events for the test's duration; the
 // channel holds up to n of them.
-func lostEvents(ctx context.Context, t testing.TB, d *Driver, n int) <-chan drivers.Event {
+func lostEvents(ctx context.Context, t testing.TB, d Driver, n int) <-chan drivers.Event {
 	t.Helper()
 	lost := make(chan drivers.Event, n)
 	cancel, err := d.Subscribe(ctx, func(ev drivers.Event) {
@@ -124,4 +125,31 @@ func lostEvents(ctx context.Context, t testing.TB, d *Driver, n int) <-chan driv
 	}
 	t.Cleanup(cancel)
 	return lost
+}
+
+// adv is d's advisory mechanism.
+func adv(d Driver) *advisoryDriver { return d.(*advisoryDriver) }
+
+// tab is d's table mechanism.
+func tab(d Driver) *tableDriver { return d.(*tableDriver) }
+
+// coreOf is what d's mechanism shares with the other.
+func coreOf(d Driver) *core {
+	if a, ok := d.(*advisoryDriver); ok {
+		return &a.core
+	}
+	return &tab(d).core
+}
+
+// proxied returns a proxy to the test server (MUTEXFX_MYSQL_DSN) and opts
+// set to connect through it as that DSN does.
+func proxied(t testing.TB, opts Options) (*testutil.Proxy, Options) {
+	t.Helper()
+	cfg, err := gomysql.ParseDSN(testutil.MySQLDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testutil.NewProxy(t, cfg.Addr)
+	opts.Host, opts.Port, opts.Database, opts.Username, opts.Password = "127.0.0.1", p.Port(), cfg.DBName, cfg.User, cfg.Passwd
+	return p, opts
 }

@@ -34,7 +34,7 @@ func TestSessionReadOnce(t *testing.T) {
 				if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
 					t.Fatalf("Acquire = %+v, %v", res, err)
 				}
-				h := d.adv.get(key, tok)
+				h := adv(d).get(key, tok)
 				var holder sql.NullInt64
 				if err := admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", h.name).Scan(&holder); err != nil {
 					t.Fatal(err)
@@ -95,14 +95,14 @@ func TestSessionReadOnce(t *testing.T) {
 func TestSessionYoungServer(t *testing.T) {
 	ctx := ctxT(t)
 	d := openDriver(t, Options{DSN: testutil.MySQLDSN(), ProbeInterval: time.Hour})
-	d.adv.bootSQL = []string{"CAST(UNIX_TIMESTAMP() + 1000 AS SIGNED)"}
+	adv(d).bootSQL = []string{"CAST(UNIX_TIMESTAMP() + 1000 AS SIGNED)"}
 	key, tok := "mysqltest:"+runID+":"+t.Name(), token()
 	pair := func() (*socket, session) {
 		t.Helper()
 		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
 			t.Fatalf("Acquire = %+v, %v", res, err)
 		}
-		h := d.adv.get(key, tok)
+		h := adv(d).get(key, tok)
 		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}
@@ -134,13 +134,13 @@ func TestSessionYoungServer(t *testing.T) {
 func TestSessionUnreadable(t *testing.T) {
 	ctx := ctxT(t)
 	d := openDriver(t, Options{DSN: testutil.MySQLDSN(), ProbeInterval: time.Hour})
-	d.adv.bootSQL = []string{"(SELECT 1 UNION ALL SELECT 2)"} // error 1242
+	adv(d).bootSQL = []string{"(SELECT 1 UNION ALL SELECT 2)"} // error 1242
 	key, tok := "mysqltest:"+runID+":"+t.Name(), token()
 	for i := range 2 {
 		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
 			t.Fatalf("Acquire #%d = %+v, %v", i, res, err)
 		}
-		h := d.adv.get(key, tok)
+		h := adv(d).get(key, tok)
 		if h.connID == 0 || h.takenAt == 0 || h.conn.sock.sess.Load() != nil || h.conn.sock.boot.Load() != bootNoCache {
 			t.Fatalf("Acquire #%d: session {%d %d}, kept %v, boot mark %d; want read by the acquisition, not kept, marked",
 				i, h.connID, h.takenAt, h.conn.sock.sess.Load(), h.conn.sock.boot.Load())

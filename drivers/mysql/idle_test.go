@@ -21,10 +21,10 @@ func TestIdleHolderKeepsLock(t *testing.T) {
 	dsn := testutil.MySQLDSN() + "?wait_timeout=2"
 	for _, c := range []struct {
 		name string
-		open func(t *testing.T) *Driver
+		open func(t *testing.T) Driver
 	}{
-		{"DSN", func(t *testing.T) *Driver { return openDriver(t, Options{DSN: dsn}) }},
-		{"NewWithDB", func(t *testing.T) *Driver { return givenDriver(t, openDB(t, dsn), Options{}) }},
+		{"DSN", func(t *testing.T) Driver { return openDriver(t, Options{DSN: dsn}) }},
+		{"NewWithDB", func(t *testing.T) Driver { return givenDriver(t, openDB(t, dsn), Options{}) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -39,7 +39,7 @@ func TestIdleHolderKeepsLock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := d1.adv.get(l1.Key(), l1.Token())
+			h := adv(d1).get(l1.Key(), l1.Token())
 			if h == nil || h.idle != 2*time.Second {
 				t.Fatalf("held lock %+v; want its session's wait_timeout, 2s", h)
 			}

@@ -33,7 +33,7 @@ func TestAdvisoryKeptConnection(t *testing.T) {
 				if err != nil || !res.Acquired {
 					t.Fatalf("Acquire = %+v, %v", res, err)
 				}
-				connID = d.adv.get(key, tok).connID
+				connID = adv(d).get(key, tok).connID
 				if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
 					t.Fatalf("Release = %v, %v", ok, err)
 				}

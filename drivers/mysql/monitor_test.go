@@ -68,7 +68,7 @@ func TestAdvisoryProbeFullPool(t *testing.T) {
 		if r := renew(); r.Err != nil || !r.Held {
 			t.Fatalf("Renew of a held lock with the pool full = %+v; want held", r)
 		}
-		killSession(ctx, t, admin, d.adv.get(key, tok).connID)
+		killSession(ctx, t, admin, adv(d).get(key, tok).connID)
 		if r := renew(); r.Err != nil || r.Held {
 			t.Fatalf("Renew of a killed holder with the pool full = %+v; want not held", r)
 		}
@@ -82,9 +82,8 @@ func TestAdvisoryProbeFullPool(t *testing.T) {
 func TestAdvisoryProbeOwnStall(t *testing.T) {
 	ctx := ctxT(t)
 	admin := openDB(t, testutil.MySQLDSN())
-	p := testutil.NewProxy(t, "127.0.0.1:3306")
-	d := openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", Username: "root",
-		MaxOpenConns: 1, ProbeInterval: 100 * time.Millisecond})
+	p, opts := proxied(t, Options{MaxOpenConns: 1, ProbeInterval: 100 * time.Millisecond})
+	d := openDriver(t, opts)
 	var lost atomic.Int32
 	if _, err := d.Subscribe(ctx, func(e drivers.Event) {
 		if e.Kind == drivers.Lost {
@@ -98,13 +97,21 @@ func TestAdvisoryProbeOwnStall(t *testing.T) {
 		t.Fatalf("Acquire = %+v, %v", res, err)
 	}
 	// the scenario's timing: probes run every 100 ms on the holder's
-	// connection (the pool's one connection holds the lock); the stall
-	// outlasts the monitor's 1 s probe timeout
-	time.Sleep(300 * time.Millisecond)
+	// connection (the pool's one connection holds the lock); the stall,
+	// from a probe sent into it, outlasts the monitor's 1 s probe timeout
+	h := adv(d).get(key, tok)
+	acquired := h.used.Load()
+	waitFor(t, 10*time.Second, "a probe on the holder's connection", func() bool { return h.used.Load() > acquired })
 	p.Stall()
-	time.Sleep(1500 * time.Millisecond)
+	waitFor(t, 10*time.Second, "a probe sent into the stall", func() bool { return p.Blocked() > 0 })
+	time.Sleep(1500 * time.Millisecond) // the stall's length is the thing tested
 	p.Resume()
-	time.Sleep(500 * time.Millisecond)
+	// probes take turns on the connection: the second to start after the
+	// stall started after the stalled one and the first had ended
+	resumed := time.Now().UnixNano()
+	var first int64
+	waitFor(t, 10*time.Second, "a probe after the stall", func() bool { first = h.used.Load(); return first > resumed })
+	waitFor(t, 10*time.Second, "a second probe after the stall", func() bool { return h.used.Load() > first })
 	var holder sql.NullInt64
 	if err := admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(key)).Scan(&holder); err != nil {
 		t.Fatal(err)

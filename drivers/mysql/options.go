@@ -145,7 +145,7 @@ type Options struct {
 	// advisory release statement, and the acquire statement with the
 	// sequence or uuid_short fence, are server-side prepared statements on
 	// those connections, prepared once per connection and kept (1 round
-	// trip each; prepared.go). Default false.
+	// trip each; advisory_prepared.go). Default false.
 	PreparedStatements bool `koanf:"preparedStatements"`
 }
 
@@ -172,7 +172,7 @@ func quoteIdent(name string) (string, error) {
 type settings struct {
 	mode, fence              string
 	table, fenceTable        string // quoted
-	floorTable               string // quoted: table mode's fence floor (reclaim.go)
+	floorTable               string // quoted: table mode's fence floor (table_reclaim.go)
 	probe, poll, dialTimeout time.Duration
 	liveness                 time.Duration // 0: fair hand-off off
 	batch, retries           int
@@ -212,17 +212,14 @@ func (o Options) validate() (settings, error) {
 	if s.fenceTable, err = quoteIdent(or(o.FenceTable, DefaultFenceTable)); err != nil {
 		return s, config.Errorf("fenceTable", "%v", err)
 	}
-	if s.probe < 0 {
-		return s, config.Errorf("probeInterval", "must not be negative")
-	}
-	if s.probe == 0 {
-		s.probe = DefaultProbeInterval
-	}
-	if s.poll < 0 {
-		return s, config.Errorf("pollInterval", "must not be negative")
-	}
-	if s.poll == 0 {
-		s.poll = DefaultPollInterval
+	for _, f := range []struct {
+		key string
+		v   *time.Duration
+		def time.Duration
+	}{{"probeInterval", &s.probe, DefaultProbeInterval}, {"pollInterval", &s.poll, DefaultPollInterval}, {"dialTimeout", &s.dialTimeout, DefaultDialTimeout}} {
+		if err := orDefault(f.key, f.v, f.def); err != nil {
+			return s, err
+		}
 	}
 	switch {
 	case s.liveness < 0:
@@ -232,18 +229,6 @@ func (o Options) validate() (settings, error) {
 	case s.liveness < time.Millisecond:
 		return s, config.Errorf("waiterLiveness", "must be at least 1ms (or negative: off)")
 	}
-	if s.dialTimeout < 0 {
-		return s, config.Errorf("dialTimeout", "must not be negative")
-	}
-	if s.dialTimeout == 0 {
-		s.dialTimeout = DefaultDialTimeout
-	}
-	if s.batch < 0 {
-		return s, config.Errorf("renewBatch", "must not be negative")
-	}
-	if s.batch == 0 {
-		s.batch = DefaultRenewBatch
-	}
 	switch {
 	case s.retries < -1:
 		return s, config.Errorf("retries", "must be -1 (none) or more")
@@ -252,14 +237,14 @@ func (o Options) validate() (settings, error) {
 	case s.retries == 0:
 		s.retries = DefaultRetries
 	}
-	if s.maxOpen < 0 {
-		return s, config.Errorf("maxOpenConns", "must not be negative")
-	}
-	if s.maxIdle < 0 {
-		return s, config.Errorf("maxIdleConns", "must not be negative")
-	}
-	if s.maxIdle == 0 {
-		s.maxIdle = DefaultMaxIdleConns
+	for _, f := range []struct {
+		key string
+		v   *int
+		def int
+	}{{"renewBatch", &s.batch, DefaultRenewBatch}, {"maxOpenConns", &s.maxOpen, 0}, {"maxIdleConns", &s.maxIdle, DefaultMaxIdleConns}} {
+		if err := orDefault(f.key, f.v, f.def); err != nil {
+			return s, err
+		}
 	}
 	return s, nil
 }
@@ -317,7 +302,7 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	// A connection idle for wait_timeout is closed by the server, and its
 	// advisory locks with it. The monitor runs a statement on each held
 	// lock's connection once it has idled for half its wait_timeout
-	// (idle.go); a year makes that once in six months unless the DSN sets
+	// (advisory_idle.go); a year makes that once in six months unless the DSN sets
 	// wait_timeout, to bound how long a partitioned holder's locks stay.
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
@@ -339,6 +324,18 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	// (to stderr) would only duplicate them.
 	cfg.Logger = &gomysql.NopLogger{}
 	return cfg, nil
+}
+
+// orDefault sets *v, the value of key, to def when it is zero; a negative
+// one is refused.
+func orDefault[T int | time.Duration](key string, v *T, def T) error {
+	if *v < 0 {
+		return config.Errorf(key, "must not be negative")
+	}
+	if *v == 0 {
+		*v = def
+	}
+	return nil
 }
 
 func or(s, def string) string {

@@ -206,3 +206,25 @@ func fixedDSNMessage(msg string) bool {
 	}
 	return msg == "invalid"+end || msg == dsnProblem("mysql://", nil)+end
 }
+
+// TestCapabilities: New returns the mode's mechanism; only the table
+// mechanism hands locks over and lists them.
+func TestCapabilities(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		want bool
+	}{{"", false}, {ModeAdvisory, false}, {ModeTable, true}} {
+		d, err := New(Options{DSN: testutil.MySQLDSN(), Mode: tc.mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, handover := d.(drivers.Handoverer)
+		_, lister := d.(drivers.Lister)
+		if handover != tc.want || lister != tc.want {
+			t.Errorf("mode %q: Handoverer %v, Lister %v; want %v", tc.mode, handover, lister, tc.want)
+		}
+		if err := d.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

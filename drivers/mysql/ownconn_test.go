@@ -21,7 +21,7 @@ func TestFullPoolStallRenewReturns(t *testing.T) {
 	ctx := ctxT(t)
 	lease := drivers.Lease{Key: "mysqltest:" + runID + ":" + t.Name(), Token: token(), TTL: time.Minute}
 	d, p, admin, lost := stalledCheck(ctx, t, lease)
-	id := d.adv.get(lease.Key, lease.Token).connID
+	id := adv(d).get(lease.Key, lease.Token).connID
 	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	start := time.Now()
 	r := d.Renew(rctx, []drivers.Lease{lease})[0]
@@ -53,11 +53,11 @@ func TestFullPoolStallRenewReturns(t *testing.T) {
 // connection), behind a proxy, then stalls the link while the monitor's
 // check runs on the lock's own connection. The proxy resumes after 5 s at
 // the latest (a bound on the test should a call wait for the stall).
-func stalledCheck(ctx context.Context, t *testing.T, lease drivers.Lease) (*Driver, *testutil.Proxy, *sql.DB, <-chan drivers.Event) {
+func stalledCheck(ctx context.Context, t *testing.T, lease drivers.Lease) (Driver, *testutil.Proxy, *sql.DB, <-chan drivers.Event) {
 	t.Helper()
 	admin := openDB(t, testutil.MySQLDSN())
-	p := testutil.NewProxy(t, "127.0.0.1:3306")
-	d := openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", MaxOpenConns: 1, ProbeInterval: 50 * time.Millisecond})
+	p, opts := proxied(t, Options{MaxOpenConns: 1, ProbeInterval: 50 * time.Millisecond})
+	d := openDriver(t, opts)
 	lost := lostEvents(ctx, t, d, 1)
 	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: lease.Key, Token: lease.Token, TTL: lease.TTL}); err != nil || !res.Acquired {
 		t.Fatalf("Acquire = %+v, %v", res, err)
@@ -94,7 +94,7 @@ func TestFullPoolStallRelease(t *testing.T) {
 		err := admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(key)).Scan(&holder)
 		return err == nil && !holder.Valid
 	})
-	if h := d.adv.get(key, tok); h != nil {
+	if h := adv(d).get(key, tok); h != nil {
 		t.Fatalf("the driver still tracks the released lock: %+v", h)
 	}
 	select {
@@ -119,12 +119,12 @@ func TestLoseBusyConnection(t *testing.T) {
 	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
 		t.Fatalf("Acquire = %+v, %v", res, err)
 	}
-	h := d.adv.get(key, tok)
+	h := adv(d).get(key, tok)
 	h.mu.Lock() // a statement runs on the connection
 	busy := true
 	defer func() {
 		if busy {
-			d.adv.unlock(h)
+			adv(d).unlock(h)
 		}
 	}()
 	killSession(ctx, t, admin, h.connID)
@@ -136,12 +136,12 @@ func TestLoseBusyConnection(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("no Lost event while the lost lock's connection is busy")
 	}
-	if d.adv.get(key, tok) != nil {
+	if adv(d).get(key, tok) != nil {
 		t.Fatal("the lost lock is still tracked")
 	}
 	busy = false
-	d.adv.unlock(h) // the statement ends: its user drops the connection
-	h.mu.Lock()     // (the monitor may be looking at h too)
+	adv(d).unlock(h) // the statement ends: its user drops the connection
+	h.mu.Lock()      // (the monitor may be looking at h too)
 	done := h.done
 	h.mu.Unlock()
 	if !done {

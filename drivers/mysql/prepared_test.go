@@ -35,11 +35,11 @@ func TestPreparedKept(t *testing.T) {
 	// connection, and keeps it again.
 	counters := func() (prepare, execute int64, sock *socket) {
 		t.Helper()
-		conn, cached, err := d.adv.getConn(ctx)
+		conn, cached, err := adv(d).getConn(ctx)
 		if err != nil || !cached {
 			t.Fatalf("getConn = cached %v, %v; want the kept connection", cached, err)
 		}
-		defer d.adv.putConn(conn)
+		defer adv(d).putConn(conn)
 		for name, dst := range map[string]*int64{"Com_stmt_prepare": &prepare, "Com_stmt_execute": &execute} {
 			var n string
 			if err := conn.conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE ?", name).Scan(&n, dst); err != nil {
@@ -99,7 +99,7 @@ func TestSequenceDropped(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
 			opts := Options{FenceTable: seq, ProbeInterval: time.Hour}
-			var d *Driver
+			var d Driver
 			if own {
 				opts.DSN = testutil.MySQLDSN()
 				d = openDriver(t, opts)
@@ -130,7 +130,7 @@ func TestSequenceDropped(t *testing.T) {
 			if err != nil || !res.Acquired {
 				t.Fatalf("Acquire after that = %+v, %v; want the lock, the sequence created again", res, err)
 			}
-			sock := d.adv.get(key, tok).conn.sock
+			sock := adv(d).get(key, tok).conn.sock
 			release()
 			if own && (sock == nil || sock.noPrepare || len(sock.stmts) == 0) {
 				t.Fatalf("socket %+v: want its statements kept prepared", sock)
@@ -157,7 +157,7 @@ func TestPreparedForgotten(t *testing.T) {
 		}
 	}
 	pair()
-	conn, cached, err := d.adv.getConn(ctx)
+	conn, cached, err := adv(d).getConn(ctx)
 	if err != nil || !cached || len(conn.sock.stmts) != 2 {
 		t.Fatalf("getConn = cached %v, %v, %d statements kept; want the kept connection and 2", cached, err, len(conn.sock.stmts))
 	}
@@ -173,7 +173,7 @@ func TestPreparedForgotten(t *testing.T) {
 		}
 		return nil
 	})
-	d.adv.putConn(conn)
+	adv(d).putConn(conn)
 	if err != nil {
 		t.Fatal(err)
 	}

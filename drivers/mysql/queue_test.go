@@ -10,10 +10,10 @@ import (
 )
 
 // queueOf returns the driver ids queued for key, in order.
-func queueOf(t *testing.T, d *Driver, key string) [][]byte {
+func queueOf(t *testing.T, d Driver, key string) [][]byte {
 	t.Helper()
 	var q []byte
-	if err := d.db.QueryRowContext(ctxT(t), "SELECT queue FROM "+d.s.table+" WHERE name_hash = ?", keyHash(key)).Scan(&q); err != nil {
+	if err := coreOf(d).db.QueryRowContext(ctxT(t), "SELECT queue FROM "+tab(d).s.table+" WHERE name_hash = ?", keyHash(key)).Scan(&q); err != nil {
 		t.Fatal(err)
 	}
 	var ids [][]byte
@@ -29,7 +29,7 @@ func queueOf(t *testing.T, d *Driver, key string) [][]byte {
 func TestTableQueueOrder(t *testing.T) {
 	ctx := ctxT(t)
 	opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks", WaiterLiveness: 10 * time.Second}
-	ds := map[string]*Driver{}
+	ds := map[string]Driver{}
 	for _, n := range []string{"a", "b", "c", "d"} {
 		ds[n] = openDriver(t, opts)
 	}
@@ -59,7 +59,7 @@ func TestTableQueueOrder(t *testing.T) {
 			t.Fatalf("queue has %d entries, want %v", len(q), whos)
 		}
 		for i, who := range whos {
-			if !bytes.Equal(q[i], ds[who].id) {
+			if !bytes.Equal(q[i], tab(ds[who]).id) {
 				t.Fatalf("queue entry %d is not %s's (want %v)", i, who, whos)
 			}
 		}
@@ -110,7 +110,7 @@ func TestTableQueuePrune(t *testing.T) {
 		dead = append(dead, bytes.Repeat([]byte{byte('A' + i)}, 16)...)
 		dead = append(dead, "0000000000001"...)
 	}
-	if _, err := a.db.ExecContext(ctx, "UPDATE "+a.s.table+" SET queue = ? WHERE name_hash = ?", dead, keyHash(key)); err != nil {
+	if _, err := tab(a).db.ExecContext(ctx, "UPDATE "+tab(a).s.table+" SET queue = ? WHERE name_hash = ?", dead, keyHash(key)); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := a.Release(ctx, key, tok); err != nil || !ok {
@@ -142,7 +142,7 @@ func TestTableQueueOwnDriver(t *testing.T) {
 	opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks"}
 	a, b := openDriver(t, opts), openDriver(t, opts)
 	key := "mysqltest:" + runID + ":" + t.Name()
-	try := func(d *Driver, want bool) {
+	try := func(d Driver, want bool) {
 		t.Helper()
 		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token(), TTL: 10 * time.Second})
 		if err != nil || res.Acquired != want {
@@ -156,7 +156,7 @@ func TestTableQueueOwnDriver(t *testing.T) {
 	}
 	try(b, false)
 	try(a, false)
-	if q := queueOf(t, a, key); len(q) != 2 || !bytes.Equal(q[0], b.id) || !bytes.Equal(q[1], a.id) {
+	if q := queueOf(t, a, key); len(q) != 2 || !bytes.Equal(q[0], tab(b).id) || !bytes.Equal(q[1], tab(a).id) {
 		t.Fatalf("queue %x, want b then a", q)
 	}
 }
@@ -180,7 +180,7 @@ func TestPollEvery(t *testing.T) {
 // key held by its own driver with nobody queued prompts nothing.
 func TestWatchJudge(t *testing.T) {
 	d := openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable})
-	s := d.s
+	s := tab(d).s
 	for _, c := range []struct {
 		name   string
 		st     keyState
@@ -196,14 +196,14 @@ func TestWatchJudge(t *testing.T) {
 		{"held by another, not queued", keyState{pos: -1, n: 2}, true, s.poll, 0},
 	} {
 		key := "judge:" + c.name
-		if r := d.watch.failed(key, true); r != 0 {
+		if r := tab(d).watch.failed(key, true); r != 0 {
 			t.Fatalf("%s: first failure's hint %v", c.name, r)
 		}
-		prompt, every := d.watch.judge(key, c.st)
+		prompt, every := tab(d).watch.judge(key, c.st)
 		if prompt != c.prompt || every != c.every {
 			t.Errorf("%s: judge = %v, %v; want %v, %v", c.name, prompt, every, c.prompt, c.every)
 		}
-		if r := d.watch.failed(key, false); r != c.retry {
+		if r := tab(d).watch.failed(key, false); r != c.retry {
 			t.Errorf("%s: hint %v, want %v", c.name, r, c.retry)
 		}
 	}

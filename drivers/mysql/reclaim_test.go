@@ -11,7 +11,7 @@ import (
 
 // reclaimTable opens a table-mode driver on a table of its own, dropped
 // when the test ends, and returns it with a count of the table's rows.
-func reclaimTable(t *testing.T) (*Driver, func() int) {
+func reclaimTable(t *testing.T) (Driver, func() int) {
 	t.Helper()
 	table := "mutexfx_reclaim_" + strings.ToLower(rand.Text()[:8])
 	admin := openDB(t, testutil.MySQLDSN())
@@ -44,7 +44,7 @@ func TestTableReclaimFences(t *testing.T) {
 	d, count := reclaimTable(t)
 	ctx := ctxT(t)
 	sweep := func(ctx context.Context) error {
-		_, err := d.reclaimRows(ctx)
+		_, err := tab(d).reclaimRows(ctx)
 		return err
 	}
 	testutil.FencesAfterReclaim(ctx, t, d, sweep, count)

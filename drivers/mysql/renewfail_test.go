@@ -25,16 +25,16 @@ func TestAdvisoryRenewDeadline(t *testing.T) {
 	// setup acquires key through a proxy, then makes one renewal with ttl
 	// run into a 300 ms deadline on the stalled link. lost has the Lost
 	// events from the start.
-	setup := func(t *testing.T, ttl time.Duration) (d *Driver, h *heldLock, lease drivers.Lease, lost <-chan drivers.Event) {
+	setup := func(t *testing.T, ttl time.Duration) (d Driver, h *heldLock, lease drivers.Lease, lost <-chan drivers.Event) {
 		ctx := ctxT(t)
-		p := testutil.NewProxy(t, "127.0.0.1:3306")
-		d = openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test", ProbeInterval: 50 * time.Millisecond})
+		p, opts := proxied(t, Options{ProbeInterval: 50 * time.Millisecond})
+		d = openDriver(t, opts)
 		lost = lostEvents(ctx, t, d, 1)
 		lease = drivers.Lease{Key: "mysqltest:" + runID + ":" + t.Name(), Token: token(), TTL: ttl}
 		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: lease.Key, Token: lease.Token, TTL: ttl}); err != nil || !res.Acquired {
 			t.Fatalf("Acquire = %+v, %v", res, err)
 		}
-		h = d.adv.get(lease.Key, lease.Token)
+		h = adv(d).get(lease.Key, lease.Token)
 		p.Stall()
 		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		r := d.Renew(rctx, []drivers.Lease{lease})[0]
@@ -114,22 +114,28 @@ func TestAdvisoryRenewDeadline(t *testing.T) {
 func TestRenewStallKeepsLock(t *testing.T) {
 	ctx := ctxT(t)
 	admin := openDB(t, testutil.MySQLDSN())
-	p := testutil.NewProxy(t, "127.0.0.1:3306")
-	d := openDriver(t, Options{Host: "127.0.0.1", Port: p.Port(), Database: "test"})
+	p, opts := proxied(t, Options{})
+	d := openDriver(t, opts)
 	m := mutexOn(t, d, 3*time.Second)
 	l, err := m.Acquire(ctx, "job")
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := d.adv.get(l.Key(), l.Token()).connID
-	// The scenario's timing: the renewal due at 1 s stalls, its call's
-	// deadline passes at 2 s, the link recovers at 2.4 s, well before the
-	// lock's expiry (about 3 s after the last confirmation).
-	time.Sleep(500 * time.Millisecond)
+	id := adv(d).get(l.Key(), l.Token()).connID
+	// The scenario: the renewal due at 1 s stalls, its call's deadline
+	// passes at 2 s (the driver then sets when to drop the lock unless a
+	// renewal confirms it), the link recovers then, before the lock's
+	// expiry (about 3 s after the last confirmation), and a retried
+	// renewal confirms it.
+	h := adv(d).get(l.Key(), l.Token())
 	p.Stall()
-	time.Sleep(1900 * time.Millisecond)
+	waitFor(t, 10*time.Second, "the renewal's deadline", func() bool { return h.dropAt.Load() != 0 })
 	p.Resume()
-	time.Sleep(1100 * time.Millisecond) // past the expiry the failed renewal would have left
+	resumed := time.Now().UnixNano()
+	waitFor(t, 10*time.Second, "a renewal after the stall", func() bool { return h.confirmed.Load() > resumed })
+	if at := h.dropAt.Load(); at != 0 {
+		t.Fatalf("the confirmed lock is still to be dropped at %v", time.Unix(0, at))
+	}
 	var holder sql.NullInt64
 	if err := admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(l.Key())).Scan(&holder); err != nil {
 		t.Fatal(err)

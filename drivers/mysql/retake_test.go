@@ -97,7 +97,7 @@ func TestTableRetake(t *testing.T) {
 	t.Cleanup(func() { d.Close(context.Background()) })
 	other := openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks"})
 	key := fmt.Sprintf("retake:%d", time.Now().UnixNano())
-	acquire := func(d *Driver, tok string, ttl time.Duration) drivers.AcquireResult {
+	acquire := func(d Driver, tok string, ttl time.Duration) drivers.AcquireResult {
 		t.Helper()
 		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: ttl})
 		if err != nil {
@@ -124,7 +124,7 @@ func TestTableRetake(t *testing.T) {
 		t.Fatalf("acquisition of a released row = %+v, statements %q; want acquired by one UPDATE, fence %d", again, got, first.Fence+1)
 	}
 	// handed over to a new token: one UPDATE, the next fence
-	released, handed, err := d.Handover(ctx, key, "b", drivers.AcquireRequest{Key: key, Token: "b2", TTL: time.Minute})
+	released, handed, err := tab(d).Handover(ctx, key, "b", drivers.AcquireRequest{Key: key, Token: "b2", TTL: time.Minute})
 	if got := log.Take(); err != nil || !released || !handed.Acquired || handed.Fence != again.Fence+1 || !slices.Equal(got, []string{"UPDATE"}) {
 		t.Fatalf("Handover = %v, %+v, %v, statements %q; want handed by one UPDATE, fence %d", released, handed, err, got, again.Fence+1)
 	}
@@ -177,7 +177,7 @@ func TestTableHandoverQueued(t *testing.T) {
 	if q := queueOf(t, a, key); len(q) != 1 {
 		t.Fatalf("queue %q; want b queued", q)
 	}
-	released, res, err := a.Handover(ctx, key, "a", drivers.AcquireRequest{Key: key, Token: "a2", TTL: time.Minute})
+	released, res, err := tab(a).Handover(ctx, key, "a", drivers.AcquireRequest{Key: key, Token: "a2", TTL: time.Minute})
 	if err != nil || !released || res.Acquired {
 		t.Fatalf("Handover with a driver queued = %v, %+v, %v; want released, not handed", released, res, err)
 	}

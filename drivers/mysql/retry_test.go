@@ -121,7 +121,7 @@ func TestRetriesKilledQuery(t *testing.T) {
 // heldRowLocked acquires a new key on d, in table mode on table, and locks
 // its row in a transaction of admin, a pool of its own: d's statements on
 // the row wait until tx ends (rolled back when the test ends).
-func heldRowLocked(ctx context.Context, t *testing.T, d *Driver, table string) (key, tok string, admin *sql.DB, tx *sql.Tx) {
+func heldRowLocked(ctx context.Context, t *testing.T, d Driver, table string) (key, tok string, admin *sql.DB, tx *sql.Tx) {
 	t.Helper()
 	key, tok = "mysqltest:"+runID+":"+t.Name()+":"+token(), token()
 	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {

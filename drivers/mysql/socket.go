@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/mutexfx/mutexfx/drivers/internal/hangup"
 )
 
 // Statements on the connections the driver pins (advisory mode) run with a
@@ -39,7 +41,7 @@ type sockets struct {
 	all  map[*socket]struct{} // every open socket, connected or connecting
 	done bool                 // cutAll ran: no more dials
 
-	hup hangups // the hang-up watch of the sockets holding locks (hangup_linux.go)
+	hup hangup.Watcher // tells when the sockets holding locks hang up
 }
 
 // cutAll closes every socket, under whatever statement runs on it, and
@@ -63,15 +65,15 @@ type socket struct {
 	owner *sockets
 	key   driver.Conn // set once the connection is made
 
-	sess atomic.Pointer[session] // the connection's session, once known (identity.go)
+	sess atomic.Pointer[session] // the connection's session, once known (advisory_session.go)
 	boot atomic.Int64            // the server's boot time, when the session was read in its first seconds
 
-	// Statements kept prepared on the connection (prepared.go); used only
+	// Statements kept prepared on the connection (advisory_prepared.go); used only
 	// by whoever holds the connection, one at a time.
 	stmts     map[string]driver.Stmt
 	noPrepare bool // the server refused a prepare: run them as text
 
-	hup hangupState // guarded by owner.hup.mu
+	hup hangup.Conn // its registration with owner.hup
 }
 
 // Close closes the socket and forgets it.
@@ -82,14 +84,14 @@ func (s *socket) Close() error {
 	}
 	delete(s.owner.all, s)
 	s.owner.mu.Unlock()
-	s.owner.hup.forget(s)
+	s.owner.hup.Forget(&s.hup)
 	return s.Conn.Close()
 }
 
 // cut closes the socket under a statement running on it: the statement
 // fails at once and go-sql-driver drops the connection.
 func (s *socket) cut() {
-	s.owner.hup.forget(s)
+	s.owner.hup.Forget(&s.hup)
 	_ = s.Conn.Close()
 }
 
@@ -208,18 +210,18 @@ type pinned struct {
 }
 
 // armHangup has fn called when the server closes or resets p's
-// connection (hangup_linux.go); with its socket unknown, the probes find
+// connection (package hangup); with its socket unknown, the probes find
 // out instead.
 func (p pinned) armHangup(fn func()) {
 	if p.sock != nil {
-		p.sock.owner.hup.arm(p.sock, fn)
+		p.sock.owner.hup.Arm(&p.sock.hup, p.sock, fn)
 	}
 }
 
 // disarmHangup undoes armHangup: p's connection holds no lock now.
 func (p pinned) disarmHangup() {
 	if p.sock != nil {
-		p.sock.owner.hup.disarm(p.sock)
+		p.sock.owner.hup.Disarm(&p.sock.hup)
 	}
 }
 
@@ -268,19 +270,19 @@ func (p pinned) run(ctx context.Context, f func(context.Context) error) error {
 // reports that the statement was not sent (driver.ErrBadConn); a
 // connection whose socket was closed is dropped by the pool (go-sql-driver
 // reports it invalid).
-func (d *Driver) exec(ctx context.Context, q string, args []any) (sql.Result, error) {
-	if d.socks == nil || ctx.Done() == nil {
-		return d.db.ExecContext(ctx, q, args...)
+func (c *core) exec(ctx context.Context, q string, args []any) (sql.Result, error) {
+	if c.socks == nil || ctx.Done() == nil {
+		return c.db.ExecContext(ctx, q, args...)
 	}
 	for attempt := 0; ; attempt++ {
-		conn, err := d.db.Conn(ctx)
+		conn, err := c.db.Conn(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				err = context.Cause(ctx)
 			}
 			return nil, err
 		}
-		res, err := pinned{conn, d.socks.of(conn)}.exec(ctx, q, args)
+		res, err := pinned{conn, c.socks.of(conn)}.exec(ctx, q, args)
 		if ctx.Err() != nil {
 			discard(conn) // its socket may be closed under it
 		} else {

@@ -19,11 +19,11 @@ import (
 func TestPinnedSockets(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		open   func(t *testing.T) *Driver
+		open   func(t *testing.T) Driver
 		socket bool
 	}{
-		{"own pool", func(t *testing.T) *Driver { return openDriver(t, Options{DSN: testutil.MySQLDSN()}) }, true},
-		{"given pool", func(t *testing.T) *Driver {
+		{"own pool", func(t *testing.T) Driver { return openDriver(t, Options{DSN: testutil.MySQLDSN()}) }, true},
+		{"given pool", func(t *testing.T) Driver {
 			d, err := NewWithDB(openDB(t, testutil.MySQLDSN()), Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -41,7 +41,7 @@ func TestPinnedSockets(t *testing.T) {
 			if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
 				t.Fatalf("Acquire = %+v, %v", res, err)
 			}
-			h := d.adv.get(key, tok)
+			h := adv(d).get(key, tok)
 			if got := h.conn.sock != nil; got != tc.socket {
 				t.Fatalf("socket known = %v, want %v", got, tc.socket)
 			}
@@ -54,10 +54,10 @@ func TestPinnedSockets(t *testing.T) {
 			if err := d.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if d.socks != nil {
-				d.socks.mu.Lock()
-				left := len(d.socks.m)
-				d.socks.mu.Unlock()
+			if coreOf(d).socks != nil {
+				coreOf(d).socks.mu.Lock()
+				left := len(coreOf(d).socks.m)
+				coreOf(d).socks.mu.Unlock()
 				if left != 0 {
 					t.Fatalf("%d sockets left after Close", left)
 				}
@@ -73,7 +73,7 @@ func TestPinnedStatementCancelled(t *testing.T) {
 	ctx := ctxT(t)
 	d := openDriver(t, Options{DSN: testutil.MySQLDSN()})
 	admin := openDB(t, testutil.MySQLDSN())
-	p, err := d.adv.poolConn(ctx)
+	p, err := adv(d).poolConn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestPoolStatementCancelled(t *testing.T) {
 	query := fmt.Sprintf("SELECT SLEEP(30) /* %s %d */", runID, time.Now().UnixNano())
 	done := cancelWhenRunning(ctx, t, admin, "INFO = ?", query, func() { cancel(why) })
 	start := time.Now()
-	_, err := d.exec(cctx, query, nil)
+	_, err := coreOf(d).exec(cctx, query, nil)
 	<-done
 	if !errors.Is(err, why) {
 		t.Fatalf("cancelled statement: %v; want the ctx's cause (socket cancellation)", err)
@@ -144,7 +144,7 @@ func TestPoolStatementCancelled(t *testing.T) {
 	// A cancellable context again: a connection from the pool, not the cut one.
 	c2, cancel2 := context.WithCancel(ctx)
 	defer cancel2()
-	if _, err := d.exec(c2, "DO 1", nil); err != nil {
+	if _, err := coreOf(d).exec(c2, "DO 1", nil); err != nil {
 		t.Fatalf("next statement: %v", err)
 	}
 }
@@ -158,13 +158,13 @@ func TestPoolLiveness(t *testing.T) {
 	d := openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, MaxOpenConns: 1})
 	admin := openDB(t, testutil.MySQLDSN())
 	var id int64
-	if err := d.db.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+	if err := coreOf(d).db.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
 		t.Fatal(err)
 	}
 	killSession(ctx, t, admin, id)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if _, err := d.exec(cctx, "DO 1", nil); err != nil {
+	if _, err := coreOf(d).exec(cctx, "DO 1", nil); err != nil {
 		t.Fatalf("statement after the pooled connection was killed: %v", err)
 	}
 }

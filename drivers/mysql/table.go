@@ -2,19 +2,91 @@ package mysql
 
 import (
 	"context"
+	"crypto/rand"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
+
+// tableDriver holds each lock as a row whose expiry the database's clock
+// computes (ModeTable): it works on clusters.
+type tableDriver struct {
+	core
+
+	id          []byte // random: this driver in waiter queues (table_fair.go)
+	retakeSQL   string // tableRetakeSQL
+	handoverSQL string // tableHandoverSQL
+	takeSQL     string // the short acquire statement
+	acquireSQL  string // the queueing acquire statement
+
+	watch   watcher      // wake-ups and queue places (table_watch.go)
+	reclaim reclaim.Loop // deletes the rows no longer needed (table_reclaim.go)
+}
+
+func newTable(db *sql.DB, own bool, socks *sockets, s settings) *tableDriver {
+	d := &tableDriver{id: make([]byte, 16)}
+	d.init(db, own, socks, s)
+	_, _ = rand.Read(d.id) // never fails (crypto/rand)
+	d.takeSQL, d.acquireSQL = s.takeSQL(), s.acquireSQL()
+	d.retakeSQL = fmt.Sprintf(tableRetakeSQL, s.table)
+	d.handoverSQL = fmt.Sprintf(tableHandoverSQL, s.table, heldMark)
+	d.watch = watcher{d: d, keys: map[string]*interest{}}
+	return d
+}
+
+// Features reports the table locks' properties.
+func (d *tableDriver) Features() drivers.Features {
+	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, Scope: "cluster", MinTTL: 500 * time.Millisecond}
+}
+
+// Acquire makes one attempt to take req.Key for req.Token. Errors that
+// retrying cannot cure match drivers.ErrPermanent.
+func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	res, err := call(&d.core, ctx, func(ctx context.Context) (drivers.AcquireResult, error) {
+		if err := d.schema(ctx, d.ensureSchema); err != nil {
+			return drivers.AcquireResult{}, err
+		}
+		return d.acquire(ctx, req)
+	})
+	return res, permanent(err)
+}
+
+// Release frees key if token holds it.
+func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
+	return call(&d.core, ctx, func(ctx context.Context) (bool, error) { return d.release(ctx, key, token) })
+}
+
+// Extend renews key for token for ttl.
+func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	return call(&d.core, ctx, func(ctx context.Context) (bool, error) { return d.extend(ctx, key, token, ttl) })
+}
+
+// Renew extends many leases, with one statement per RenewBatch leases.
+func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	return d.core.renew(ctx, leases, d.renew)
+}
+
+// Close stops the driver's goroutines and closes its own pool (a pool
+// given to NewWithDB stays open). Calls still in flight when Close is
+// done, or when ctx ends, are cut; it returns ctx's error when ctx ended
+// first.
+func (d *tableDriver) Close(ctx context.Context) error {
+	return d.core.close(ctx, func() {
+		d.watch.close()
+		d.reclaim.Stop()
+	})
+}
 
 // heldMark offsets the holder's remaining microseconds that a failed
 // acquisition returns through LAST_INSERT_ID, so that they cannot be taken
-// for a fence (fences stay below 2^50: see fair.go).
+// for a fence (fences stay below 2^50: see table_fair.go).
 const heldMark = 1 << 62
 
-// Table mode statements (acquire: fair.go). The clock is always the
+// Table mode statements (acquire: table_fair.go). The clock is always the
 // database's (UTC_TIMESTAMP(6): the same for every session whatever its
 // time_zone); a lock is expired when expires_at < now. %s is the validated,
 // quoted table name; every value is a parameter.
@@ -41,7 +113,7 @@ WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 WHERE name_hash = ? AND expires_at < UTC_TIMESTAMP(6) AND (queue = '' OR LEFT(queue, 16) = ?)`
 )
 
-func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	if err := checkToken(req.Token); err != nil {
 		return drivers.AcquireResult{}, err
 	}
@@ -94,7 +166,7 @@ func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (
 	}
 }
 
-func (d *Driver) tableRelease(ctx context.Context, key, token string) (bool, error) {
+func (d *tableDriver) release(ctx context.Context, key, token string) (bool, error) {
 	var id int64
 	err := d.tableExec(ctx, fmt.Sprintf(tableReleaseSQL, d.s.table), func(id0 int64) { id = id0 }, keyHash(key), token)
 	if err != nil {
@@ -106,7 +178,7 @@ func (d *Driver) tableRelease(ctx context.Context, key, token string) (bool, err
 	return id >= 1, nil
 }
 
-func (d *Driver) tableExtend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+func (d *tableDriver) extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
 	if ttl <= 0 {
 		return false, fmt.Errorf("mysql: ttl %v must be positive in table mode", ttl)
 	}
@@ -120,19 +192,19 @@ func (d *Driver) tableExtend(ctx context.Context, key, token string, ttl time.Du
 
 // tableExec runs one statement with retries, creating the table again if
 // it was dropped, and passes the OK packet's LAST_INSERT_ID to got.
-func (d *Driver) tableExec(ctx context.Context, query string, got func(int64), args ...any) error {
+func (d *tableDriver) tableExec(ctx context.Context, query string, got func(int64), args ...any) error {
 	return d.tableExecRows(ctx, query, func(id, _ int64) { got(id) }, args...)
 }
 
 // tableExecRows is tableExec that also passes the rows affected.
-func (d *Driver) tableExecRows(ctx context.Context, query string, got func(id, n int64), args ...any) error {
+func (d *tableDriver) tableExecRows(ctx context.Context, query string, got func(id, n int64), args ...any) error {
 	recreated := false
 	return d.retry(ctx, func() error {
 		res, err := d.exec(ctx, query, args)
 		if err != nil && missingTable(err) && !recreated {
 			recreated = true
 			d.schemaGone()
-			if err := d.ensureSchema(ctx); err != nil {
+			if err := d.schema(ctx, d.ensureSchema); err != nil {
 				return err
 			}
 			res, err = d.exec(ctx, query, args)
@@ -153,10 +225,21 @@ func (d *Driver) tableExecRows(ctx context.Context, query string, got func(id, n
 	})
 }
 
-// checkToken rejects tokens the token column cannot hold.
-func checkToken(token string) error {
-	if token == "" || len(token) > 255 {
-		return fmt.Errorf("mysql: token of %d bytes: must be 1 to 255", len(token))
+// retry runs f again while it fails with a deadlock, a lock wait timeout or
+// an interruption not its own (interrupted), at most d.s.retries more
+// times.
+func (d *tableDriver) retry(ctx context.Context, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if err == nil || attempt >= d.s.retries || !retryable(err) && !interrupted(ctx, err) {
+			return err
+		}
+		t := time.NewTimer(time.Duration(attempt+1) * 5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
 	}
-	return nil
 }

@@ -207,19 +207,20 @@ return {0, redis.call('PTTL', KEYS[1])}
 `)
 
 // releaseScript deletes the lock if token holds it and returns 1, else 0.
-// An uncontended release does nothing more; when waiters are queued, the
-// lock is passed on (see queueLua).
+// An uncontended release does nothing more (GET, EXISTS of the queue,
+// DEL: EXISTS costs the server less than reading the queue's first member);
+// when waiters are queued, the lock is passed on (see queueLua).
 //
 //	KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue, KEYS[4] queue hash, KEYS[5] epoch marker
 //	ARGV[1] token, ARGV[2] channel prefix (the waiter id is appended),
 //	ARGV[3] the component's key, ARGV[4] waiter liveness (ms), ARGV[5] counter ttl (ms)
 var releaseScript = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-if not first then
+if redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[1])
   return 1
 end
+local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 ` + queueLua + passLua + `
 return 1
 `)

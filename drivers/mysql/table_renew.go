@@ -12,7 +12,7 @@ import (
 // tableRenew extends leases with one UPDATE per RenewBatch leases of the
 // same ttl. When the UPDATE changed fewer rows than it was given, one
 // SELECT tells which leases are still held.
-func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+func (d *tableDriver) renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
 	byTTL := map[time.Duration][]int{}
 	var order []time.Duration
@@ -36,7 +36,7 @@ func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drive
 	return out
 }
 
-func (d *Driver) renewChunk(ctx context.Context, leases []drivers.Lease, chunk []int, ttl time.Duration, out []drivers.RenewResult) {
+func (d *tableDriver) renewChunk(ctx context.Context, leases []drivers.Lease, chunk []int, ttl time.Duration, out []drivers.RenewResult) {
 	fail := func(err error) {
 		for _, i := range chunk {
 			out[i].Err = fmt.Errorf("mysql: renew: %w", err)
@@ -80,29 +80,16 @@ WHERE name_hash IN (%s) AND (name_hash, token) IN (%s) AND expires_at >= UTC_TIM
 	// Some leases were not renewed: read who holds what. A row renewed
 	// above has expires_at in the future; one that was not is expired or
 	// held by another token.
-	rows, err := d.db.QueryContext(ctx, fmt.Sprintf(
-		`SELECT name_hash, token, expires_at >= UTC_TIMESTAMP(6) FROM %s WHERE name_hash IN (%s)`, d.s.table, marks),
-		args[1:1+len(chunk)]...)
-	if err != nil {
-		fail(err)
-		return
-	}
-	defer rows.Close()
 	type state struct {
 		token string
 		live  bool
 	}
 	found := map[string]state{}
-	for rows.Next() {
-		var h []byte
-		var st state
-		if err := rows.Scan(&h, &st.token, &st.live); err != nil {
-			fail(err)
-			return
-		}
-		found[string(h)] = st
-	}
-	if err := rows.Err(); err != nil {
+	var h []byte
+	var st state
+	if err := queryRows(ctx, d.db, fmt.Sprintf(
+		`SELECT name_hash, token, expires_at >= UTC_TIMESTAMP(6) FROM %s WHERE name_hash IN (%s)`, d.s.table, marks),
+		args[1:1+len(chunk)], func() []any { return []any{&h, &st.token, &st.live} }, func() { found[string(h)] = st }); err != nil {
 		fail(err)
 		return
 	}

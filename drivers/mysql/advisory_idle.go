@@ -6,11 +6,11 @@ import (
 )
 
 // A held lock's connection runs no statement of its own while the lock is
-// held: probes and renewals ask on a pooled connection (monitor.go). The
+// held: probes and renewals ask on a pooled connection (advisory_monitor.go). The
 // server closes a connection idle for its session's wait_timeout, and the
 // lock goes with it — to a waiter blocked in GET_LOCK at once, before the
 // holder could be told. So each lock's session's wait_timeout is read with
-// its session (identity.go), and the monitor checks the lock on its own
+// its session (advisory_session.go), and the monitor checks the lock on its own
 // connection (heldLock.check, which also finds a lock lost) once the
 // connection has been idle for half of it: a live holder's connection never
 // idles out, while one cut from the server (a partition) still loses its
@@ -27,7 +27,7 @@ import (
 // each, so that a stalled one delays nothing else) and drops the locks
 // past the time a failed renewal set for them. It returns when it has
 // more to do.
-func (a *advisory) upkeep(hs []*heldLock) time.Time {
+func (a *advisoryDriver) upkeep(hs []*heldLock) time.Time {
 	now := time.Now()
 	next := now.Add(time.Hour)
 	soon := func(t time.Time) {
@@ -53,7 +53,7 @@ func (a *advisory) upkeep(hs []*heldLock) time.Time {
 		if a.checkOwn(h, nil) == nil {
 			// A statement runs, or is about to, on its connection: that
 			// one counts. Look again soon in case it is a long one.
-			soon(now.Add(min(a.d.s.probe, h.idle/4)))
+			soon(now.Add(min(a.s.probe, h.idle/4)))
 			continue
 		}
 		soon(now.Add(h.idle / 2))
@@ -64,8 +64,8 @@ func (a *advisory) upkeep(hs []*heldLock) time.Time {
 // wakeFor wakes the monitor for h, just acquired, when h's connection may
 // have to be touched before the monitor's next look (otherwise, up to a
 // probe interval away): a session wait_timeout under four probe intervals.
-func (a *advisory) wakeFor(h *heldLock) {
-	if h.idle > 0 && h.idle/2 < 2*a.d.s.probe {
+func (a *advisoryDriver) wakeFor(h *heldLock) {
+	if h.idle > 0 && h.idle/2 < 2*a.s.probe {
 		select {
 		case a.wake <- struct{}{}:
 		default:
@@ -87,7 +87,7 @@ func (h *heldLock) confirm(start time.Time) {
 // at that time, after telling the subscribers — never earlier, since one
 // failed call must not give up a lock its holder still counts as held.
 // Without a ttl, a renewal whose ctx ended drops h at once.
-func (a *advisory) renewFailed(ctx context.Context, h *heldLock, ttl time.Duration) {
+func (a *advisoryDriver) renewFailed(ctx context.Context, h *heldLock, ttl time.Duration) {
 	if ttl > 0 {
 		h.dropAt.CompareAndSwap(0, h.confirmed.Load()+int64(ttl))
 	} else if ctx.Err() != nil {

@@ -56,13 +56,13 @@ const reclaimBatch = 1000
 
 // noteTTL starts the reclaimer at the first table acquisition, or makes it
 // run at least every ttl/2.
-func (d *Driver) noteTTL(ttl time.Duration) {
+func (d *tableDriver) noteTTL(ttl time.Duration) {
 	d.reclaim.Note(ttl, func(ctx context.Context) { _, _ = d.reclaimRows(ctx) })
 }
 
 // reclaimRows deletes the reclaimable rows, reclaimBatch per transaction,
 // until one deletes fewer or ctx ends; it returns how many.
-func (d *Driver) reclaimRows(ctx context.Context) (int64, error) {
+func (d *tableDriver) reclaimRows(ctx context.Context) (int64, error) {
 	var total int64
 	for {
 		n, err := d.reclaimBatch(ctx)
@@ -77,7 +77,7 @@ func (d *Driver) reclaimRows(ctx context.Context) (int64, error) {
 // plain read, in one transaction (READ COMMITTED: a locking read locks only
 // the rows it returns) that locks the floor, then the rows, raises the
 // floor to their highest fence and deletes them.
-func (d *Driver) reclaimBatch(ctx context.Context) (int64, error) {
+func (d *tableDriver) reclaimBatch(ctx context.Context) (int64, error) {
 	const free = "expires_at < UTC_TIMESTAMP(6) AND queue = ''"
 	// the candidates, before the floor is locked: new rows wait for it
 	hashes, err := queryHashes(ctx, d.db, fmt.Sprintf("SELECT name_hash, 0 FROM %s WHERE %s LIMIT %d", d.s.table, free, reclaimBatch))
@@ -139,23 +139,11 @@ type hashFence struct {
 }
 
 // queryHashes runs q on db, a pool or a transaction, and returns its rows.
-func queryHashes(ctx context.Context, db interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, q string, args ...any) ([]hashFence, error) {
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("mysql: reclaim: %w", err)
-	}
-	defer rows.Close()
+func queryHashes(ctx context.Context, db querier, q string, args ...any) ([]hashFence, error) {
 	var out []hashFence
-	for rows.Next() {
-		var h hashFence
-		if err := rows.Scan(&h.hash, &h.fence); err != nil {
-			return nil, fmt.Errorf("mysql: reclaim: %w", err)
-		}
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
+	var h hashFence
+	err := queryRows(ctx, db, q, args, func() []any { return []any{&h.hash, &h.fence} }, func() { out = append(out, h) })
+	if err != nil {
 		return nil, fmt.Errorf("mysql: reclaim: %w", err)
 	}
 	return out, nil

@@ -13,7 +13,7 @@ import (
 )
 
 // The advisory acquire statement (sequence and uuid_short fences, on a
-// connection whose session is kept: identity.go) and the release statement
+// connection whose session is kept: advisory_session.go) and the release statement
 // run, on the driver's own pool, as server-side prepared statements kept
 // for the life of each connection (with its socket): prepared at a
 // connection's first use of each, then one execute round trip each time.

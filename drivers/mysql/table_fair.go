@@ -26,7 +26,7 @@ import (
 // random id and the time of its last attempt as 13 ASCII digits of
 // milliseconds since 2000-01-01 in the database's clock (UTC). Its position
 // tells each waiter's driver how soon its turn comes, and so how often to
-// poll (watch.go): the head polls every PollInterval/10.
+// poll (table_watch.go): the head polls every PollInterval/10.
 //
 // Every decision is made by the one acquire statement: its first assignment
 // computes the outcome from the row as it was and stores it in
@@ -60,7 +60,7 @@ const nowMS = `(TIMESTAMPDIFF(MICROSECOND, '2000-01-01 00:00:00', UTC_TIMESTAMP(
 // name, driver id. %[1]s is the quoted table, %[2]s the outcome, %[3]s the
 // new queue, %[4]d heldMark, %[5]s the floor table. expires_at, which
 // every condition reads, is assigned last. A new row's fence is one above
-// the floor, read with a shared lock (reclaim.go).
+// the floor, read with a shared lock (table_reclaim.go).
 const tableAcquireSQL = `INSERT INTO %[1]s (name_hash, token, fence, expires_at, name, taken_by)
 VALUES (?, ?, LAST_INSERT_ID(COALESCE((SELECT fence FROM %[5]s WHERE id = 1 LOCK IN SHARE MODE), 0) + 1),
  UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?, ?)
@@ -162,7 +162,7 @@ func (s settings) acquireSQL() string {
 	return fmt.Sprintf(tableAcquireSQL, s.table, q.outcome(), q.newQueue(), heldMark, s.floorTable)
 }
 
-// pollSQL reads the watched keys' rows (watch.go): per row its hash, free,
+// pollSQL reads the watched keys' rows (table_watch.go): per row its hash, free,
 // held by this driver, this driver's queue position (-1: not queued),
 // queue length, dead head entries. Parameters: driver id, then the hashes.
 // The id is CAST to BINARY: a prepared statement's parameter is text in

@@ -10,7 +10,7 @@ import (
 )
 
 // Statements the driver runs by itself on a held lock's own connection —
-// the monitor's checks when the pool is full, its touches (idle.go), a
+// the monitor's checks when the pool is full, its touches (advisory_idle.go), a
 // renewal's checks when the pool is full — run in goroutines of their own,
 // with a context that ends only with Close (advisory.bg). Ending a
 // statement on the holder's connection closes it, which frees the lock:
@@ -70,7 +70,7 @@ func (m *connMutex) Unlock() { <-m.c() }
 
 // check asks h's own connection whether it still holds h (h.mu held). Any
 // statement on that connection also restarts the server's count of its
-// idle time (idle.go).
+// idle time (advisory_idle.go).
 func (h *heldLock) check(ctx context.Context) (bool, error) {
 	h.used.Store(time.Now().UnixNano())
 	var ok sql.NullBool
@@ -93,7 +93,7 @@ type ownAnswer struct {
 // the connection until wait ends (the answer then is wait's error). It
 // returns nil too when the driver is closing. The answer comes on the
 // channel returned.
-func (a *advisory) checkOwn(h *heldLock, wait context.Context) <-chan ownAnswer {
+func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownAnswer {
 	if wait == nil && !h.mu.TryLock() {
 		return nil
 	}
@@ -138,7 +138,7 @@ func (a *advisory) checkOwn(h *heldLock, wait context.Context) <-chan ownAnswer 
 // release gave up waiting for it meanwhile, it drops the connection first
 // (the server frees the lock), without a Lost event: the holder let the
 // lock go.
-func (a *advisory) unlock(h *heldLock) {
+func (a *advisoryDriver) unlock(h *heldLock) {
 	if h.giveUp.Load() && !h.done {
 		h.done = true
 		a.forget(h)
@@ -150,7 +150,7 @@ func (a *advisory) unlock(h *heldLock) {
 // probeOwnAll asks each of hs on its own connection (checkOwn), all at
 // once, and waits for their answers until ctx ends: a renewal when the
 // pool has no connection to spare.
-func (a *advisory) probeOwnAll(ctx context.Context, hs []*heldLock) (held []bool, errs []error) {
+func (a *advisoryDriver) probeOwnAll(ctx context.Context, hs []*heldLock) (held []bool, errs []error) {
 	held = make([]bool, len(hs))
 	errs = make([]error, len(hs))
 	answers := make([]<-chan ownAnswer, len(hs))
@@ -174,7 +174,7 @@ func (a *advisory) probeOwnAll(ctx context.Context, hs []*heldLock) (held []bool
 
 // stopBackground ends the statements checkOwn runs (closing their
 // connections, whose locks Close drops anyway) and waits for them.
-func (a *advisory) stopBackground() {
+func (a *advisoryDriver) stopBackground() {
 	a.mu.Lock()
 	a.bgClosed = true
 	a.mu.Unlock()
@@ -191,7 +191,7 @@ func (a *advisory) stopBackground() {
 // stalled on the link), the Lost event goes out now, and the connection
 // is dropped when that statement ends (unlock), or at once if it is a
 // check of the driver's own (abort).
-func (a *advisory) lose(h *heldLock) {
+func (a *advisoryDriver) lose(h *heldLock) {
 	if !h.mu.TryLock() {
 		a.forget(h)
 		a.tellLost(h)
@@ -207,7 +207,7 @@ func (a *advisory) lose(h *heldLock) {
 	h.mu.Unlock()
 }
 
-func (a *advisory) loseLocked(h *heldLock) {
+func (a *advisoryDriver) loseLocked(h *heldLock) {
 	if h.done {
 		return
 	}
@@ -218,8 +218,8 @@ func (a *advisory) loseLocked(h *heldLock) {
 }
 
 // tellLost sends h's Lost event, once.
-func (a *advisory) tellLost(h *heldLock) {
+func (a *advisoryDriver) tellLost(h *heldLock) {
 	if h.lostSent.CompareAndSwap(false, true) {
-		a.d.emit(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
+		a.emit(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
 	}
 }

@@ -17,7 +17,7 @@ import (
 //
 // The lock's session — its connection's id and a reading of the server's
 // clock (takenSQL) during it — is read in the acquire statement, or once
-// per connection of the driver's own pool with the boot time (identity.go).
+// per connection of the driver's own pool with the boot time (advisory_session.go).
 // The boot time costs a read of the server's status (about 0.3 ms): once
 // per probe statement, and once per new connection of the driver's own
 // pool, never per acquisition.
@@ -61,16 +61,16 @@ func noBootSource(err error) bool {
 
 // queryBoot runs on the pool the statement q makes of the boot-time
 // expression in use and scans its row into dest (see withBoot).
-func (a *advisory) queryBoot(ctx context.Context, q func(boot string) string, args []any, dest ...any) error {
+func (a *advisoryDriver) queryBoot(ctx context.Context, q func(boot string) string, args []any, dest ...any) error {
 	return a.withBoot(func(boot string) error {
-		return a.d.db.QueryRowContext(ctx, q(boot), args...).Scan(dest...)
+		return a.db.QueryRowContext(ctx, q(boot), args...).Scan(dest...)
 	})
 }
 
 // withBoot runs run with the boot-time expression in use. A source the
 // server does not have (or not for this user) is left for the next, for
 // good, and run runs again.
-func (a *advisory) withBoot(run func(boot string) error) error {
+func (a *advisoryDriver) withBoot(run func(boot string) error) error {
 	for {
 		src := a.bootSrc.Load()
 		err := run(a.bootSQL[src])

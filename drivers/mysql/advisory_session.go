@@ -39,8 +39,24 @@ import (
 // session for its whole life: true of a direct connection, not of a proxy
 // that moves a client connection between server connections.
 
+// session identifies a connection of a server's life: its CONNECTION_ID()
+// and the server's clock (takenSQL) at a moment of that session — read in
+// the acquire statement, or once per connection (advisory_session.go). Ids start
+// again from 1 when the server restarts, so the id alone could name another
+// client's session: a probe also compares the time with the server's boot
+// time (advisory_boot.go), and with the boot time read with the session, when it
+// was (boot; 0: not read). wait is the session's wait_timeout in seconds:
+// the server closes the connection after that long without a statement
+// (advisory_idle.go).
+type session struct {
+	conn int64
+	at   int64
+	boot int64
+	wait int64
+}
+
 // sessionSQL reads a connection's session: its id, the server's clock and
-// the session's wait_timeout (idle.go).
+// the session's wait_timeout (advisory_idle.go).
 const sessionSQL = "CONNECTION_ID(), " + takenSQL + ", @@wait_timeout"
 
 // Values of socket.boot besides a boot time.
@@ -54,7 +70,7 @@ const (
 // must be read with the acquisition (learn). An error is the connection's
 // (the acquisition would meet it too); a statement the server refuses
 // makes the connection's acquisitions read their session themselves.
-func (a *advisory) session(ctx context.Context, conn pinned) (s session, ok bool, err error) {
+func (a *advisoryDriver) session(ctx context.Context, conn pinned) (s session, ok bool, err error) {
 	sock := conn.sock
 	if sock == nil {
 		return session{}, false, nil

@@ -14,26 +14,18 @@ import (
 // are held, checks them all (probe) and reports those whose connection no
 // longer holds them; and that keeps each lock's connection from idling
 // past its session's wait_timeout and drops the locks whose renewals failed
-// up to their expiry (upkeep, idle.go), at their time. It ends with Close.
-func (a *advisory) startMonitor() {
+// up to their expiry (upkeep, advisory_idle.go), at their time. It ends with Close.
+func (a *advisoryDriver) startMonitor() {
 	a.monitorWG.Add(1)
 	go func() {
 		defer a.monitorWG.Done()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() { // ends when the monitor ends or the driver closes
-			select {
-			case <-a.d.closed:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		t := time.NewTimer(a.d.s.probe)
+		ctx := a.closing
+		t := time.NewTimer(a.s.probe)
 		defer t.Stop()
-		nextProbe := time.Now().Add(a.d.s.probe)
+		nextProbe := time.Now().Add(a.s.probe)
 		for {
 			select {
-			case <-a.d.closed:
+			case <-ctx.Done():
 				return
 			case <-t.C:
 			case <-a.wake:
@@ -46,15 +38,15 @@ func (a *advisory) startMonitor() {
 			a.mu.Unlock()
 			next := a.upkeep(hs)
 			if now := time.Now(); !now.Before(nextProbe) {
-				nextProbe = now.Add(a.d.s.probe)
+				nextProbe = now.Add(a.s.probe)
 				if a.poolFull() {
 					// No connection to spare: each lock on its own, never
-					// waiting for one in use (ownconn.go).
+					// waiting for one in use (advisory_own.go).
 					for _, h := range hs {
 						a.checkOwn(h, nil)
 					}
 				} else if len(hs) > 0 {
-					held, errs := a.probe(ctx, hs, max(a.d.s.probe, time.Second))
+					held, errs := a.probe(ctx, hs, max(a.s.probe, time.Second))
 					for i, h := range hs {
 						if errs[i] == nil && !held[i] {
 							a.lose(h)
@@ -73,11 +65,11 @@ func (a *advisory) startMonitor() {
 // probe reports whether each of hs is still held by its connection, with
 // one query per RenewBatch locks on a connection of the pool. timeout, when
 // positive, bounds each query.
-func (a *advisory) probe(ctx context.Context, hs []*heldLock, timeout time.Duration) (held []bool, errs []error) {
+func (a *advisoryDriver) probe(ctx context.Context, hs []*heldLock, timeout time.Duration) (held []bool, errs []error) {
 	held = make([]bool, len(hs))
 	errs = make([]error, len(hs))
-	for start := 0; start < len(hs); start += a.d.s.batch {
-		chunk := hs[start:min(start+a.d.s.batch, len(hs))]
+	for start := 0; start < len(hs); start += a.s.batch {
+		chunk := hs[start:min(start+a.s.batch, len(hs))]
 		err := a.probeChunk(ctx, chunk, held[start:], timeout)
 		for i := range chunk {
 			if err != nil {
@@ -91,7 +83,7 @@ func (a *advisory) probe(ctx context.Context, hs []*heldLock, timeout time.Durat
 // probeChunk asks the server, in one query on a pooled connection, its
 // boot time and which connection holds each lock of chunk, and sets held
 // for those still held by their own session (heldLock.holds).
-func (a *advisory) probeChunk(ctx context.Context, chunk []*heldLock, held []bool, timeout time.Duration) error {
+func (a *advisoryDriver) probeChunk(ctx context.Context, chunk []*heldLock, held []bool, timeout time.Duration) error {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -120,15 +112,15 @@ func (a *advisory) probeChunk(ctx context.Context, chunk []*heldLock, held []boo
 
 // poolFull reports whether the pool has no connection to give at once:
 // all of its maxOpenConns are in use.
-func (a *advisory) poolFull() bool {
-	st := a.d.db.Stats()
+func (a *advisoryDriver) poolFull() bool {
+	st := a.db.Stats()
 	return st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections
 }
 
 // renew checks many advisory leases with probe and reports the lost ones.
 // These locks do not expire: ttl only serves when a renewal fails
 // (renewFailed).
-func (a *advisory) renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
 	var hs []*heldLock
 	var idx []int
@@ -147,7 +139,7 @@ func (a *advisory) renew(ctx context.Context, leases []drivers.Lease) []drivers.
 	if a.poolFull() {
 		// No connection to spare (held locks, waiters and kept connections
 		// fill maxOpenConns): each lock on its own connection, rather
-		// than wait for one until the lock's ttl (ownconn.go).
+		// than wait for one until the lock's ttl (advisory_own.go).
 		held, errs = a.probeOwnAll(ctx, hs)
 	} else {
 		held, errs = a.probe(ctx, hs, 0)
@@ -158,7 +150,7 @@ func (a *advisory) renew(ctx context.Context, leases []drivers.Lease) []drivers.
 		case errs[j] != nil:
 			// No answer (the component bounds a renewal well before the
 			// lock's expiry, to retry): the lock stays, dropped only if no
-			// renewal confirms it by its expiry (idle.go).
+			// renewal confirms it by its expiry (advisory_idle.go).
 			a.renewFailed(ctx, h, leases[i].TTL)
 			out[i].Err = errs[j]
 		case held[j]:
@@ -169,4 +161,31 @@ func (a *advisory) renew(ctx context.Context, leases []drivers.Lease) []drivers.
 		}
 	}
 	return out
+}
+
+// Inspect asks the server whether anyone holds key; the token and fence are known
+// only for locks held through this driver (another holder's are empty), and
+// TTL is zero: advisory locks do not expire. Whether the holder is this
+// driver's is told as a probe tells it (heldLock.holds), from the same
+// statement, which reads the server's boot time too.
+func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
+	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) { return a.inspect(ctx, key) })
+}
+
+func (a *advisoryDriver) inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
+	var id, boot sql.NullInt64
+	q := func(boot string) string { return "SELECT IS_USED_LOCK(?), " + boot }
+	if err := a.queryBoot(ctx, q, []any{lockName(key)}, &id, &boot); err != nil {
+		return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
+	}
+	if !id.Valid {
+		return drivers.LockInfo{}, false, nil
+	}
+	a.mu.Lock()
+	h := a.held[key]
+	a.mu.Unlock()
+	if h != nil && h.holds(id, boot) { // the id alone may be a restarted server's
+		return drivers.LockInfo{Token: h.token, Fence: h.fence}, true, nil
+	}
+	return drivers.LockInfo{}, true, nil
 }

@@ -26,7 +26,7 @@ const (
 
 // getConn returns the most recently kept connection (cached) or one from
 // the pool.
-func (a *advisory) getConn(ctx context.Context) (conn pinned, cached bool, err error) {
+func (a *advisoryDriver) getConn(ctx context.Context) (conn pinned, cached bool, err error) {
 	var stale []*sql.Conn
 	a.mu.Lock()
 	for len(a.idle) > 0 && conn.conn == nil {
@@ -51,20 +51,20 @@ func (a *advisory) getConn(ctx context.Context) (conn pinned, cached bool, err e
 }
 
 // poolConn returns a connection from the pool, with its socket if known.
-func (a *advisory) poolConn(ctx context.Context) (pinned, error) {
-	conn, err := a.d.db.Conn(ctx)
+func (a *advisoryDriver) poolConn(ctx context.Context) (pinned, error) {
+	conn, err := a.db.Conn(ctx)
 	if err != nil {
 		return pinned{}, err
 	}
-	return pinned{conn, a.d.socks.of(conn)}, nil
+	return pinned{conn, a.socks.of(conn)}, nil
 }
 
 // putConn keeps conn, which holds no lock, for the next acquisition, or
 // returns it to the pool.
-func (a *advisory) putConn(conn pinned) {
+func (a *advisoryDriver) putConn(conn pinned) {
 	conn.disarmHangup()
 	a.mu.Lock()
-	if len(a.idle) < keepConns && !a.d.isClosed() {
+	if len(a.idle) < keepConns && !a.isClosed() {
 		a.idle = append(a.idle, idleConn{conn, time.Now()})
 		conn.conn = nil
 		if a.idleTimer == nil {
@@ -79,14 +79,14 @@ func (a *advisory) putConn(conn pinned) {
 
 // armIdleLocked starts the timer that runs expireIdle after d. a.mu held;
 // close stops the timer or waits for its function.
-func (a *advisory) armIdleLocked(d time.Duration) {
+func (a *advisoryDriver) armIdleLocked(d time.Duration) {
 	a.idleWG.Add(1)
 	a.idleTimer = time.AfterFunc(d, a.expireIdle)
 }
 
 // expireIdle returns the connections kept for keepFor to the pool (with
 // NewWithDB, to the application) and arms the timer again for the others.
-func (a *advisory) expireIdle() {
+func (a *advisoryDriver) expireIdle() {
 	defer a.idleWG.Done()
 	now := time.Now()
 	var stale []*sql.Conn
@@ -102,7 +102,7 @@ func (a *advisory) expireIdle() {
 	}
 	clear(a.idle[len(kept):])
 	a.idle = kept
-	if len(kept) > 0 && !a.d.isClosed() {
+	if len(kept) > 0 && !a.isClosed() {
 		a.armIdleLocked(keepFor - now.Sub(kept[0].at))
 	}
 	a.mu.Unlock()
@@ -112,9 +112,9 @@ func (a *advisory) expireIdle() {
 }
 
 // closeIdle returns the kept connections to the pool and stops the timer,
-// waiting for its function if it runs. d.closed is closed: nothing is kept
+// waiting for its function if it runs. The driver is closing: nothing is kept
 // any more.
-func (a *advisory) closeIdle() {
+func (a *advisoryDriver) closeIdle() {
 	a.mu.Lock()
 	idle := a.idle
 	a.idle = nil

@@ -17,14 +17,14 @@ const watchInterest = 2 * time.Second
 // has no push channel, so while Acquire calls of this driver find keys held
 // and someone is subscribed, one goroutine reads all those keys in one
 // query and sends Released (a prompt to ask again) when a key became free
-// for this driver (it heads the key's queue, see fair.go), when it should
+// for this driver (it heads the key's queue, see table_fair.go), when it should
 // join the queue, and WaiterLiveness/2 after its entry was last stamped,
 // to keep it live. It polls every PollInterval, faster the nearer this driver is to
 // the head of a queue (settings.pollEvery): the head every PollInterval/10
 // (at least 1ms), so that it takes a released lock within a few
 // milliseconds.
 type watcher struct {
-	d *Driver
+	d *tableDriver
 
 	mu   sync.Mutex
 	keys map[string]*interest
@@ -39,11 +39,6 @@ type interest struct {
 	stamped time.Time // last failed acquisition that stamped its queue entry
 	prompt  time.Time // last Released sent for it
 	pos     int       // place in the key's queue when last polled, -1: none
-}
-
-func (w *watcher) init(d *Driver) {
-	w.d = d
-	w.keys = map[string]*interest{}
 }
 
 // failed records a failed acquisition of key, which stamped this driver's
@@ -110,24 +105,15 @@ func (w *watcher) start() {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() { // ends with the watcher or the driver
-			select {
-			case <-w.d.closed:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		t := time.NewTimer(w.d.s.poll)
 		defer t.Stop()
 		for {
 			select {
-			case <-w.d.closed:
+			case <-w.d.closing.Done():
 				return
 			case <-t.C:
 			}
-			t.Reset(w.poll(ctx))
+			t.Reset(w.poll(w.d.closing))
 		}
 	}()
 }
@@ -233,21 +219,12 @@ func (w *watcher) read(ctx context.Context, chunk []string) ([]keyState, error) 
 	for _, k := range chunk {
 		args = append(args, keyHash(k))
 	}
-	rows, err := w.d.db.QueryContext(ctx, w.d.s.pollSQL(len(chunk)), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	found := map[string]keyState{}
-	for rows.Next() {
-		var h []byte
-		var st keyState
-		if err := rows.Scan(&h, &st.free, &st.mineHeld, &st.pos, &st.n, &st.lead); err != nil {
-			return nil, err
-		}
-		found[string(h)] = st
-	}
-	if err := rows.Err(); err != nil {
+	var h []byte
+	var st keyState
+	if err := queryRows(ctx, w.d.db, w.d.s.pollSQL(len(chunk)), args,
+		func() []any { return []any{&h, &st.free, &st.mineHeld, &st.pos, &st.n, &st.lead} },
+		func() { found[string(h)] = st }); err != nil {
 		return nil, err
 	}
 	out := make([]keyState, len(chunk))

@@ -7,8 +7,6 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-var _ drivers.Handoverer = (*Driver)(nil)
-
 // tableHandoverSQL passes the row from a token to another, with the next
 // fence and a new expiry, when no driver queues for it, and otherwise
 // releases it as tableReleaseSQL does. The first assignment stores the
@@ -22,22 +20,21 @@ const tableHandoverSQL = `UPDATE %[1]s SET
  expires_at = IF(LAST_INSERT_ID() < %[2]d, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, '1000-01-01 00:00:00')
 WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 
-// Handover passes key from token to next.Token in table mode with fair
-// hand-off on, in one UPDATE, when no driver queues for the row; otherwise,
-// without fair hand-off (nobody queues: a waiting process would be
-// overtaken) and in advisory mode (whose waiters wait in the server,
-// unseen), it releases key as Release does.
-func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
-	if d.s.mode != ModeTable || d.s.liveness == 0 {
+// Handover passes key from token to next.Token, with fair hand-off on, in
+// one UPDATE, when no driver queues for the row; otherwise, and without
+// fair hand-off (nobody queues: a waiting process would be overtaken), it
+// releases key as Release does.
+func (d *tableDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
+	if d.s.liveness == 0 {
 		ok, err := d.Release(ctx, key, token)
 		return ok, drivers.AcquireResult{}, err
 	}
-	if d.isClosed() {
-		return false, drivers.AcquireResult{}, ErrClosed
-	}
-	ctx, stop := d.bind(ctx)
-	defer stop()
-	defer func() { err = d.closedErr(err) }()
+	return call2(&d.core, ctx, func(ctx context.Context) (bool, drivers.AcquireResult, error) {
+		return d.handover(ctx, key, token, next)
+	})
+}
+
+func (d *tableDriver) handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
 	if err := checkToken(next.Token); err != nil {
 		return false, drivers.AcquireResult{}, err
 	}
@@ -45,7 +42,7 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 		return false, drivers.AcquireResult{}, fmt.Errorf("mysql: ttl %v must be positive in table mode", next.TTL)
 	}
 	var id, n int64
-	err = d.tableExecRows(ctx, d.handoverSQL, func(id0, n0 int64) { id, n = id0, n0 },
+	err := d.tableExecRows(ctx, d.handoverSQL, func(id0, n0 int64) { id, n = id0, n0 },
 		next.Token, d.id, next.TTL.Microseconds(), keyHash(key), token)
 	switch {
 	case err != nil:

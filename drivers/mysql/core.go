@@ -1,0 +1,258 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/lifectx"
+)
+
+// core is what both mechanisms share: the pool and its sockets, the
+// settings, the subscribers, the schema's state and the driver's life.
+//
+// Calls in flight when Close is called are cut when Close's ctx ends or
+// Close is done, whichever comes first, rather than waited for (a
+// statement may be stuck on a stalled link): the owned pool's sockets are
+// closed under them (and no new one is dialled), and with a pool given to
+// NewWithDB each call's context ends (bind), which go-sql-driver honours
+// by closing that connection.
+type core struct {
+	db    *sql.DB
+	ownDB bool
+	socks *sockets // the own pool's sockets (socket.go); nil with NewWithDB
+	s     settings
+
+	closeOnce sync.Once
+	closing   context.Context // ends when Close starts: the goroutines end
+	stopAll   context.CancelFunc
+	life      context.Context // ends when Close cuts the calls in flight
+	cut       context.CancelCauseFunc
+
+	schemaMu sync.Mutex
+	schemaOK bool
+
+	subMu  sync.Mutex
+	subs   map[int]func(drivers.Event)
+	nextID int
+}
+
+func (c *core) init(db *sql.DB, own bool, socks *sockets, s settings) {
+	c.db, c.ownDB, c.socks, c.s = db, own, socks, s
+	c.closing, c.stopAll = context.WithCancel(context.Background())
+	c.subs = map[int]func(drivers.Event){}
+	c.life, c.cut = context.WithCancelCause(context.Background())
+}
+
+func (c *core) isClosed() bool { return c.closing.Err() != nil }
+
+// Subscribe calls fn with the driver's events until cancel is called or
+// the driver is closed: Released (a lock released through this driver; in
+// table mode also a key this driver found held that became free, seen by
+// polling every PollInterval), and in advisory mode Lost (a held lock's
+// connection broke or was killed).
+func (c *core) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
+	c.subMu.Lock()
+	id := c.nextID
+	c.nextID++
+	c.subs[id] = fn
+	c.subMu.Unlock()
+	return func() {
+		c.subMu.Lock()
+		delete(c.subs, id)
+		c.subMu.Unlock()
+	}, nil
+}
+
+// subscribed reports whether anyone listens to events.
+func (c *core) subscribed() bool {
+	c.subMu.Lock()
+	defer c.subMu.Unlock()
+	return len(c.subs) > 0
+}
+
+func (c *core) emit(ev drivers.Event) {
+	c.subMu.Lock()
+	fns := make([]func(drivers.Event), 0, len(c.subs))
+	for _, fn := range c.subs {
+		fns = append(fns, fn)
+	}
+	c.subMu.Unlock()
+	for _, fn := range fns {
+		fn(ev)
+	}
+}
+
+// close closes the driver once: stop (the mechanism's goroutines and
+// pinned connections), then the subscribers and the own pool. Calls still
+// in flight are cut when ctx ends, or at the end; it returns ctx's error
+// when ctx ended first.
+func (c *core) close(ctx context.Context, stop func()) error {
+	var err error
+	c.closeOnce.Do(func() {
+		defer c.cutCalls()
+		after := context.AfterFunc(ctx, c.cutCalls)
+		c.stopAll()
+		stop()
+		if c.socks != nil {
+			c.socks.hup.Close()
+		}
+		c.subMu.Lock()
+		clear(c.subs)
+		c.subMu.Unlock()
+		if c.ownDB {
+			err = c.db.Close()
+		}
+		if !after() && err == nil {
+			// ctx ended first: calls may have been cut
+			err = fmt.Errorf("mysql: close: %w", ctx.Err())
+		}
+	})
+	return err
+}
+
+// bind returns ctx, also cancelled (cause ErrClosed) when Close cuts calls
+// in flight, and the function to call when done with it. With the driver's
+// own pool it returns ctx as is: cutting closes the sockets instead, at no
+// cost per call.
+func (c *core) bind(ctx context.Context) (context.Context, func()) {
+	if c.socks != nil {
+		return ctx, func() {}
+	}
+	return lifectx.Bind(ctx, c.life, ErrClosed)
+}
+
+// cutCalls ends the calls in flight (see core).
+func (c *core) cutCalls() {
+	c.cut(ErrClosed)
+	if c.socks != nil {
+		c.socks.cutAll()
+	}
+}
+
+// closedErr marks err, the failure of a call made or cut while Close runs
+// or after it, as ErrClosed.
+func (c *core) closedErr(err error) error {
+	if err != nil && c.isClosed() && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}
+
+// call runs f, a call of the driver's on the store, unless the driver is
+// closed: with ctx bound to the driver's life and f's error marked
+// (closedErr).
+func call[T any](c *core, ctx context.Context, f func(context.Context) (T, error)) (res T, err error) {
+	if c.isClosed() {
+		return res, ErrClosed
+	}
+	ctx, stop := c.bind(ctx)
+	defer stop()
+	res, err = f(ctx)
+	return res, c.closedErr(err)
+}
+
+// call2 is call for a call with two results.
+func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B, error)) (A, B, error) {
+	type ab struct {
+		a A
+		b B
+	}
+	r, err := call(c, ctx, func(ctx context.Context) (ab, error) {
+		a, b, err := f(ctx)
+		return ab{a, b}, err
+	})
+	return r.a, r.b, err
+}
+
+// renew runs f, a Renew, unless the driver is closed (every lease fails
+// with ErrClosed), as call does.
+func (c *core) renew(ctx context.Context, leases []drivers.Lease, f func(context.Context, []drivers.Lease) []drivers.RenewResult) []drivers.RenewResult {
+	if c.isClosed() {
+		out := make([]drivers.RenewResult, len(leases))
+		for i := range out {
+			out[i].Err = ErrClosed
+		}
+		return out
+	}
+	ctx, stop := c.bind(ctx)
+	defer stop()
+	out := f(ctx, leases)
+	for i := range out {
+		out[i].Err = c.closedErr(out[i].Err)
+	}
+	return out
+}
+
+// schema runs create, which creates the mechanism's schema, unless it
+// succeeded since the last schemaGone.
+func (c *core) schema(ctx context.Context, create func(context.Context) error) error {
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
+	if c.schemaOK {
+		return nil
+	}
+	err := create(ctx)
+	c.schemaOK = err == nil
+	return err
+}
+
+// schemaGone makes the next call create the schema again.
+func (c *core) schemaGone() {
+	c.schemaMu.Lock()
+	c.schemaOK = false
+	c.schemaMu.Unlock()
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// queryRows runs q on db and scans each row's columns into the values
+// dest returns for it, then calls row, if any.
+func queryRows(ctx context.Context, db querier, q string, args []any, dest func() []any, row func()) error {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(dest()...); err != nil {
+			return err
+		}
+		if row != nil {
+			row()
+		}
+	}
+	return rows.Err()
+}
+
+// Ping pings the server on one of the pool's connections.
+func (c *core) Ping(ctx context.Context) error {
+	return c.db.PingContext(ctx)
+}
+
+// serverTimeSQL reads the server's clock as microseconds since the Unix
+// epoch, in UTC arithmetic throughout: neither the session's time_zone nor
+// the DSN's parseTime and loc can shift it.
+const serverTimeSQL = "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
+
+// ServerTime returns the server's clock (UTC_TIMESTAMP(6), microseconds),
+// the clock the table mode's expiries use. It connects at first use.
+func (c *core) ServerTime(ctx context.Context) (time.Time, error) {
+	return call(c, ctx, func(ctx context.Context) (time.Time, error) {
+		var us int64
+		if err := c.db.QueryRowContext(ctx, serverTimeSQL).Scan(&us); err != nil {
+			return time.Time{}, fmt.Errorf("mysql: server time: %w", permanent(c.closedErr(err)))
+		}
+		return time.UnixMicro(us), nil
+	})
+}
