@@ -3,8 +3,9 @@ package component
 import (
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/mutexfx/mutexfx/internal/bubble"
 )
 
 // queue is the FIFO of the waiters for one name; guarded by Mutex.mu. The
@@ -39,10 +40,6 @@ func (w *waiter) signal() {
 var (
 	queuePool  = sync.Pool{New: func() any { return new(queue) }}
 	waiterPool = sync.Pool{New: newWaiter}
-	// unpooled makes every waiter new and leaves it to the garbage
-	// collector: set by tests that run in a testing/synctest bubble, whose
-	// channels must not cross into another bubble or out of it.
-	unpooled atomic.Bool
 )
 
 func newWaiter() any { return &waiter{wake: make(chan struct{}, 1)} }
@@ -55,7 +52,7 @@ func (m *Mutex) enqueue(name string, ttl time.Duration) *waiter {
 		m.queues[name] = q
 	}
 	var w *waiter
-	if unpooled.Load() {
+	if bubble.Unpooled.Load() {
 		w = newWaiter().(*waiter)
 	} else {
 		w = waiterPool.Get().(*waiter)
@@ -98,7 +95,7 @@ func (m *Mutex) dequeue(name string, w *waiter) {
 	case <-w.wake:
 	default:
 	}
-	if !unpooled.Load() {
+	if !bubble.Unpooled.Load() {
 		waiterPool.Put(w)
 	}
 }

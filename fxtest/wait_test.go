@@ -10,11 +10,13 @@ import (
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers/memory"
 	"github.com/mutexfx/mutexfx/fxtest"
+	"github.com/mutexfx/mutexfx/internal/bubble"
 )
 
 // TestRequireWaits: the assertions wait for a state reached later, and fail
 // after WaitBound when it never comes.
 func TestRequireWaits(t *testing.T) {
+	bubble.Unpool(t) // the component's waiters must not leave the bubble
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		drv := memory.New()
