@@ -166,7 +166,7 @@ func TestFactoryKeyPaths(t *testing.T) {
 		{"host with @", map[string]any{"host": "u:pw@h"}, nil, "host", "must not contain @ (set the user name and password with username and password)"},
 		{"url @ in database", map[string]any{"url": "postgres://h/d@b"}, nil, "url", "an @ in the database name must be percent-encoded as %40; so must a / in the user name or password, as %2F " + urlHidden},
 		{"url parse error", map[string]any{"url": "postgres://h:x/db"}, nil, "url", "invalid port " + urlHidden},
-		{"unknown key", map[string]any{"adress": "x"}, nil, "adress", "unknown key"},
+		{"unknown key", map[string]any{"adress": "x"}, nil, "adress", "unknown key (known: channel, connectTimeout, database, host, maxConns, maxSessions, mode, password, port, sslMode, stallTimeout, synchronousCommit, table, unlogged, url, username)"},
 		{"wrong client", nil, "not a pool", "client", "is a string, not a *pgxpool.Pool"},
 	}
 	for _, tc := range cases {
