@@ -141,7 +141,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
-	fence, id, err := a.take(ctx, conn, req.Key, name, req.Wait)
+	fence, id, err := a.take(ctx, conn, req, name)
 	if cached && ctx.Err() == nil && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
 		// A kept connection died while idle (whatever it may have taken
 		// ended with its session): once more on one from the pool.
@@ -149,7 +149,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 		if conn, err = a.poolConn(ctx); err != nil {
 			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 		}
-		fence, id, err = a.take(ctx, conn, req.Key, name, req.Wait)
+		fence, id, err = a.take(ctx, conn, req, name)
 	}
 	if err != nil {
 		// The statement may have taken the lock before failing: drop the
@@ -204,11 +204,11 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 }
 
 // take runs the acquire statement of name on conn, blocking in the server
-// up to maxWait, and returns the fence (0: not acquired) and the
+// up to req.Wait, and returns the fence (0: not acquired) and the
 // connection's session: the one known for conn (advisory_session.go), else read in
 // the same round trip (a separate one for the counter fence, once
 // acquired).
-func (a *advisoryDriver) take(ctx context.Context, conn pinned, key, name string, maxWait time.Duration) (fence uint64, s session, err error) {
+func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.AcquireRequest, name string) (fence uint64, s session, err error) {
 	known, ok, err := a.session(ctx, conn)
 	if err != nil {
 		return 0, s, err
@@ -216,7 +216,7 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, key, name string
 	// Block in the server at most maxWait, and never past ctx's deadline
 	// (a statement cancelled by ctx costs its connection): computed after
 	// the session's round trip, if any.
-	wait := max(maxWait, 0)
+	wait := max(req.Wait, 0)
 	if dl, has := ctx.Deadline(); has {
 		wait = max(min(wait, time.Until(dl)-20*time.Millisecond), 0)
 	}
@@ -248,7 +248,8 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, key, name string
 		}
 		return f.V, s, err
 	}
-	res, err := conn.exec(ctx, q, append([]any{keyHash(key)}, args...))
+	holder := identity(req.Token)
+	res, err := conn.exec(ctx, q, append(append([]any{keyHash(req.Key), holder}, args...), holder))
 	if err != nil {
 		return 0, s, err
 	}

@@ -31,9 +31,12 @@ const (
 	advUUIDShortSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END`
 	// advCounterSQL takes the lock and increments the key's counter row in
 	// one statement; LAST_INSERT_ID is the fence, 0 when GET_LOCK failed.
-	advCounterSQL = `INSERT INTO %s (name_hash, fence)
-SELECT ?, LAST_INSERT_ID(1) FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
-ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)`
+	// The row also keeps who took it (advisory_holder.go): the holder's
+	// identity (the second and last parameters), the connection and the
+	// server's clock.
+	advCounterSQL = `INSERT INTO %[1]s (name_hash, fence, holder, conn_id, taken_at)
+SELECT ?, LAST_INSERT_ID(1), ?, CONNECTION_ID(), ` + takenSQL + ` FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
+ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1), holder = ?, conn_id = CONNECTION_ID(), taken_at = ` + takenSQL
 )
 
 // fenceSequenceDDL is the advisory mode's fence source on MariaDB. CACHE
@@ -41,10 +44,14 @@ ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)`
 // restart skips the rest of the cached range, so fences still only grow.
 const fenceSequenceDDL = `CREATE SEQUENCE IF NOT EXISTS %s START WITH 1 INCREMENT BY 1 CACHE 1000 ENGINE=InnoDB`
 
-// fenceCounterDDL is the advisory mode's fence source elsewhere (MySQL 8).
+// fenceCounterDDL is the advisory mode's fence source elsewhere (MySQL 8),
+// with the holder's columns (holderColumns).
 const fenceCounterDDL = `CREATE TABLE IF NOT EXISTS %s (
   name_hash BINARY(32) NOT NULL,
   fence BIGINT UNSIGNED NOT NULL,
+  %s,
+  %s,
+  %s,
   PRIMARY KEY (name_hash)
 ) ENGINE=InnoDB`
 
@@ -70,20 +77,33 @@ func (a *advisoryDriver) ensureSchema(ctx context.Context) error {
 			a.advSQL[i][1] = q + ", " + sessionSQL
 		}
 	}
-	ddl := fenceCounterDDL
+	ddl := fmt.Sprintf(fenceCounterDDL, a.s.fenceTable, holderColumns[0].def, holderColumns[1].def, holderColumns[2].def)
 	switch fence {
 	case FenceSequence:
-		ddl = fenceSequenceDDL
+		ddl = fmt.Sprintf(fenceSequenceDDL, a.s.fenceTable)
 	case FenceUUIDShort:
 		ddl = ""
 	}
 	if ddl != "" {
-		if _, err := a.db.ExecContext(ctx, fmt.Sprintf(ddl, a.s.fenceTable)); err != nil {
+		if _, err := a.db.ExecContext(ctx, ddl); err != nil {
 			return fmt.Errorf("mysql: create fence %s %s: %w", fence, a.s.fenceTable, err)
+		}
+	}
+	if fence == FenceCounter {
+		if err := addColumns(ctx, a.db, a.s.fenceTable, holderColumns); err != nil {
+			return err
 		}
 	}
 	a.fence = fence
 	return nil
+}
+
+// counterFence reports whether the resolved fence source is the counter
+// table (whose rows tell the holder: advisory_holder.go).
+func (a *advisoryDriver) counterFence() bool {
+	a.schemaMu.Lock()
+	defer a.schemaMu.Unlock()
+	return a.fence == FenceCounter
 }
 
 // advisorySQL returns the resolved advisory fence source and its acquire

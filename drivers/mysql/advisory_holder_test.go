@@ -1,0 +1,143 @@
+package mysql
+
+import (
+	"crypto/rand"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
+)
+
+// counterOpts are advisory options with the counter fence, in a table of
+// the tests' own (the default name is MariaDB's sequence here).
+var counterOpts = Options{DSN: testutil.MySQLDSN(), Fence: FenceCounter, FenceTable: "mutexfx_test_fence_counter"}
+
+// TestAdvisoryHolderShown: a driver inspecting an advisory lock another
+// driver's connection holds sees no token nor fence but the holder's
+// identity, the part of the holder's token that names it; a token naming
+// no holder leaves it unknown. A released lock is free.
+func TestAdvisoryHolderShown(t *testing.T) {
+	ctx := ctxT(t)
+	holder, other := openDriver(t, counterOpts), openDriver(t, counterOpts)
+	for _, tc := range []struct{ token, want string }{
+		{rand.Text() + "~orders~host-1.example~4242~" + "mfx0a1b2c", "~orders~host-1.example~4242"},
+		{"plain-token", ""},
+		{rand.Text() + "~billing~host-2~7~y", "~billing~host-2~7"},
+	} {
+		key := "mysqltest:" + runID + ":holder:" + rand.Text()
+		res, err := holder.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tc.token, TTL: time.Minute})
+		if err != nil || !res.Acquired {
+			t.Fatalf("Acquire = %+v, %v", res, err)
+		}
+		info, held, err := other.Inspect(ctx, key)
+		if err != nil || !held || info.Token != "" || info.Fence != 0 || info.Holder != tc.want {
+			t.Errorf("token %q: Inspect = %+v, %v, %v; want held by %q, no token", tc.token, info, held, err, tc.want)
+		}
+		if ok, err := holder.Release(ctx, key, tc.token); err != nil || !ok {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		if info, held, err := other.Inspect(ctx, key); err != nil || held {
+			t.Errorf("Inspect of a released lock = %+v, %v, %v", info, held, err)
+		}
+	}
+}
+
+// TestAdvisoryHolderStale: the key's row names the connection that last
+// took the lock through a driver; when another connection holds it,
+// having taken it without writing the row (a GET_LOCK by hand, a driver of
+// an earlier version), or when the row was written before the server's
+// boot (a connection id of an earlier life), the lock is shown held by an
+// unknown holder, never by the row's.
+func TestAdvisoryHolderStale(t *testing.T) {
+	ctx := ctxT(t)
+	d, other := openDriver(t, counterOpts), openDriver(t, counterOpts)
+	key := "mysqltest:" + runID + ":stale:" + rand.Text()
+	tok := rand.Text() + "~orders~host-1~4242~x"
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	db := openDB(t, testutil.MySQLDSN())
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var got, id int64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0), CONNECTION_ID()", lockName(key)).Scan(&got, &id); err != nil || got != 1 {
+		t.Fatalf("GET_LOCK by hand = %d, %v", got, err)
+	}
+	if info, held, err := other.Inspect(ctx, key); err != nil || !held || info.Holder != "" {
+		t.Fatalf("Inspect of a lock taken by hand = %+v, %v, %v; want held, holder unknown", info, held, err)
+	}
+	// the row made to name the connection holding the lock: shown when
+	// written after the boot, not when written before
+	for _, tc := range []struct {
+		takenAt string
+		want    string
+	}{
+		{"UNIX_TIMESTAMP()", "~hand~host-9~9"},
+		{"0", ""},
+	} {
+		if _, err := db.ExecContext(ctx, "UPDATE mutexfx_test_fence_counter SET holder = '~hand~host-9~9', conn_id = ?, taken_at = "+
+			tc.takenAt+" WHERE name_hash = ?", id, keyHash(key)); err != nil {
+			t.Fatal(err)
+		}
+		if info, held, err := other.Inspect(ctx, key); err != nil || !held || info.Holder != tc.want {
+			t.Errorf("taken_at %s: Inspect = %+v, %v, %v; want held by %q", tc.takenAt, info, held, err, tc.want)
+		}
+	}
+}
+
+// TestAdvisoryHolderOldCounterTable: a counter table made by an earlier
+// version (no holder columns) gets them, and its locks then tell their
+// holder.
+func TestAdvisoryHolderOldCounterTable(t *testing.T) {
+	ctx := ctxT(t)
+	db := openDB(t, testutil.MySQLDSN())
+	table := "mutexfx_test_oldfence_" + runID
+	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+
+		" (name_hash BINARY(32) NOT NULL, fence BIGINT UNSIGNED NOT NULL, PRIMARY KEY (name_hash)) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.ExecContext(t.Context(), "DROP TABLE "+table) })
+	key := "mysqltest:" + runID + ":old"
+	if _, err := db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?, 41)", keyHash(key)); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{DSN: testutil.MySQLDSN(), Fence: FenceCounter, FenceTable: table}
+	d, other := openDriver(t, opts), openDriver(t, opts)
+	tok := rand.Text() + "~orders~host-1~4242~x"
+	res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})
+	if err != nil || !res.Acquired || res.Fence != 42 {
+		t.Fatalf("Acquire = %+v, %v; want fence 42", res, err)
+	}
+	if info, held, err := other.Inspect(ctx, key); err != nil || !held || info.Holder != "~orders~host-1~4242" {
+		t.Fatalf("Inspect = %+v, %v, %v; want held by ~orders~host-1~4242", info, held, err)
+	}
+}
+
+// TestAdvisoryHolderOfOtherMutex: Inspect through one Mutex of an advisory
+// lock held through another (another driver, another connection) tells
+// the holder's application, host and pid.
+func TestAdvisoryHolderOfOtherMutex(t *testing.T) {
+	ctx := ctxT(t)
+	a, b := newMutex(t, counterOpts, 5*time.Second), newMutex(t, counterOpts, 5*time.Second)
+	l, err := a.Acquire(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	st, held, err := b.Inspect(ctx, "job")
+	host, _ := os.Hostname()
+	want, _ := component.ParseHolder(l.Token())
+	if err != nil || !held || !st.HolderKnown || st.Holder.Host != host || st.Holder.PID != os.Getpid() ||
+		st.Holder.Application != want.Application || want.Application == "" {
+		t.Fatalf("Inspect = %+v, %v, %v; want held by this process (%s, %d)", st, held, err, host, os.Getpid())
+	}
+}
