@@ -207,15 +207,19 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 // up to req.Wait, and returns the fence (0: not acquired) and the
 // connection's session: the one known for conn (advisory_session.go), else read in
 // the same round trip (a separate one for the counter fence, once
-// acquired).
+// acquired). It first writes the holder's identity for conn when it
+// changed (advisory_holder.go).
 func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.AcquireRequest, name string) (fence uint64, s session, err error) {
 	known, ok, err := a.session(ctx, conn)
 	if err != nil {
 		return 0, s, err
 	}
-	// Block in the server at most maxWait, and never past ctx's deadline
+	if err := a.identify(ctx, conn, req.Token); err != nil {
+		return 0, s, err
+	}
+	// Block in the server at most req.Wait, and never past ctx's deadline
 	// (a statement cancelled by ctx costs its connection): computed after
-	// the session's round trip, if any.
+	// the session's and the identity's round trips, if any.
 	wait := max(req.Wait, 0)
 	if dl, has := ctx.Deadline(); has {
 		wait = max(min(wait, time.Until(dl)-20*time.Millisecond), 0)

@@ -93,17 +93,11 @@ func (a *advisoryDriver) ensureSchema(ctx context.Context) error {
 		if err := addColumns(ctx, a.db, a.s.fenceTable, holderColumns); err != nil {
 			return err
 		}
+	} else if _, err := a.db.ExecContext(ctx, fmt.Sprintf(holderTableDDL, a.s.holderTable)); err != nil {
+		return fmt.Errorf("mysql: create holder table %s: %w", a.s.holderTable, err)
 	}
 	a.fence = fence
 	return nil
-}
-
-// counterFence reports whether the resolved fence source is the counter
-// table (whose rows tell the holder: advisory_holder.go).
-func (a *advisoryDriver) counterFence() bool {
-	a.schemaMu.Lock()
-	defer a.schemaMu.Unlock()
-	return a.fence == FenceCounter
 }
 
 // advisorySQL returns the resolved advisory fence source and its acquire

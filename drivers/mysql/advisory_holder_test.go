@@ -1,7 +1,9 @@
 package mysql
 
 import (
+	"context"
 	"crypto/rand"
+	"database/sql"
 	"os"
 	"testing"
 	"time"
@@ -11,19 +13,51 @@ import (
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-// counterOpts are advisory options with the counter fence, in a table of
-// the tests' own (the default name is MariaDB's sequence here).
-var counterOpts = Options{DSN: testutil.MySQLDSN(), Fence: FenceCounter, FenceTable: "mutexfx_test_fence_counter"}
+// fenceOpts are advisory options with each fence source; the counter
+// fence in a table of the tests' own (the default name is MariaDB's
+// sequence here).
+func fenceOpts() map[string]Options {
+	return map[string]Options{
+		FenceCounter:   {DSN: testutil.MySQLDSN(), Fence: FenceCounter, FenceTable: "mutexfx_test_fence_counter"},
+		FenceSequence:  {DSN: testutil.MySQLDSN(), Fence: FenceSequence},
+		FenceUUIDShort: {DSN: testutil.MySQLDSN(), Fence: FenceUUIDShort},
+	}
+}
+
+// setHolderRow makes the row that keeps the holder of key (opts' fence)
+// name connection id with identity holder, written at the server's clock
+// takenAt (an SQL expression).
+func setHolderRow(ctx context.Context, t *testing.T, db *sql.DB, opts Options, key string, id int64, holder, takenAt string) {
+	t.Helper()
+	var err error
+	if opts.Fence == FenceCounter {
+		_, err = db.ExecContext(ctx, "UPDATE "+opts.FenceTable+" SET holder = ?, conn_id = ?, taken_at = "+takenAt+
+			" WHERE name_hash = ?", holder, id, keyHash(key))
+	} else {
+		_, err = db.ExecContext(ctx, "REPLACE INTO "+DefaultFenceTable+holderSuffix+" (slot, holder, conn_id, taken_at) VALUES (?, ?, ?, "+
+			takenAt+")", id%holderSlots, holder, id)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestAdvisoryHolderShown: a driver inspecting an advisory lock another
 // driver's connection holds sees no token nor fence but the holder's
 // identity, the part of the holder's token that names it; a token naming
 // no holder leaves it unknown. A released lock is free.
 func TestAdvisoryHolderShown(t *testing.T) {
+	for fence, opts := range fenceOpts() {
+		t.Run(fence, func(t *testing.T) { testHolderShown(t, opts) })
+	}
+}
+
+func testHolderShown(t *testing.T, opts Options) {
 	ctx := ctxT(t)
-	holder, other := openDriver(t, counterOpts), openDriver(t, counterOpts)
+	holder, other := openDriver(t, opts), openDriver(t, opts)
 	for _, tc := range []struct{ token, want string }{
 		{rand.Text() + "~orders~host-1.example~4242~" + "mfx0a1b2c", "~orders~host-1.example~4242"},
+		// the same connection, kept: its identity changes
 		{"plain-token", ""},
 		{rand.Text() + "~billing~host-2~7~y", "~billing~host-2~7"},
 	} {
@@ -52,8 +86,14 @@ func TestAdvisoryHolderShown(t *testing.T) {
 // boot (a connection id of an earlier life), the lock is shown held by an
 // unknown holder, never by the row's.
 func TestAdvisoryHolderStale(t *testing.T) {
+	for fence, opts := range fenceOpts() {
+		t.Run(fence, func(t *testing.T) { testHolderStale(t, opts) })
+	}
+}
+
+func testHolderStale(t *testing.T, opts Options) {
 	ctx := ctxT(t)
-	d, other := openDriver(t, counterOpts), openDriver(t, counterOpts)
+	d, other := openDriver(t, opts), openDriver(t, opts)
 	key := "mysqltest:" + runID + ":stale:" + rand.Text()
 	tok := rand.Text() + "~orders~host-1~4242~x"
 	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
@@ -84,10 +124,7 @@ func TestAdvisoryHolderStale(t *testing.T) {
 		{"UNIX_TIMESTAMP()", "~hand~host-9~9"},
 		{"0", ""},
 	} {
-		if _, err := db.ExecContext(ctx, "UPDATE mutexfx_test_fence_counter SET holder = '~hand~host-9~9', conn_id = ?, taken_at = "+
-			tc.takenAt+" WHERE name_hash = ?", id, keyHash(key)); err != nil {
-			t.Fatal(err)
-		}
+		setHolderRow(ctx, t, db, opts, key, id, "~hand~host-9~9", tc.takenAt)
 		if info, held, err := other.Inspect(ctx, key); err != nil || !held || info.Holder != tc.want {
 			t.Errorf("taken_at %s: Inspect = %+v, %v, %v; want held by %q", tc.takenAt, info, held, err, tc.want)
 		}
@@ -126,8 +163,14 @@ func TestAdvisoryHolderOldCounterTable(t *testing.T) {
 // lock held through another (another driver, another connection) tells
 // the holder's application, host and pid.
 func TestAdvisoryHolderOfOtherMutex(t *testing.T) {
+	for fence, opts := range fenceOpts() {
+		t.Run(fence, func(t *testing.T) { testHolderOfOtherMutex(t, opts) })
+	}
+}
+
+func testHolderOfOtherMutex(t *testing.T, opts Options) {
 	ctx := ctxT(t)
-	a, b := newMutex(t, counterOpts, 5*time.Second), newMutex(t, counterOpts, 5*time.Second)
+	a, b := newMutex(t, opts, 5*time.Second), newMutex(t, opts, 5*time.Second)
 	l, err := a.Acquire(ctx, "job")
 	if err != nil {
 		t.Fatal(err)

@@ -181,20 +181,18 @@ func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 func (a *advisoryDriver) inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	var id, boot sql.NullInt64
 	var holder sql.NullString
-	err := errNoPrepare // anything but nil
-	if a.counterFence() {
-		// With the boot time source in use, without trying the next: a
-		// missing fence table's error is also one of a missing source's.
-		q := fmt.Sprintf(holderSQL, a.s.fenceTable, a.bootSQL[a.bootSrc.Load()], bootSlack)
-		err = a.db.QueryRowContext(ctx, q, keyHash(key), lockName(key)).Scan(&id, &boot, &holder)
-		if missingTable(err) {
-			a.schemaGone()
-		}
-		if err != nil && !noBootSource(err) {
-			return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
-		}
+	// With the boot time source in use, without trying the next: a missing
+	// fence or holder table's error is also one of a missing source's.
+	fence, _, _ := a.advisorySQL(false)
+	q, args := a.holderQuery(fence == FenceCounter, key, a.bootSQL[a.bootSrc.Load()])
+	err := a.db.QueryRowContext(ctx, q, args...).Scan(&id, &boot, &holder)
+	if missingTable(err) {
+		a.schemaGone()
 	}
-	if err != nil { // no holder to read, or not read: who holds it alone
+	if err != nil && !noBootSource(err) {
+		return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
+	}
+	if err != nil { // who holds it alone
 		q := func(boot string) string { return "SELECT IS_USED_LOCK(?), " + boot }
 		if err := a.queryBoot(ctx, q, []any{lockName(key)}, &id, &boot); err != nil {
 			return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
