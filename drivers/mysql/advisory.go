@@ -21,8 +21,10 @@ import (
 type advisoryDriver struct {
 	core
 
-	fence  string       // the resolved fence source (ensureSchema)
-	advSQL [2][2]string // its acquire statement [without, with a timeout][alone, also reading the session]
+	fence   string       // the resolved fence source (ensureSchema)
+	holders bool         // holders are kept (advisory_holder.go); under schemaMu, with fence
+	noIdent atomic.Bool  // the server refused a holder table write: write no more (advisory_holder.go)
+	advSQL  [2][2]string // its acquire statement [without, with a timeout][alone, also reading the session]
 
 	mu   sync.Mutex
 	held map[string]*heldLock // by key
@@ -228,7 +230,7 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 	if wait == 0 {
 		args = args[:1] // the statement says 0: the server parses no division
 	}
-	src, q, qs := a.advisorySQL(wait > 0)
+	src, holders, q, qs := a.advisorySQL(wait > 0)
 	switch src {
 	case FenceSequence, FenceUUIDShort:
 		var f sql.Null[uint64]
@@ -252,8 +254,12 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 		}
 		return f.V, s, err
 	}
-	holder := identity(req.Token)
-	res, err := conn.exec(ctx, q, append(append([]any{keyHash(req.Key), holder}, args...), holder))
+	args = append([]any{keyHash(req.Key)}, args...)
+	if holders { // the statement sets the counter row's holder columns
+		holder := identity(req.Token)
+		args = append(append([]any{args[0], holder}, args[1:]...), holder)
+	}
+	res, err := conn.exec(ctx, q, args)
 	if err != nil {
 		return 0, s, err
 	}

@@ -37,6 +37,12 @@ const (
 	advCounterSQL = `INSERT INTO %[1]s (name_hash, fence, holder, conn_id, taken_at)
 SELECT ?, LAST_INSERT_ID(1), ?, CONNECTION_ID(), ` + takenSQL + ` FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
 ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1), holder = ?, conn_id = CONNECTION_ID(), taken_at = ` + takenSQL
+	// advCounterNoHolderSQL is advCounterSQL for a counter table without
+	// the holder's columns (the server refused to add them); its
+	// parameters are the hash and GET_LOCK's.
+	advCounterNoHolderSQL = `INSERT INTO %[1]s (name_hash, fence)
+SELECT ?, LAST_INSERT_ID(1) FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
+ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)`
 )
 
 // fenceSequenceDDL is the advisory mode's fence source on MariaDB. CACHE
@@ -69,14 +75,6 @@ func (a *advisoryDriver) ensureSchema(ctx context.Context) error {
 			fence = FenceSequence
 		}
 	}
-	tmpl := map[string]string{FenceSequence: advSequenceSQL, FenceUUIDShort: advUUIDShortSQL, FenceCounter: advCounterSQL}[fence]
-	for i, timeout := range []string{"0", "? / 1000"} {
-		q := fmt.Sprintf(tmpl, a.s.fenceTable, timeout)
-		a.advSQL[i] = [2]string{q, ""}
-		if fence != FenceCounter { // a SELECT: the session's columns follow
-			a.advSQL[i][1] = q + ", " + sessionSQL
-		}
-	}
 	ddl := fmt.Sprintf(fenceCounterDDL, a.s.fenceTable, holderColumns[0].def, holderColumns[1].def, holderColumns[2].def)
 	switch fence {
 	case FenceSequence:
@@ -89,26 +87,36 @@ func (a *advisoryDriver) ensureSchema(ctx context.Context) error {
 			return fmt.Errorf("mysql: create fence %s %s: %w", fence, a.s.fenceTable, err)
 		}
 	}
-	if fence == FenceCounter {
-		if err := addColumns(ctx, a.db, a.s.fenceTable, holderColumns); err != nil {
-			return err
-		}
-	} else if _, err := a.db.ExecContext(ctx, fmt.Sprintf(holderTableDDL, a.s.holderTable)); err != nil {
-		return fmt.Errorf("mysql: create holder table %s: %w", a.s.holderTable, err)
+	holders, err := a.ensureHolders(ctx, fence)
+	if err != nil {
+		return err
 	}
+	tmpl := map[string]string{FenceSequence: advSequenceSQL, FenceUUIDShort: advUUIDShortSQL, FenceCounter: advCounterSQL}[fence]
+	if fence == FenceCounter && !holders {
+		tmpl = advCounterNoHolderSQL
+	}
+	for i, timeout := range []string{"0", "? / 1000"} {
+		q := fmt.Sprintf(tmpl, a.s.fenceTable, timeout)
+		a.advSQL[i] = [2]string{q, ""}
+		if fence != FenceCounter { // a SELECT: the session's columns follow
+			a.advSQL[i][1] = q + ", " + sessionSQL
+		}
+	}
+	a.holders = holders
 	a.fence = fence
 	return nil
 }
 
-// advisorySQL returns the resolved advisory fence source and its acquire
-// statement, with a timeout parameter or none (0), and the same statement
-// also reading the connection's session (sequence and uuid_short fences).
-func (a *advisoryDriver) advisorySQL(wait bool) (fence, query, withSession string) {
+// advisorySQL returns the resolved advisory fence source, whether holders
+// are kept (advisory_holder.go), and its acquire statement, with a timeout
+// parameter or none (0), and the same statement also reading the
+// connection's session (sequence and uuid_short fences).
+func (a *advisoryDriver) advisorySQL(wait bool) (fence string, holders bool, query, withSession string) {
 	a.schemaMu.Lock()
 	defer a.schemaMu.Unlock()
 	i := 0
 	if wait {
 		i = 1
 	}
-	return a.fence, a.advSQL[i][0], a.advSQL[i][1]
+	return a.fence, a.holders, a.advSQL[i][0], a.advSQL[i][1]
 }

@@ -2,8 +2,11 @@ package mysql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	gomysql "github.com/go-sql-driver/mysql"
 )
 
 // Who holds an advisory lock another process took. The server tells only
@@ -41,6 +44,9 @@ var holderColumns = []column{
 	{"taken_at", "taken_at BIGINT NOT NULL DEFAULT 0"},
 }
 
+// errNoHolders says that the driver keeps no holders.
+var errNoHolders = errors.New("mysql: holders not kept")
+
 // holderSuffix names the holder table after the fence table.
 const holderSuffix = "_holder"
 
@@ -70,6 +76,28 @@ var identifySQL = `INSERT INTO %s (slot, holder, conn_id, taken_at) VALUES (CONN
 const holderSQL = `SELECT u.id, u.boot, (SELECT f.holder FROM %[1]s AS f WHERE %[3]s AND f.conn_id = u.id
  AND f.taken_at > u.boot + %[4]d) FROM (SELECT IS_USED_LOCK(?) AS id, %[2]s AS boot) AS u`
 
+// ensureHolders adds the holder's columns to the counter table, or
+// creates the holder table (other fences), and reports whether the driver
+// keeps holders: not when the server refuses (no ALTER or CREATE grant,
+// a read-only server), so that an upgrade never stops acquisitions; their
+// holders are then unknown.
+func (a *advisoryDriver) ensureHolders(ctx context.Context, fence string) (bool, error) {
+	var err error
+	if fence == FenceCounter {
+		err = addColumns(ctx, a.db, a.s.fenceTable, holderColumns)
+	} else if _, err = a.db.ExecContext(ctx, fmt.Sprintf(holderTableDDL, a.s.holderTable)); err != nil {
+		err = fmt.Errorf("mysql: create holder table %s: %w", a.s.holderTable, err)
+	}
+	var me *gomysql.MySQLError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &me):
+		return false, nil
+	}
+	return false, err
+}
+
 // holderQuery returns the statement reading key's holder with the boot
 // time expression boot, and its arguments.
 func (a *advisoryDriver) holderQuery(counter bool, key, boot string) (string, []any) {
@@ -85,13 +113,24 @@ func (a *advisoryDriver) holderQuery(counter bool, key, boot string) (string, []
 // fences, on the driver's own pool).
 func (a *advisoryDriver) identify(ctx context.Context, conn pinned, token string) error {
 	id := identity(token)
-	if conn.sock == nil || conn.sock.ident == id {
+	if conn.sock == nil || conn.sock.ident == id || a.noIdent.Load() {
 		return nil
 	}
-	if fence, _, _ := a.advisorySQL(false); fence == FenceCounter {
+	if fence, holders, _, _ := a.advisorySQL(false); fence == FenceCounter || !holders {
 		return nil
 	}
-	if _, err := conn.exec(ctx, fmt.Sprintf(identifySQL, a.s.holderTable), []any{id, id}); err != nil {
+	_, err := conn.exec(ctx, fmt.Sprintf(identifySQL, a.s.holderTable), []any{id, id})
+	var me *gomysql.MySQLError
+	switch {
+	case err == nil:
+	case missingTable(err): // created again by the next acquisition
+		return err
+	case errors.As(err, &me):
+		// Refused (no INSERT grant, a read-only server): holders unknown
+		// from now on.
+		a.noIdent.Store(true)
+		return nil
+	default:
 		return err
 	}
 	conn.sock.ident = id

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
+
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/internal/testutil"
@@ -182,5 +184,50 @@ func testHolderOfOtherMutex(t *testing.T, opts Options) {
 	if err != nil || !held || !st.HolderKnown || st.Holder.Host != host || st.Holder.PID != os.Getpid() ||
 		st.Holder.Application != want.Application || want.Application == "" {
 		t.Fatalf("Inspect = %+v, %v, %v; want held by this process (%s, %d)", st, held, err, host, os.Getpid())
+	}
+}
+
+// TestAdvisoryHolderRefused: a user that may not add the holder columns
+// to a counter table of an earlier version, nor create the holder table
+// (CREATE on the fence table only: CREATE TABLE IF NOT EXISTS needs it),
+// still takes and inspects locks, whose holder is then unknown.
+func TestAdvisoryHolderRefused(t *testing.T) {
+	ctx := ctxT(t)
+	db := openDB(t, testutil.MySQLDSN())
+	table := "mutexfx_test_rofence_" + runID
+	user := "mfx_ro_" + runID
+	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+
+		" (name_hash BINARY(32) NOT NULL, fence BIGINT UNSIGNED NOT NULL, PRIMARY KEY (name_hash)) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.ExecContext(context.Background(), "DROP TABLE "+table) })
+	if _, err := db.ExecContext(ctx, "CREATE USER ?@'%' IDENTIFIED BY 'pw'", user); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.ExecContext(context.Background(), "DROP USER ?@'%'", user) })
+	if _, err := db.ExecContext(ctx, "GRANT CREATE, SELECT, INSERT, UPDATE, DELETE ON "+table+" TO ?@'%'", user); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := gomysql.ParseDSN(testutil.MySQLDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.User, cfg.Passwd = user, "pw"
+	for _, opts := range []Options{
+		{DSN: cfg.FormatDSN(), Fence: FenceCounter, FenceTable: table},
+		{DSN: cfg.FormatDSN(), Fence: FenceUUIDShort, FenceTable: table},
+	} {
+		d, other := openDriver(t, opts), openDriver(t, opts)
+		key := "mysqltest:" + runID + ":refused:" + opts.Fence
+		tok := rand.Text() + "~orders~host-1~4242~x"
+		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+			t.Fatalf("%s: Acquire = %+v, %v", opts.Fence, res, err)
+		}
+		if info, held, err := other.Inspect(ctx, key); err != nil || !held || info.Holder != "" {
+			t.Errorf("%s: Inspect = %+v, %v, %v; want held, holder unknown", opts.Fence, info, held, err)
+		}
+		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+			t.Fatalf("%s: Release = %v, %v", opts.Fence, ok, err)
+		}
 	}
 }

@@ -183,14 +183,16 @@ func (a *advisoryDriver) inspect(ctx context.Context, key string) (drivers.LockI
 	var holder sql.NullString
 	// With the boot time source in use, without trying the next: a missing
 	// fence or holder table's error is also one of a missing source's.
-	fence, _, _ := a.advisorySQL(false)
-	q, args := a.holderQuery(fence == FenceCounter, key, a.bootSQL[a.bootSrc.Load()])
-	err := a.db.QueryRowContext(ctx, q, args...).Scan(&id, &boot, &holder)
-	if missingTable(err) {
-		a.schemaGone()
-	}
-	if err != nil && !noBootSource(err) {
-		return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
+	err := errNoHolders
+	if fence, holders, _, _ := a.advisorySQL(false); holders {
+		q, args := a.holderQuery(fence == FenceCounter, key, a.bootSQL[a.bootSrc.Load()])
+		err = a.db.QueryRowContext(ctx, q, args...).Scan(&id, &boot, &holder)
+		if missingTable(err) {
+			a.schemaGone()
+		}
+		if err != nil && !noBootSource(err) {
+			return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
+		}
 	}
 	if err != nil { // who holds it alone
 		q := func(boot string) string { return "SELECT IS_USED_LOCK(?), " + boot }
