@@ -44,6 +44,19 @@ func setHolderRow(ctx context.Context, t *testing.T, db *sql.DB, opts Options, k
 	}
 }
 
+// heldBy takes key for tok through d and checks that other's Inspect
+// shows it held by want, with no token nor fence.
+func heldBy(t *testing.T, d, other Driver, key, tok, want string) {
+	t.Helper()
+	ctx := ctxT(t)
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	if info, held, err := other.Inspect(ctx, key); err != nil || !held || info.Token != "" || info.Fence != 0 || info.Holder != want {
+		t.Errorf("token %q: Inspect = %+v, %v, %v; want held by %q, no token", tok, info, held, err, want)
+	}
+}
+
 // TestAdvisoryHolderShown: a driver inspecting an advisory lock another
 // driver's connection holds sees no token nor fence but the holder's
 // identity, the part of the holder's token that names it; a token naming
@@ -64,14 +77,7 @@ func testHolderShown(t *testing.T, opts Options) {
 		{rand.Text() + "~billing~host-2~7~y", "~billing~host-2~7"},
 	} {
 		key := "mysqltest:" + runID + ":holder:" + rand.Text()
-		res, err := holder.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tc.token, TTL: time.Minute})
-		if err != nil || !res.Acquired {
-			t.Fatalf("Acquire = %+v, %v", res, err)
-		}
-		info, held, err := other.Inspect(ctx, key)
-		if err != nil || !held || info.Token != "" || info.Fence != 0 || info.Holder != tc.want {
-			t.Errorf("token %q: Inspect = %+v, %v, %v; want held by %q, no token", tc.token, info, held, err, tc.want)
-		}
+		heldBy(t, holder, other, key, tc.token, tc.want)
 		if ok, err := holder.Release(ctx, key, tc.token); err != nil || !ok {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}
@@ -220,12 +226,7 @@ func TestAdvisoryHolderRefused(t *testing.T) {
 		d, other := openDriver(t, opts), openDriver(t, opts)
 		key := "mysqltest:" + runID + ":refused:" + opts.Fence
 		tok := rand.Text() + "~orders~host-1~4242~x"
-		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
-			t.Fatalf("%s: Acquire = %+v, %v", opts.Fence, res, err)
-		}
-		if info, held, err := other.Inspect(ctx, key); err != nil || !held || info.Holder != "" {
-			t.Errorf("%s: Inspect = %+v, %v, %v; want held, holder unknown", opts.Fence, info, held, err)
-		}
+		heldBy(t, d, other, key, tok, "")
 		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
 			t.Fatalf("%s: Release = %v, %v", opts.Fence, ok, err)
 		}

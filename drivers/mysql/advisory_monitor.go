@@ -167,7 +167,7 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 // this driver is told in full, as a probe tells it (heldLock.holds, from
 // the same statement, which reads the server's boot time too); one held
 // by another connection with no token nor fence, and its holder's
-// identity (LockInfo.Holder) when the counter fence's row tells it
+// identity (LockInfo.Holder) when the driver's holder rows tell it
 // (advisory_holder.go). TTL is zero: advisory locks do not expire.
 func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) {
