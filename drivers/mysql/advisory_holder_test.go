@@ -232,3 +232,21 @@ func TestAdvisoryHolderRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvisoryHolderGivenPool: on a pool given to NewWithDB (connections
+// not known by their sockets) the sequence fence keeps no holder: the lock
+// is shown held by an unknown holder; the counter fence's row still tells
+// it.
+func TestAdvisoryHolderGivenPool(t *testing.T) {
+	db := openDB(t, testutil.MySQLDSN())
+	for fence, want := range map[string]string{FenceSequence: "", FenceCounter: "~orders~host-1~4242"} {
+		opts := fenceOpts()[fence]
+		opts.DSN = ""
+		d, err := NewWithDB(db, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close(context.Background()) })
+		heldBy(t, d, openDriver(t, fenceOpts()[fence]), "mysqltest:"+runID+":given:"+rand.Text(), rand.Text()+"~orders~host-1~4242~x", want)
+	}
+}
