@@ -19,10 +19,10 @@ type LockStatus struct {
 	// Name is the lock's name (without the store's prefix).
 	Name string `json:"name"`
 	// Holder is who holds the lock; HolderKnown is false when the store
-	// does not tell it (a MySQL advisory lock held by another process, or
-	// a token not made by a Mutex). For a PostgreSQL advisory lock held by
-	// another process the store tells the application, host and pid, not
-	// Holder.AcquiredAt (zero).
+	// does not tell it (a token not made by a Mutex, or an advisory lock
+	// whose holder the store could not record). For a PostgreSQL or MySQL
+	// advisory lock held by another process the store tells the
+	// application, host and pid, not Holder.AcquiredAt (zero).
 	Holder      Holder `json:"holder"`
 	HolderKnown bool   `json:"holderKnown"`
 	// Fence is the lock's fencing token (zero when the store does not

@@ -179,7 +179,7 @@ type LockInfo struct {
 	TTL time.Duration
 	// Holder is set, when Token is empty, by stores that do not keep the
 	// token of another session's lock but show who holds it (PostgreSQL
-	// advisory locks): the part of the holder's token that names it, from
+	// and MySQL advisory locks): the part of the holder's token that names it, from
 	// its first '~' to its last, exclusive ("~app~host~pid" for a token
 	// made by a component.Mutex).
 	Holder string

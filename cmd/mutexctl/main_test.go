@@ -56,7 +56,7 @@ func stores() []store {
 		}, true, true, true},
 		{"mysql-advisory", func(*testing.T) string {
 			return "type: mysql\n      dsn: " + q(testutil.MySQLDSN()) + "\n      mode: advisory"
-		}, false, false, false},
+		}, false, true, false},
 	}
 }
 

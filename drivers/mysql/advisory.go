@@ -21,8 +21,10 @@ import (
 type advisoryDriver struct {
 	core
 
-	fence  string       // the resolved fence source (ensureSchema)
-	advSQL [2][2]string // its acquire statement [without, with a timeout][alone, also reading the session]
+	fence   string       // the resolved fence source (ensureSchema)
+	holders bool         // holders are kept (advisory_holder.go); under schemaMu, with fence
+	noIdent atomic.Bool  // the server refused a holder table write: write no more (advisory_holder.go)
+	advSQL  [2][2]string // its acquire statement [without, with a timeout][alone, also reading the session]
 
 	mu   sync.Mutex
 	held map[string]*heldLock // by key
@@ -141,7 +143,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
-	fence, id, err := a.take(ctx, conn, req.Key, name, req.Wait)
+	fence, id, err := a.take(ctx, conn, req, name)
 	if cached && ctx.Err() == nil && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
 		// A kept connection died while idle (whatever it may have taken
 		// ended with its session): once more on one from the pool.
@@ -149,7 +151,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 		if conn, err = a.poolConn(ctx); err != nil {
 			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 		}
-		fence, id, err = a.take(ctx, conn, req.Key, name, req.Wait)
+		fence, id, err = a.take(ctx, conn, req, name)
 	}
 	if err != nil {
 		// The statement may have taken the lock before failing: drop the
@@ -204,19 +206,23 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 }
 
 // take runs the acquire statement of name on conn, blocking in the server
-// up to maxWait, and returns the fence (0: not acquired) and the
+// up to req.Wait, and returns the fence (0: not acquired) and the
 // connection's session: the one known for conn (advisory_session.go), else read in
 // the same round trip (a separate one for the counter fence, once
-// acquired).
-func (a *advisoryDriver) take(ctx context.Context, conn pinned, key, name string, maxWait time.Duration) (fence uint64, s session, err error) {
+// acquired). It first writes the holder's identity for conn when it
+// changed (advisory_holder.go).
+func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.AcquireRequest, name string) (fence uint64, s session, err error) {
 	known, ok, err := a.session(ctx, conn)
 	if err != nil {
 		return 0, s, err
 	}
-	// Block in the server at most maxWait, and never past ctx's deadline
+	if err := a.identify(ctx, conn, req.Token); err != nil {
+		return 0, s, err
+	}
+	// Block in the server at most req.Wait, and never past ctx's deadline
 	// (a statement cancelled by ctx costs its connection): computed after
-	// the session's round trip, if any.
-	wait := max(maxWait, 0)
+	// the session's and the identity's round trips, if any.
+	wait := max(req.Wait, 0)
 	if dl, has := ctx.Deadline(); has {
 		wait = max(min(wait, time.Until(dl)-20*time.Millisecond), 0)
 	}
@@ -224,7 +230,7 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, key, name string
 	if wait == 0 {
 		args = args[:1] // the statement says 0: the server parses no division
 	}
-	src, q, qs := a.advisorySQL(wait > 0)
+	src, holders, q, qs := a.advisorySQL(wait > 0)
 	switch src {
 	case FenceSequence, FenceUUIDShort:
 		var f sql.Null[uint64]
@@ -248,7 +254,12 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, key, name string
 		}
 		return f.V, s, err
 	}
-	res, err := conn.exec(ctx, q, append([]any{keyHash(key)}, args...))
+	args = append([]any{keyHash(req.Key)}, args...)
+	if holders { // the statement sets the counter row's holder columns
+		holder := identity(req.Token)
+		args = append(append([]any{args[0], holder}, args[1:]...), holder)
+	}
+	res, err := conn.exec(ctx, q, args)
 	if err != nil {
 		return 0, s, err
 	}

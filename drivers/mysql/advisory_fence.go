@@ -31,7 +31,16 @@ const (
 	advUUIDShortSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END`
 	// advCounterSQL takes the lock and increments the key's counter row in
 	// one statement; LAST_INSERT_ID is the fence, 0 when GET_LOCK failed.
-	advCounterSQL = `INSERT INTO %s (name_hash, fence)
+	// The row also keeps who took it (advisory_holder.go): the holder's
+	// identity (the second and last parameters), the connection and the
+	// server's clock.
+	advCounterSQL = `INSERT INTO %[1]s (name_hash, fence, holder, conn_id, taken_at)
+SELECT ?, LAST_INSERT_ID(1), ?, CONNECTION_ID(), ` + takenSQL + ` FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
+ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1), holder = ?, conn_id = CONNECTION_ID(), taken_at = ` + takenSQL
+	// advCounterNoHolderSQL is advCounterSQL for a counter table without
+	// the holder's columns (the server refused to add them); its
+	// parameters are the hash and GET_LOCK's.
+	advCounterNoHolderSQL = `INSERT INTO %[1]s (name_hash, fence)
 SELECT ?, LAST_INSERT_ID(1) FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
 ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)`
 )
@@ -41,10 +50,14 @@ ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)`
 // restart skips the rest of the cached range, so fences still only grow.
 const fenceSequenceDDL = `CREATE SEQUENCE IF NOT EXISTS %s START WITH 1 INCREMENT BY 1 CACHE 1000 ENGINE=InnoDB`
 
-// fenceCounterDDL is the advisory mode's fence source elsewhere (MySQL 8).
+// fenceCounterDDL is the advisory mode's fence source elsewhere (MySQL 8),
+// with the holder's columns (holderColumns).
 const fenceCounterDDL = `CREATE TABLE IF NOT EXISTS %s (
   name_hash BINARY(32) NOT NULL,
   fence BIGINT UNSIGNED NOT NULL,
+  %s,
+  %s,
+  %s,
   PRIMARY KEY (name_hash)
 ) ENGINE=InnoDB`
 
@@ -62,7 +75,26 @@ func (a *advisoryDriver) ensureSchema(ctx context.Context) error {
 			fence = FenceSequence
 		}
 	}
+	ddl := fmt.Sprintf(fenceCounterDDL, a.s.fenceTable, holderColumns[0].def, holderColumns[1].def, holderColumns[2].def)
+	switch fence {
+	case FenceSequence:
+		ddl = fmt.Sprintf(fenceSequenceDDL, a.s.fenceTable)
+	case FenceUUIDShort:
+		ddl = ""
+	}
+	if ddl != "" {
+		if _, err := a.db.ExecContext(ctx, ddl); err != nil {
+			return fmt.Errorf("mysql: create fence %s %s: %w", fence, a.s.fenceTable, err)
+		}
+	}
+	holders, err := a.ensureHolders(ctx, fence)
+	if err != nil {
+		return err
+	}
 	tmpl := map[string]string{FenceSequence: advSequenceSQL, FenceUUIDShort: advUUIDShortSQL, FenceCounter: advCounterSQL}[fence]
+	if fence == FenceCounter && !holders {
+		tmpl = advCounterNoHolderSQL
+	}
 	for i, timeout := range []string{"0", "? / 1000"} {
 		q := fmt.Sprintf(tmpl, a.s.fenceTable, timeout)
 		a.advSQL[i] = [2]string{q, ""}
@@ -70,31 +102,21 @@ func (a *advisoryDriver) ensureSchema(ctx context.Context) error {
 			a.advSQL[i][1] = q + ", " + sessionSQL
 		}
 	}
-	ddl := fenceCounterDDL
-	switch fence {
-	case FenceSequence:
-		ddl = fenceSequenceDDL
-	case FenceUUIDShort:
-		ddl = ""
-	}
-	if ddl != "" {
-		if _, err := a.db.ExecContext(ctx, fmt.Sprintf(ddl, a.s.fenceTable)); err != nil {
-			return fmt.Errorf("mysql: create fence %s %s: %w", fence, a.s.fenceTable, err)
-		}
-	}
+	a.holders = holders
 	a.fence = fence
 	return nil
 }
 
-// advisorySQL returns the resolved advisory fence source and its acquire
-// statement, with a timeout parameter or none (0), and the same statement
-// also reading the connection's session (sequence and uuid_short fences).
-func (a *advisoryDriver) advisorySQL(wait bool) (fence, query, withSession string) {
+// advisorySQL returns the resolved advisory fence source, whether holders
+// are kept (advisory_holder.go), and its acquire statement, with a timeout
+// parameter or none (0), and the same statement also reading the
+// connection's session (sequence and uuid_short fences).
+func (a *advisoryDriver) advisorySQL(wait bool) (fence string, holders bool, query, withSession string) {
 	a.schemaMu.Lock()
 	defer a.schemaMu.Unlock()
 	i := 0
 	if wait {
 		i = 1
 	}
-	return a.fence, a.advSQL[i][0], a.advSQL[i][1]
+	return a.fence, a.holders, a.advSQL[i][0], a.advSQL[i][1]
 }

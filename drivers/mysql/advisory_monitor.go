@@ -163,20 +163,42 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 	return out
 }
 
-// Inspect asks the server whether anyone holds key; the token and fence are known
-// only for locks held through this driver (another holder's are empty), and
-// TTL is zero: advisory locks do not expire. Whether the holder is this
-// driver's is told as a probe tells it (heldLock.holds), from the same
-// statement, which reads the server's boot time too.
+// Inspect asks the server whether anyone holds key. A lock held through
+// this driver is told in full, as a probe tells it (heldLock.holds, from
+// the same statement, which reads the server's boot time too); one held
+// by another connection with no token nor fence, and its holder's
+// identity (LockInfo.Holder) when the driver's holder rows tell it
+// (advisory_holder.go). TTL is zero: advisory locks do not expire.
 func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
-	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) { return a.inspect(ctx, key) })
+	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) {
+		if err := a.core.schema(ctx, a.ensureSchema); err != nil {
+			return drivers.LockInfo{}, false, err
+		}
+		return a.inspect(ctx, key)
+	})
 }
 
 func (a *advisoryDriver) inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	var id, boot sql.NullInt64
-	q := func(boot string) string { return "SELECT IS_USED_LOCK(?), " + boot }
-	if err := a.queryBoot(ctx, q, []any{lockName(key)}, &id, &boot); err != nil {
-		return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
+	var holder sql.NullString
+	// With the boot time source in use, without trying the next: a missing
+	// fence or holder table's error is also one of a missing source's.
+	err := errNoHolders
+	if fence, holders, _, _ := a.advisorySQL(false); holders {
+		q, args := a.holderQuery(fence == FenceCounter, key, a.bootSQL[a.bootSrc.Load()])
+		err = a.db.QueryRowContext(ctx, q, args...).Scan(&id, &boot, &holder)
+		if missingTable(err) {
+			a.schemaGone()
+		}
+		if err != nil && !noBootSource(err) {
+			return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
+		}
+	}
+	if err != nil { // who holds it alone
+		q := func(boot string) string { return "SELECT IS_USED_LOCK(?), " + boot }
+		if err := a.queryBoot(ctx, q, []any{lockName(key)}, &id, &boot); err != nil {
+			return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
+		}
 	}
 	if !id.Valid {
 		return drivers.LockInfo{}, false, nil
@@ -187,5 +209,5 @@ func (a *advisoryDriver) inspect(ctx context.Context, key string) (drivers.LockI
 	if h != nil && h.holds(id, boot) { // the id alone may be a restarted server's
 		return drivers.LockInfo{Token: h.token, Fence: h.fence}, true, nil
 	}
-	return drivers.LockInfo{}, true, nil
+	return drivers.LockInfo{Holder: holder.String}, true, nil
 }

@@ -19,6 +19,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	}{
 		{"advisory", Options{DSN: testutil.MySQLDSN()}},
 		{"advisory-uuid_short", Options{DSN: testutil.MySQLDSN(), Fence: FenceUUIDShort}},
+		{"advisory-counter", Options{DSN: testutil.MySQLDSN(), Fence: FenceCounter, FenceTable: "mutexfx_test_fence_counter"}},
 		{"table", Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks"}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -26,7 +27,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			d := openDriver(b, tc.opts)
 			key := "mysqlbench:" + runID + ":" + tc.name
 			for b.Loop() {
-				tok := token()
+				tok := token() + "~bench~host-1~4242~x" // a Mutex's layout: a holder identity
 				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: 10 * time.Second})
 				if err != nil || !res.Acquired {
 					b.Fatalf("Acquire = %+v, %v", res, err)

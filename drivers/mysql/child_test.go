@@ -14,9 +14,14 @@ import (
 )
 
 // runChild plays a child role: "hold" takes MUTEXFX_MYSQL_KEY in
-// MUTEXFX_MYSQL_MODE, prints "held" and waits to be killed.
+// MUTEXFX_MYSQL_MODE, prints "held" and waits to be killed; "holdmutex"
+// takes it through a component.Mutex instead (see holdMutex).
 func runChild(role string) int {
-	if role != "hold" {
+	switch role {
+	case "hold":
+	case "holdmutex":
+		return holdMutex()
+	default:
 		fmt.Fprintf(os.Stderr, "unknown role %q\n", role)
 		return 2
 	}

@@ -173,6 +173,7 @@ type settings struct {
 	mode, fence              string
 	table, fenceTable        string // quoted
 	floorTable               string // quoted: table mode's fence floor (table_reclaim.go)
+	holderTable              string // quoted: advisory mode's holders by connection (advisory_holder.go)
 	probe, poll, dialTimeout time.Duration
 	liveness                 time.Duration // 0: fair hand-off off
 	batch, retries           int
@@ -211,6 +212,9 @@ func (o Options) validate() (settings, error) {
 	}
 	if s.fenceTable, err = quoteIdent(or(o.FenceTable, DefaultFenceTable)); err != nil {
 		return s, config.Errorf("fenceTable", "%v", err)
+	}
+	if s.holderTable, err = quoteIdent(or(o.FenceTable, DefaultFenceTable) + holderSuffix); err != nil {
+		return s, config.Errorf("fenceTable", "%v (the driver adds %q for its holder table)", err, holderSuffix)
 	}
 	for _, f := range []struct {
 		key string

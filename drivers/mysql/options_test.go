@@ -39,6 +39,8 @@ func TestFactoryErrors(t *testing.T) {
 		{"table three parts", map[string]any{"table": "a.b.c"}, "mutex.orders.driver.table: invalid identifier"},
 		{"table too long", map[string]any{"table": strings.Repeat("t", 65)}, "mutex.orders.driver.table: invalid identifier"},
 		{"fence table", map[string]any{"fenceTable": "1"}, "mutex.orders.driver.fenceTable: invalid identifier"},
+		{"fence table too long for its holder table", map[string]any{"fenceTable": strings.Repeat("f", 58)}, `mutex.orders.driver.fenceTable: invalid identifier`},
+		{"fence table, holder suffix named", map[string]any{"fenceTable": strings.Repeat("f", 58)}, `the driver adds "_holder" for its holder table`},
 		{"dsn and host", map[string]any{"dsn": "root@tcp(h:3306)/db", "host": "x"}, "mutex.orders.driver.host: not allowed with dsn"},
 		{"bad port", map[string]any{"port": 70000}, "mutex.orders.driver.port: must be 1 to 65535"},
 		{"negative probe", map[string]any{"probeInterval": "-1s"}, "mutex.orders.driver.probeInterval"},

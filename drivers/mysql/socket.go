@@ -73,6 +73,10 @@ type socket struct {
 	stmts     map[string]driver.Stmt
 	noPrepare bool // the server refused a prepare: run them as text
 
+	// The identity last written for the connection in the holder table
+	// (advisory_holder.go); used only by whoever holds the connection.
+	ident string
+
 	hup hangup.Conn // its registration with owner.hup
 }
 

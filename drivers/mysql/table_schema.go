@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -30,10 +31,14 @@ const lockTableDDL = `CREATE TABLE IF NOT EXISTS %s (
 // fairColumns are the fair hand-off columns, added by ALTER TABLE to
 // tables created by earlier versions (whose reservation columns wanted_by,
 // wanted_since and wanted_until are then left unused).
-var fairColumns = [...]struct{ name, def string }{
+var fairColumns = []column{
 	{"taken_by", "taken_by VARBINARY(16) NOT NULL DEFAULT ''"},
 	{"queue", fmt.Sprintf("queue VARBINARY(%d) NOT NULL DEFAULT ''", maxQueue*entryWidth)},
 }
+
+// column is a column added to tables created by earlier versions: its
+// name and its definition.
+type column struct{ name, def string }
 
 // ensureSchema creates the lock table and its fence floor (run by
 // core.schema).
@@ -41,7 +46,7 @@ func (d *tableDriver) ensureSchema(ctx context.Context) error {
 	if _, err := d.db.ExecContext(ctx, fmt.Sprintf(lockTableDDL, d.s.table, fairColumns[0].def, fairColumns[1].def)); err != nil {
 		return fmt.Errorf("mysql: create table %s: %w", d.s.table, err)
 	}
-	if err := d.addFairColumns(ctx); err != nil {
+	if err := addColumns(ctx, d.db, d.s.table, fairColumns); err != nil {
 		return err
 	}
 	for _, q := range []string{floorTableDDL, floorRowSQL} {
@@ -52,29 +57,29 @@ func (d *tableDriver) ensureSchema(ctx context.Context) error {
 	return nil
 }
 
-// addFairColumns adds the fair hand-off columns missing from a lock table
-// created by an earlier version (MySQL 8 has no ADD COLUMN IF NOT EXISTS,
-// hence the look-up; a concurrent driver adding them first is fine).
-func (d *tableDriver) addFairColumns(ctx context.Context) error {
-	parts := strings.Split(strings.ReplaceAll(d.s.table, "`", ""), ".")
+// addColumns adds the columns cols missing from table, created by an
+// earlier version (MySQL 8 has no ADD COLUMN IF NOT EXISTS, hence the
+// look-up; a concurrent driver adding them first is fine).
+func addColumns(ctx context.Context, db *sql.DB, table string, cols []column) error {
+	parts := strings.Split(strings.ReplaceAll(table, "`", ""), ".")
 	var schema any // NULL: the connection's database
 	if len(parts) == 2 {
 		schema = parts[0]
 	}
 	var have string
-	if err := d.db.QueryRowContext(ctx, `SELECT CONCAT(',', IFNULL(GROUP_CONCAT(COLUMN_NAME), ''), ',') FROM information_schema.COLUMNS
-WHERE TABLE_SCHEMA = IFNULL(?, DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME IN ('taken_by', 'queue')`,
+	if err := db.QueryRowContext(ctx, `SELECT CONCAT(',', IFNULL(GROUP_CONCAT(COLUMN_NAME), ''), ',') FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = IFNULL(?, DATABASE()) AND TABLE_NAME = ?`,
 		schema, parts[len(parts)-1]).Scan(&have); err != nil {
-		return fmt.Errorf("mysql: columns of %s: %w", d.s.table, err)
+		return fmt.Errorf("mysql: columns of %s: %w", table, err)
 	}
-	for _, c := range fairColumns {
+	for _, c := range cols {
 		if strings.Contains(have, ","+c.name+",") {
 			continue
 		}
-		_, err := d.db.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s", d.s.table, c.def))
+		_, err := db.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s", table, c.def))
 		var me *gomysql.MySQLError
 		if err != nil && !(errors.As(err, &me) && me.Number == 1060) { // 1060: duplicate column
-			return fmt.Errorf("mysql: add column %s to %s: %w", c.name, d.s.table, err)
+			return fmt.Errorf("mysql: add column %s to %s: %w", c.name, table, err)
 		}
 	}
 	return nil
