@@ -20,8 +20,8 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// ErrClosed is returned by calls on a closed Driver.
-var ErrClosed = errors.New("mysql: driver closed")
+// ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
+var ErrClosed = drivers.ErrClosed
 
 // Driver is a MySQL / MariaDB driver: New returns the advisory
 // mechanism's or the table mechanism's, as Options.Mode says. Both
