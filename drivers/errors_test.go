@@ -3,10 +3,15 @@ package drivers_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+
+	"go.uber.org/zap"
 
 	"github.com/mutexfx/mutexfx"
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/etcd"
 	"github.com/mutexfx/mutexfx/drivers/file"
@@ -75,6 +80,61 @@ func TestOptionsError(t *testing.T) {
 		}
 		if !errors.Is(tc.err, drivers.ErrOptions) || !errors.Is(tc.err, cause) {
 			t.Errorf("%v matches ErrOptions %t, its cause %t; want both", tc.err, errors.Is(tc.err, drivers.ErrOptions), errors.Is(tc.err, cause))
+		}
+	}
+}
+
+// TestFactoryOptionsErrors: every networked driver's factory reports an
+// invalid option, an unknown key and a client of another type as a
+// *config.Error at the full key path that matches drivers.ErrOptions.
+func TestFactoryOptionsErrors(t *testing.T) {
+	const path = "mutex.orders.driver"
+	for _, tc := range []struct {
+		name    string
+		factory drivers.Factory
+		options map[string]any
+		client  any
+		want    string
+	}{
+		{"redis invalid", redis.Factory(), map[string]any{"addrs": []any{"a:1"}, "restartWait": "-1s"}, nil, path + ".restartWait: must not be negative"},
+		{"redis unknown key", redis.Factory(), map[string]any{"addrs": []any{"a:1"}, "adrs": "x"}, nil, path + ".adrs: unknown key"},
+		{"redis client", redis.Factory(), map[string]any{}, "x", path + ".client: is a string, not a redis.UniversalClient"},
+		{"etcd invalid", etcd.Factory(), map[string]any{}, nil, path + ".endpoints: is required"},
+		{"etcd unknown key", etcd.Factory(), map[string]any{"endpoints": []any{"a:1"}, "prefix": "x"}, nil, path + ".prefix: unknown key"},
+		{"etcd client", etcd.Factory(), map[string]any{}, "x", path + ".client: is a string, not a *clientv3.Client"},
+		{"mysql invalid", mysql.Factory(), map[string]any{"mode": "x"}, nil, path + ".mode: must be"},
+		{"mysql renamed key", mysql.Factory(), map[string]any{"dial_timeout": "1s"}, nil, path + ".dial_timeout: unknown key: did you mean"},
+		{"mysql unknown key", mysql.Factory(), map[string]any{"nope": 1}, nil, path + ".nope: unknown key"},
+		{"mysql client", mysql.Factory(), map[string]any{}, "x", path + ".client: is a string, not a *sql.DB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := tc.factory.New(drivers.Spec{Path: path, Options: tc.options, Client: tc.client, Logger: zap.NewNop()})
+			if err == nil {
+				_ = d.Close(t.Context())
+				t.Fatalf("no error; want %q", tc.want)
+			}
+			var ce *config.Error
+			if !strings.HasPrefix(err.Error(), tc.want) || !errors.Is(err, drivers.ErrOptions) || !errors.As(err, &ce) {
+				t.Errorf("error %q (ErrOptions %t, *config.Error %t); want %q..., both", err, errors.Is(err, drivers.ErrOptions), ce != nil, tc.want)
+			}
+		})
+	}
+}
+
+// TestNewOptionsErrors: the drivers' New report an invalid option as an
+// error matching drivers.ErrOptions that names the key.
+func TestNewOptionsErrors(t *testing.T) {
+	_, rerr := redis.New(redis.Options{Addrs: []string{"a:1"}, RestartWait: -1})
+	_, eerr := etcd.New(etcd.Options{}, nil)
+	_, merr := mysql.New(mysql.Options{Mode: "x"})
+	_, ferr := file.New(file.Options{Dir: t.TempDir(), BusyTimeout: -1})
+	for _, tc := range []struct {
+		name string
+		err  error
+		key  string
+	}{{"redis", rerr, "restartWait"}, {"etcd", eerr, "endpoints"}, {"mysql", merr, "mode"}, {"file", ferr, "BusyTimeout"}} {
+		if !errors.Is(tc.err, drivers.ErrOptions) || !strings.Contains(fmt.Sprint(tc.err), tc.key) {
+			t.Errorf("%s.New: %v; want an error matching ErrOptions naming %s", tc.name, tc.err, tc.key)
 		}
 	}
 }
