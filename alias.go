@@ -6,6 +6,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/memory"
 )
 
 // The main types and values of package component, so that the common case
@@ -29,6 +30,7 @@ type (
 // Errors; see package component.
 var (
 	ErrTimeout        = component.ErrTimeout
+	ErrLocked         = component.ErrLocked
 	ErrLost           = component.ErrLost
 	ErrReleased       = component.ErrReleased
 	ErrDriver         = component.ErrDriver
@@ -46,8 +48,14 @@ const (
 	NoWait  = component.NoWait
 )
 
-// New builds a Mutex without configuration; see component.New.
-func New(opts Options) (*Mutex, error) { return component.New(opts) }
+// New builds a Mutex without configuration; see component.New. A nil
+// opts.Driver is a new memory store, shared by no one else.
+func New(opts Options) (*Mutex, error) {
+	if opts.Driver == nil {
+		opts.Driver = memory.New()
+	}
+	return component.New(opts)
+}
 
 // WithTTL sets one acquisition's ttl; see component.WithTTL.
 func WithTTL(ttl time.Duration) AcquireOption { return component.WithTTL(ttl) }

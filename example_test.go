@@ -66,8 +66,8 @@ func ExampleMutex_TryAcquire() {
 	defer m.Close(ctx)
 
 	first, _ := m.TryAcquire(ctx, "cleanup")
-	second, _ := m.TryAcquire(ctx, "cleanup") // not reentrant: nil, nil
-	fmt.Println(first != nil, second == nil)
+	_, err := m.TryAcquire(ctx, "cleanup") // not reentrant: ErrLocked
+	fmt.Println(first != nil, errors.Is(err, mutexfx.ErrLocked))
 	ok, _ := first.Release(ctx)
 	again, _ := first.Release(ctx)
 	fmt.Println(ok, again)

@@ -43,7 +43,7 @@ func TestCheck(t *testing.T) {
 	}
 	live, down, idle := newRedis("redis://"+testutil.RedisAddr()),
 		newRedis("redis://user:s3cret@"+dead), newRedis("redis://user:s3cret@"+dead)
-	mem, err := component.New(component.Options{})
+	mem, err := mutexfx.New(mutexfx.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func Module(k *koanf.Koanf, opts ...Option) fx.Option {
 	o := newModuleOptions(opts)
 	cfg, err := config.Load(k, o.path)
 	if err != nil {
-		return fx.Error(err)
+		return failed(err)
 	}
 	options := []fx.Option{
 		fx.Supply(cfg, fx.Private),
@@ -72,7 +72,7 @@ func Module(k *koanf.Koanf, opts ...Option) fx.Option {
 	for _, st := range cfg.Stores {
 		f := o.factory(st.Driver.Type)
 		if f == nil {
-			return fx.Error(notFound(st.Driver))
+			return failed(notFound(st.Driver))
 		}
 		if st.Driver.Client != "" && f.ClientType != nil {
 			checks = append(checks, clientCheck(st, f))
@@ -80,11 +80,11 @@ func Module(k *koanf.Koanf, opts ...Option) fx.Option {
 		if err := checkDriver(st, f); err != nil {
 			// here, not from the store's constructor: fx would bury the
 			// error under its own wrapping, and app.Run print it twice
-			return fx.Error(err)
+			return failed(err)
 		}
 		ctor, tags, err := storeConstructor(st, f)
 		if err != nil {
-			return fx.Error(err)
+			return failed(err)
 		}
 		options = append(options, fx.Provide(fx.Annotate(ctor,
 			fx.ParamTags(tags...),
@@ -98,6 +98,16 @@ func Module(k *koanf.Koanf, opts ...Option) fx.Option {
 	// after the Invoke that builds the stores: see clientCheck
 	options = append(options, checks...)
 	return fx.Module("mutexfx", options...)
+}
+
+// failed is the module of an invalid configuration: err is the first and
+// only error of fx.New. Not fx.Error: with it, fx provides nothing, so an
+// application's fx.WithLogger needing its *zap.Logger fails too, and fx
+// prints that "missing type: *zap.Logger" before err. An Invoke runs once
+// the graph (and the custom logger) is built, and its error is returned
+// as is. fx.ValidateApp, which calls no function, does not see err.
+func failed(err error) fx.Option {
+	return fx.Module("mutexfx", fx.Invoke(func() error { return err }))
 }
 
 func newRegistry(cfg config.Config, stores []store) *Registry {
@@ -203,10 +213,8 @@ func checkDriver(st config.Store, f *drivers.Factory) error {
 }
 
 // checkMinTTL refuses a store's ttl shorter than its driver's floor
-// (drivers.Features.MinTTL), at the ttl's key path.
+// (drivers.Features.MinTTL), at the ttl's key path: the component's own
+// check (component.Options.Validate) of a ttl with that driver.
 func checkMinTTL(st config.Store, d drivers.Driver) error {
-	if min := drivers.FeaturesOf(d).MinTTL; st.TTL != 0 && st.TTL < min {
-		return config.Errorf(config.Join(st.Path, "ttl"), "must be at least %v for driver %q: the shortest ttl it can serve (%s)", min, st.Driver.Type, component.MinTTLReason)
-	}
-	return nil
+	return config.OptionError(st.Path, component.Options{Driver: d, DriverType: st.Driver.Type, TTL: st.TTL}.Validate())
 }

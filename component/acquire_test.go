@@ -3,11 +3,14 @@ package component_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/memory"
 )
 
 // takesThenFails takes the lock in the store and then fails, as a store
@@ -62,11 +65,76 @@ func TestNilAcquireOption(t *testing.T) {
 	if l2, err := m.TryAcquire(ctx, "x", nil, component.WithTTL(0)); l2 != nil || !errors.Is(err, component.ErrInvalidOption) {
 		t.Fatalf("TryAcquire(nil, WithTTL(0)) = %v, %v; want the invalid ttl reported", l2, err)
 	}
-	if l2, err := m.Acquire(ctx, "x", nil, component.WithTimeout(0), nil); l2 != nil || !errors.Is(err, component.ErrTimeout) {
-		t.Fatalf("Acquire(nil, WithTimeout(0), nil) of a held lock = %v, %v; want ErrTimeout", l2, err)
+	if l2, err := m.Acquire(ctx, "x", nil, component.WithTimeout(component.NoWait), nil); l2 != nil || !errors.Is(err, component.ErrTimeout) {
+		t.Fatalf("Acquire(nil, WithTimeout(NoWait), nil) of a held lock = %v, %v; want ErrTimeout", l2, err)
 	}
 	if err := m.Do(ctx, "y", func(context.Context, *component.Lock) error { return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	l.Release(ctx)
+}
+
+// TestTryAcquireLocked: TryAcquire of a lock another holder has — another
+// Mutex, this one, or a waiter queued here — returns an error matching
+// ErrLocked and naming the lock, never a nil Lock with a nil error.
+func TestTryAcquireLocked(t *testing.T) {
+	ctx := context.Background()
+	d := memory.New()
+	a := newMutex(t, component.Options{Driver: d})
+	b := newMutex(t, component.Options{Driver: d})
+	l, err := a.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, m := range map[string]*component.Mutex{"the holder": a, "another Mutex": b} {
+		got, err := m.TryAcquire(ctx, "x")
+		if got != nil || !errors.Is(err, component.ErrLocked) || !strings.Contains(err.Error(), `"x"`) {
+			t.Errorf("TryAcquire by %s = %v, %v; want ErrLocked naming \"x\"", name, got, err)
+		}
+		if errors.Is(err, component.ErrTimeout) {
+			t.Errorf("TryAcquire by %s: %v matches ErrTimeout", name, err)
+		}
+	}
+	l.Release(ctx)
+	got, err := b.TryAcquire(ctx, "x")
+	if got == nil || err != nil {
+		t.Fatalf("TryAcquire of a free lock = %v, %v", got, err)
+	}
+	got.Release(ctx)
+}
+
+// TestTimeoutZero: a zero timeout is never one attempt. Options.Timeout 0
+// is not set (the default); WithTimeout(0) is refused, naming NoWait;
+// NoWait makes one attempt.
+func TestTimeoutZero(t *testing.T) {
+	ctx := context.Background()
+	d := memory.New()
+	m := newMutex(t, component.Options{Driver: d, Timeout: 0, RetryDelay: time.Millisecond})
+	l, err := newMutex(t, component.Options{Driver: d}).Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Acquire(ctx, "x", component.WithTimeout(0))
+	var oe *component.OptionError
+	if !errors.As(err, &oe) || oe.Field != "Timeout" || !strings.Contains(err.Error(), "NoWait") {
+		t.Fatalf("WithTimeout(0) = %v; want an OptionError on Timeout naming NoWait", err)
+	}
+	if _, err := m.Acquire(ctx, "x", component.WithTimeout(component.NoWait)); !errors.Is(err, component.ErrTimeout) {
+		t.Fatalf("WithTimeout(NoWait) of a held lock = %v; want ErrTimeout", err)
+	}
+	// Options.Timeout 0 is the default wait: it gets the lock released
+	// after a first attempt failed.
+	got := make(chan error, 1)
+	go func() {
+		l2, err := m.Acquire(ctx, "x")
+		if err == nil {
+			l2.Release(ctx)
+		}
+		got <- err
+	}()
+	waitUntil(t, "a waiter queued", func() bool { return m.Waiters("x") > 0 })
+	l.Release(ctx)
+	if err := <-got; err != nil {
+		t.Fatalf("Acquire with Timeout 0 (the default) = %v; want the lock", err)
+	}
 }

@@ -19,8 +19,13 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// newMutex builds a Mutex closed at the test's end; a nil opts.Driver is a
+// new memory store.
 func newMutex(t testing.TB, opts component.Options) *component.Mutex {
 	t.Helper()
+	if opts.Driver == nil {
+		opts.Driver = memory.New()
+	}
 	m, err := component.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -39,12 +44,24 @@ func TestOptionErrors(t *testing.T) {
 		{component.Options{TTL: component.MaxTTL + 1}, "TTL"},
 		{component.Options{RetryDelay: -1}, "RetryDelay"},
 		{component.Options{TTL: time.Second, RetryDelay: -1}, "RetryDelay"},
+		{component.Options{TTL: component.Forever}, "TTL"},
+		{component.Options{MaxNameLength: -1}, "MaxNameLength"},
+		{component.Options{Driver: floored{memory.New()}, TTL: 100 * time.Millisecond}, "TTL"}, // under the driver's floor
+		{component.Options{}, "Driver"},                                                        // New only: Validate takes a nil Driver
 	}
 	for _, c := range cases {
 		_, err := component.New(c.opts)
 		var oe *component.OptionError
 		if !errors.As(err, &oe) || oe.Field != c.field || !errors.Is(err, component.ErrInvalidOption) {
 			t.Errorf("New(%+v) = %v; want an OptionError on %s", c.opts, err, c.field)
+		}
+		verr := c.opts.Validate()
+		if c.field == "Driver" {
+			if verr != nil {
+				t.Errorf("Validate of the zero Options = %v; want nil", verr)
+			}
+		} else if !errors.As(verr, &oe) || oe.Field != c.field || verr.Error() != err.Error() {
+			t.Errorf("Validate(%+v) = %v; want New's error %v", c.opts, verr, err)
 		}
 	}
 	m := newMutex(t, component.Options{})
@@ -73,7 +90,7 @@ func TestSlowStoreGrace(t *testing.T) {
 	f.set(func(f *faulty) { f.delay = 300 * time.Millisecond })
 	m := newMutex(t, component.Options{Driver: f})
 	ctx := context.Background()
-	l, err := m.Acquire(ctx, "slow", component.WithTimeout(0))
+	l, err := m.Acquire(ctx, "slow", component.WithTimeout(component.NoWait))
 	if err != nil {
 		t.Fatalf("a 300 ms store with timeout 0: %v", err)
 	}

@@ -13,6 +13,10 @@ var (
 	// adapters map it to 409 Conflict.
 	ErrTimeout = errors.New("mutexfx: timeout waiting for lock")
 
+	// ErrLocked reports that TryAcquire found the lock held by another
+	// holder (or waited for in this Mutex). Test with errors.Is.
+	ErrLocked = errors.New("mutexfx: lock held by another holder")
+
 	// ErrLost is the cause of a lock's context when the lock is lost: a
 	// renewal found it gone or taken, the store stayed unreachable until the
 	// lock's expiry, or an advisory lock's connection closed. Acquire never
@@ -75,6 +79,9 @@ func (e *DriverError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrDriver.
 func (e *DriverError) Is(target error) bool { return target == ErrDriver }
+
+// lockedError is TryAcquire's error for a lock held by another holder.
+func lockedError(name string) error { return fmt.Errorf("%w: %q", ErrLocked, name) }
 
 // OptionError is an invalid option given to New or to an acquisition. It
 // matches ErrInvalidOption.

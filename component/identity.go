@@ -76,6 +76,21 @@ func ParseHolder(token string) (Holder, bool) {
 	return Holder{Application: f[0], Host: f[1], PID: pid, AcquiredAt: time.UnixMilli(ms)}, true
 }
 
+// parseIdentity reads the holder from the part of its token that names it
+// ("~app~host~pid", as drivers.LockInfo.Holder gives it). AcquiredAt stays
+// zero: the store did not tell it.
+func parseIdentity(id string) (Holder, bool) {
+	f := strings.Split(id, string(identSep))
+	if len(f) != 4 || f[0] != "" {
+		return Holder{}, false
+	}
+	pid, err := strconv.Atoi(f[3])
+	if err != nil {
+		return Holder{}, false
+	}
+	return Holder{Application: f[1], Host: f[2], PID: pid}, true
+}
+
 // process is this process's host name and pid, read once.
 var process = sync.OnceValues(func() (string, int) {
 	host, err := os.Hostname()

@@ -19,8 +19,10 @@ type LockStatus struct {
 	// Name is the lock's name (without the store's prefix).
 	Name string `json:"name"`
 	// Holder is who holds the lock; HolderKnown is false when the store
-	// does not tell it (an advisory lock held by another process, or a
-	// token not made by a Mutex).
+	// does not tell it (a MySQL advisory lock held by another process, or
+	// a token not made by a Mutex). For a PostgreSQL advisory lock held by
+	// another process the store tells the application, host and pid, not
+	// Holder.AcquiredAt (zero).
 	Holder      Holder `json:"holder"`
 	HolderKnown bool   `json:"holderKnown"`
 	// Fence is the lock's fencing token (zero when the store does not
@@ -106,5 +108,8 @@ func (m *Mutex) ForceRelease(ctx context.Context, name string) (bool, error) {
 
 func status(name string, info drivers.LockInfo) LockStatus {
 	h, ok := ParseHolder(info.Token)
+	if info.Token == "" {
+		h, ok = parseIdentity(info.Holder)
+	}
 	return LockStatus{Name: name, Holder: h, HolderKnown: ok, Fence: info.Fence, TTL: info.TTL, token: info.Token}
 }

@@ -26,7 +26,7 @@ func (f floored) Features() drivers.Features {
 func TestMinTTL(t *testing.T) {
 	ctx := context.Background()
 	d := floored{memory.New()}
-	const want = "mutexfx: invalid option TTL: must be at least 250ms on store \"mutex\": the shortest ttl its driver can serve"
+	const want = "mutexfx: invalid option TTL: must be at least 250ms for driver \"component_test\": the shortest ttl it can serve"
 	if _, err := component.New(component.Options{Driver: d, TTL: 100 * time.Millisecond}); !errors.Is(err, component.ErrInvalidOption) || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("New(TTL 100ms) = %v; want %q…", err, want)
 	}

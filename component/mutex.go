@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
-	"github.com/mutexfx/mutexfx/drivers/memory"
 	"go.uber.org/zap"
 )
 
@@ -88,9 +87,6 @@ func New(opts Options) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Driver == nil {
-		opts.Driver = memory.New()
-	}
 	m := &Mutex{
 		opts:   opts,
 		drv:    opts.Driver,
@@ -101,9 +97,6 @@ func New(opts Options) (*Mutex, error) {
 		held:   map[string]*Lock{},
 		timer:  time.NewTimer(time.Hour),
 		stop:   make(chan struct{}),
-	}
-	if err := m.checkMinTTL(opts.TTL); err != nil {
-		return nil, err
 	}
 	m.tel = newTelemetry(opts, m.counts)
 	m.renewer, _ = opts.Driver.(drivers.Renewer)
@@ -129,10 +122,11 @@ func (m *Mutex) Driver() drivers.Driver { m.mustBuilt(); return m.drv }
 // Features returns the store's features.
 func (m *Mutex) Features() drivers.Features { m.mustBuilt(); return m.feat }
 
-// TryAcquire makes one attempt to acquire the lock name. It returns a nil
-// Lock and a nil error when another holder has it — this Mutex included, or
-// waiters queued in this Mutex for it (TryAcquire does not jump the queue).
-// Only WithTTL is read from opts.
+// TryAcquire makes one attempt to acquire the lock name. When another
+// holder has it — this Mutex included, or waiters queued in this Mutex for
+// it (TryAcquire does not jump the queue) — it returns an error wrapping
+// ErrLocked, never a nil Lock with a nil error. Only WithTTL is read from
+// opts.
 func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (*Lock, error) {
 	m.mustBuilt()
 	mustCtx(ctx)
@@ -150,7 +144,7 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 	}
 	if q := m.queues[name]; (q != nil && len(q.waiters) > 0) || m.held[name] != nil {
 		m.mu.Unlock()
-		return nil, nil
+		return nil, lockedError(name)
 	}
 	w := m.enqueue(name, o.ttl)
 	m.startLocked()
@@ -160,6 +154,9 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 
 	now := time.Now()
 	l, _, err := m.attempt(ctx, name, o.ttl, now, now, w)
+	if l == nil && err == nil {
+		err = lockedError(name)
+	}
 	return l, err
 }
 

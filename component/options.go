@@ -1,6 +1,7 @@
 package component
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -36,15 +37,16 @@ const (
 	// Forever waits without limit (any negative timeout does).
 	Forever time.Duration = -1
 	// NoWait makes a single attempt (a timeout of one nanosecond: one
-	// attempt, given its grace second to answer). WithTimeout(0) is the same.
+	// attempt, given its grace second to answer); "nowait" in
+	// configuration. A zero timeout is not set, never one attempt.
 	NoWait time.Duration = 1
 )
 
-// Options configure a Mutex. The zero value is valid: a private in-memory
-// store and the defaults below.
+// Options configure a Mutex. Every field but Driver may be left zero for
+// the defaults below.
 type Options struct {
-	// Driver is the store holding the locks.
-	// Default: a new memory store, shared by no one else.
+	// Driver is the store holding the locks. Required by New;
+	// mutexfx.New makes a private memory store when it is nil.
 	Driver drivers.Driver
 
 	// Name names the store in logs and errors.
@@ -65,8 +67,10 @@ type Options struct {
 	// Default: 30 s.
 	TTL time.Duration
 
-	// Timeout bounds Acquire's wait. Zero means the default; a negative
-	// value (Forever) waits without limit; NoWait makes one attempt.
+	// Timeout bounds Acquire's wait. Zero means not set: the default. A
+	// negative value (Forever) waits without limit; NoWait makes one
+	// attempt. The same rule holds for WithTimeout and the timeout
+	// configuration key: zero is never "one attempt".
 	// Default: 10 s.
 	Timeout time.Duration
 
@@ -122,40 +126,50 @@ type Options struct {
 	TraceAll bool
 }
 
-// withDefaults validates o and fills in its defaults.
-func (o Options) withDefaults() (Options, error) {
-	if o.TTL < 0 {
-		return o, &OptionError{Field: "TTL", Msg: "must be positive"}
-	}
-	if o.TTL > 0 {
+// Validate checks o as New does, without building anything: the TTL
+// (from 10 ms, or the floor of o.Driver when it is set, to 100 years), a
+// RetryDelay and MaxNameLength not negative. Zero fields are valid: they
+// take the defaults. The error is an *OptionError naming the field.
+// Package config checks each store's block with it.
+func (o Options) Validate() error {
+	switch {
+	case o.TTL == Forever:
+		return &OptionError{Field: "TTL", Msg: "cannot be infinite: use a long ttl; locks are renewed"}
+	case o.TTL < 0:
+		return &OptionError{Field: "TTL", Msg: "must be positive"}
+	case o.TTL > 0:
 		if err := checkTTL(o.TTL); err != nil {
-			return o, err
+			return err
+		}
+		if o.Driver != nil {
+			if err := checkMinTTL(o.TTL, drivers.FeaturesOf(o.Driver).MinTTL, o); err != nil {
+				return err
+			}
 		}
 	}
 	if o.RetryDelay < 0 {
-		return o, &OptionError{Field: "RetryDelay", Msg: "must not be negative"}
+		return &OptionError{Field: "RetryDelay", Msg: "must not be negative"}
 	}
 	if o.MaxNameLength < 0 {
-		return o, &OptionError{Field: "MaxNameLength", Msg: "must not be negative"}
+		return &OptionError{Field: "MaxNameLength", Msg: "must not be negative"}
 	}
-	if o.MaxNameLength == 0 {
-		o.MaxNameLength = DefaultMaxNameLength
+	return nil
+}
+
+// withDefaults validates o and fills in its defaults.
+func (o Options) withDefaults() (Options, error) {
+	o.Name = cmp.Or(o.Name, DefaultName)
+	if err := o.Validate(); err != nil {
+		return o, err
 	}
-	if o.Name == "" {
-		o.Name = DefaultName
+	if o.Driver == nil {
+		return o, &OptionError{Field: "Driver", Msg: "required (mutexfx.New makes a private memory store when it is nil)"}
 	}
-	if o.Prefix == "" {
-		o.Prefix = DefaultPrefix
-	}
-	if o.TTL == 0 {
-		o.TTL = DefaultTTL
-	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.RetryDelay == 0 {
-		o.RetryDelay = DefaultRetryDelay
-	}
+	o.MaxNameLength = cmp.Or(o.MaxNameLength, DefaultMaxNameLength)
+	o.Prefix = cmp.Or(o.Prefix, DefaultPrefix)
+	o.TTL = cmp.Or(o.TTL, DefaultTTL)
+	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
+	o.RetryDelay = cmp.Or(o.RetryDelay, DefaultRetryDelay)
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
@@ -196,11 +210,15 @@ func WithTTL(ttl time.Duration) AcquireOption {
 }
 
 // WithTimeout sets how long Acquire waits instead of the Mutex's Timeout:
-// zero makes one attempt, a negative value (Forever) waits without limit.
+// NoWait makes one attempt, a negative value (Forever) waits without
+// limit. Zero is refused with an *OptionError: a timeout of zero means "not
+// set" (Options.Timeout), and the way not to set one here is to leave the
+// option out.
 func WithTimeout(timeout time.Duration) AcquireOption {
 	return func(o *acquireOptions) {
 		if timeout == 0 {
-			timeout = NoWait
+			o.err = &OptionError{Field: "Timeout", Msg: "zero is not a timeout: NoWait makes one attempt; leave WithTimeout out for the Mutex's Timeout"}
+			return
 		}
 		o.timeout = timeout
 	}
@@ -225,8 +243,14 @@ func (m *Mutex) acquireOptions(opts []AcquireOption) (acquireOptions, error) {
 // checkMinTTL refuses a ttl shorter than the driver's floor
 // (drivers.Features.MinTTL).
 func (m *Mutex) checkMinTTL(ttl time.Duration) error {
-	if ttl < m.feat.MinTTL {
-		return &OptionError{Field: "TTL", Msg: fmt.Sprintf("must be at least %v on store %q: the shortest ttl its driver can serve (%s)", m.feat.MinTTL, m.opts.Name, MinTTLReason)}
+	return checkMinTTL(ttl, m.feat.MinTTL, m.opts)
+}
+
+// checkMinTTL refuses a ttl shorter than floor, naming the driver of o.
+func checkMinTTL(ttl, floor time.Duration, o Options) error {
+	if ttl < floor {
+		driver := cmp.Or(o.DriverType, driverType(o.Driver))
+		return &OptionError{Field: "TTL", Msg: fmt.Sprintf("must be at least %v for driver %q: the shortest ttl it can serve (%s)", floor, driver, MinTTLReason)}
 	}
 	return nil
 }

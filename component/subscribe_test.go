@@ -69,7 +69,7 @@ func TestSlowSubscription(t *testing.T) {
 			return nil
 		}},
 		{"NoWait", func() error {
-			_, err := m.Acquire(ctx, "b", component.WithTimeout(0))
+			_, err := m.Acquire(ctx, "b", component.WithTimeout(component.NoWait))
 			return err
 		}},
 		{"EndedCtx", func() error {

@@ -7,7 +7,7 @@
 //	    driver: {type: redis, url: "redis://127.0.0.1:6379"}
 //	    prefix: "orders:"
 //	    ttl: 30s          # Go duration, or integer milliseconds
-//	    timeout: 10s      # 0: one attempt; -1 or "infinite": no limit
+//	    timeout: 10s      # nowait: one attempt; -1 or "infinite": no limit
 //	    retryDelay: 50ms
 //	    maxNameLength: 1024 # bytes of a lock name (default 1 KiB)
 //	    default: true     # also provided unnamed
@@ -19,6 +19,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/knadh/koanf/v2"
 
+	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
@@ -37,9 +39,9 @@ const DefaultPath = "mutex"
 // the default store's name when no store says default: true.
 const DefaultStore = "mutex"
 
-// NoWait is the Timeout of a store configured with timeout: 0 (one attempt);
-// it equals component.NoWait.
-const NoWait = time.Duration(1)
+// NoWait is the Timeout of a store configured with timeout: nowait (one
+// attempt): component.NoWait.
+const NoWait = component.NoWait
 
 // Config is the parsed configuration of every store.
 type Config struct {
@@ -61,7 +63,7 @@ type Store struct {
 	Driver     Driver
 	Prefix     string
 	TTL        time.Duration
-	Timeout    time.Duration // NoWait for 0, Forever for no limit, 0 when unset
+	Timeout    time.Duration // NoWait for "nowait", Forever for no limit, 0 when unset
 	RetryDelay time.Duration
 	// MaxNameLength is the longest lock name in bytes; 0 when unset (the
 	// component's default, 1 KiB).
@@ -182,29 +184,13 @@ func loadStore(path, name string, raw any) (Store, error) {
 			st.Prefix = s
 		case "ttl":
 			st.TTL, err = duration(p, v)
-			switch {
-			case err != nil:
-			case st.TTL == Forever:
-				err = Errorf(p, "ttl cannot be infinite: use a long ttl; locks are renewed")
-			case st.TTL < 10*time.Millisecond:
-				err = Errorf(p, "must be at least 10ms")
-			case st.TTL > 100*365*24*time.Hour: // component.MaxTTL
-				err = Errorf(p, "must be at most 100 years")
+			if err == nil && st.TTL == 0 {
+				err = Errorf(p, "must be positive (leave the key out for the default, %v)", component.DefaultTTL)
 			}
 		case "timeout":
-			st.Timeout, err = duration(p, v)
-			switch {
-			case err != nil:
-			case st.Timeout == 0:
-				st.Timeout = NoWait
-			case st.Timeout < 0 && st.Timeout != Forever:
-				err = Errorf(p, "must not be negative (-1 or \"infinite\": no limit), got %v", st.Timeout)
-			}
+			st.Timeout, err = timeout(p, v)
 		case "retrydelay":
 			st.RetryDelay, err = duration(p, v)
-			if err == nil && st.RetryDelay < 0 {
-				err = Errorf(p, "must not be negative")
-			}
 		case "maxnamelength":
 			st.MaxNameLength, err = positiveInt(p, v)
 		case "default":
@@ -215,13 +201,54 @@ func loadStore(path, name string, raw any) (Store, error) {
 		case "traceall":
 			st.TraceAll, err = boolean(p, v)
 		default:
-			err = Errorf(p, "unknown key (known: %s)", strings.Join(storeKeys, ", "))
+			err = unknownKey(p, key, storeKeys)
 		}
 		if err != nil {
 			return st, err
 		}
 	}
-	return st, nil
+	return st, validate(st)
+}
+
+// validate checks a store's options with the component's own rules
+// (component.Options.Validate), at the key path of the offending option.
+func validate(st Store) error {
+	opts := component.Options{TTL: st.TTL, Timeout: st.Timeout, RetryDelay: st.RetryDelay, MaxNameLength: st.MaxNameLength}
+	return OptionError(st.Path, opts.Validate())
+}
+
+// OptionError returns err, a *component.OptionError of a store's options,
+// as an *Error at the key path of its field under the store's path
+// ("mutex.orders.ttl"); other errors are returned as they are.
+func OptionError(path string, err error) error {
+	var oe *component.OptionError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	key := strings.ToLower(oe.Field[:1]) + oe.Field[1:] // RetryDelay: retryDelay
+	if strings.ToUpper(oe.Field) == oe.Field {
+		key = strings.ToLower(oe.Field) // TTL: ttl
+	}
+	return Errorf(Join(path, key), "%s", oe.Msg)
+}
+
+// timeout reads a store's timeout: a duration, "nowait" (one attempt), -1
+// or "infinite" (no limit). Zero is refused: it once meant one attempt, and
+// a timeout of zero now means "not set" everywhere (component.Options).
+func timeout(path string, v any) (time.Duration, error) {
+	if s, ok := v.(string); ok && strings.EqualFold(strings.TrimSpace(s), "nowait") {
+		return NoWait, nil
+	}
+	d, err := duration(path, v)
+	switch {
+	case err != nil:
+		return 0, err
+	case d == 0:
+		return 0, Errorf(path, "zero is not a timeout: write nowait for one attempt, or leave the key out for the default (%v)", component.DefaultTimeout)
+	case d < 0 && d != Forever:
+		return 0, Errorf(path, "must not be negative (-1 or \"infinite\": no limit), got %v", d)
+	}
+	return d, nil
 }
 
 func loadDriver(path string, v any) (Driver, error) {

@@ -33,7 +33,7 @@ mutex:
     driver: {type: file, dir: /tmp/locks}
     prefix: "orders:"
     ttl: 5000
-    timeout: 0
+    timeout: nowait
     retryDelay: 25ms
     application: orders-api.v2_1
     traceAll: true
@@ -55,8 +55,8 @@ mutex:
 		o.Driver.Options["dir"] != "/tmp/locks" || o.Prefix != "orders:" || o.Application != "orders-api.v2_1" || !o.TraceAll {
 		t.Fatalf("orders = %+v", o)
 	}
-	// Integers are milliseconds (koanf alone would read 5000 ns), 0 is one
-	// attempt.
+	// Integers are milliseconds (koanf alone would read 5000 ns), nowait is
+	// one attempt.
 	if o.TTL != 5*time.Second || o.Timeout != config.NoWait || o.RetryDelay != 25*time.Millisecond {
 		t.Fatalf("orders durations = %v %v %v", o.TTL, o.Timeout, o.RetryDelay)
 	}
@@ -89,7 +89,8 @@ func TestLoadDefaults(t *testing.T) {
 		{"mutex:\n  a: {driver: {}}\n", "a", 1, first{typ: "memory"}},                                          // an empty block: memory
 		{"mutex:\n  a: {driver: {type: redis}}\n", "a", 1, first{typ: "redis"}},                                // any type: checked by the module
 		{"mutex:\n  a: {timeout: -1, retrydelay: 0}\n", "a", 1, first{typ: "memory", timeout: config.Forever}}, // env-style lower case
-		{"mutex:\n  a: {timeout: 0, retryDelay: 20ms}\n", "a", 1, first{typ: "memory", timeout: config.NoWait, retryDelay: 20 * time.Millisecond}},
+		{"mutex:\n  a: {timeout: nowait, retryDelay: 20ms}\n", "a", 1, first{typ: "memory", timeout: config.NoWait, retryDelay: 20 * time.Millisecond}},
+		{"mutex:\n  a: {timeout: ' NoWait '}\n", "a", 1, first{typ: "memory", timeout: config.NoWait}},
 		{"mutex:\n  a: {timeout: '-1'}\n", "a", 1, first{typ: "memory", timeout: config.Forever}},          // -1 as the environment gives it
 		{"mutex:\n  a: {}\n  mutex: {default: false}\n", "", 2, first{typ: "memory"}},                      // mutex, but not the default
 		{"mutex:\n  mutex: {default: false}\n", "", 1, first{typ: "memory"}},                               // the only store, not the default
@@ -137,16 +138,21 @@ func TestLoadDefaults(t *testing.T) {
 
 func TestLoadErrors(t *testing.T) {
 	cases := []struct{ yaml, want string }{
-		{"mutex:\n  orders: {ttl: 0}\n", "mutex.orders.ttl: must be at least 10ms"},
+		{"mutex:\n  orders: {ttl: 0}\n", "mutex.orders.ttl: must be positive (leave the key out for the default, 30s)"},
+		{"mutex:\n  orders: {timeout: 0}\n", "mutex.orders.timeout: zero is not a timeout: write nowait for one attempt, or leave the key out for the default (10s)"},
+		{"mutex:\n  orders: {timeout: 0s}\n", "mutex.orders.timeout: zero is not a timeout"},
 		{"mutex:\n  orders: {ttl: 900000h}\n", "mutex.orders.ttl: must be at most 100 years"},
 		{"mutex:\n  orders: {ttl: -5}\n", "mutex.orders.ttl: negative duration -5 ms: only -1"},
-		{"mutex:\n  orders: {ttl: -1}\n", "mutex.orders.ttl: ttl cannot be infinite: use a long ttl; locks are renewed"},
-		{"mutex:\n  orders: {ttl: infinite}\n", "mutex.orders.ttl: ttl cannot be infinite: use a long ttl; locks are renewed"},
+		{"mutex:\n  orders: {ttl: -1}\n", "mutex.orders.ttl: cannot be infinite: use a long ttl; locks are renewed"},
+		{"mutex:\n  orders: {ttl: infinite}\n", "mutex.orders.ttl: cannot be infinite: use a long ttl; locks are renewed"},
 		{"mutex:\n  orders: {maxNameLength: 0}\n", "mutex.orders.maxNameLength: must be a whole number of at least 1, got 0"},
 		{"mutex:\n  orders: {maxNameLength: -3}\n", "mutex.orders.maxNameLength: must be a whole number of at least 1, got -3"},
 		{"mutex:\n  orders: {maxNameLength: 1.5}\n", "mutex.orders.maxNameLength: must be a whole number of at least 1, got 1.5"},
 		{"mutex:\n  orders: {maxNameLength: lots}\n", "mutex.orders.maxNameLength: must be a whole number of at least 1, got lots"},
-		{"mutex:\n  orders: {maxnamelen: 3}\n", "mutex.orders.maxnamelen: unknown key (known: application, default, driver, maxNameLength, prefix, retryDelay, timeout, traceAll, ttl)"},
+		{"mutex:\n  orders: {maxnamelen: 3}\n", `mutex.orders.maxnamelen: unknown key: did you mean "maxNameLength"? (known: application, default, driver, maxNameLength, prefix, retryDelay, timeout, traceAll, ttl)`},
+		{"mutex:\n  orders: {retry_delay: 1s}\n", `mutex.orders.retry_delay: unknown key: did you mean "retryDelay"?`},
+		{"mutex:\n  orders: {trace_all: true}\n", `mutex.orders.trace_all: unknown key: did you mean "traceAll"?`},
+		{"mutex:\n  orders: {lease: 1s}\n", "mutex.orders.lease: unknown key (known: application, default, driver, maxNameLength, prefix, retryDelay, timeout, traceAll, ttl)"},
 		{"mutex:\n  orders: {timeout: -100}\n", "mutex.orders.timeout: negative duration -100 ms: only -1"},
 		{"mutex:\n  orders: {timeout: '-100'}\n", "mutex.orders.timeout: negative duration -100 ms: only -1"},
 		{"mutex:\n  orders: {timeout: -0.5}\n", "mutex.orders.timeout: negative duration -0.5 ms: only -1"},
@@ -155,7 +161,7 @@ func TestLoadErrors(t *testing.T) {
 		{"mutex:\n  orders: {ttl: 5ns}\n", "mutex.orders.ttl: must be at least 10ms"},
 		{"mutex:\n  orders: {ttl: soon}\n", `mutex.orders.ttl: invalid duration "soon"`},
 		{"mutex:\n  orders: {ttl: [1]}\n", "mutex.orders.ttl: invalid duration of type"},
-		{"mutex:\n  orders: {tll: 1s}\n", "mutex.orders.tll: unknown key"},
+		{"mutex:\n  orders: {tll: 1s}\n", `mutex.orders.tll: unknown key: did you mean "ttl"?`},
 		{"mutex:\n  orders: {retryDelay: -1ms}\n", "mutex.orders.retryDelay: must not be negative"},
 		{"mutex:\n  orders: {prefix: ''}\n", "mutex.orders.prefix: must not be empty"},
 		{"mutex:\n  orders: {prefix: 3}\n", "mutex.orders.prefix: must be a string"},

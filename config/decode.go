@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
+
+	"github.com/mutexfx/mutexfx/component"
 )
 
 // Error is a configuration error at a key path, such as
@@ -40,7 +42,7 @@ func Join(path, key string) string {
 
 // Forever is the Duration that waits without limit (timeout: -1, "infinite"
 // or "forever" in configuration; no other negative number).
-const Forever = time.Duration(-1)
+const Forever = component.Forever
 
 // Decode decodes a configuration block (nested maps as koanf loads them) into
 // out, a pointer to a struct whose fields carry `koanf:"key"` tags. Unknown
@@ -71,7 +73,7 @@ func Decode(path string, in map[string]any, out any) error {
 				key = k
 			}
 		}
-		return Errorf(Join(path, key), "unknown key")
+		return unknownKey(Join(path, key), key, keysOf(reflect.TypeOf(out)))
 	}
 	return nil
 }

@@ -177,6 +177,12 @@ type LockInfo struct {
 	Fence uint64
 	// TTL is the remaining time to live; zero for locks that do not expire.
 	TTL time.Duration
+	// Holder is set, when Token is empty, by stores that do not keep the
+	// token of another session's lock but show who holds it (PostgreSQL
+	// advisory locks): the part of the holder's token that names it, from
+	// its first '~' to its last, exclusive ("~app~host~pid" for a token
+	// made by a component.Mutex).
+	Holder string
 }
 
 // Handoverer is implemented by drivers that can pass a held lock from its

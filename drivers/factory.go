@@ -3,6 +3,7 @@ package drivers
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -51,22 +52,22 @@ type Spec struct {
 // PackageOf returns the import path of the package that provides the driver
 // type mutexfx ships under that name, or "" for an unknown type. A missing
 // driver's error names it.
-func PackageOf(driverType string) string { return knownPackages[driverType] }
+func PackageOf(driverType string) string {
+	if i := slices.Index(shipped, driverType); i >= 0 {
+		return modulePath + "/drivers/" + shipped[i]
+	}
+	return ""
+}
 
 // Shipped returns the driver types mutexfx ships, comma-separated, for
-// errors: the one list of them.
-func Shipped() string { return shipped }
+// errors.
+func Shipped() string { return strings.Join(shipped, ", ") }
 
-const shipped = "memory, file, redis, postgres, mysql, etcd"
+// shipped is the one list of the driver types mutexfx ships, each in its
+// package drivers/<type>.
+var shipped = []string{"memory", "file", "redis", "postgres", "mysql", "etcd"}
 
-var knownPackages = map[string]string{
-	"memory":   "github.com/mutexfx/mutexfx/drivers/memory",
-	"file":     "github.com/mutexfx/mutexfx/drivers/file",
-	"redis":    "github.com/mutexfx/mutexfx/drivers/redis",
-	"postgres": "github.com/mutexfx/mutexfx/drivers/postgres",
-	"mysql":    "github.com/mutexfx/mutexfx/drivers/mysql",
-	"etcd":     "github.com/mutexfx/mutexfx/drivers/etcd",
-}
+const modulePath = "github.com/mutexfx/mutexfx"
 
 // Suggest returns the driver type mutexfx ships that an unknown type most
 // likely means — the same name in another case ("Redis": "redis") or a
@@ -78,7 +79,7 @@ func Suggest(driverType string) string {
 	if a, ok := aliases[t]; ok {
 		return a
 	}
-	if _, ok := knownPackages[t]; ok && t != driverType {
+	if slices.Contains(shipped, t) && t != driverType {
 		return t
 	}
 	return ""

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,10 +21,9 @@ import (
 
 // Environment of the "scheduler" child role.
 const (
-	envDir      = "SCHED_DIR"      // the file driver's directory
-	envOut      = "SCHED_OUT"      // the child's report file
-	envOffset   = "SCHED_OFFSET"   // its clock offset, a Go duration
-	envDuration = "SCHED_DURATION" // how long it runs its scheduler
+	envDir    = "SCHED_DIR"    // the file driver's directory
+	envOut    = "SCHED_OUT"    // the child's report file
+	envOffset = "SCHED_OFFSET" // its clock offset, a Go duration
 )
 
 // runChild plays a child role and returns the exit code.
@@ -46,14 +46,10 @@ func runChild(role string) int {
 }
 
 // childScheduler runs an exclusive job every period on the file driver for
-// the configured duration, writing "start <ns>", "run <planned ns>" and
+// until its standard input ends (the parent closes it), writing "start <ns>", "run <planned ns>" and
 // "stop <ns>" lines to its report file.
 func childScheduler() error {
 	offset, err := time.ParseDuration(os.Getenv(envOffset))
-	if err != nil {
-		return err
-	}
-	duration, err := time.ParseDuration(os.Getenv(envDuration))
 	if err != nil {
 		return err
 	}
@@ -96,7 +92,9 @@ func childScheduler() error {
 		return err
 	}
 	report("start", time.Now())
-	time.Sleep(duration) // the scenario's length
+	// the scenario's length: until the parent has seen enough instants run
+	// and closes stdin (or dies)
+	_, _ = io.Copy(io.Discard, os.Stdin)
 	report("stop", time.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -118,11 +116,30 @@ func TestExclusiveThreeProcessesFileDriver(t *testing.T) {
 				out := filepath.Join(dir, fmt.Sprintf("child%d.out", i))
 				cmd := testutil.Child(t, "scheduler",
 					envDir+"="+filepath.Join(dir, "locks"), envOut+"="+out,
-					envOffset+"="+offset.String(), envDuration+"="+(12*period).String())
+					envOffset+"="+offset.String())
+				stdin, err := cmd.StdinPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
-				cmds = append(cmds, &exec{wait: cmd.Wait, out: out, name: fmt.Sprint("process", i)})
+				cmds = append(cmds, &exec{wait: cmd.Wait, out: out, name: fmt.Sprint("process", i), stdin: stdin})
+			}
+			testutil.Poll(t, 30*period, "twelve instants run by the processes", func() bool {
+				ran := map[string]bool{}
+				for _, c := range cmds {
+					b, _ := os.ReadFile(c.out) // written line by line by another process: polled
+					for line := range strings.Lines(string(b)) {
+						if f := strings.Fields(line); len(f) >= 2 && f[0] == "run" {
+							ran[f[1]] = true
+						}
+					}
+				}
+				return len(ran) >= 12
+			})
+			for _, c := range cmds {
+				_ = c.stdin.Close()
 			}
 			by := map[time.Time][]string{}
 			var from, to time.Time
@@ -145,9 +162,10 @@ func TestExclusiveThreeProcessesFileDriver(t *testing.T) {
 
 // exec is a child process and its report.
 type exec struct {
-	name string
-	out  string
-	wait func() error
+	name  string
+	out   string
+	wait  func() error
+	stdin io.Closer // closing it ends the scenario
 }
 
 // read adds the child's runs to by and returns when it started and stopped

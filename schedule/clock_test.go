@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mutexfx/mutexfx/internal/testutil"
 	"github.com/mutexfx/mutexfx/schedule"
 )
 
@@ -82,7 +83,7 @@ func TestNoNextInstantStopsJob(t *testing.T) {
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the job to stop planning", func() bool { return obs.FilterMessageSnippet("no next instant").Len() > 0 })
+	testutil.Poll(t, 10*time.Second, "the job to stop planning", func() bool { return obs.FilterMessageSnippet("no next instant").Len() > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := s.Stop(ctx); err != nil {

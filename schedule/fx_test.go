@@ -63,7 +63,7 @@ func TestFxThreeAppsExactlyOnce(t *testing.T) {
 			if took := time.Since(start); took > period/2 {
 				t.Errorf("starting three apps took %v: OnStart must return at once", took)
 			}
-			time.Sleep(12 * period) // the scenario's length
+			await(t, 30*period, "twelve instants run", r.ran(12)) // the scenario's length
 			end := time.Now()
 			for _, app := range apps {
 				app.RequireStop()
@@ -89,19 +89,27 @@ func TestFxModuleErrors(t *testing.T) {
 }
 
 func TestFxStopWaitsForJob(t *testing.T) {
-	started := make(chan struct{})
+	started, cancelled, cleanup := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var returned atomic.Bool
 	app := fxtest.New(t, fx.NopLogger, mutexfx.Module(fxConfig(t)), schedule.Module,
 		schedule.Provide(schedule.Job{Name: "fx-long", Every: 10 * time.Millisecond, Exclusive: true, Run: func(ctx context.Context) error {
 			close(started)
 			<-ctx.Done()
-			time.Sleep(50 * time.Millisecond) // the job's cleanup, which stop must wait for
+			close(cancelled)
+			<-cleanup // the job's cleanup, which stop must wait for
 			returned.Store(true)
 			return nil
 		}}))
 	app.RequireStart()
 	<-started
-	app.RequireStop()
+	stopped := make(chan error, 1)
+	go func() { stopped <- app.Stop(context.Background()) }()
+	<-cancelled
+	notBefore(t, stopped, "the app stopped while its job was cleaning up")
+	close(cleanup)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
 	if !returned.Load() {
 		t.Fatal("the app stopped before its running job returned")
 	}

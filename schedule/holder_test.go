@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/mutexfx/mutexfx/drivers/memory"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 	"github.com/mutexfx/mutexfx/schedule"
 )
 
@@ -53,7 +54,7 @@ func TestSkipNamesHolder(t *testing.T) {
 	defer stop(t, a)
 	<-started
 	const outlived = "exclusive job still run by another instance for an earlier instant, skipped"
-	waitFor(t, "B to find A's run outliving the period", func() bool { return obsB.FilterMessage(outlived).Len() > 0 })
+	testutil.Poll(t, 10*time.Second, "B to find A's run outliving the period", func() bool { return obsB.FilterMessage(outlived).Len() > 0 })
 	close(release)
 	info := obsB.FilterMessage(outlived).All()[0]
 	if info.Level != zapcore.InfoLevel || info.ContextMap()["cause"] != "the holder's run outlived the period" {
@@ -67,12 +68,12 @@ func TestSkipNamesHolder(t *testing.T) {
 	if len(skipped) == 0 || skipped[0].Level != zapcore.DebugLevel || skipped[0].ContextMap()["holder"] != holder || holder == "" {
 		t.Fatalf("first skip %v, want debug naming holder %q", skipped, holder)
 	}
-	waitFor(t, "A's run to end", func() bool { return obsA.FilterMessage("scheduled job done").Len() > 0 })
+	testutil.Poll(t, 10*time.Second, "A's run to end", func() bool { return obsA.FilterMessage("scheduled job done").Len() > 0 })
 	if got := obsA.FilterMessage("scheduled job done").All()[0].ContextMap()["holder"]; got != holder {
 		t.Fatalf("A logs holder %v, B %q", got, holder)
 	}
 	// B watched A's holdings, released by A: none was interrupted.
-	waitFor(t, "B to skip two more instants", func() bool {
+	testutil.Poll(t, 10*time.Second, "B to skip two more instants", func() bool {
 		return obsB.FilterMessage("exclusive job run by another instance, skipped").Len() >= len(skipped)+2
 	})
 	if got := obsB.FilterMessage("exclusive job's instant interrupted on another instance").All(); len(got) != 0 {

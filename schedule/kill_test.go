@@ -10,11 +10,13 @@ import (
 	"math/rand/v2"
 	"os"
 	osexec "os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,7 +122,13 @@ func childKillable() error {
 	if err := s.Start(context.Background()); err != nil {
 		return err
 	}
-	time.Sleep(time.Minute) // killed long before
+	// The parent kills this process (SIGKILL); SIGTERM or a minute (the
+	// parent gone) stop it.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	<-ctx.Done()
 	return s.Stop(context.Background())
 }
 
@@ -232,7 +240,7 @@ func TestKilledRunnerLosesOnlyItsInstant(t *testing.T) {
 
 			// Kill the first child to begin a run, as it begins.
 			killed, planned := -1, time.Time{}
-			waitForLong(t, "a child to begin a run", 4*killPeriod, func() bool {
+			testutil.Poll(t, 4*killPeriod, "a child to begin a run", func() bool {
 				for i, out := range outs {
 					if b := begins(t, out); len(b) > 0 {
 						killed, planned = i, b[0]
@@ -246,7 +254,7 @@ func TestKilledRunnerLosesOnlyItsInstant(t *testing.T) {
 			// earlier, a session lock (advisory) is free when the parent
 			// tries, and the parent runs the instant.
 			const skipped = "exclusive job run by another instance, skipped"
-			waitForLong(t, "the other instances to skip the instant", killPeriod, func() bool {
+			testutil.Poll(t, killPeriod, "the other instances to skip the instant", func() bool {
 				if !childLogged(t, outs[1-killed], "debug", skipped, planned) {
 					return false
 				}
@@ -273,7 +281,7 @@ func TestKilledRunnerLosesOnlyItsInstant(t *testing.T) {
 				return by
 			}
 			last := planned.Add(2 * killPeriod)
-			waitForLong(t, "the second instant after the kill to begin", 4*killPeriod, func() bool { return len(all()[last]) > 0 })
+			testutil.Poll(t, 4*killPeriod, "the second instant after the kill to begin", func() bool { return len(all()[last]) > 0 })
 			by := all()
 			switch want := fmt.Sprint("child", killed); {
 			case !slices.Contains(by[planned], want):
@@ -299,7 +307,7 @@ func TestKilledRunnerLosesOnlyItsInstant(t *testing.T) {
 			// (which Inspect cannot tell from the re-run's) it may be the
 			// other child only.
 			const interrupted = "exclusive job's instant interrupted on another instance"
-			waitForLong(t, "the interrupted instant's warning", killPeriod, func() bool {
+			testutil.Poll(t, killPeriod, "the interrupted instant's warning", func() bool {
 				for _, e := range obs.FilterMessage(interrupted).All() {
 					if at, ok := e.ContextMap()["planned"].(time.Time); ok && at.Equal(planned) && e.Level == zapcore.WarnLevel {
 						return true
@@ -308,17 +316,5 @@ func TestKilledRunnerLosesOnlyItsInstant(t *testing.T) {
 				return sc.rerun && childLogged(t, outs[1-killed], "warn", interrupted, planned)
 			})
 		})
-	}
-}
-
-// waitForLong polls cond every 20 ms until it holds or d passed.
-func waitForLong(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out (%v) waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -20,8 +21,15 @@ func TestMain(m *testing.M) { testutil.Main(m, runChild) }
 
 // runs records the runs of jobs: planned instant → instances that ran it.
 type runs struct {
-	mu sync.Mutex
-	by map[time.Time][]string
+	mu    sync.Mutex
+	by    map[time.Time][]string
+	waits []instantsWait
+}
+
+// instantsWait is a channel closed once n instants ran.
+type instantsWait struct {
+	n  int
+	ch chan struct{}
 }
 
 func newRuns() *runs { return &runs{by: map[time.Time][]string{}} }
@@ -32,8 +40,41 @@ func (r *runs) job(instance string) func(ctx context.Context) error {
 		p, _ := schedule.Planned(ctx)
 		r.mu.Lock()
 		r.by[p.UTC()] = append(r.by[p.UTC()], instance)
+		r.waits = slices.DeleteFunc(r.waits, func(w instantsWait) bool {
+			if len(r.by) >= w.n {
+				close(w.ch)
+				return true
+			}
+			return false
+		})
 		r.mu.Unlock()
 		return nil
+	}
+}
+
+// ran returns a channel closed once runs of n distinct instants are
+// recorded: the length of a scenario, as a signal.
+func (r *runs) ran(n int) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := make(chan struct{})
+	if len(r.by) >= n {
+		close(ch)
+	} else {
+		r.waits = append(r.waits, instantsWait{n, ch})
+	}
+	return ch
+}
+
+// await waits for ch to close, failing the test naming what after limit.
+func await(t *testing.T, limit time.Duration, what string, ch <-chan struct{}) {
+	t.Helper()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-ch:
+	case <-timer.C:
+		t.Fatalf("timed out after %v waiting for %s", limit, what)
 	}
 }
 
@@ -84,18 +125,6 @@ func newMutex(t *testing.T, drv drivers.Driver) *component.Mutex {
 func logs() (*zap.Logger, *observer.ObservedLogs) {
 	core, obs := observer.New(zapcore.DebugLevel)
 	return zap.New(core), obs
-}
-
-// waitFor polls cond until it holds or 10 s passed.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // stop stops s within 5 s.

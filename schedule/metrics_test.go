@@ -17,6 +17,7 @@ import (
 	"github.com/mutexfx/mutexfx"
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers/memory"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 	"github.com/mutexfx/mutexfx/schedule"
 )
 
@@ -66,7 +67,7 @@ func (c *manualClock) SleepUntil(ctx context.Context, t time.Time) error {
 // schedulers' loops have planned their instants from the current time.
 func (c *manualClock) waitSleepers(t *testing.T, n int) {
 	t.Helper()
-	waitFor(t, "the jobs to plan their instants", func() bool {
+	testutil.Poll(t, 10*time.Second, "the jobs to plan their instants", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return c.sleepers >= n
@@ -178,7 +179,7 @@ func TestInstantsMetric(t *testing.T) {
 		{"held", schedule.OutcomeSkippedHeldElsewhere}: 1,
 		{"cut", schedule.OutcomeInterrupted}:           1,
 	}
-	waitFor(t, "A to count its three instants", func() bool { return len(instants(t, readerA)) >= len(want) })
+	testutil.Poll(t, 10*time.Second, "A to count its three instants", func() bool { return len(instants(t, readerA)) >= len(want) })
 	close(releaseB)
 	// The holds end half a period past the instant.
 	clockA.set(instant.Add(30 * time.Second))
@@ -208,7 +209,7 @@ func TestFxMeterProvider(t *testing.T) {
 		}}))
 	app.RequireStart()
 	defer app.RequireStop()
-	waitFor(t, "a failed run counted", func() bool {
+	testutil.Poll(t, 10*time.Second, "a failed run counted", func() bool {
 		return instants(t, reader)[outcome{"fx-metered", schedule.OutcomeFailed}] > 0
 	})
 }

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -38,15 +39,15 @@ func (s *Scheduler) fire(j *job, planned time.Time) {
 	}
 	lock, err := m.TryAcquire(ctx, j.lock, component.WithTTL(j.ttl(planned)))
 	switch {
+	case errors.Is(err, component.ErrLocked):
+		s.skipped(ctx, log, j, m, planned)
+		return
 	case err != nil && ctx.Err() != nil:
 		return // stopping
 	case err != nil:
 		log.Error("exclusive job not run: its lock could not be tried",
 			zap.String("lock", j.lock), zap.String("cause", "store error"), zap.Error(err))
 		s.count(j, OutcomeStoreError)
-		return
-	case lock == nil:
-		s.skipped(ctx, log, j, m, planned)
 		return
 	}
 	j.sawHolder("")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers/memory"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 	"github.com/mutexfx/mutexfx/schedule"
 )
 
@@ -50,7 +51,7 @@ func TestExclusiveThreeInstancesExactlyOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			time.Sleep(12 * period) // the scenario's length: twelve instants
+			await(t, 30*period, "twelve instants run", r.ran(12)) // the scenario's length
 			end := time.Now()
 			for _, s := range scheds {
 				stop(t, s)
@@ -73,7 +74,7 @@ func TestNonExclusiveRunsInEveryInstance(t *testing.T) {
 		}
 		scheds = append(scheds, s)
 	}
-	waitFor(t, "an instant run by both instances", func() bool {
+	testutil.Poll(t, 10*time.Second, "an instant run by both instances", func() bool {
 		for _, who := range r.snapshot() {
 			if len(who) == 2 {
 				return true
@@ -121,9 +122,9 @@ func TestExclusiveTooLate(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.runs {
-				waitFor(t, "two runs", func() bool { return len(r.snapshot()) >= 2 })
+				testutil.Poll(t, 10*time.Second, "two runs", func() bool { return len(r.snapshot()) >= 2 })
 			} else {
-				waitFor(t, "two skipped instants", func() bool { return obs.FilterMessageSnippet("too late").Len() >= 2 })
+				testutil.Poll(t, 10*time.Second, "two skipped instants", func() bool { return obs.FilterMessageSnippet("too late").Len() >= 2 })
 			}
 			stop(t, s)
 			if got := len(r.snapshot()) > 0; got != tc.runs {
@@ -154,7 +155,7 @@ func TestRunsNeverStack(t *testing.T) {
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "three runs", func() bool { return count.Load() >= 3 })
+	testutil.Poll(t, 10*time.Second, "three runs", func() bool { return count.Load() >= 3 })
 	stop(t, s)
 	if most.Load() != 1 {
 		t.Fatalf("%d runs at once", most.Load())
@@ -179,7 +180,7 @@ func TestPanicAndErrorLogged(t *testing.T) {
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "runs after a panic", func() bool { return n.Load() >= 4 })
+	testutil.Poll(t, 10*time.Second, "runs after a panic", func() bool { return n.Load() >= 4 })
 	stop(t, s)
 	if obs.FilterMessage("scheduled job panicked").Len() == 0 || obs.FilterMessage("scheduled job failed").Len() == 0 {
 		t.Fatalf("logs: %v", obs.All())
@@ -232,9 +233,9 @@ func TestExclusiveStoreSelection(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.runs {
-				waitFor(t, "a run", func() bool { return ran.Load() > 0 })
+				testutil.Poll(t, 10*time.Second, "a run", func() bool { return ran.Load() > 0 })
 			} else {
-				waitFor(t, "the error logged", func() bool { return obs.FilterMessage("exclusive job not run: its lock store is missing").Len() > 0 })
+				testutil.Poll(t, 10*time.Second, "the error logged", func() bool { return obs.FilterMessage("exclusive job not run: its lock store is missing").Len() > 0 })
 			}
 			stop(t, s)
 			if tt.runs != (ran.Load() > 0) || held.Load() != tt.runs {
@@ -251,14 +252,17 @@ func TestExclusiveStoreSelection(t *testing.T) {
 }
 
 func TestStopCancelsAndWaitsForRunningJob(t *testing.T) {
+	// Not in a synctest bubble: the component's waiters are pooled, and a
+	// bubble's channels must not leave it.
 	m := newMutex(t, memory.New())
-	started := make(chan struct{})
+	started, cancelled, cleanup := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var returned atomic.Bool
 	log, obs := logs()
 	s, err := schedule.New(schedule.Options{Mutex: m, Logger: log}, schedule.Job{Name: "long", Every: 10 * time.Millisecond, Exclusive: true, Run: func(ctx context.Context) error {
 		close(started)
 		<-ctx.Done()
-		time.Sleep(20 * time.Millisecond) // cleaning up after the cancel
+		close(cancelled)
+		<-cleanup // cleaning up after the cancel
 		returned.Store(true)
 		return ctx.Err()
 	}})
@@ -272,7 +276,14 @@ func TestStopCancelsAndWaitsForRunningJob(t *testing.T) {
 		t.Errorf("second Start: %v", err)
 	}
 	<-started
-	stop(t, s)
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Stop(context.Background()) }()
+	<-cancelled
+	notBefore(t, stopped, "Stop returned while the job was cleaning up")
+	close(cleanup)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
 	if !returned.Load() {
 		t.Fatal("Stop returned before the running job")
 	}
@@ -280,6 +291,19 @@ func TestStopCancelsAndWaitsForRunningJob(t *testing.T) {
 		t.Fatalf("%d locks still held after Stop", n)
 	}
 	checkInterrupted(t, obs, schedule.ErrStopped)
+}
+
+// notBefore fails the test when ch delivers within 100 ms: a call that
+// must wait for something the test still holds back has not returned.
+func notBefore(t *testing.T, ch <-chan error, msg string) {
+	t.Helper()
+	bound := time.NewTimer(100 * time.Millisecond)
+	defer bound.Stop()
+	select {
+	case err := <-ch:
+		t.Fatalf("%s (%v)", msg, err)
+	case <-bound.C:
+	}
 }
 
 // checkInterrupted fails unless obs holds a warning of an interrupted run

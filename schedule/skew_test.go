@@ -11,6 +11,7 @@ import (
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/memory"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 	"github.com/mutexfx/mutexfx/schedule"
 )
 
@@ -63,7 +64,7 @@ func skewWarnings(t *testing.T, m *component.Mutex, offset time.Duration) []obse
 		t.Fatal(err)
 	}
 	defer stop(t, s)
-	waitFor(t, "two runs", func() bool { return len(r.snapshot()) >= 2 })
+	testutil.Poll(t, 10*time.Second, "two runs", func() bool { return len(r.snapshot()) >= 2 })
 	return obs.FilterMessage(skewWarning).All()
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers/memory"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 	"github.com/mutexfx/mutexfx/schedule"
 )
 
@@ -68,7 +69,7 @@ func TestStopKeepsTheHold(t *testing.T) {
 		}
 		return false
 	}
-	waitFor(t, "B to run or skip the instant", func() bool { return skipped() || len(r.snapshot()[p.UTC()]) > 1 })
+	testutil.Poll(t, 10*time.Second, "B to run or skip the instant", func() bool { return skipped() || len(r.snapshot()[p.UTC()]) > 1 })
 	if who := r.snapshot()[p.UTC()]; !slices.Equal(who, []string{"A"}) {
 		t.Fatalf("instant %s ran by %v, want [A]", p.Format("15:04:05.000"), who)
 	}
@@ -114,7 +115,7 @@ func TestStopDeadlineEndsTheHold(t *testing.T) {
 		t.Logf("Stop: %v", err)
 	}
 	key := component.DefaultPrefix + schedule.LockPrefix + "cut"
-	waitFor(t, "the lock to be released", func() bool {
+	testutil.Poll(t, 10*time.Second, "the lock to be released", func() bool {
 		_, held, err := drv.Inspect(context.Background(), key)
 		return err == nil && !held
 	})

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.uber.org/zap"
@@ -92,13 +93,13 @@ func (s *Scheduler) rerun(log *zap.Logger, j *job, m *component.Mutex, planned t
 	ctx := context.WithValue(s.ctx, plannedKey{}, planned)
 	lock, err := m.TryAcquire(ctx, j.lock, component.WithTTL(j.ttl(planned)))
 	switch {
+	case errors.Is(err, component.ErrLocked):
+		log.Info("interrupted instant run again by another instance, or the next one started")
+		return
 	case err != nil && ctx.Err() != nil:
 		return
 	case err != nil:
 		log.Error("interrupted instant not run again: its lock could not be tried", zap.Error(err))
-		return
-	case lock == nil:
-		log.Info("interrupted instant run again by another instance, or the next one started")
 		return
 	}
 	log = log.With(zap.Bool("rerun", true))

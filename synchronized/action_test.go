@@ -11,6 +11,7 @@ import (
 
 	"github.com/mutexfx/mutexfx"
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 	"github.com/mutexfx/mutexfx/synchronized"
 )
 
@@ -141,6 +142,7 @@ func TestWrapConstructionErrors(t *testing.T) {
 func TestWrapSerialisesAndTimesOut(t *testing.T) {
 	m, _ := newMutex(t)
 	var inflight, most atomic.Int32
+	entered, gate := make(chan struct{}, 5), make(chan struct{})
 	pay, err := synchronized.WrapFunc(func(id int) (string, error) { return "pay:" + string(rune('0'+id)), nil },
 		synchronized.Options{Mutex: m},
 		func(ctx context.Context, id int) (int, error) {
@@ -148,7 +150,8 @@ func TestWrapSerialisesAndTimesOut(t *testing.T) {
 			defer inflight.Add(-1)
 			for old := most.Load(); n > old && !most.CompareAndSwap(old, n); old = most.Load() {
 			}
-			time.Sleep(5 * time.Millisecond) // the work
+			entered <- struct{}{}
+			<-gate // the work lasts until the other calls wait
 			return id * 2, nil
 		})
 	if err != nil {
@@ -162,6 +165,12 @@ func TestWrapSerialisesAndTimesOut(t *testing.T) {
 			}
 		})
 	}
+	<-entered
+	testutil.Poll(t, 5*time.Second, "four calls waiting for the lock", func() bool { return m.Waiters("pay:1") == 4 })
+	if n := inflight.Load(); n != 1 {
+		t.Errorf("%d calls in the work while the others wait, want 1", n)
+	}
+	close(gate)
 	wg.Wait()
 	if most.Load() != 1 {
 		t.Fatalf("%d calls ran at once", most.Load())

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers/file"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 	"github.com/mutexfx/mutexfx/synchronized"
 )
 
@@ -79,6 +80,7 @@ func want503(t *testing.T, resp *http.Response, body []byte, code string) {
 func TestMiddlewareSerialisesSameID(t *testing.T) {
 	m, _ := newMutex(t)
 	var inflight, most atomic.Int32
+	entered, gate := make(chan struct{}, 6), make(chan struct{})
 	srv := serve(t, "POST /orders/{id}/pay", "order:{id}", synchronized.Options{Mutex: m}, func(w http.ResponseWriter, r *http.Request) {
 		n := inflight.Add(1)
 		defer inflight.Add(-1)
@@ -87,7 +89,8 @@ func TestMiddlewareSerialisesSameID(t *testing.T) {
 		if l := synchronized.LockFrom(r.Context()); l == nil || l.Name() != "order:"+r.PathValue("id") {
 			t.Errorf("LockFrom = %v", l)
 		}
-		time.Sleep(10 * time.Millisecond) // the work the lock protects
+		entered <- struct{}{}
+		<-gate // the work the lock protects lasts until the others wait
 	})
 	var wg sync.WaitGroup
 	for range 6 {
@@ -97,6 +100,13 @@ func TestMiddlewareSerialisesSameID(t *testing.T) {
 			}
 		})
 	}
+	<-entered
+	// the five other requests queue for the lock, none in the handler
+	testutil.Poll(t, 5*time.Second, "five requests waiting for the lock", func() bool { return m.Waiters("order:1") == 5 })
+	if n := inflight.Load(); n != 1 {
+		t.Errorf("%d requests in the handler while the others wait, want 1", n)
+	}
+	close(gate)
 	wg.Wait()
 	if got := most.Load(); got != 1 {
 		t.Fatalf("%d requests for one order ran at once, want 1", got)
@@ -194,7 +204,7 @@ func TestMiddlewareClientGoneStopsWait(t *testing.T) {
 	w := &recorder{h: http.Header{}}
 	done := make(chan struct{})
 	go func() { defer close(done); h.ServeHTTP(w, r) }()
-	waitFor(t, "the request to wait", func() bool { return m.Waiters("order:9") == 1 })
+	testutil.Poll(t, 5*time.Second, "the request to wait", func() bool { return m.Waiters("order:9") == 1 })
 	cancel()
 	select {
 	case <-done:

@@ -23,15 +23,3 @@ func newMutex(t *testing.T) (*component.Mutex, *memory.Driver) {
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	return m, drv
 }
-
-// waitFor polls cond until it holds or 5 s passed.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}

@@ -138,8 +138,9 @@ func (l *locker) acquire(ctx context.Context, name string) (*component.Lock, err
 		return l.m.Acquire(ctx, name, l.opts...)
 	}
 	lock, err := l.m.TryAcquire(ctx, name, l.opts...)
-	if err == nil && lock == nil {
-		err = fmt.Errorf("%w: %q is held (no wait)", component.ErrTimeout, name)
+	if errors.Is(err, component.ErrLocked) {
+		// ErrTimeout too: a wait of no time ran out (409 for HTTP)
+		err = fmt.Errorf("%w: no wait: %w", component.ErrTimeout, err)
 	}
 	return lock, err
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/postgres"
@@ -82,7 +84,7 @@ func phases(turns []turn) (waits, holds, releases, handoffs []time.Duration) {
 // queues for it (Wait > 0) and releases it until d's LISTEN connection hears
 // the release (a table release notifies when a driver is queued; advisory
 // waiters wait in the server and need no LISTEN).
-func warm(ctx context.Context, d *postgres.Driver, m *component.Mutex) {
+func warm(ctx context.Context, d postgres.Driver, m *component.Mutex) {
 	// a waiting acquisition of a private name: opens the connection the
 	// measured ones use (advisory: a waiter session; table: the pool)
 	l := must(m.Acquire(ctx, "warm:"+rand.Text(), component.WithTimeout(10*time.Second)))
@@ -118,17 +120,53 @@ func warm(ctx context.Context, d *postgres.Driver, m *component.Mutex) {
 }
 
 func childWorker(ctx context.Context, mode string) {
-	d := newDriver(postgres.Options{URL: *dsn, Mode: mode, Table: "mutexfx_bench_logged"})
-	m := newMutex(d, 5*time.Second)
-	warm(ctx, d, m)
-	// wait for the go signal so that every process contends from the start
-	fmt.Println("ready")
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	for _, t := range handoffWorkers(ctx, m, "handoff-8p-"+mode, 1, *handoff) {
+	var turns []turn
+	if mode == floorMode {
+		conn := must(pgx.Connect(ctx, *dsn))
+		ready()
+		turns = floorTurns(ctx, conn, *handoff)
+		_ = conn.Close(ctx)
+	} else {
+		d := newDriver(postgres.Options{URL: *dsn, Mode: mode, Table: "mutexfx_bench_logged"})
+		m := newMutex(d, 5*time.Second)
+		warm(ctx, d, m)
+		ready()
+		turns = handoffWorkers(ctx, m, "handoff-8p-"+mode, 1, *handoff)
+		_ = m.Close(ctx)
+		_ = d.Close(ctx)
+	}
+	for _, t := range turns {
 		fmt.Println(int64(t.wait), t.got, t.relStart, t.relEnd)
 	}
-	_ = m.Close(ctx)
-	_ = d.Close(ctx)
+}
+
+// ready tells the parent the worker is ready and waits for the go signal,
+// so that every process contends from the start.
+func ready() {
+	fmt.Println("ready")
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+}
+
+// floorMode is the hand-off run of the server's own queue: the floor the
+// drivers' runs compare with.
+const floorMode = "floor"
+
+// floorTurns takes a lock each times as the server's own queue hands it
+// over, on conn: a blocking pg_advisory_lock, held 1 ms, then
+// pg_advisory_unlock (the server grants it to the next waiting session).
+func floorTurns(ctx context.Context, conn *pgx.Conn, each int) []turn {
+	const key = 0x666c6f6f72 // "floor"
+	var turns []turn
+	for range each {
+		start := time.Now()
+		must(conn.Exec(ctx, "SELECT pg_advisory_lock($1)", key))
+		got := time.Now()
+		time.Sleep(time.Millisecond)
+		relStart := time.Now()
+		must(conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", key))
+		turns = append(turns, turn{got.Sub(start), got.UnixNano(), relStart.UnixNano(), time.Now().UnixNano()})
+	}
+	return turns
 }
 
 func handoffProcesses(mode string) []turn {

@@ -33,7 +33,7 @@ var (
 	dsn          = flag.String("dsn", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL")
 	n            = flag.Int("n", 2000, "iterations of each pair benchmark")
 	handoff      = flag.Int("handoff", 60, "acquisitions per hand-off worker")
-	handoffModes = flag.String("handoff-modes", "advisory,table", "the modes whose hand-off is measured (comma-separated; empty: none)")
+	handoffModes = flag.String("handoff-modes", "floor,advisory,table", "the modes whose hand-off is measured (comma-separated; floor: blocking pg_advisory_lock on plain connections; empty: none)")
 	pairs        = flag.Bool("pairs", true, "measure the acquire+release pairs and the renewal")
 	showPhases   = flag.Bool("phases", false, "print the phases of the hand-off turns: hold, release, hand-off")
 	child        = flag.String("child", "", "internal: run as a hand-off worker process in this mode")
@@ -51,7 +51,10 @@ func main() {
 	// The hand-off phases run first, on a quiet server and process: run
 	// after the pair phase they measured its aftermath (p99 up by ~50%).
 	for _, mode := range strings.Split(*handoffModes, ",") {
-		if mode == "" {
+		if mode == floorMode {
+			handoffRows("8 processes, 1 ms hold (pg_advisory_lock: the server's own queue)", handoffProcesses(mode))
+		}
+		if mode == "" || mode == floorMode {
 			continue
 		}
 		d := newDriver(postgres.Options{URL: *dsn, Mode: mode, Table: "mutexfx_bench_logged"})
@@ -267,7 +270,7 @@ func bareTablePair(ctx context.Context, c *pgx.Conn, kind string) func() {
 	}
 }
 
-func driverPair(ctx context.Context, d *postgres.Driver) func() {
+func driverPair(ctx context.Context, d postgres.Driver) func() {
 	closers = append(closers, func() { _ = d.Close(context.Background()) })
 	key := "bench:" + rand.Text()
 	return func() {
@@ -353,7 +356,7 @@ func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ p
 // TraceQueryEnd does nothing.
 func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-func newDriver(o postgres.Options) *postgres.Driver { return must(postgres.New(o)) }
+func newDriver(o postgres.Options) postgres.Driver { return must(postgres.New(o)) }
 
 func newMutex(d drivers.Driver, ttl time.Duration) *component.Mutex {
 	return must(component.New(component.Options{Driver: d, Prefix: "bench:", TTL: ttl}))

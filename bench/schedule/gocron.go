@@ -38,11 +38,11 @@ type mutexLock struct{ l *component.Lock }
 
 func (ml mutexLocker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	l, err := ml.m.TryAcquire(ctx, key)
+	if errors.Is(err, component.ErrLocked) {
+		return nil, errHeld
+	}
 	if err != nil {
 		return nil, err
-	}
-	if l == nil {
-		return nil, errHeld
 	}
 	return mutexLock{l}, nil
 }

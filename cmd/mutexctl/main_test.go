@@ -50,7 +50,7 @@ func stores() []store {
 		}, true, true, true},
 		{"postgres-advisory", func(*testing.T) string {
 			return "type: postgres\n      url: " + q(testutil.PostgresDSN()) + "\n      mode: advisory"
-		}, false, false, false},
+		}, false, true, false},
 		{"mysql-table", func(*testing.T) string {
 			return "type: mysql\n      dsn: " + q(testutil.MySQLDSN()) + "\n      mode: table"
 		}, true, true, true},

@@ -61,6 +61,11 @@ func newRun(g *globals) *cobra.Command {
 
 func runLocked(cmd *cobra.Command, g *globals, m *mutexfx.Mutex, name string, argv []string, f runFlags) error {
 	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
+	if f.timeout == 0 {
+		// the flag always has a value (by default Forever): 0 is one
+		// attempt, as flock -w 0; WithTimeout(0) would be refused
+		f.timeout = component.NoWait
+	}
 	opts := []component.AcquireOption{component.WithTimeout(f.timeout)}
 	if f.ttl != 0 {
 		opts = append(opts, component.WithTTL(f.ttl))
@@ -120,7 +125,7 @@ func runLocked(cmd *cobra.Command, g *globals, m *mutexfx.Mutex, name string, ar
 // acquire takes the lock, telling a terminal user that it waits.
 func acquire(ctx context.Context, m *mutexfx.Mutex, name string, opts []component.AcquireOption, stderr io.Writer) (*mutexfx.Lock, error) {
 	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
-		if l, err := m.TryAcquire(ctx, name, opts...); err != nil || l != nil {
+		if l, err := m.TryAcquire(ctx, name, opts...); !errors.Is(err, mutexfx.ErrLocked) {
 			return l, err
 		}
 		who := "another holder"

@@ -35,8 +35,9 @@ type lockView struct {
 func view(st component.LockStatus, now time.Time) lockView {
 	v := lockView{Name: st.Name, Held: true, Fence: st.Fence}
 	if st.HolderKnown {
-		h := st.Holder
-		v.Application, v.Host, v.PID = h.Application, h.Host, h.PID
+		v.Application, v.Host, v.PID = st.Holder.Application, st.Holder.Host, st.Holder.PID
+	}
+	if h := st.Holder; st.HolderKnown && !h.AcquiredAt.IsZero() { // (unknown for another process's advisory lock)
 		at := h.AcquiredAt.UTC()
 		v.AcquiredAt = &at
 		v.HeldFor = now.Sub(h.AcquiredAt).Round(time.Millisecond).String()

@@ -129,8 +129,8 @@ func (s *suite) testNotReentrant(t *testing.T) {
 	if _, err := m.Acquire(ctx, n, component.WithTimeout(100*time.Millisecond)); !errors.Is(err, component.ErrTimeout) {
 		t.Fatalf("re-acquire by the holder: %v; want ErrTimeout", err)
 	}
-	if l2, err := m.TryAcquire(ctx, n); l2 != nil || err != nil {
-		t.Fatalf("TryAcquire by the holder = %v, %v; want nil, nil", l2, err)
+	if l2, err := m.TryAcquire(ctx, n); !errors.Is(err, component.ErrLocked) {
+		t.Fatalf("TryAcquire by the holder = %v, %v; want ErrLocked", l2, err)
 	}
 }
 
@@ -139,8 +139,8 @@ func (s *suite) testRenewal(t *testing.T) {
 	// Three ttls: without renewals the lock would expire.
 	end := time.Now().Add(3 * s.h.TTL)
 	for time.Now().Before(end) {
-		if got, err := b.TryAcquire(ctx, n); got != nil || err != nil {
-			t.Fatalf("another component got a renewed lock: %v, %v", got, err)
+		if got, err := b.TryAcquire(ctx, n); !errors.Is(err, component.ErrLocked) {
+			t.Fatalf("another component got a renewed lock: %v, %v; want ErrLocked", got, err)
 		}
 		time.Sleep(s.h.TTL / 5)
 	}
@@ -196,8 +196,8 @@ func (s *suite) testFIFO(t *testing.T) {
 		})
 		waitFor(t, 5*time.Second, fmt.Sprintf("waiter %d to queue", i), func() bool { return m.Waiters(n) == i+1 })
 	}
-	if l, err := m.TryAcquire(ctx, n); l != nil || err != nil {
-		t.Fatalf("TryAcquire jumped the queue: %v, %v", l, err)
+	if l, err := m.TryAcquire(ctx, n); !errors.Is(err, component.ErrLocked) {
+		t.Fatalf("TryAcquire jumped the queue: %v, %v; want ErrLocked", l, err)
 	}
 	// The holder releases and asks again: it queues behind the others.
 	first.Release(ctx)
@@ -218,7 +218,7 @@ func (s *suite) testFIFO(t *testing.T) {
 func (s *suite) testTimeout(t *testing.T) {
 	ctx, _, b, n, l := s.heldByA(t)
 	defer l.Release(ctx)
-	for _, timeout := range []time.Duration{0, 300 * time.Millisecond} {
+	for _, timeout := range []time.Duration{component.NoWait, 300 * time.Millisecond} {
 		start := time.Now()
 		_, err := b.Acquire(ctx, n, component.WithTimeout(timeout))
 		e := time.Since(start)
@@ -229,8 +229,8 @@ func (s *suite) testTimeout(t *testing.T) {
 			t.Fatalf("timeout %v ended after %v", timeout, e)
 		}
 	}
-	if got, err := b.TryAcquire(ctx, n); got != nil || err != nil {
-		t.Fatalf("TryAcquire of a held lock = %v, %v; want nil, nil", got, err)
+	if got, err := b.TryAcquire(ctx, n); !errors.Is(err, component.ErrLocked) {
+		t.Fatalf("TryAcquire of a held lock = %v, %v; want ErrLocked", got, err)
 	}
 }
 

@@ -42,7 +42,7 @@ func TestAuthPrefixRole(t *testing.T) {
 		}
 		waited <- r
 	}()
-	waitFor(t, func() bool { n, _ := d.queueLen(ctx, "k"); return n == 2 })
+	testutil.Poll(t, 10*time.Second, "two waiters queued", func() bool { n, _ := d.queueLen(ctx, "k"); return n == 2 })
 	if ok, err := d.Release(ctx, "k", "a"); !ok || err != nil {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
@@ -73,18 +73,6 @@ func (d *Driver) queueLen(ctx context.Context, key string) (int64, error) {
 		return 0, err
 	}
 	return resp.Count, nil
-}
-
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10 s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // authCluster starts a single member with authentication on: users root

@@ -5,6 +5,7 @@ package etcd
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -139,20 +140,20 @@ func leader(t *testing.T, c *testutil.EtcdCluster) int {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	leader := -1
+	testutil.Poll(t, 10*time.Second, "a leader", func() bool {
 		for i, m := range c.Members {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			st, err := cli.Status(ctx, m.ClientAddr)
 			cancel()
 			if err == nil && st.Leader != 0 && st.Leader == st.Header.MemberId {
-				return i
+				leader = i
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("no leader within 10 s")
-	return -1
+		return false
+	})
+	return leader
 }
 
 // waitAcquisitions waits until r has n more acquisitions than now, or
@@ -160,11 +161,5 @@ func leader(t *testing.T, c *testutil.EtcdCluster) int {
 func waitAcquisitions(t *testing.T, r *resource, n int, d time.Duration) {
 	t.Helper()
 	want := r.acquisitions() + n
-	deadline := time.Now().Add(d)
-	for r.acquisitions() < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d acquisitions within %v; want %d", r.acquisitions()-want+n, d, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Poll(t, d, fmt.Sprintf("%d more acquisitions", n), func() bool { return r.acquisitions() >= want })
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // TestFIFOAcrossDrivers: components on separate drivers (as separate
@@ -49,7 +50,7 @@ func TestFIFOAcrossDrivers(t *testing.T) {
 			mu.Unlock()
 			l.Release(ctx)
 		})
-		waitFor(t, func() bool { n, _ := probe.queueLen(ctx, key); return n == int64(i+2) })
+		testutil.Poll(t, 10*time.Second, "the waiter queued", func() bool { n, _ := probe.queueLen(ctx, key); return n == int64(i+2) })
 	}
 	// Several attempts of each waiter pass (at most 333 ms each) before the
 	// release: their places must hold.

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // TestLeaseRevokedReportsLost: when an attempt finds the driver's lease
@@ -30,7 +31,7 @@ func TestLeaseRevokedReportsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { d.mu.Lock(); defer d.mu.Unlock(); return len(d.subs) == 1 })
+	testutil.Poll(t, 10*time.Second, "the subscription", func() bool { d.mu.Lock(); defer d.mu.Unlock(); return len(d.subs) == 1 })
 
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second})
 	if err != nil {

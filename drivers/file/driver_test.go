@@ -15,6 +15,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/file"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 func ctxT(t testing.TB) context.Context {
@@ -211,14 +212,10 @@ func TestExpiredTakeOver(t *testing.T) {
 	if res.Acquired || res.HolderTTL <= 0 || res.HolderTTL > ttl {
 		t.Fatalf("Acquire while held: %+v, want busy with a HolderTTL in (0, %v]", res, ttl)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !res.Acquired && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	testutil.Poll(t, 5*time.Second, "the expired lock taken over", func() bool {
 		res = acquire(t, d2, "k", "new", time.Minute)
-	}
-	if !res.Acquired {
-		t.Fatal("expired lock never taken over")
-	}
+		return res.Acquired
+	})
 	if el := time.Since(start); el < ttl-10*time.Millisecond {
 		t.Errorf("taken over after %v, before the ttl %v", el, ttl)
 	}
@@ -252,7 +249,7 @@ func TestFenceGrowth(t *testing.T) {
 	}{
 		{"release", d1, func(d *file.Driver, token string) { _, _ = d.Release(ctx, "k", token) }},
 		{"release other instance", d2, func(d *file.Driver, token string) { _, _ = d.Release(ctx, "k", token) }},
-		{"expiry", d1, func(d *file.Driver, token string) { time.Sleep(30 * time.Millisecond) }},
+		{"expiry", d1, func(d *file.Driver, token string) { expired(t, d, "k") }},
 		{"driver closed", newDriver(t, dir), func(d *file.Driver, token string) { _ = d.Close(ctx) }},
 		{"new driver after all closed", newDriver(t, dir), func(d *file.Driver, token string) { _, _ = d.Release(ctx, "k", token) }},
 	}

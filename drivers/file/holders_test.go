@@ -13,6 +13,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/file"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // TestSweepExpiredHolders: the descriptor of a lock that expired without a
@@ -28,7 +29,7 @@ func TestSweepExpiredHolders(t *testing.T) {
 	if got := openFDs(t); got != before+perLock {
 		t.Fatalf("%d descriptors while holding, want %d", got, before+perLock)
 	}
-	time.Sleep(20 * time.Millisecond) // let the ttl run out
+	expired(t, d, "expiring")
 	for i := range 64 {
 		key := "other" + strconv.Itoa(i)
 		if !acquire(t, d, key, "b", time.Minute).Acquired {
@@ -97,7 +98,7 @@ func TestReacquireClosesPrevious(t *testing.T) {
 		if got := openFDs(t); got != before+perLock {
 			t.Fatalf("%d descriptors while holding, want %d", got, before+perLock)
 		}
-		time.Sleep(15 * time.Millisecond) // let the ttl run out
+		expired(t, d, "k")
 	}
 	if err := d.Close(ctxT(t)); err != nil {
 		t.Fatal(err)
@@ -204,7 +205,7 @@ func TestSubscribeInProcess(t *testing.T) {
 	cancels[0]()
 	cancels[0]() // idempotent
 	cycle("k2")
-	waitFor(t, 5*time.Second, "k2 event", func() bool {
+	testutil.Poll(t, 5*time.Second, "k2 event", func() bool {
 		for len(chans[1]) > 0 {
 			if e := <-chans[1]; e.Key == "k2" {
 				return true
@@ -224,4 +225,17 @@ func TestSubscribeInProcess(t *testing.T) {
 	if _, err := d.Subscribe(ctx, func(drivers.Event) {}); !errors.Is(err, file.ErrClosed) {
 		t.Fatalf("Subscribe after Close: %v", err)
 	}
+}
+
+// expired waits until the store holds key's lock no more: its ttl ran out.
+// The store sends no signal of an expiry: it is polled.
+func expired(t *testing.T, d *file.Driver, key string) {
+	t.Helper()
+	testutil.Poll(t, 5*time.Second, "lock "+key+" to expire", func() bool {
+		_, held, err := d.Inspect(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !held
+	})
 }

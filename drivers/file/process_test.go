@@ -120,7 +120,7 @@ func TestKilledHolderWakesWaiter(t *testing.T) {
 	})
 	// The waiter's first attempt found the lock held (and started watching)
 	// once it waits in its queue for a minute-long retry delay.
-	waitFor(t, 5*time.Second, "the waiter's first attempt", func() bool {
+	testutil.Poll(t, 5*time.Second, "the waiter's first attempt", func() bool {
 		return m.Waiters("k") == 1 && dirHasWatch(t)
 	})
 	c.signal(t, syscall.SIGKILL)
@@ -165,12 +165,11 @@ func TestStoppedHolder(t *testing.T) {
 	if res.Acquired || res.HolderTTL <= 0 || res.HolderTTL > ttl {
 		t.Fatalf("Acquire while the child holds: %+v, want busy for at most %v", res, ttl)
 	}
-	deadline := time.Now().Add(ttl + 5*time.Second)
-	for !res.Acquired && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	testutil.Poll(t, ttl+5*time.Second, "the stopped holder's lock to expire", func() bool {
 		res = acquire(t, d, "k", "parent", time.Minute)
-	}
-	if !res.Acquired || res.Fence != c.fence+1 {
+		return res.Acquired
+	})
+	if res.Fence != c.fence+1 {
 		t.Fatalf("Acquire after the ttl: %+v, want acquired with fence %d", res, c.fence+1)
 	}
 	if el := time.Since(held); el < ttl-50*time.Millisecond {
@@ -274,16 +273,4 @@ func TestProcessesContend(t *testing.T) {
 		t.Fatalf("sections by %d processes, want %d", len(perPID), procs)
 	}
 	t.Logf("%d critical sections by %d processes, fences up to %d", procs*rounds, procs, last)
-}
-
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

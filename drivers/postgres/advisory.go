@@ -6,13 +6,53 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// advAcquire takes an advisory lock: without waiting on the main session, or
-// with a server-side wait (lock_timeout) on a waiter session, which then
-// holds the lock. The fence is taken in the same statement.
-func (d *Driver) advAcquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+// the advisory driver has every capability of Driver (which embeds them),
+// and no other: advisory locks cannot be listed (drivers.Lister)
+var _ Driver = (*advisoryDriver)(nil)
+
+// advisoryDriver keeps each lock as a session-level advisory lock on a
+// connection it pins (advisory_session.go): locks taken without waiting on
+// the main session, waits in the server on waiter sessions, which then
+// hold what they got. Locks do not expire; they end with their session.
+type advisoryDriver struct {
+	*base
+	sql advisoryStatements
+
+	// guarded by mu
+	held    map[int64]*advLock // locks held or being taken
+	main    *session           // takes locks without waiting
+	waiters []*session         // blocking waits, then hold
+	dialing int                // waiter sessions being opened
+	noDial  time.Time          // no waiter session is opened before this (a dial failed)
+
+	dialSem chan struct{} // one connect of the main session at a time
+}
+
+func newAdvisory(b *base) *advisoryDriver {
+	return &advisoryDriver{base: b, sql: advisorySQL(b.names), held: map[int64]*advLock{}, dialSem: make(chan struct{}, 1)}
+}
+
+// Features reports session locks, with server-side waits unless
+// MaxSessions is 1, the server's clock and fences.
+func (d *advisoryDriver) Features() drivers.Features {
+	return drivers.Features{Expiring: false, ServerTime: true, Fencing: true,
+		BlockingWait: d.opts.MaxSessions > 1, Scope: "server", MinTTL: 500 * time.Millisecond}
+}
+
+// Acquire makes one attempt to take req.Key for req.Token: without waiting
+// on the main session, or with a server-side wait (lock_timeout) for up to
+// req.Wait on a waiter session, which then holds the lock. The fence is
+// taken in the same statement. Errors that retrying cannot cure match
+// drivers.ErrPermanent.
+func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	if err := d.check(ctx); err != nil {
+		return drivers.AcquireResult{}, err
+	}
 	h := advisoryKey(req.Key)
 	d.mu.Lock()
 	if d.closed {
@@ -29,211 +69,74 @@ func (d *Driver) advAcquire(ctx context.Context, req drivers.AcquireRequest) (dr
 	d.held[h] = l
 	d.mu.Unlock()
 
-	fence, ok, err := d.advTake(ctx, h, req.Wait)
+	fence, ok, err := d.take(ctx, h, req)
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if err == nil && ok && d.held[h] != l {
 		err = errors.New("postgres: connection lost while acquiring")
 	}
+	if (err != nil || !ok) && d.held[h] == l {
+		delete(d.held, h)
+	}
+	d.mu.Unlock()
 	if err != nil || !ok {
-		if d.held[h] == l {
-			delete(d.held, h)
-		}
-		return drivers.AcquireResult{}, err
+		return drivers.AcquireResult{}, permanent(d.closedErr(err))
 	}
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
 }
 
-// advTake runs the lock statement and, on success, registers the lock on
-// its session (l.s set) under d.mu.
-func (d *Driver) advTake(ctx context.Context, h int64, wait time.Duration) (uint64, bool, error) {
-	if wait > 0 {
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			wait = time.Until(dl)
-		}
+// Release unlocks key on the session holding it for token. With
+// server-side waits (MaxSessions > 1) the server hands the lock to its
+// queued waiters, so the unlock is the bare statement; without them it
+// notifies in the same statement, for the waiters that poll.
+func (d *advisoryDriver) Release(ctx context.Context, key, token string) (bool, error) {
+	if err := d.check(ctx); err != nil {
+		return false, err
 	}
-	var s *session
+	var n int64
 	var err error
-	if wait > 0 && d.opts.MaxSessions > 1 {
-		if s, err = d.waiterSession(ctx); err != nil {
-			return 0, false, err
-		}
-	}
-	if s == nil { // no waiter session free: one attempt without waiting
-		wait = 0
-		if s, err = d.mainSession(ctx); err != nil {
-			return 0, false, err
-		}
-	}
-	defer s.unlock()
-	var fence int64
-	if wait > 0 {
-		err = s.conn.QueryRow(ctx, d.sql.waitLock, h, lockTimeout(wait)).Scan(&fence)
-		// lock_timeout, deadlock, a cancel not this call's: not acquired...
-		if state := sqlState(err); state == "55P03" || state == "40P01" || cancelledByOthers(ctx, err) {
-			// ...unless the server granted the lock as the timeout fired:
-			// a session lock outlives the statement's error, so this
-			// session must not keep it unseen
-			var held bool
-			herr := s.conn.QueryRow(ctx, d.sql.heldKey, h).Scan(&held)
-			if herr != nil || (held && !d.drop(ctx, s, h)) {
-				d.failed(ctx, s, h)
-			}
-			return 0, false, nil
-		}
-	} else {
-		err = s.conn.QueryRow(ctx, d.sql.tryLock, h).Scan(&fence)
-	}
-	if err != nil {
-		if sqlState(err) == "42P01" {
-			d.schemaLost()
-		}
-		d.failed(ctx, s, h)
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
-		}
-		return 0, false, err
-	}
-	if fence == 0 { // taken (a fence is never 0)
-		return 0, false, nil
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	l := d.held[h]
-	if s.dead || l == nil || !l.pending {
-		return 0, false, errors.New("postgres: connection lost while acquiring")
-	}
-	l.pending, l.fence, l.s = false, uint64(fence), s
-	s.locks[h] = l
-	return uint64(fence), true, nil
-}
-
-// failed restores a session after a failed lock statement: the lock may
-// have been taken before the failure (session locks survive the statement's
-// rollback), so it is unlocked until the session no longer holds it. A
-// waiter session holds nothing else and is simply closed.
-func (d *Driver) failed(ctx context.Context, s *session, h int64) {
-	if d.settle(s) {
-		return
-	}
-	if s.waiter {
-		d.mu.Lock()
-		empty := len(s.locks) == 0
-		d.mu.Unlock()
-		if empty {
-			d.kill(ctx, s)
-			return
-		}
-	}
-	if !d.drop(ctx, s, h) {
-		d.kill(ctx, s) // could not clean up: give the session up
-	}
-}
-
-// drop unlocks h on s until s no longer holds it, and reports whether it
-// got there.
-func (d *Driver) drop(ctx context.Context, s *session, h int64) bool {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.StallTimeout)
-	defer cancel()
-	for range 64 {
-		var more bool
-		if err := s.conn.QueryRow(cctx, d.sql.unlock, h).Scan(&more); err != nil {
-			return false
-		}
-		if !more {
-			return true
-		}
-	}
-	return false
-}
-
-// releaseSlot takes s's statement slot for a release or a handover, and
-// returns the context for its statement and the func that gives the slot
-// back. An advisory lock never expires: a release given up while another
-// statement held the slot (a renewal on a slow link) when the caller's ctx
-// ended would leave the lock held for the session's whole life. So when
-// ctx ends first, it waits on for the slot, bounded by StallTimeout, and
-// the statement runs in that bound; when even that fails, it gives the
-// session up (its locks are lost, reported as such) and closes the
-// connection under the stuck statement, which frees them in the server.
-func (d *Driver) releaseSlot(ctx context.Context, s *session) (context.Context, func(), error) {
-	if s.lock(ctx) == nil {
-		return ctx, s.unlock, nil
-	}
-	bounded, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.StallTimeout)
-	if err := s.lock(bounded); err != nil {
-		cancel()
-		d.broken(s)
-		s.watch.stop()
-		s.closeOnce.Do(func() { _ = s.conn.PgConn().Conn().Close() })
-		return nil, nil, fmt.Errorf("postgres: the session holding the lock stayed busy: %w", ctx.Err())
-	}
-	return bounded, func() { s.unlock(); cancel() }, nil
-}
-
-// ownLock returns the lock key's entry if token holds it through this driver.
-func (d *Driver) ownLock(key, token string) (int64, *advLock) {
-	h := advisoryKey(key)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	l := d.held[h]
-	if l == nil || l.pending || l.key != key || l.token != token || l.s == nil || l.s.dead {
-		return h, nil
-	}
-	return h, l
-}
-
-// advRelease unlocks on the holding session. With server-side waits
-// (MaxSessions > 1) the server hands the lock to its queued waiters, so the
-// unlock is the bare statement; without them it notifies in the same
-// statement, for the waiters that poll.
-func (d *Driver) advRelease(ctx context.Context, key, token string) (bool, error) {
-	h, l := d.ownLock(key, token)
-	if l == nil {
-		return false, nil
-	}
-	s := l.s
-	ctx, done, err := d.releaseSlot(ctx, s)
-	if err != nil {
-		return false, err
-	}
-	defer done()
-	var ok bool
 	if d.opts.MaxSessions > 1 {
-		err = s.conn.QueryRow(ctx, d.sql.unlock, h).Scan(&ok)
+		n, err = d.unlock(ctx, key, token, "", d.sql.unlock)
 	} else {
-		err = s.conn.QueryRow(ctx, d.sql.unlockNotify, h, payload(key)).Scan(&ok, nil)
+		n, err = d.unlock(ctx, key, token, "", d.sql.unlockNotify, payload(key))
 	}
-	if err != nil {
-		if d.settle(s) {
-			return false, nil // the session ended: the lock is gone
-		}
-		// unknown outcome: make sure it is unlocked before forgetting it
-		d.failed(ctx, s, h)
-	}
-	d.mu.Lock()
-	gone := d.held[h] != l || s.dead
-	if !gone {
-		delete(d.held, h)
-		delete(s.locks, h)
-	}
-	d.mu.Unlock()
-	if err != nil {
-		return false, err
-	}
-	return ok && !gone, nil
+	return n > 0, d.closedErr(err)
 }
 
-// advExtend checks that the holding session still holds the lock (advisory
-// locks do not expire).
-func (d *Driver) advExtend(ctx context.Context, key, token string) (bool, error) {
+// Handover passes the lock from token to next.Token on the session that
+// holds it, with a new fence, in one statement: it unlocks and locks again.
+// The server grants a released advisory lock to the sessions waiting for it
+// in the server as it unlocks, so with one waiting the lock goes to that
+// waiter instead, and a process that hands a lock among its own goroutines
+// cannot keep it from the others. Without server-side waits (MaxSessions
+// 1) other drivers' waiters poll, unseen: it releases as Release does.
+func (d *advisoryDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
+	if d.opts.MaxSessions <= 1 {
+		ok, err := d.Release(ctx, key, token)
+		return ok, drivers.AcquireResult{}, err
+	}
+	if err := d.check(ctx); err != nil {
+		return false, drivers.AcquireResult{}, err
+	}
+	fence, err := d.unlock(ctx, key, token, next.Token, d.sql.handover)
+	if err != nil || fence <= 0 {
+		return fence < 0, drivers.AcquireResult{}, d.closedErr(err)
+	}
+	return true, drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
+}
+
+// Extend checks that the session holding key for token still holds it
+// (advisory locks do not expire).
+func (d *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
+	if err := d.check(ctx); err != nil {
+		return false, err
+	}
 	h, l := d.ownLock(key, token)
 	if l == nil {
 		return false, nil
 	}
 	s := l.s
 	if err := s.lock(ctx); err != nil {
-		return false, err
+		return false, d.closedErr(err)
 	}
 	defer s.unlock()
 	var ok bool
@@ -241,14 +144,20 @@ func (d *Driver) advExtend(ctx context.Context, key, token string) (bool, error)
 		if d.settle(s) {
 			return false, nil
 		}
-		return false, err
+		return false, d.closedErr(err)
 	}
 	return ok && d.alive(s), nil
 }
 
-// advRenew checks many leases with one statement per holding session.
-func (d *Driver) advRenew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+// Renew checks many leases, with one statement per holding session.
+func (d *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
+	if err := d.check(ctx); err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
 	bySession := map[*session][]int{}
 	keys := make([]int64, len(leases))
 	for i, ls := range leases {
@@ -261,49 +170,19 @@ func (d *Driver) advRenew(ctx context.Context, leases []drivers.Lease) []drivers
 	for s, idx := range bySession {
 		held, err := d.heldOn(ctx, s)
 		for _, i := range idx {
-			out[i] = drivers.RenewResult{Held: held[keys[i]], Err: err}
+			out[i] = drivers.RenewResult{Held: held[keys[i]], Err: d.closedErr(err)}
 		}
 	}
 	return out
 }
 
-// heldOn returns the advisory keys session s holds in the server; none when
-// the session broke.
-func (d *Driver) heldOn(ctx context.Context, s *session) (map[int64]bool, error) {
-	if err := s.lock(ctx); err != nil {
-		return nil, err
+// Inspect describes key's holder: a lock held through this driver in full;
+// one held by another session as held, with no token and the identity the
+// holding session shows (LockInfo.Holder: see identify).
+func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
+	if err := d.check(ctx); err != nil {
+		return drivers.LockInfo{}, false, err
 	}
-	defer s.unlock()
-	rows, err := s.conn.Query(ctx, d.sql.heldKeys)
-	held := map[int64]bool{}
-	if err == nil {
-		var k int64
-		for rows.Next() {
-			if err = rows.Scan(&k); err != nil {
-				break
-			}
-			held[k] = true
-		}
-		rows.Close()
-		if err == nil {
-			err = rows.Err()
-		}
-	}
-	if err != nil {
-		if d.settle(s) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	if !d.alive(s) {
-		return nil, nil
-	}
-	return held, nil
-}
-
-// advInspect reports a lock held through this driver in full; one held by
-// another session only as held, with no token.
-func (d *Driver) advInspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	h := advisoryKey(key)
 	d.mu.Lock()
 	l := d.held[h]
@@ -313,69 +192,73 @@ func (d *Driver) advInspect(ctx context.Context, key string) (drivers.LockInfo, 
 		return info, true, nil
 	}
 	d.mu.Unlock()
-	s, err := d.mainSession(ctx)
-	if err != nil {
-		return drivers.LockInfo{}, false, err
+	var info drivers.LockInfo
+	err := d.onMain(ctx, func(s *session) error {
+		return s.conn.QueryRow(ctx, d.sql.holder, h).Scan(&info.Holder)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return drivers.LockInfo{}, false, nil
 	}
-	defer s.unlock()
-	var ok bool
-	if err := s.conn.QueryRow(ctx, d.sql.anyHolder, h).Scan(&ok); err != nil {
-		d.settle(s)
-		return drivers.LockInfo{}, false, err
-	}
-	return drivers.LockInfo{}, ok, nil
+	return info, err == nil, d.closedErr(err)
 }
 
-// advHandover passes the lock from token to next.Token on the session that
-// holds it, with a new fence, in one statement: it unlocks and locks again.
-// The server grants a released advisory lock to the sessions waiting for it
-// in the server as it unlocks, so with one waiting the lock goes to that
-// waiter instead, and a process that hands a lock among its own goroutines
-// cannot keep it from the others. Without server-side waits (MaxSessions
-// 1) other drivers' waiters poll, unseen: it releases as advRelease does.
-func (d *Driver) advHandover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
-	if d.opts.MaxSessions <= 1 {
-		ok, err := d.advRelease(ctx, key, token)
-		return ok, drivers.AcquireResult{}, err
+// ServerTime returns the server's clock (microseconds), read on the main
+// session. It connects at first use.
+func (d *advisoryDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
+	if err := d.check(ctx); err != nil {
+		return time.Time{}, err
 	}
-	h, l := d.ownLock(key, token)
-	if l == nil {
-		return false, drivers.AcquireResult{}, nil
-	}
-	s := l.s
-	ctx, done, err := d.releaseSlot(ctx, s)
+	err = d.onMain(ctx, func(s *session) error { return s.conn.QueryRow(ctx, serverTimeSQL).Scan(&t) })
 	if err != nil {
-		return false, drivers.AcquireResult{}, err
+		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.closedErr(err)))
 	}
-	defer done()
-	var fence int64
-	err = s.conn.QueryRow(ctx, d.sql.handover, h).Scan(&fence)
-	if sqlState(err) == "42P01" {
-		d.schemaLost()
+	return t, nil
+}
+
+// Ping pings the server on the main session, opening it when needed (the
+// component pings only a store it has used).
+func (d *advisoryDriver) Ping(ctx context.Context) error {
+	if err := d.check(ctx); err != nil {
+		return err
 	}
+	return d.closedErr(d.onMain(ctx, func(s *session) error { return s.conn.Ping(ctx) }))
+}
+
+// onMain runs f on the main session, opening it when needed.
+func (d *advisoryDriver) onMain(ctx context.Context, f func(s *session) error) error {
+	s, err := d.mainSession(ctx)
 	if err != nil {
-		if d.settle(s) {
-			err = nil // the session ended: the lock is gone
-		} else {
-			// unknown outcome: make sure it is unlocked before forgetting it
-			d.failed(ctx, s, h)
-		}
+		return err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	gone := d.held[h] != l || s.dead
-	switch {
-	case err != nil || gone:
-		if !gone {
-			delete(d.held, h)
-			delete(s.locks, h)
-		}
-		return false, drivers.AcquireResult{}, err
-	case fence > 0:
-		l.token, l.fence = next.Token, uint64(fence)
-		return true, drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
+	defer s.unlock()
+	err = f(s)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		d.settle(s)
 	}
-	delete(d.held, h)
-	delete(s.locks, h)
-	return fence < 0, drivers.AcquireResult{}, nil
+	return err
+}
+
+// Close closes the pinned sessions, which frees their advisory locks, and
+// ends the subscriptions and the LISTEN connection. Later calls fail with
+// ErrClosed. Calls still in flight when Close is done, or when ctx ends,
+// are cut (they fail with an error wrapping ErrClosed, or report the lock
+// not held): Close does not wait for statements on a stalled link. It
+// returns ctx's error when ctx ended first.
+func (d *advisoryDriver) Close(ctx context.Context) error {
+	var sessions []*session
+	return d.shutdown(ctx, func() {
+		sessions = append(sessions, d.waiters...)
+		if d.main != nil {
+			sessions = append(sessions, d.main)
+		}
+		d.main, d.waiters, d.held = nil, nil, map[int64]*advLock{}
+	}, func(ctx context.Context) error {
+		var errs []error
+		for _, s := range sessions {
+			if err := s.close(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	})
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -66,8 +67,8 @@ func TestKilledHolder(t *testing.T) {
 				t.Fatalf("child said %q, %v", line, err)
 			}
 			m := mutexOn(t, shared(t, Options{Mode: tc.mode}), time.Second)
-			if l, err := m.TryAcquire(ctx, name); err != nil || l != nil {
-				t.Fatalf("TryAcquire = %v, %v while the child holds the lock; want nil, nil", l, err)
+			if l, err := m.TryAcquire(ctx, name); !errors.Is(err, component.ErrLocked) {
+				t.Fatalf("TryAcquire = %v, %v while the child holds the lock; want ErrLocked", l, err)
 			}
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)

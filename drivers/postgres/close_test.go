@@ -29,7 +29,7 @@ func TestCloseCutsStalledCalls(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				p := testutil.NewProxy(t, fmt.Sprintf("127.0.0.1:%d", srv.Port))
-				var d *Driver
+				var d Driver
 				var err error
 				if withPool {
 					pool, perr := pgxpool.New(ctxT(t), fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p.Port()))

@@ -174,11 +174,17 @@ func parseError(err error, key string) error {
 			break
 		}
 	}
+	for _, name := range parseParams {
+		if kind == "invalid" && strings.Contains(msg, name) {
+			kind = "invalid " + name
+		}
+	}
 	return connError(key, "%s", kind)
 }
 
 // parseProblems are the kinds of pgx's parse errors, by a phrase of the
-// message; the first that matches applies.
+// message; the first that matches applies, else the first of parseParams
+// the message names.
 var parseProblems = []struct{ phrase, kind string }{
 	{"IPv6 host address", "invalid IPv6 host"},
 	{"unexpected spaces", "a space must be percent-encoded as %20"},
@@ -192,26 +198,16 @@ var parseProblems = []struct{ phrase, kind string }{
 	{"sslcertmode", "invalid sslcertmode"},
 	{`"sslcert" and "sslkey"`, "sslcert and sslkey must be set together"},
 	{"failed to configure TLS", "the TLS settings (sslrootcert, sslcert, sslkey, sslpassword) could not be used"},
-	{"connect_timeout", "invalid connect_timeout"},
-	{"target_session_attrs", "invalid target_session_attrs"},
 	{"cannot be greater than max_protocol_version", "min_protocol_version is greater than max_protocol_version"},
-	{"min_protocol_version", "invalid min_protocol_version"},
-	{"max_protocol_version", "invalid max_protocol_version"},
-	{"channel_binding", "invalid channel_binding"},
-	{"require_auth", "invalid require_auth"},
 	{"failed to read service", "the service could not be read"},
-	{"statement_cache_capacity", "invalid statement_cache_capacity"},
-	{"description_cache_capacity", "invalid description_cache_capacity"},
-	{"default_query_exec_mode", "invalid default_query_exec_mode"},
-	{"pool_max_conn_lifetime_jitter", "invalid pool_max_conn_lifetime_jitter"},
-	{"pool_max_conn_lifetime", "invalid pool_max_conn_lifetime"},
-	{"pool_max_conn_idle_time", "invalid pool_max_conn_idle_time"},
-	{"pool_max_conns", "invalid pool_max_conns"},
-	{"pool_min_idle_conns", "invalid pool_min_idle_conns"},
-	{"pool_min_conns", "invalid pool_min_conns"},
-	{"pool_health_check_period", "invalid pool_health_check_period"},
-	{"pool_ping_timeout", "invalid pool_ping_timeout"},
 }
+
+// parseParams are the parameters whose invalid values pgx's parse errors
+// name, longer names before those they start with.
+var parseParams = []string{"connect_timeout", "target_session_attrs", "min_protocol_version", "max_protocol_version",
+	"channel_binding", "require_auth", "statement_cache_capacity", "description_cache_capacity", "default_query_exec_mode",
+	"pool_max_conn_lifetime_jitter", "pool_max_conn_lifetime", "pool_max_conn_idle_time", "pool_max_conns",
+	"pool_min_idle_conns", "pool_min_conns", "pool_health_check_period", "pool_ping_timeout"}
 
 // connError is an error about the connection string at key: "url", or ""
 // (the driver block) when only the PG* environment variables and the

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -22,12 +23,12 @@ const (
 var secretPieces = []string{secretPW, "S3cr", "3tPW"}
 
 // fromSpec builds a driver as fx.New does, at mutex.orders.driver.
-func fromSpec(options map[string]any, client any) (*Driver, error) {
+func fromSpec(options map[string]any, client any) (Driver, error) {
 	d, err := Factory().New(drivers.Spec{Path: "mutex.orders.driver", Options: options, Client: client, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, err
 	}
-	return d.(*Driver), nil
+	return d.(Driver), nil
 }
 
 // wantSpecError checks that err is a *config.Error at path whose message
@@ -48,12 +49,18 @@ func wantSpecError(t *testing.T, err error, path, msg string) {
 	}
 }
 
-// wantWorks acquires and releases a lock with d on the test database.
-func wantWorks(t *testing.T, d *Driver) {
+// wantWorks acquires and releases a lock on the test database with the
+// driver of options, in each mode.
+func wantWorks(t *testing.T, options map[string]any) {
 	t.Helper()
-	defer closeDriver(t, d)
 	for _, mode := range []string{ModeAdvisory, ModeTable} {
-		d.opts.Mode = mode
+		d, err := fromSpec(maps.Collect(func(yield func(string, any) bool) {
+			maps.All(options)(yield)
+			yield("mode", mode)
+		}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		key := "connstring:" + t.Name() + ":" + mode
 		res, err := d.Acquire(ctxT(t), drivers.AcquireRequest{Key: key, Token: "t", TTL: time.Minute})
 		if err != nil || !res.Acquired {
@@ -62,6 +69,7 @@ func wantWorks(t *testing.T, d *Driver) {
 		if ok, err := d.Release(ctxT(t), key, "t"); err != nil || !ok {
 			t.Fatalf("%s: Release = %v, %v", mode, ok, err)
 		}
+		closeDriver(t, d)
 	}
 }
 
@@ -106,7 +114,8 @@ func TestURLScheme(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantWorks(t, d)
+			closeDriver(t, d)
+			wantWorks(t, map[string]any{"url": tc.url})
 		})
 	}
 }
@@ -150,7 +159,8 @@ func TestURLAtInPassword(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantWorks(t, d)
+			closeDriver(t, d)
+			wantWorks(t, tc.opts)
 		})
 	}
 }

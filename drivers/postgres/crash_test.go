@@ -63,7 +63,7 @@ func crashFences(t *testing.T, opts Options, serverSync string) {
 		admin(s, nil)
 	}
 	d := on(t, srv.DSN, opts)
-	take := func(d *Driver, tok string) uint64 {
+	take := func(d Driver, tok string) uint64 {
 		t.Helper()
 		req := drivers.AcquireRequest{Key: "crash", Token: tok, TTL: 60e9}
 		res, err := d.Acquire(ctx, req)
@@ -93,7 +93,7 @@ func crashFences(t *testing.T, opts Options, serverSync string) {
 	for i := 0; i < 3000 && !unwritten; i++ {
 		lastFence = take(d, fmt.Sprint("a", i))
 		admin("SELECT (SELECT lsn FROM page_header(get_raw_page($1, 0))) > pg_current_wal_lsn()",
-			[]any{d.names.sequence}, &unwritten)
+			[]any{baseOf(d).names.sequence}, &unwritten)
 	}
 	if !unwritten {
 		t.Fatalf("the sequence's WAL record was written out after every one of 3000 acquisitions")
@@ -103,13 +103,13 @@ func crashFences(t *testing.T, opts Options, serverSync string) {
 	srv.Stop() // immediate: what is in the WAL buffers is lost
 	srv.Start()
 	// Crash recovery resets the crash mark (what connections outliving a
-	// crash compare, see guarded in sql.go).
+	// crash compare, see guarded in table_sql.go).
 	admin("SELECT "+crashMarkSQL, nil, &mark1)
 	if mark1 == mark0 {
 		t.Fatalf("crash mark %d unchanged by crash recovery", mark0)
 	}
 	var last int64
-	admin("SELECT last_value FROM "+d.names.sequence, nil, &last)
+	admin("SELECT last_value FROM "+baseOf(d).names.sequence, nil, &last)
 	if uint64(last) >= lastFence {
 		t.Fatalf("the sequence came back at %d, the last fence was %d: the crash lost nothing", last, lastFence)
 	}
@@ -137,15 +137,15 @@ func TestBootMarkerSurvivingConnection(t *testing.T) {
 	take := func() uint64 { t.Helper(); return bootTake(ctx, t, a) }
 	take()
 	f1 := take()
-	err := a.run(ctx, func(ctx context.Context, q querier) error {
-		if _, err := q.Exec(ctx, "DELETE FROM "+a.names.boot); err != nil {
+	err := tableOf(a).run(ctx, func(ctx context.Context, q querier) error {
+		if _, err := q.Exec(ctx, "DELETE FROM "+baseOf(a).names.boot); err != nil {
 			return err
 		}
 		// Crash recovery resets the shared statistics: the crash mark.
 		if _, err := q.Exec(ctx, "SELECT pg_stat_reset_shared('bgwriter')"); err != nil {
 			return err
 		}
-		_, err := q.Exec(ctx, "SELECT setval($1::regclass, $2)", a.names.sequence, max(int64(f1)-5, 1))
+		_, err := q.Exec(ctx, "SELECT setval($1::regclass, $2)", baseOf(a).names.sequence, max(int64(f1)-5, 1))
 		return err
 	})
 	if err != nil {
@@ -163,10 +163,10 @@ func TestBootMarker(t *testing.T) {
 	ctx := ctxT(t)
 	opts := Options{Mode: ModeTable, Table: "mutexfx_locks_boottest", MaxConns: 1}
 	a := shared(t, opts)
-	take := func(d *Driver) uint64 { t.Helper(); return bootTake(ctx, t, d) }
+	take := func(d Driver) uint64 { t.Helper(); return bootTake(ctx, t, d) }
 	f1 := take(a)
-	err := a.run(ctx, func(ctx context.Context, q querier) error {
-		_, err := q.Exec(ctx, "DELETE FROM "+a.names.boot)
+	err := tableOf(a).run(ctx, func(ctx context.Context, q querier) error {
+		_, err := q.Exec(ctx, "DELETE FROM "+baseOf(a).names.boot)
 		return err
 	})
 	if err != nil {
@@ -183,8 +183,8 @@ func TestBootMarker(t *testing.T) {
 		t.Fatalf("fence %d on another new connection after %d; want one jump only", f4, f3)
 	}
 	var rows int
-	if err := a.run(ctx, func(ctx context.Context, q querier) error {
-		return q.QueryRow(ctx, "SELECT count(*) FROM "+a.names.boot).Scan(&rows)
+	if err := tableOf(a).run(ctx, func(ctx context.Context, q querier) error {
+		return q.QueryRow(ctx, "SELECT count(*) FROM "+baseOf(a).names.boot).Scan(&rows)
 	}); err != nil || rows != 1 {
 		t.Fatalf("boot marker rows = %d, %v; want 1", rows, err)
 	}
@@ -192,7 +192,7 @@ func TestBootMarker(t *testing.T) {
 
 // bootTake acquires and releases the key "boot" through d and returns the
 // acquisition's fence.
-func bootTake(ctx context.Context, t *testing.T, d *Driver) uint64 {
+func bootTake(ctx context.Context, t *testing.T, d Driver) uint64 {
 	t.Helper()
 	tok := fmt.Sprint(time.Now().UnixNano())
 	res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "boot", Token: tok, TTL: time.Minute})
@@ -225,7 +225,7 @@ func TestGuardWhenAsync(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := Options{Mode: ModeTable, SynchronousCommit: tc.opt}
-			var d *Driver
+			var d Driver
 			if tc.session == "" {
 				d = shared(t, opts)
 			} else {
@@ -245,7 +245,7 @@ func TestGuardWhenAsync(t *testing.T) {
 				defer closeDriver(t, d)
 			}
 			var got bool
-			if err := d.run(ctx, func(ctx context.Context, q querier) error { got = q.boot().guard; return nil }); err != nil {
+			if err := tableOf(d).run(ctx, func(ctx context.Context, q querier) error { got = q.boot().guard; return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if got != tc.want {

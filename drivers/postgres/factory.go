@@ -35,7 +35,7 @@ func Factory() drivers.Factory {
 
 // build builds the driver of spec. Its *config.Error errors are at full
 // key paths; New's option errors are relative to the driver block.
-func build(spec drivers.Spec) (*Driver, error) {
+func build(spec drivers.Spec) (Driver, error) {
 	var opts Options
 	if err := config.Decode(spec.Path, spec.Options, &opts); err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 )
 
 // on opens a driver on dsn, closed when the test ends.
-func on(t testing.TB, dsn string, opts Options) *Driver {
+func on(t testing.TB, dsn string, opts Options) Driver {
 	t.Helper()
 	opts.URL = dsn
 	d, err := New(opts)
@@ -66,7 +66,7 @@ type lostEvents struct {
 	events []drivers.Event
 }
 
-func subscribeLost(t testing.TB, d *Driver) *lostEvents {
+func subscribeLost(t testing.TB, d Driver) *lostEvents {
 	t.Helper()
 	le := &lostEvents{}
 	cancel, err := d.Subscribe(ctxT(t), func(ev drivers.Event) {
@@ -106,6 +106,20 @@ func within(t testing.TB, d time.Duration, what string, cond func() bool) time.D
 		time.Sleep(5 * time.Millisecond)
 	}
 	return time.Since(start)
+}
+
+// renewedAfter waits, up to d, for the store to show the lock key, of ttl,
+// renewed after since: an expiry later than since + ttl (read with
+// Inspect, polling: the store sends no signal).
+func renewedAfter(ctx context.Context, t testing.TB, drv Driver, key string, ttl time.Duration, since time.Time, d time.Duration, what string) {
+	t.Helper()
+	within(t, d, what, func() bool {
+		info, held, err := drv.Inspect(ctx, key)
+		if err == nil && !held {
+			t.Fatalf("%s: lock %s not held", what, key)
+		}
+		return err == nil && time.Now().Add(info.TTL).After(since.Add(ttl))
+	})
 }
 
 // lostWithin waits for l to end, up to d, and returns how long it took.
@@ -157,8 +171,9 @@ func TestTerminateBackend(t *testing.T) {
 			if ok, err := l.Extend(ctx, ttl); err != nil || !ok {
 				t.Fatalf("Extend after terminate = %v, %v; want kept", ok, err)
 			}
+			terminated := time.Now()
 			terminateClients(t, srv.DSN)
-			time.Sleep(ttl / 2) // two renewals pass (every ttl/3) on new connections
+			renewedAfter(ctx, t, d, l.Key(), ttl, terminated.Add(ttl/3), 2*ttl, "two renewals (every ttl/3) on new connections")
 			if !l.Held() {
 				t.Fatalf("table lock lost after terminate: %v", l.Err())
 			}
@@ -215,7 +230,10 @@ func TestServerStop(t *testing.T) {
 			default:
 				time.Sleep(tc.down) // the outage
 				srv.Start()
-				time.Sleep(tc.ttl) // renewals after the outage keep the lock
+				restarted := time.Now()
+				for _, l := range locks {
+					renewedAfter(ctx, t, d, l.Key(), tc.ttl, restarted, 2*tc.ttl, "a renewal after the outage")
+				}
 				for _, l := range locks {
 					if !l.Held() {
 						t.Fatalf("lock lost after a %v outage shorter than ttl: %v", tc.down, l.Err())

@@ -3,6 +3,8 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"time"
 
 	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/internal/redact"
@@ -42,76 +44,48 @@ func (o Options) GoString() string {
 // redact.Format for the verbs fmt does not pass to it.
 func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.String, o.GoString) }
 
-// optionsJSON is the JSON form of Options: the configuration keys, the
-// fields that are set, durations as Go duration strings, TLS as whether
-// one is set.
-type optionsJSON struct {
-	URL               string `json:"url,omitempty"`
-	Host              string `json:"host,omitempty"`
-	Port              int    `json:"port,omitempty"`
-	Database          string `json:"database,omitempty"`
-	Username          string `json:"username,omitempty"`
-	Password          string `json:"password,omitempty"`
-	SSLMode           string `json:"sslMode,omitempty"`
-	TLS               bool   `json:"tls,omitempty"`
-	Mode              string `json:"mode,omitempty"`
-	Table             string `json:"table,omitempty"`
-	Channel           string `json:"channel,omitempty"`
-	Unlogged          bool   `json:"unlogged,omitempty"`
-	SynchronousCommit string `json:"synchronousCommit,omitempty"`
-	MaxSessions       int    `json:"maxSessions,omitempty"`
-	MaxConns          int32  `json:"maxConns,omitempty"`
-	ConnectTimeout    string `json:"connectTimeout,omitempty"`
-	StallTimeout      string `json:"stallTimeout,omitempty"`
-}
-
-// MarshalJSON gives the options' JSON form, secrets redacted.
+// MarshalJSON gives the options' JSON form, secrets redacted: the
+// configuration keys of the fields that are set, durations as Go duration
+// strings, TLS as "tls": true when one is set.
 func (o Options) MarshalJSON() ([]byte, error) {
-	r := o.redacted()
-	j := optionsJSON{
-		URL: r.URL, Host: r.Host, Port: r.Port, Database: r.Database, Username: r.Username, Password: r.Password,
-		SSLMode: r.SSLMode, TLS: r.TLS != nil, Mode: r.Mode, Table: r.Table, Channel: r.Channel,
-		Unlogged: r.Unlogged, SynchronousCommit: r.SynchronousCommit, MaxSessions: r.MaxSessions, MaxConns: r.MaxConns,
+	v := reflect.ValueOf(o.redacted())
+	m := map[string]any{}
+	for i := range v.NumField() {
+		f, key := v.Field(i), v.Type().Field(i).Tag.Get("koanf")
+		switch d, isDuration := f.Interface().(time.Duration); {
+		case f.IsZero():
+		case key == "-": // TLS
+			m["tls"] = true
+		case isDuration:
+			m[key] = d.String()
+		default:
+			m[key] = f.Interface()
+		}
 	}
-	if r.ConnectTimeout != 0 {
-		j.ConnectTimeout = r.ConnectTimeout.String()
-	}
-	if r.StallTimeout != 0 {
-		j.StallTimeout = r.StallTimeout.String()
-	}
-	return json.Marshal(j)
+	return json.Marshal(m)
 }
 
-// A *Driver prints, marshals and logs as its Options do — secrets
+// A Driver prints, marshals and logs as its Options do — secrets
 // redacted — and nothing else: its other fields hold the pool's and
 // connections' configurations, password included, which fmt would print
 // raw.
 
 // String describes the driver by its options, secrets redacted.
-func (d *Driver) String() string {
-	if d == nil {
-		return "<nil>"
-	}
-	return "postgres.Driver{Options:" + d.opts.String() + "}"
+func (b *base) String() string {
+	return "postgres.Driver{Options:" + b.opts.String() + "}"
 }
 
 // GoString is String in Go syntax, for %#v.
-func (d *Driver) GoString() string {
-	if d == nil {
-		return "(*postgres.Driver)(nil)"
-	}
-	return "&postgres.Driver{Options:" + d.opts.GoString() + "}"
+func (b *base) GoString() string {
+	return "&postgres.Driver{Options:" + b.opts.GoString() + "}"
 }
 
 // Format prints the driver as String does (GoString for %#v).
-func (d *Driver) Format(f fmt.State, verb rune) { redact.Format(f, verb, d.String, d.GoString) }
+func (b *base) Format(f fmt.State, verb rune) { redact.Format(f, verb, b.String, b.GoString) }
 
 // MarshalJSON encodes the driver's options, secrets redacted.
-func (d *Driver) MarshalJSON() ([]byte, error) {
-	if d == nil {
-		return []byte("null"), nil
-	}
+func (b *base) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Options Options `json:"options"`
-	}{d.opts})
+	}{b.opts})
 }

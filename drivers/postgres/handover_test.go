@@ -7,11 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
-	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // TestTableHandoverQueued checks that a table-mode handover does not pass
@@ -36,7 +33,7 @@ func TestTableHandoverQueued(t *testing.T) {
 
 // gated is a driver whose Handover waits for the test's go-ahead.
 type gated struct {
-	*Driver
+	Driver
 	entered chan struct{}
 	proceed chan struct{}
 }
@@ -125,24 +122,17 @@ func TestAdvisoryHandoverWaiting(t *testing.T) {
 		}
 		got <- res
 	}()
-	conn, err := pgx.Connect(ctx, testutil.PostgresDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	conn := connectT(t)
 	// the server offers no signal of a session starting to wait: look
-	for {
+	within(t, 10*time.Second, "a session waiting for the lock", func() bool {
 		var n int
 		err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"+
 			" AND ((classid::bigint << 32) | objid::bigint) = $1", advisoryKey(key)).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return n > 0
+	})
 	released, res, err = a.Handover(ctx, key, "a2", req("a3"))
 	if err != nil || !released || res.Acquired {
 		t.Fatalf("Handover with a session waiting = %v, %+v, %v; want released, not handed", released, res, err)

@@ -17,26 +17,23 @@ import (
 // statement stuck on a stalled link, nor for what pgx does when such a
 // statement is cancelled: it closes the connection after sending the
 // server a cancel request on a new connection, and waits up to 15 s for
-// that one to answer. So the statements of table mode end with the life
+// that one to answer. So the table driver's statements end with the life
 // (bind), and the owned pool's connections, including pgx's cancel
 // connections, are dialled so that they close with it (lifeDial).
 
 // bind returns ctx, also cancelled (cause ErrClosed) when the driver's life
 // ends; call stop when done with it.
-func (d *Driver) bind(ctx context.Context) (context.Context, func()) {
-	return lifectx.Bind(ctx, d.life, ErrClosed)
+func (b *base) bind(ctx context.Context) (context.Context, func()) {
+	return lifectx.Bind(ctx, b.life, ErrClosed)
 }
 
 // closedErr marks err, the failure of a call made or cut while Close runs
 // or after it, as ErrClosed (closing the pool also cancels its dials).
-func (d *Driver) closedErr(err error) error {
+func (b *base) closedErr(err error) error {
 	if err == nil || errors.Is(err, ErrClosed) {
 		return err
 	}
-	d.mu.Lock()
-	closed := d.closed
-	d.mu.Unlock()
-	if closed {
+	if b.isClosed() {
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return err
@@ -44,9 +41,9 @@ func (d *Driver) closedErr(err error) error {
 
 // lifeDial wraps dial: connections fail to open once the driver's life has
 // ended, and those open then are closed.
-func (d *Driver) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
+func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		ctx, stop := d.bind(ctx)
+		ctx, stop := b.bind(ctx)
 		defer stop()
 		c, err := dial(ctx, network, addr)
 		if err != nil {
@@ -55,7 +52,7 @@ func (d *Driver) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
 			}
 			return nil, err
 		}
-		return &lifeConn{Conn: c, stop: context.AfterFunc(d.life, func() { _ = c.Close() })}, nil
+		return &lifeConn{Conn: c, stop: context.AfterFunc(b.life, func() { _ = c.Close() })}, nil
 	}
 }
 

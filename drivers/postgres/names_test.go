@@ -60,7 +60,7 @@ func TestNamesAreData(t *testing.T) {
 				}
 				waitFor(ctx, b, probe)
 				_, _ = a.Release(ctx, probe, "p")
-				time.Sleep(20 * time.Millisecond)
+				// (heard, if the subscription listens, by a later poll)
 				mu.Lock()
 				defer mu.Unlock()
 				return released[probe]
@@ -91,6 +91,6 @@ func TestNamesAreData(t *testing.T) {
 
 // waitFor makes d wait for key for a millisecond: in table mode that queues
 // d in the row, so that the release notifies.
-func waitFor(ctx context.Context, d *Driver, key string) {
+func waitFor(ctx context.Context, d Driver, key string) {
 	_, _ = d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "probe-waiter", TTL: time.Minute, Wait: time.Millisecond})
 }

@@ -1,12 +1,12 @@
 package postgres
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -138,27 +138,9 @@ func parseIdent(s string, qualified bool, maxLen int) (pgx.Identifier, error) {
 
 // withDefaults returns o with defaults applied.
 func (o Options) withDefaults() Options {
-	if o.Mode == "" {
-		o.Mode = ModeAdvisory
-	}
-	if o.Table == "" {
-		o.Table = DefaultTable
-	}
-	if o.Channel == "" {
-		o.Channel = DefaultChannel
-	}
-	if o.MaxSessions == 0 {
-		o.MaxSessions = DefaultMaxSessions
-	}
-	if o.MaxConns == 0 {
-		o.MaxConns = DefaultMaxConns
-	}
-	if o.ConnectTimeout == 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
-	}
-	if o.StallTimeout == 0 {
-		o.StallTimeout = DefaultStallTimeout
-	}
+	o.Mode, o.Table, o.Channel = cmp.Or(o.Mode, ModeAdvisory), cmp.Or(o.Table, DefaultTable), cmp.Or(o.Channel, DefaultChannel)
+	o.MaxSessions, o.MaxConns = cmp.Or(o.MaxSessions, DefaultMaxSessions), cmp.Or(o.MaxConns, DefaultMaxConns)
+	o.ConnectTimeout, o.StallTimeout = cmp.Or(o.ConnectTimeout, DefaultConnectTimeout), cmp.Or(o.StallTimeout, DefaultStallTimeout)
 	return o
 }
 
@@ -271,21 +253,8 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 		return nil, err
 	}
 	cc := cfg.ConnConfig
-	if o.Host != "" {
-		cc.Host = o.Host
-	}
-	if o.Port != 0 {
-		cc.Port = uint16(o.Port)
-	}
-	if o.Database != "" {
-		cc.Database = o.Database
-	}
-	if o.Username != "" {
-		cc.User = o.Username
-	}
-	if o.Password != "" {
-		cc.Password = o.Password
-	}
+	cc.Host, cc.Port = cmp.Or(o.Host, cc.Host), cmp.Or(uint16(o.Port), cc.Port)
+	cc.Database, cc.User, cc.Password = cmp.Or(o.Database, cc.Database), cmp.Or(o.Username, cc.User), cmp.Or(o.Password, cc.Password)
 	if o.Host != "" || o.Port != 0 {
 		cc.Fallbacks = nil // the URL's fallback hosts no longer apply
 	}
@@ -302,14 +271,4 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 	}
 	cfg.MaxConns = o.MaxConns
 	return cfg, nil
-}
-
-// lockTimeout formats a Wait as a lock_timeout value in milliseconds, at
-// least 1 (0 would mean no limit).
-func lockTimeout(d time.Duration) string {
-	ms := d.Milliseconds()
-	if ms < 1 {
-		ms = 1
-	}
-	return strconv.FormatInt(ms, 10)
 }

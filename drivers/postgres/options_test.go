@@ -76,13 +76,13 @@ func TestPasswordNeverInErrors(t *testing.T) {
 		}
 	}
 	// a connection failure names no password either
-	d, err := New(Options{Host: "127.0.0.1", Port: testutil.FreePort(t), Username: "u", Password: pw, SSLMode: "disable", ConnectTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeDriver(t, d)
+	port := testutil.FreePort(t)
 	for _, mode := range []string{ModeAdvisory, ModeTable} {
-		d.opts.Mode = mode
+		d, err := New(Options{Host: "127.0.0.1", Port: port, Username: "u", Password: pw, SSLMode: "disable", ConnectTimeout: time.Second, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeDriver(t, d)
 		_, err = d.Acquire(ctxT(t), drivers.AcquireRequest{Key: "k", Token: "t", TTL: time.Second})
 		if err == nil || strings.Contains(err.Error(), pw) {
 			t.Fatalf("%s: Acquire on a closed port = %v; want an error without the password", mode, err)
@@ -112,11 +112,11 @@ func TestFactory(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				pd := d.(*Driver)
-				if pd.opts.StallTimeout != 1500*time.Millisecond || pd.Mode() != ModeTable {
-					t.Fatalf("decoded %+v", pd.opts)
+				pd := d.(Driver)
+				if baseOf(pd).opts.StallTimeout != 1500*time.Millisecond || pd.Mode() != ModeTable {
+					t.Fatalf("decoded %+v", baseOf(pd).opts)
 				}
-				closeDriver(t, d.(*Driver))
+				closeDriver(t, d.(Driver))
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -203,7 +203,7 @@ func TestExistingPool(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := dd.(*Driver)
+			d := dd.(Driver)
 			key := "pool:" + t.Name() + time.Now().String()
 			res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute})
 			if err != nil || !res.Acquired || res.Fence == 0 {
@@ -225,7 +225,7 @@ func TestExistingPool(t *testing.T) {
 
 // TestFencesGuarded: the guarded form of every table-mode statement that
 // takes a fence compares the crash mark, the plain form does not (see
-// guarded in sql.go).
+// guarded in table_sql.go).
 func TestFencesGuarded(t *testing.T) {
 	o := Options{Mode: ModeTable}.withDefaults()
 	n, err := o.validate()
@@ -233,7 +233,7 @@ func TestFencesGuarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, txnSync := range []bool{false, true} {
-		s := buildStatements(n, o, txnSync)
+		s := tableSQL(n, o, txnSync)
 		for form, fs := range map[string]fencedStatements{"plain": s.plain, "guarded": s.guarded} {
 			for name, q := range map[string]string{"take": fs.take, "acquire": fs.acquire, "refence": fs.refence, "handover": fs.handover} {
 				if got := strings.Contains(q, crashMarkSQL); got != (form == "guarded") {

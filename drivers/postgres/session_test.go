@@ -42,9 +42,19 @@ func TestSessionSettingsPinned(t *testing.T) {
 		t.Fatalf("waiting Acquire gave up after %v; want its 700ms", e)
 	}
 
-	// d's session has been idle for more than idle_session_timeout since
-	// its Acquire (the time is what is tested here)
-	time.Sleep(400 * time.Millisecond)
+	// d's session, the lock's holder, has been idle for more than
+	// idle_session_timeout since its Acquire, as the server sees it
+	admin := connectT(t)
+	within(t, 5*time.Second, "the holder idle past idle_session_timeout", func() bool {
+		var idle bool
+		err := admin.QueryRow(ctx, "SELECT coalesce((SELECT bool_and(a.state = 'idle' AND a.state_change < now() - interval '400 ms') "+
+			"FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "+
+			"AND ((l.classid::bigint << 32) | l.objid::bigint) = $1), false)", advisoryKey(key)).Scan(&idle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return idle
+	})
 	if ok, err := d.Extend(ctx, key, tok, 5*time.Second); err != nil || !ok {
 		t.Fatalf("Extend after an idle spell = %v, %v; want still held", ok, err)
 	}
@@ -178,7 +188,7 @@ func TestCancelledByOthers(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				block = []string{"BEGIN", "SELECT 1 FROM " + d.names.table + " WHERE id = $1 FOR UPDATE"}
+				block = []string{"BEGIN", "SELECT 1 FROM " + baseOf(d).names.table + " WHERE id = $1 FOR UPDATE"}
 				free, arg = "COMMIT", rowID(key)
 			}
 			for _, q := range block {
@@ -226,7 +236,7 @@ func lockWaiter(t *testing.T, admin *pgx.Conn, app string, since time.Time) (pid
 	t.Helper()
 	within(t, 5*time.Second, "a statement waiting for the lock", func() bool {
 		err := admin.QueryRow(context.Background(), "SELECT pid, query_start FROM pg_stat_activity "+
-			"WHERE application_name = $1 AND wait_event_type = 'Lock' AND query_start > $2 LIMIT 1", app, since).Scan(&pid, &start)
+			"WHERE starts_with(application_name, $1) AND wait_event_type = 'Lock' AND query_start > $2 LIMIT 1", app, since).Scan(&pid, &start)
 		if err != nil && err != pgx.ErrNoRows {
 			t.Fatal(err)
 		}

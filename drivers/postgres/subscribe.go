@@ -9,19 +9,6 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// listener is the driver's one LISTEN goroutine, shared by every
-// subscription and by the waiting acquisitions of table mode. It runs from
-// its first use until Close.
-type listener struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func (l *listener) stop() {
-	l.cancel()
-	<-l.done
-}
-
 // Subscribe calls fn with a Released event for every release notified on the
 // channel (by any driver on the database) or, in table mode, on this
 // driver's own channel (a release with drivers queued for the row notifies
@@ -33,83 +20,81 @@ func (l *listener) stop() {
 // longer than 7999 bytes are released without a notification (PostgreSQL's
 // payload limit). In advisory mode releases notify only with MaxSessions 1
 // (otherwise waiters wait in the server).
-func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
+func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
 		return nil, ErrClosed
 	}
-	id := d.nextSub
-	d.nextSub++
-	d.subs[id] = fn
-	d.startListenerLocked()
-	d.mu.Unlock()
+	id := b.nextSub
+	b.nextSub++
+	b.subs[id] = fn
+	b.startListenerLocked()
+	b.mu.Unlock()
 	return func() {
-		d.mu.Lock()
-		delete(d.subs, id)
-		d.mu.Unlock()
+		b.mu.Lock()
+		delete(b.subs, id)
+		b.mu.Unlock()
 	}, nil
 }
 
-// startListener starts the LISTEN goroutine unless it runs or the driver
-// is closed.
-func (d *Driver) startListener() {
-	d.mu.Lock()
-	d.startListenerLocked()
-	d.mu.Unlock()
-}
-
-// startListenerLocked is startListener with d.mu held.
-func (d *Driver) startListenerLocked() {
-	if d.closed || d.lis != nil {
+// startListenerLocked starts, with b.mu held, the driver's one LISTEN
+// goroutine, shared by every subscription and by the table driver's
+// waiting acquisitions, unless it runs or the driver is closed. It runs
+// until Close.
+func (b *base) startListenerLocked() {
+	if b.closed || b.lisDone != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d.lis = &listener{cancel: cancel, done: make(chan struct{})}
-	go d.listen(ctx, d.lis.done)
+	b.lisStop, b.lisDone = cancel, make(chan struct{})
+	go b.listen(ctx, b.lisDone)
 }
 
-// subscribers returns the callbacks; the caller holds d.mu.
-func (d *Driver) subscribers() []func(drivers.Event) {
-	fns := make([]func(drivers.Event), 0, len(d.subs))
-	for _, fn := range d.subs {
+// publish calls the subscribers with evs.
+func (b *base) publish(evs ...drivers.Event) {
+	b.mu.Lock()
+	fns := make([]func(drivers.Event), 0, len(b.subs))
+	for _, fn := range b.subs {
 		fns = append(fns, fn)
 	}
-	return fns
+	b.mu.Unlock()
+	for _, ev := range evs {
+		for _, fn := range fns {
+			fn(ev)
+		}
+	}
 }
 
 // listen keeps a LISTEN connection until ctx ends.
-func (d *Driver) listen(ctx context.Context, done chan struct{}) {
+func (b *base) listen(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	backoff := 100 * time.Millisecond
 	for {
 		start := time.Now()
-		d.listenOnce(ctx)
+		b.listenOnce(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if time.Since(start) > time.Minute {
 			backoff = 100 * time.Millisecond
 		}
-		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return
-		case <-t.C:
+		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
 }
 
-// listenOnce connects, listens and delivers notifications (to the waiting
-// acquisitions, then to the subscribers) until the connection fails or ctx
-// ends.
-func (d *Driver) listenOnce(ctx context.Context) {
-	conn, err := pgx.ConnectConfig(ctx, d.connCfg)
+// listenOnce connects, listens and delivers notifications (to heard, then
+// to the subscribers) until the connection fails or ctx ends.
+func (b *base) listenOnce(ctx context.Context) {
+	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
 	if err != nil {
 		return
 	}
@@ -117,11 +102,8 @@ func (d *Driver) listenOnce(ctx context.Context) {
 	if _, err := conn.Exec(ctx, sessionSetup); err != nil {
 		return
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+d.names.channel); err != nil {
-		return
-	}
-	if d.opts.Mode == ModeTable {
-		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ownChannel(d.id)}.Sanitize()); err != nil {
+	for _, ch := range b.channels {
+		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return
 		}
 	}
@@ -133,13 +115,9 @@ func (d *Driver) listenOnce(ctx context.Context) {
 		if n.Payload == "" {
 			continue
 		}
-		d.wake(n.Payload)
-		d.mu.Lock()
-		fns := d.subscribers()
-		d.mu.Unlock()
-		ev := drivers.Event{Kind: drivers.Released, Key: n.Payload}
-		for _, fn := range fns {
-			fn(ev)
+		if b.heard != nil {
+			b.heard(n.Payload)
 		}
+		b.publish(drivers.Event{Kind: drivers.Released, Key: n.Payload})
 	}
 }

@@ -1,264 +1,114 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
 
-// maxRenewBatch is the largest number of leases renewed by one statement.
-const maxRenewBatch = 10000
+// the table driver has every capability of Driver (which embeds them), and
+// drivers.Lister
+var (
+	_ Driver         = (*tableDriver)(nil)
+	_ drivers.Lister = (*tableDriver)(nil)
+)
 
 // ErrTTL is returned when an acquisition or extension in table mode asks for
 // a ttl below one millisecond.
 var ErrTTL = errors.New("postgres: ttl must be at least 1ms")
 
-// tablePool returns the pool with the schema in place.
-func (d *Driver) tablePool(ctx context.Context) (*pgxpool.Pool, error) {
-	p, err := d.getPool()
-	if err != nil {
-		return nil, err
-	}
-	if err := d.ensureSchema(ctx, p.Begin); err != nil {
-		return nil, fmt.Errorf("postgres: creating %s: %w", d.names.table, err)
-	}
-	return p, nil
+// maxRenewBatch is the largest number of leases renewed by one statement.
+const maxRenewBatch = 10000
+
+// tableDriver keeps each lock as a row with an expiry computed with the
+// server's clock, its waiters queued in the row and woken by NOTIFY
+// (table_wait.go), on a pool: its own, or the application's.
+type tableDriver struct {
+	*base
+	sql tableStatements
+	id  string // this driver's id in the rows' waiter queues
+
+	poolCfg  *pgxpool.Config // owned pool's config; nil with NewWithPool
+	ownsPool bool
+	poolMu   sync.Mutex
+	pool     *pgxpool.Pool
+
+	watchers watchers     // waiting acquisitions, by key
+	reclaim  reclaim.Loop // deletes the rows no longer needed (table_reclaim.go)
 }
 
-// querier runs the table statements: a pooled connection bootCheck passed.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	// boot is what the connection's bootCheck found.
-	boot() bootState
+// newTable returns the table driver on the pool built from cfg, or on pool.
+func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool, txnSync bool) *tableDriver {
+	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, txnSync), id: rand.Text(),
+		poolCfg: cfg, ownsPool: pool == nil, pool: pool, watchers: watchers{byKey: map[string][]chan struct{}{}}}
+	b.schema = append(b.schema, tableSchema(b.names, b.opts)...)
+	b.channels = append(b.channels, pgx.Identifier{ownChannel(d.id)}.Sanitize())
+	b.heard = d.wake
+	return d
 }
 
-// run runs f on a connection of the pool, retrying serialization failures
-// and deadlocks, and recreating the schema once if it was dropped. Close
-// cuts it when Close's own ctx ends (the public calls then wrap its error
-// with ErrClosed: closedErr).
-func (d *Driver) run(ctx context.Context, f func(ctx context.Context, q querier) error) error {
-	ctx, stop := d.bind(ctx)
-	defer stop()
-	for again := true; ; again = false {
-		p, err := d.tablePool(ctx)
-		if err != nil {
-			return err
-		}
-		err = retry(ctx, func() error {
-			c, err := p.Acquire(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Release()
-			pc := c.Conn().PgConn()
-			b, err := d.bootCheck(ctx, pc)
-			if err != nil {
-				return err
-			}
-			err = f(ctx, checkedConn{c, b})
-			if crashedSince(err) {
-				// The server recovered from a crash since this
-				// connection's check (it outlived the crash: a pooler's):
-				// check again, then take the fence.
-				delete(pc.CustomData(), d.bootKey)
-				if b, err = d.bootCheck(ctx, pc); err != nil {
-					return err
-				}
-				err = f(ctx, checkedConn{c, b})
-			}
-			return err
-		})
-		if again && sqlState(err) == "42P01" {
-			d.schemaLost()
-			continue
-		}
-		return err
+// Features reports expiring locks with waits in the driver (queued in the
+// row, woken by NOTIFY), the server's clock and fences.
+func (d *tableDriver) Features() drivers.Features {
+	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server", MinTTL: 500 * time.Millisecond}
+}
+
+// Acquire takes the lock in one statement; with req.Wait it waits for its
+// turn (acquireWaiting). Errors that retrying cannot cure match
+// drivers.ErrPermanent.
+func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
+	if err := d.check(ctx); err != nil {
+		return drivers.AcquireResult{}, err
 	}
-}
-
-func ttlMillis(ttl time.Duration) (int64, error) {
-	ms := ttl.Milliseconds()
-	if ms < 1 {
-		return 0, ErrTTL
-	}
-	return ms, nil
-}
-
-// tableAcquire takes the lock in one statement; with req.Wait it waits for
-// its turn (tableAcquireWaiting).
-func (d *Driver) tableAcquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
-	d.noteTTL(req.TTL)
+	d.reclaim.Note(req.TTL, func(ctx context.Context) { _, _ = d.reclaimRows(ctx) })
 	if req.Wait > 0 {
-		return d.tableAcquireWaiting(ctx, req)
+		res, err = d.acquireWaiting(ctx, req)
+	} else {
+		res, _, err = d.acquireOnce(ctx, req, attemptOpts{fast: true})
 	}
-	res, _, err := d.tableAcquireOnce(ctx, req, attemptOpts{fast: true})
-	return res, err
+	return res, permanent(d.closedErr(err))
 }
 
-// attemptOpts are the ways tableAcquireOnce tries.
-type attemptOpts struct {
-	// queue: a failed attempt queues this driver for the row, or proves
-	// its entry alive.
-	queue bool
-	// fast: try tableTake first.
-	fast bool
-	// deferQueue: a driver not queued yet does not queue while the row is
-	// free for a queued driver (tableAcquireOnce then reports deferred).
-	deferQueue bool
-}
-
-// tableTake is the uncontended path: one bare UPDATE takes the row when it
-// is free (released or expired) and no driver is queued for it. It answers
-// false, having written nothing, when the row is held, queued for or
-// missing: tableAcquireOnce's statement then decides.
-func (d *Driver) tableTake(ctx context.Context, req drivers.AcquireRequest, ms int64) (uint64, bool, error) {
-	var fence int64
-	var took bool
-	err := d.run(ctx, func(ctx context.Context, p querier) error {
-		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.take, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms}, mark...)...).Scan(&fence, nil)
-		took = err == nil
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		return err
-	})
-	return uint64(fence), took, err
-}
-
-// tableAcquireOnce inserts the row, or takes over a free or expired one
-// when no live waiter queued before this driver, in one statement that
-// returns the fence, or the holder's remaining ttl. With o.fast, it first
-// tries tableTake, which costs about what a bare UPDATE does: an
-// uncontended acquisition is then one round trip, a contended one two.
-// deferred reports an attempt that did not queue, as o.deferQueue asked.
-func (d *Driver) tableAcquireOnce(ctx context.Context, req drivers.AcquireRequest, o attemptOpts) (res drivers.AcquireResult, deferred bool, err error) {
-	ms, err := ttlMillis(req.TTL)
-	if err != nil {
-		return drivers.AcquireResult{}, false, err
+// Release marks the row free if token holds it, in one UPDATE, and when
+// drivers are queued for it notifies the first live one (queueHead), in a
+// second statement. The row is kept, for the next acquisition's one UPDATE
+// (its fence taken under the row's lock); the reclaimer deletes it later
+// (table_reclaim.go).
+func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
+	if err := d.check(ctx); err != nil {
+		return false, err
 	}
-	if o.fast {
-		fence, took, err := d.tableTake(ctx, req, ms)
-		if err != nil {
-			return drivers.AcquireResult{}, false, err
-		}
-		if took {
-			return drivers.AcquireResult{Acquired: true, Fence: fence}, false, nil
-		}
-	}
-	live := WaiterLiveness.Milliseconds()
-	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		var fence int64
-		var left float64
-		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.acquire, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue}, mark...)...).
-			Scan(&res.Acquired, &fence, &left, &deferred)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// the holder's row is not visible to the statement's snapshot
-			// (inserted concurrently): taken, remaining ttl unknown
-			res, deferred = drivers.AcquireResult{}, false
-			return nil
-		}
-		res.Fence = uint64(fence)
-		res.HolderTTL = 0
-		if left > 0 {
-			res.HolderTTL = time.Duration(left * float64(time.Millisecond))
-		}
-		return err
-	})
-	if err == nil && res.Acquired && res.Fence == 0 {
-		// the row was deleted between the statement's snapshot and its
-		// insert: the new row needs its fence
-		err = d.run(ctx, func(ctx context.Context, p querier) error {
-			var fence int64
-			fs, mark := d.fencing(p)
-			err := p.QueryRow(ctx, fs.refence, append([]any{rowID(req.Key), req.Token}, mark...)...).Scan(&fence)
-			res.Fence = uint64(fence)
-			return err
-		})
-	}
-	if err != nil {
-		return drivers.AcquireResult{}, false, err
-	}
-	return res, deferred, nil
-}
-
-// tableRelease marks the row free if token holds it, in one UPDATE, and
-// when drivers are queued for it notifies the first live one (queueHead),
-// in a second statement. The row is kept, for the next acquisition's one
-// UPDATE (its fence taken under the row's lock); the reclaimer deletes it
-// later (reclaim.go).
-func (d *Driver) tableRelease(ctx context.Context, key, token string) (bool, error) {
 	var live bool
 	var queue []byte
 	var now *float64
 	err := d.run(ctx, func(ctx context.Context, p querier) error {
 		live, queue, now = false, nil, nil
-		err := p.QueryRow(ctx, d.sql.release, rowID(key), token).Scan(&live, &queue, &now)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		return err
+		return ignoreNoRows(p.QueryRow(ctx, d.sql.release, rowID(key), token).Scan(&live, &queue, &now))
 	})
 	if err != nil || !live {
-		return live, err
+		return live, d.closedErr(err)
 	}
 	d.wakeQueued(ctx, key, queue, now)
 	return true, nil
 }
 
-// wakeQueued notifies the first live driver of queue, the queue of the row
-// of key just released (nil: nobody queued), at now (ms, the server's
-// clock), or, with none live, whoever listens on the shared channel.
-func (d *Driver) wakeQueued(ctx context.Context, key string, queue []byte, now *float64) {
-	if queue == nil || now == nil || payload(key) == "" {
-		return
+// Extend moves the row's expiry to now() + ttl if token holds it.
+func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	if err := d.check(ctx); err != nil {
+		return false, err
 	}
-	channel := strings.Trim(d.names.channel, `"`)
-	if head := queueHead(queue, *now); head != "" {
-		channel = ownChannel(head)
-	}
-	// the lock is released: a failed wake-up costs the waiter a poll
-	_ = d.run(ctx, func(ctx context.Context, p querier) error {
-		_, err := p.Exec(ctx, d.sql.notify, channel, key)
-		return err
-	})
-}
-
-// queueHead returns the first live driver of a row's queue (see
-// buildStatements) at now (ms, the server's clock), or "".
-func queueHead(queue []byte, now float64) string {
-	var entries map[string][2]float64
-	if json.Unmarshal(queue, &entries) != nil {
-		return ""
-	}
-	head := ""
-	var first float64
-	for id, e := range entries {
-		if e[1] <= now-float64(WaiterLiveness.Milliseconds()) {
-			continue
-		}
-		if head == "" || e[0] < first || e[0] == first && id < head {
-			head, first = id, e[0]
-		}
-	}
-	return head
-}
-
-// tableExtend moves the row's expiry to now() + ttl if token holds it.
-func (d *Driver) tableExtend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
 	ms, err := ttlMillis(ttl)
 	if err != nil {
 		return false, err
@@ -269,13 +119,21 @@ func (d *Driver) tableExtend(ctx context.Context, key, token string, ttl time.Du
 		n = tag.RowsAffected()
 		return err
 	})
-	return n == 1, err
+	return n == 1, d.closedErr(err)
 }
 
-// tableRenew renews every lease with one UPDATE … FROM unnest(…) per
+func ttlMillis(ttl time.Duration) (int64, error) {
+	ms := ttl.Milliseconds()
+	if ms < 1 {
+		return 0, ErrTTL
+	}
+	return ms, nil
+}
+
+// Renew renews every lease with one UPDATE … FROM unnest(…) per
 // maxRenewBatch leases, in name order to keep concurrent renewals from
 // deadlocking.
-func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
 	order := make([]int, len(leases))
 	ids := make([][]byte, len(leases))
@@ -284,41 +142,33 @@ func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drive
 		ids[i] = rowID(l.Key)
 	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(string(ids[a]), string(ids[b])) })
+	checked := d.check(ctx)
 	for start := 0; start < len(order); start += maxRenewBatch {
 		batch := order[start:min(start+maxRenewBatch, len(order))]
 		bid := make([][]byte, 0, len(batch))
 		btok := make([]string, 0, len(batch))
 		bttl := make([]int64, 0, len(batch))
-		var bad error
+		err := checked
 		for _, i := range batch {
-			ms, err := ttlMillis(leases[i].TTL)
-			if err != nil {
-				bad = err
-			}
+			ms, terr := ttlMillis(leases[i].TTL)
+			err = cmp.Or(err, terr)
 			bid = append(bid, ids[i])
 			btok = append(btok, leases[i].Token)
 			bttl = append(bttl, ms)
 		}
 		renewed := map[string]bool{}
-		err := bad
 		if err == nil {
-			err = d.run(ctx, func(ctx context.Context, p querier) error {
+			err = d.closedErr(d.run(ctx, func(ctx context.Context, p querier) error {
 				clear(renewed)
-				rows, err := p.Query(ctx, d.sql.renew, bid, btok, bttl)
-				if err != nil {
-					return err
-				}
-				defer rows.Close()
 				var id []byte
 				var tok string
-				for rows.Next() {
-					if err := rows.Scan(&id, &tok); err != nil {
-						return err
-					}
+				rows, _ := p.Query(ctx, d.sql.renew, bid, btok, bttl)
+				_, err := pgx.ForEachRow(rows, []any{&id, &tok}, func() error {
 					renewed[string(id)+"\x00"+tok] = true
-				}
-				return rows.Err()
-			})
+					return nil
+				})
+				return err
+			}))
 		}
 		for _, i := range batch {
 			out[i] = drivers.RenewResult{Held: err == nil && renewed[string(ids[i])+"\x00"+leases[i].Token], Err: err}
@@ -327,22 +177,94 @@ func (d *Driver) tableRenew(ctx context.Context, leases []drivers.Lease) []drive
 	return out
 }
 
-// tableInspect reads the live row of key.
-func (d *Driver) tableInspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
-	var info drivers.LockInfo
-	var ok bool
-	err := d.run(ctx, func(ctx context.Context, p querier) error {
+// Inspect reads the live row of key.
+func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.LockInfo, ok bool, err error) {
+	if err := d.check(ctx); err != nil {
+		return drivers.LockInfo{}, false, err
+	}
+	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		var fence int64
 		var left float64
 		err := p.QueryRow(ctx, d.sql.inspect, rowID(key)).Scan(&info.Token, &fence, &left)
-		if errors.Is(err, pgx.ErrNoRows) {
-			ok = false
-			return nil
-		}
 		ok = err == nil
 		info.Fence = uint64(fence)
 		info.TTL = time.Duration(left * float64(time.Millisecond))
+		return ignoreNoRows(err)
+	})
+	return info, ok, d.closedErr(err)
+}
+
+// List returns the held locks whose keys start with prefix.
+func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.ListedLock, err error) {
+	if err := d.check(ctx); err != nil {
+		return nil, err
+	}
+	err = d.run(ctx, func(ctx context.Context, p querier) (err error) {
+		rows, _ := p.Query(ctx, d.sql.list, prefix)
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (l drivers.ListedLock, err error) {
+			var left float64
+			err = r.Scan(&l.Key, &l.Token, &l.Fence, &left)
+			l.TTL = time.Duration(left * float64(time.Millisecond))
+			return l, err
+		})
 		return err
 	})
-	return info, ok, err
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list: %w", d.closedErr(err))
+	}
+	return out, nil
+}
+
+// ServerTime returns the server's clock (microseconds), read on the pool.
+// It connects at first use.
+func (d *tableDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
+	if err := d.check(ctx); err != nil {
+		return time.Time{}, err
+	}
+	err = d.run(ctx, func(ctx context.Context, q querier) error {
+		return q.QueryRow(ctx, serverTimeSQL).Scan(&t)
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.closedErr(err)))
+	}
+	return t, nil
+}
+
+// Ping pings the server on one of the pool's connections. Before the pool
+// exists (the driver connects at its first call) there is nothing to
+// check: it returns nil.
+func (d *tableDriver) Ping(ctx context.Context) error {
+	d.poolMu.Lock()
+	p := d.pool
+	d.poolMu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.Ping(ctx)
+}
+
+// Close ends the subscriptions, the LISTEN connection and the reclaimer,
+// and closes the pool the driver created (not a pool given to
+// NewWithPool). Later calls fail with ErrClosed. Calls still in flight
+// when Close is done, or when ctx ends, are cut (they fail with an error
+// wrapping ErrClosed): Close does not wait for statements on a stalled
+// link. It returns ctx's error when ctx ended first.
+func (d *tableDriver) Close(ctx context.Context) error {
+	return d.shutdown(ctx, func() {}, func(context.Context) error {
+		d.reclaim.Stop()
+		d.poolMu.Lock()
+		defer d.poolMu.Unlock()
+		if d.ownsPool && d.pool != nil {
+			d.pool.Close()
+		}
+		return nil
+	})
+}
+
+// ignoreNoRows returns err, or nil for pgx.ErrNoRows.
+func ignoreNoRows(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	return err
 }

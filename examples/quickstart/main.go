@@ -43,9 +43,9 @@ func run() error {
 	}
 	fmt.Printf("a holds %q, fencing token %d\n", lock.Name(), lock.Fence())
 
-	// TryAcquire: one attempt, nil when someone else holds it.
-	if other, err := b.TryAcquire(ctx, "order:42"); err != nil || other != nil {
-		return fmt.Errorf("TryAcquire of a held lock = %v, %v", other, err)
+	// TryAcquire: one attempt, ErrLocked when someone else holds it.
+	if other, err := b.TryAcquire(ctx, "order:42"); !errors.Is(err, mutexfx.ErrLocked) {
+		return fmt.Errorf("TryAcquire of a held lock = %v, %v; want ErrLocked", other, err)
 	}
 	fmt.Println("b: TryAcquire says order:42 is taken")
 

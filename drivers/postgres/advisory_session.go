@@ -12,15 +12,17 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// session is a connection the driver pins for advisory locks. Its statements
-// run one at a time (sem). Its locks (guarded by Driver.mu) end with it.
+// session is a connection the advisory driver pins for its locks. Its
+// statements run one at a time (sem). Its locks (guarded by the driver's
+// mu) end with it.
 type session struct {
 	conn   *pgx.Conn
 	sem    chan struct{} // holds one token while a statement runs
 	waiter bool          // may run blocking waits (not the main session)
 	watch  *watcher
+	ident  string // the session's application_name, when identify set it (guarded by sem)
 
-	// guarded by Driver.mu
+	// guarded by the driver's mu
 	locks map[int64]*advLock
 	dead  bool
 
@@ -47,35 +49,10 @@ func (s *session) lock(ctx context.Context) error {
 
 func (s *session) unlock() { <-s.sem }
 
-// sessionSetup pins, on the connections the driver opens for itself (its
-// advisory sessions and its LISTEN connection), the settings that their
-// locks depend on, over whatever the server, the database or the role
-// sets (a pooled table-mode connection is left alone: its session may be
-// shared through a pooler):
-//
-//   - statement_timeout 0: a wait in the server (pg_advisory_lock with
-//     lock_timeout) ends at its own bound, not at a shorter global one
-//     that would fail the Acquire; the driver bounds its statements with
-//     their ctx (the server is asked to cancel) and StallTimeout.
-//   - idle_session_timeout and idle_in_transaction_session_timeout 0: an
-//     advisory session is idle between renewals while it holds its locks;
-//     the server must not end it (freeing them under a live holder).
-//   - TCP keepalives (10 s idle, then every 5 s, 3 probes) and
-//     tcp_user_timeout (30 s): a holder whose host vanished (power loss,
-//     partition) loses its locks in the server within about half a
-//     minute, not after the operating system's two hours.
-//
-// A setting the server does not know (idle_session_timeout before
-// PostgreSQL 14, tcp_user_timeout before 12) is skipped.
-const sessionSetup = "SELECT count(set_config(name, value, false)) FROM (VALUES " +
-	"('statement_timeout', '0'), ('idle_session_timeout', '0'), ('idle_in_transaction_session_timeout', '0'), " +
-	"('tcp_keepalives_idle', '10'), ('tcp_keepalives_interval', '5'), ('tcp_keepalives_count', '3'), " +
-	"('tcp_user_timeout', '30000')) AS v(name, value) WHERE name IN (SELECT name FROM pg_settings)"
-
 // dial opens a pinned connection. A ctx ending during a statement makes pgx
 // ask the server to cancel it, and only StallTimeout later close the
 // connection, so that a caller's deadline does not drop every lock.
-func (d *Driver) dial(ctx context.Context, waiter bool) (*session, error) {
+func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error) {
 	// a dial stuck on a stalled link ends with the driver's life, whoever
 	// built the connection config (NewWithPool: not lifeDial)
 	ctx, stop := d.bind(ctx)
@@ -89,18 +66,15 @@ func (d *Driver) dial(ctx context.Context, waiter bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, sessionSetup); err != nil {
-		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, err
+	if _, err = conn.Exec(ctx, sessionSetup); err == nil {
+		err = d.ensureSchema(ctx, conn.Begin)
 	}
-	if err := d.ensureSchema(ctx, conn.Begin); err != nil {
-		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	if _, err := d.bootCheck(ctx, conn.PgConn()); err != nil {
-		if sqlState(err) == "42P01" {
+	if err == nil {
+		if _, err = d.bootCheck(ctx, conn.PgConn()); sqlState(err) == "42P01" {
 			d.schemaLost() // the next dial creates the marker again
 		}
+	}
+	if err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -113,7 +87,7 @@ func (d *Driver) dial(ctx context.Context, waiter bool) (*session, error) {
 
 // broken marks s dead: every lock on it is lost at once and reported to the
 // subscribers. Idempotent.
-func (d *Driver) broken(s *session) {
+func (d *advisoryDriver) broken(s *session) {
 	d.mu.Lock()
 	if s.dead {
 		d.mu.Unlock()
@@ -137,32 +111,26 @@ func (d *Driver) broken(s *session) {
 		lost = append(lost, drivers.Event{Kind: drivers.Lost, Key: l.key, Token: l.token})
 	}
 	s.locks = map[int64]*advLock{}
-	subs := d.subscribers()
 	d.mu.Unlock()
-	for _, ev := range lost {
-		for _, fn := range subs {
-			fn(ev)
-		}
-	}
+	d.publish(lost...)
 }
 
 // settle is called, holding s's slot, after a statement failed: when the
 // connection is gone the session is broken; it reports whether it is.
-func (d *Driver) settle(s *session) bool {
+func (d *advisoryDriver) settle(s *session) bool {
 	if s.conn.IsClosed() {
 		d.broken(s)
 		s.watch.stop()
 		return true
 	}
 	d.mu.Lock()
-	dead := s.dead
-	d.mu.Unlock()
-	return dead
+	defer d.mu.Unlock()
+	return s.dead
 }
 
 // kill gives a session up (its locks are lost) and closes it; the caller
 // holds its slot.
-func (d *Driver) kill(ctx context.Context, s *session) {
+func (d *advisoryDriver) kill(ctx context.Context, s *session) {
 	d.broken(s)
 	s.watch.stop()
 	s.closeOnce.Do(func() { _ = s.conn.Close(context.WithoutCancel(ctx)) })
@@ -185,7 +153,7 @@ func (s *session) close(ctx context.Context) error {
 
 // mainSession returns the main session with its slot taken, opening it at
 // first use or after it broke.
-func (d *Driver) mainSession(ctx context.Context) (*session, error) {
+func (d *advisoryDriver) mainSession(ctx context.Context) (*session, error) {
 	for {
 		d.mu.Lock()
 		if d.closed {
@@ -214,13 +182,12 @@ func (d *Driver) mainSession(ctx context.Context) (*session, error) {
 		d.mu.Unlock()
 		if !again {
 			s, err := d.dial(ctx, false)
+			if err == nil && !d.adopt(ctx, s, false) {
+				err = ErrClosed
+			}
 			if err != nil {
 				<-d.dialSem
 				return nil, err
-			}
-			if !d.adopt(ctx, s, false) {
-				<-d.dialSem
-				return nil, ErrClosed
 			}
 		}
 		<-d.dialSem
@@ -234,7 +201,7 @@ const waiterRedial = time.Second
 // waiterSession returns, with its slot taken, a session holding no lock on
 // which a blocking wait may run; nil when all MaxSessions are in use or
 // one cannot be opened now.
-func (d *Driver) waiterSession(ctx context.Context) (*session, error) {
+func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -282,7 +249,7 @@ func (d *Driver) waiterSession(ctx context.Context) (*session, error) {
 }
 
 // adopt registers a new session, or closes it when the driver closed.
-func (d *Driver) adopt(ctx context.Context, s *session, waiter bool) bool {
+func (d *advisoryDriver) adopt(ctx context.Context, s *session, waiter bool) bool {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -299,7 +266,7 @@ func (d *Driver) adopt(ctx context.Context, s *session, waiter bool) bool {
 	return true
 }
 
-func (d *Driver) alive(s *session) bool {
+func (d *advisoryDriver) alive(s *session) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return !s.dead && !d.closed

@@ -11,17 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mutexfx/mutexfx/drivers"
-	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // listenRaw opens a connection listening on channel.
 func listenRaw(t *testing.T, ctx context.Context, channel string) *pgx.Conn {
 	t.Helper()
-	c, err := pgx.Connect(ctx, testutil.PostgresDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	c := connectT(t)
 	if _, err := c.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
@@ -50,12 +45,19 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 			t.Fatalf("Release %s = %v, %v", key, ok, err)
 		}
 	}
+	// the listeners, and b's and c's connections, first: a queued entry
+	// lives WaiterLiveness after its last attempt, so b's and c's entries
+	// are written just before the release
+	lis := map[Driver]*pgx.Conn{b: listenRaw(t, ctx, ownChannel(tableOf(b).id)), c: listenRaw(t, ctx, ownChannel(tableOf(c).id))}
+	general := listenRaw(t, ctx, strings.Trim(baseOf(a).names.channel, `"`))
+	waitFor(ctx, b, key+":warm")
+	waitFor(ctx, c, key+":warm")
 	acquire(key)
 	waitFor(ctx, b, key)
 	waitFor(ctx, c, key)
 	var raw []byte
-	err := a.run(ctx, func(ctx context.Context, p querier) error {
-		return p.QueryRow(ctx, "SELECT queue FROM "+a.names.table+" WHERE id = $1", rowID(key)).Scan(&raw)
+	err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
+		return p.QueryRow(ctx, "SELECT queue FROM "+baseOf(a).names.table+" WHERE id = $1", rowID(key)).Scan(&raw)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -65,13 +67,11 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, second := b, c
-	if qb, qc := queue[b.id], queue[c.id]; qb[0] == 0 || qc[0] == 0 {
-		t.Fatalf("queue %s: want drivers %s and %s queued", raw, b.id, c.id)
-	} else if qc[0] < qb[0] || qc[0] == qb[0] && c.id < b.id {
+	if qb, qc := queue[tableOf(b).id], queue[tableOf(c).id]; qb[0] == 0 || qc[0] == 0 {
+		t.Fatalf("queue %s: want drivers %s and %s queued", raw, tableOf(b).id, tableOf(c).id)
+	} else if qc[0] < qb[0] || qc[0] == qb[0] && tableOf(c).id < tableOf(b).id {
 		first, second = c, b
 	}
-	lis := map[*Driver]*pgx.Conn{first: listenRaw(t, ctx, ownChannel(first.id)), second: listenRaw(t, ctx, ownChannel(second.id))}
-	general := listenRaw(t, ctx, strings.Trim(a.names.channel, `"`))
 	release(key)
 	heard := func(c *pgx.Conn, what string) string {
 		t.Helper()
@@ -81,7 +81,7 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 		}
 		return n.Channel + " " + n.Payload
 	}
-	if got, want := heard(lis[first], "head"), ownChannel(first.id)+" "+key; got != want {
+	if got, want := heard(lis[first], "head"), ownChannel(tableOf(first).id)+" "+key; got != want {
 		t.Fatalf("head heard %q; want %q (queue %s)", got, want, raw)
 	}
 	// a release of a row whose queue holds only a dead entry (a minute
@@ -89,15 +89,15 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 	dead := key + ":dead"
 	stale := fmt.Sprintf(`{"STALEDRIVER": [%d, %d]}`, time.Now().Add(-time.Minute).UnixMilli(), time.Now().Add(-time.Minute).UnixMilli())
 	acquire(dead)
-	err = a.run(ctx, func(ctx context.Context, p querier) error {
-		_, err := p.Exec(ctx, "UPDATE "+a.names.table+" SET queue = $2::jsonb WHERE id = $1", rowID(dead), stale)
+	err = tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
+		_, err := p.Exec(ctx, "UPDATE "+baseOf(a).names.table+" SET queue = $2::jsonb WHERE id = $1", rowID(dead), stale)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	release(dead)
-	if got, want := heard(general, "shared channel"), strings.Trim(a.names.channel, `"`)+" "+dead; got != want {
+	if got, want := heard(general, "shared channel"), strings.Trim(baseOf(a).names.channel, `"`)+" "+dead; got != want {
 		t.Fatalf("shared channel heard %q; want %q", got, want)
 	}
 	// the marker: a release the second driver is next for, which must be
@@ -106,7 +106,7 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 	acquire(marker)
 	waitFor(ctx, second, marker)
 	release(marker)
-	if got, want := heard(lis[second], "second driver"), ownChannel(second.id)+" "+marker; got != want {
+	if got, want := heard(lis[second], "second driver"), ownChannel(tableOf(second).id)+" "+marker; got != want {
 		t.Fatalf("second driver heard %q first; want %q (it was not next for the first release)", got, want)
 	}
 }
@@ -127,11 +127,11 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 	// starts it; wait until it hears its own channel
 	waitFor(ctx, b, key)
 	probe := key + ":probe"
-	w := b.watch(probe)
-	defer b.unwatch(probe, w)
+	w := tableOf(b).watch(probe)
+	defer tableOf(b).unwatch(probe, w)
 	within(t, 5*time.Second, "listener ready", func() bool {
-		err := a.run(ctx, func(ctx context.Context, p querier) error {
-			_, err := p.Exec(ctx, "SELECT pg_notify($1, $2)", ownChannel(b.id), probe)
+		err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
+			_, err := p.Exec(ctx, "SELECT pg_notify($1, $2)", ownChannel(tableOf(b).id), probe)
 			return err
 		})
 		if err != nil {
@@ -158,9 +158,9 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 	// WaitPollInterval away; release at once after seeing its entry fresh
 	within(t, 5*time.Second, "b queued", func() bool {
 		var fresh bool
-		err := a.run(ctx, func(ctx context.Context, p querier) error {
+		err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
 			return p.QueryRow(ctx, "SELECT coalesce((queue->$2->>1)::float8 > extract(epoch FROM now()) * 1000 - 20, false) FROM "+
-				a.names.table+" WHERE id = $1", rowID(key), b.id).Scan(&fresh)
+				baseOf(a).names.table+" WHERE id = $1", rowID(key), tableOf(b).id).Scan(&fresh)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -192,8 +192,8 @@ func TestTableQueueDeferred(t *testing.T) {
 	row := func() (version string, queue map[string]any) {
 		t.Helper()
 		var raw []byte
-		err := a.run(ctx, func(ctx context.Context, p querier) error {
-			return p.QueryRow(ctx, "SELECT xmin::text, queue FROM "+a.names.table+" WHERE id = $1", rowID(key)).Scan(&version, &raw)
+		err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
+			return p.QueryRow(ctx, "SELECT xmin::text, queue FROM "+baseOf(a).names.table+" WHERE id = $1", rowID(key)).Scan(&version, &raw)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -203,7 +203,7 @@ func TestTableQueueDeferred(t *testing.T) {
 		}
 		return version, queue
 	}
-	wait := func(d *Driver, token string, wait time.Duration) drivers.AcquireResult {
+	wait := func(d Driver, token string, wait time.Duration) drivers.AcquireResult {
 		t.Helper()
 		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token, TTL: time.Minute, Wait: wait})
 		if err != nil {
@@ -227,7 +227,7 @@ func TestTableQueueDeferred(t *testing.T) {
 				if res := wait(c, "c", 3*queueDeferral); res.Acquired {
 					t.Fatal("c acquired a lock released to b")
 				}
-				if _, q := row(); q[c.id] == nil {
+				if _, q := row(); q[tableOf(c).id] == nil {
 					t.Fatalf("after %v c is not queued: %v", 3*queueDeferral, q)
 				}
 			} else {
@@ -247,7 +247,7 @@ func TestTableQueueDeferred(t *testing.T) {
 				if res := wait(c, "c", time.Millisecond); res.Acquired {
 					t.Fatal("c acquired a lock b holds")
 				}
-				if _, q := row(); q[c.id] == nil {
+				if _, q := row(); q[tableOf(c).id] == nil {
 					t.Fatalf("c did not queue once b took the row: %v", q)
 				}
 				if ok, err := b.Release(ctx, key, "b"); err != nil || !ok {

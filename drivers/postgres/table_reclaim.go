@@ -3,14 +3,13 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
-// Table mode keeps a row per name only while it is needed: rows of names
-// released or expired, that no driver queues for, are deleted by a
-// goroutine of each driver that took locks in table mode, every half of
-// the longest ttl it took one with (internal/reclaim), so that
-// per-request names do not grow the table with traffic.
+// The table driver keeps a row per name only while it is needed: rows of
+// names released or expired, that no driver queues for, are deleted by a
+// goroutine of each driver that took locks, every half of the longest ttl
+// it took one with (internal/reclaim), so that per-request names do not
+// grow the table with traffic.
 //
 // Fences stay increasing across a deletion because none is kept in the
 // rows: every fence is drawn from the table's one sequence (or its crash-
@@ -48,15 +47,9 @@ func reclaimLockSQL(fn, id string) string {
 	return fmt.Sprintf("%s(%d, ('x' || encode(substring(%s FROM 1 FOR 4), 'hex'))::bit(32)::int)", fn, reclaimClass, id)
 }
 
-// noteTTL starts the reclaimer at the first table acquisition, or makes
-// it run at least every ttl/2.
-func (d *Driver) noteTTL(ttl time.Duration) {
-	d.reclaim.Note(ttl, func(ctx context.Context) { _, _ = d.reclaimRows(ctx) })
-}
-
 // reclaimRows deletes the reclaimable rows, reclaimBatch per statement,
 // until a statement deletes fewer or ctx ends; it returns how many.
-func (d *Driver) reclaimRows(ctx context.Context) (int64, error) {
+func (d *tableDriver) reclaimRows(ctx context.Context) (int64, error) {
 	var total int64
 	for {
 		var n int64

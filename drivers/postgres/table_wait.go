@@ -2,13 +2,15 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// Waiting in table mode (Features.BlockingWait).
+// Waiting in table mode (Features.BlockingWait): in the row's queue, woken
+// by the NOTIFY of a release.
 const (
 	// WaitPollInterval is how often a waiting Acquire retries in table mode
 	// when no NOTIFY wakes it; each retry also keeps its place in the
@@ -33,15 +35,15 @@ var queueDeferral = 10 * time.Millisecond
 // heard.
 type watchers struct {
 	mu    sync.Mutex
-	byKey map[string]map[chan struct{}]struct{}
+	byKey map[string][]chan struct{}
 }
 
-// tableAcquireWaiting retries the acquisition, queued in the row for its
+// acquireWaiting retries the acquisition, queued in the row for its
 // turn, until it gets the lock, req.Wait passes or ctx ends (then it answers
 // not acquired with the last result and no error). It registers for
 // wake-ups before its first attempt, so that a release between that attempt
 // and the wait is not missed.
-func (d *Driver) tableAcquireWaiting(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	deadline := time.Now().Add(req.Wait)
 	wake := d.watch(req.Key)
 	defer d.unwatch(req.Key, wake)
@@ -56,7 +58,7 @@ func (d *Driver) tableAcquireWaiting(ctx context.Context, req drivers.AcquireReq
 		// the first attempt tries the uncontended path; once the lock was
 		// taken, attempts go straight to the queueing statement
 		o := attemptOpts{queue: true, fast: fast, deferQueue: time.Now().Before(deferUntil)}
-		res, deferred, err := d.tableAcquireOnce(ctx, req, o)
+		res, deferred, err := d.acquireOnce(ctx, req, o)
 		if err != nil || res.Acquired {
 			return res, err
 		}
@@ -87,41 +89,34 @@ func (d *Driver) tableAcquireWaiting(ctx context.Context, req drivers.AcquireReq
 
 // watch registers a wake-up channel for key and makes sure the driver
 // listens for releases.
-func (d *Driver) watch(key string) chan struct{} {
-	w := &d.watchers
-	d.startListener()
+func (d *tableDriver) watch(key string) chan struct{} {
+	d.mu.Lock()
+	d.startListenerLocked()
+	d.mu.Unlock()
 	ch := make(chan struct{}, 1)
-	w.mu.Lock()
-	if w.byKey == nil {
-		w.byKey = map[string]map[chan struct{}]struct{}{}
-	}
-	if w.byKey[key] == nil {
-		w.byKey[key] = map[chan struct{}]struct{}{}
-	}
-	w.byKey[key][ch] = struct{}{}
-	w.mu.Unlock()
+	d.watchers.mu.Lock()
+	defer d.watchers.mu.Unlock()
+	d.watchers.byKey[key] = append(d.watchers.byKey[key], ch)
 	return ch
 }
 
-func (d *Driver) unwatch(key string, ch chan struct{}) {
+func (d *tableDriver) unwatch(key string, ch chan struct{}) {
 	w := &d.watchers
 	w.mu.Lock()
-	delete(w.byKey[key], ch)
-	if len(w.byKey[key]) == 0 {
+	defer w.mu.Unlock()
+	if w.byKey[key] = slices.DeleteFunc(w.byKey[key], func(c chan struct{}) bool { return c == ch }); len(w.byKey[key]) == 0 {
 		delete(w.byKey, key)
 	}
-	w.mu.Unlock()
 }
 
 // wake wakes the waiting Acquire calls of key.
-func (d *Driver) wake(key string) {
-	w := &d.watchers
-	w.mu.Lock()
-	for ch := range w.byKey[key] {
+func (d *tableDriver) wake(key string) {
+	d.watchers.mu.Lock()
+	defer d.watchers.mu.Unlock()
+	for _, ch := range d.watchers.byKey[key] {
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
 	}
-	w.mu.Unlock()
 }

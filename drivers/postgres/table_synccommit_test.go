@@ -99,7 +99,7 @@ func TestSynchronousCommit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			log := &sqlLog{}
 			opts := Options{Mode: ModeTable, Table: "mutexfx_locks_sync", SynchronousCommit: tc.value, MaxConns: 3}
-			var d *Driver
+			var d Driver
 			var p *pgxpool.Pool
 			if tc.given {
 				cfg, err := pgxpool.ParseConfig(testutil.PostgresDSN())
@@ -122,7 +122,7 @@ func TestSynchronousCommit(t *testing.T) {
 				if d, err = New(opts); err != nil {
 					t.Fatal(err)
 				}
-				d.poolCfg.ConnConfig.Tracer = log
+				tableOf(d).poolCfg.ConnConfig.Tracer = log
 			}
 			defer closeDriver(t, d)
 			key := "sync:" + t.Name()
@@ -151,7 +151,7 @@ func TestSynchronousCommit(t *testing.T) {
 			}
 			if p == nil {
 				var err error
-				if p, err = d.getPool(); err != nil {
+				if p, err = tableOf(d).getPool(); err != nil {
 					t.Fatal(err)
 				}
 			}

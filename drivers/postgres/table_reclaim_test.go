@@ -13,7 +13,7 @@ import (
 
 // reclaimTable opens a table-mode driver on a table of its own, dropped
 // when the test ends, and returns it with a count of the table's rows.
-func reclaimTable(t *testing.T) (*Driver, func() int) {
+func reclaimTable(t *testing.T) (Driver, func() int) {
 	t.Helper()
 	ctx := ctxT(t)
 	table := "mutexfx_reclaim_" + strings.ToLower(rand.Text()[:8])
@@ -50,7 +50,7 @@ func TestTableReclaimFences(t *testing.T) {
 	d, count := reclaimTable(t)
 	ctx := ctxT(t)
 	sweep := func(ctx context.Context) error {
-		_, err := d.reclaimRows(ctx)
+		_, err := tableOf(d).reclaimRows(ctx)
 		return err
 	}
 	testutil.FencesAfterReclaim(ctx, t, d, sweep, count)

@@ -35,7 +35,7 @@ func TestTableQueue(t *testing.T) {
 			ctx := ctxT(t)
 			a, b := shared(t, Options{Mode: ModeTable}), shared(t, Options{Mode: ModeTable})
 			key := fmt.Sprintf("queue:%s:%d", t.Name(), time.Now().UnixNano())
-			take := func(d *Driver, tok string, wait time.Duration) drivers.AcquireResult {
+			take := func(d Driver, tok string, wait time.Duration) drivers.AcquireResult {
 				t.Helper()
 				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute, Wait: wait})
 				if err != nil {
@@ -139,7 +139,7 @@ func TestTableQueueOrder(t *testing.T) {
 		})
 		within(t, 5*time.Second, fmt.Sprintf("waiter %d queued", i), func() bool {
 			var queued bool
-			err := c.QueryRow(ctx, "SELECT queue ? $2 FROM mutexfx_locks WHERE id = $1", rowID(key), d.id).Scan(&queued)
+			err := c.QueryRow(ctx, "SELECT queue ? $2 FROM mutexfx_locks WHERE id = $1", rowID(key), tableOf(d).id).Scan(&queued)
 			return err == nil && queued
 		})
 	}
@@ -366,8 +366,9 @@ func TestTableReleaseNotifiesWaitersOnly(t *testing.T) {
 			}
 		}
 		// the subscription connects in the background: until it does,
-		// nothing is heard and the pair is tried again
-		time.Sleep(20 * time.Millisecond)
+		// nothing is heard and the pair is tried again; a release heard
+		// is heard by a later poll (NOTIFYs arrive in commit order: an
+		// alone key notified would be heard before its waited key)
 		mu.Lock()
 		defer mu.Unlock()
 		for _, k := range heard {

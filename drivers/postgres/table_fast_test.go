@@ -41,13 +41,13 @@ func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryE
 func TestTableRoundTrips(t *testing.T) {
 	type step struct {
 		what     string
-		call     func(ctx context.Context, a, b *Driver, key string) (acquired bool, err error)
+		call     func(ctx context.Context, a, b Driver, key string) (acquired bool, err error)
 		acquired bool
 		stmts    []string
 		readOnly bool // the row's xmin and xmax are unchanged
 	}
-	try := func(tok string) func(context.Context, *Driver, *Driver, string) (bool, error) {
-		return func(ctx context.Context, a, _ *Driver, key string) (bool, error) {
+	try := func(tok string) func(context.Context, Driver, Driver, string) (bool, error) {
+		return func(ctx context.Context, a, _ Driver, key string) (bool, error) {
 			res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})
 			if err == nil && res.Acquired && res.Fence == 0 {
 				return false, fmt.Errorf("acquired without a fence")
@@ -58,25 +58,25 @@ func TestTableRoundTrips(t *testing.T) {
 			return res.Acquired, err
 		}
 	}
-	release := func(tok string) func(context.Context, *Driver, *Driver, string) (bool, error) {
-		return func(ctx context.Context, a, _ *Driver, key string) (bool, error) { return a.Release(ctx, key, tok) }
+	release := func(tok string) func(context.Context, Driver, Driver, string) (bool, error) {
+		return func(ctx context.Context, a, _ Driver, key string) (bool, error) { return a.Release(ctx, key, tok) }
 	}
 	steps := []step{
 		{"first acquisition of a name: the row is missing", try("a1"), true, []string{"take", "acquire"}, false},
 		{"TryAcquire of a held lock", try("b"), false, []string{"take", "acquire"}, true},
 		{"release, nobody queued", release("a1"), true, []string{"release"}, false},
 		{"uncontended acquisition of a released row", try("a2"), true, []string{"take"}, false},
-		{"handover to a new token, nobody queued", func(ctx context.Context, a, _ *Driver, key string) (bool, error) {
+		{"handover to a new token, nobody queued", func(ctx context.Context, a, _ Driver, key string) (bool, error) {
 			released, res, err := a.Handover(ctx, key, "a2", drivers.AcquireRequest{Key: key, Token: "a2h", TTL: time.Minute})
 			return released && res.Acquired && res.Fence > 0, err
 		}, true, []string{"handover"}, false},
 		{"release again", release("a2h"), true, []string{"release"}, false},
 		{"uncontended acquisition again", try("a3"), true, []string{"take"}, false},
-		{"another driver queues (untraced)", func(ctx context.Context, _, b *Driver, key string) (bool, error) {
+		{"another driver queues (untraced)", func(ctx context.Context, _, b Driver, key string) (bool, error) {
 			res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "w", TTL: time.Minute, Wait: time.Millisecond})
 			return res.Acquired, err
 		}, false, nil, false},
-		{"handover with a driver queued: a release, and its wake-up", func(ctx context.Context, a, _ *Driver, key string) (bool, error) {
+		{"handover with a driver queued: a release, and its wake-up", func(ctx context.Context, a, _ Driver, key string) (bool, error) {
 			released, res, err := a.Handover(ctx, key, "a3", drivers.AcquireRequest{Key: key, Token: "a3h", TTL: time.Minute})
 			return released && !res.Acquired, err
 		}, true, []string{"handover", "notify"}, false},
@@ -104,8 +104,8 @@ func TestTableRoundTrips(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer closeDriver(t, a)
-			log.names = map[string]string{a.sql.release: "release", a.sql.notify: "notify"}
-			for _, fs := range []fencedStatements{a.sql.plain, a.sql.guarded} {
+			log.names = map[string]string{tableOf(a).sql.release: "release", tableOf(a).sql.notify: "notify"}
+			for _, fs := range []fencedStatements{tableOf(a).sql.plain, tableOf(a).sql.guarded} {
 				maps.Copy(log.names, map[string]string{fs.take: "take", fs.acquire: "acquire", fs.refence: "refence", fs.handover: "handover"})
 			}
 			b := shared(t, opts)
@@ -116,8 +116,8 @@ func TestTableRoundTrips(t *testing.T) {
 			key := fmt.Sprintf("roundtrips:%s:%d", t.Name(), time.Now().UnixNano())
 			version := func() string {
 				var v string
-				err := b.run(ctx, func(ctx context.Context, p querier) error {
-					return p.QueryRow(ctx, "SELECT xmin::text || '/' || xmax::text FROM "+a.names.table+" WHERE id = $1", rowID(key)).Scan(&v)
+				err := tableOf(b).run(ctx, func(ctx context.Context, p querier) error {
+					return p.QueryRow(ctx, "SELECT xmin::text || '/' || xmax::text FROM "+baseOf(a).names.table+" WHERE id = $1", rowID(key)).Scan(&v)
 				})
 				if err != nil {
 					t.Fatal(err)
