@@ -16,6 +16,7 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/etcd"
 	"github.com/mutexfx/mutexfx/drivers/file"
 	"github.com/mutexfx/mutexfx/drivers/mysql"
+	"github.com/mutexfx/mutexfx/drivers/postgres"
 	"github.com/mutexfx/mutexfx/drivers/redis"
 )
 
@@ -30,10 +31,12 @@ func TestOneVocabulary(t *testing.T) {
 		{"etcd.ErrClosed", etcd.ErrClosed, drivers.ErrClosed},
 		{"mysql.ErrClosed", mysql.ErrClosed, drivers.ErrClosed},
 		{"file.ErrClosed", file.ErrClosed, drivers.ErrClosed},
+		{"postgres.ErrClosed", postgres.ErrClosed, drivers.ErrClosed},
 		{"component.ErrClosed", component.ErrClosed, drivers.ErrClosed},
 		{"mutexfx.ErrClosed", mutexfx.ErrClosed, drivers.ErrClosed},
 		{"redis.ErrOptions", redis.ErrOptions, drivers.ErrOptions},
 		{"etcd.ErrOptions", etcd.ErrOptions, drivers.ErrOptions},
+		{"postgres.ErrOptions", postgres.ErrOptions, drivers.ErrOptions},
 		{"file.ErrInvalidOptions", file.ErrInvalidOptions, drivers.ErrOptions},
 	} {
 		if tc.got != tc.want {
@@ -106,6 +109,9 @@ func TestFactoryOptionsErrors(t *testing.T) {
 		{"mysql renamed key", mysql.Factory(), map[string]any{"dial_timeout": "1s"}, nil, path + ".dial_timeout: unknown key: did you mean"},
 		{"mysql unknown key", mysql.Factory(), map[string]any{"nope": 1}, nil, path + ".nope: unknown key"},
 		{"mysql client", mysql.Factory(), map[string]any{}, "x", path + ".client: is a string, not a *sql.DB"},
+		{"postgres invalid", postgres.Factory(), map[string]any{"mode": "x"}, nil, path + ".mode: "},
+		{"postgres unknown key", postgres.Factory(), map[string]any{"nope": 1}, nil, path + ".nope: unknown key"},
+		{"postgres client", postgres.Factory(), map[string]any{}, "x", path + ".client: is a string, not a *pgxpool.Pool"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := tc.factory.New(drivers.Spec{Path: path, Options: tc.options, Client: tc.client, Logger: zap.NewNop()})
@@ -127,12 +133,13 @@ func TestNewOptionsErrors(t *testing.T) {
 	_, rerr := redis.New(redis.Options{Addrs: []string{"a:1"}, RestartWait: -1})
 	_, eerr := etcd.New(etcd.Options{}, nil)
 	_, merr := mysql.New(mysql.Options{Mode: "x"})
+	_, perr := postgres.New(postgres.Options{Mode: "x"})
 	_, ferr := file.New(file.Options{Dir: t.TempDir(), BusyTimeout: -1})
 	for _, tc := range []struct {
 		name string
 		err  error
 		key  string
-	}{{"redis", rerr, "restartWait"}, {"etcd", eerr, "endpoints"}, {"mysql", merr, "mode"}, {"file", ferr, "BusyTimeout"}} {
+	}{{"redis", rerr, "restartWait"}, {"etcd", eerr, "endpoints"}, {"mysql", merr, "mode"}, {"postgres", perr, "mode"}, {"file", ferr, "BusyTimeout"}} {
 		if !errors.Is(tc.err, drivers.ErrOptions) || !strings.Contains(fmt.Sprint(tc.err), tc.key) {
 			t.Errorf("%s.New: %v; want an error matching ErrOptions naming %s", tc.name, tc.err, tc.key)
 		}

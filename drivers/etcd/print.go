@@ -55,8 +55,7 @@ func (d *Driver) printed() redact.Owner {
 	if d == nil {
 		return redact.Owner{Name: "etcd.Driver"}
 	}
-	v := d.opts.printed()
-	return redact.Owner{Name: "etcd.Driver", Options: &v}
+	return redact.Owner{Name: "etcd.Driver", Options: d.opts}
 }
 
 // String describes the driver by its options, secrets redacted.

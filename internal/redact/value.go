@@ -28,14 +28,22 @@ func (v Value) Format(f fmt.State, verb rune) { Format(f, verb, v.String, v.GoSt
 // MarshalJSON encodes Plain.
 func (v Value) MarshalJSON() ([]byte, error) { return json.Marshal(v.Plain) }
 
+// Printer is what Owner prints of the options: a type with redacting
+// String, GoString and MarshalJSON methods (such as one calling Value's).
+type Printer interface {
+	fmt.Stringer
+	fmt.GoStringer
+	json.Marshaler
+}
+
 // Owner prints, formats and marshals a pointer to a type (a driver) as
-// its options' Value and nothing else: its other fields may hold the
+// its options print and nothing else: its other fields may hold the
 // secrets raw (a client's configuration).
 type Owner struct {
 	// Name is the type's "pkg.T" (not the pointer's).
 	Name string
-	// Options is the options' Value; nil for a nil pointer.
-	Options *Value
+	// Options are the owner's options; nil for a nil pointer.
+	Options Printer
 }
 
 // String is "pkg.T{Options:...}", or "<nil>".
@@ -58,12 +66,12 @@ func (o Owner) GoString() string {
 // Format prints as String does (GoString for %#v).
 func (o Owner) Format(f fmt.State, verb rune) { Format(f, verb, o.String, o.GoString) }
 
-// MarshalJSON encodes {"options":...}, or null.
+// MarshalJSON encodes {"options":...} (the options' MarshalJSON), or null.
 func (o Owner) MarshalJSON() ([]byte, error) {
 	if o.Options == nil {
 		return []byte("null"), nil
 	}
 	return json.Marshal(struct {
-		Options Value `json:"options"`
-	}{*o.Options})
+		Options json.Marshaler `json:"options"`
+	}{o.Options})
 }

@@ -12,7 +12,7 @@ type plainOpts struct{ User, Password string }
 // an Owner wraps it, and a nil Owner prints as a nil pointer does.
 func TestValueAndOwner(t *testing.T) {
 	v := Value{Name: "pkg.Options", Plain: plainOpts{"u", "xxxxx"}}
-	own := Owner{Name: "pkg.Driver", Options: &v}
+	own := Owner{Name: "pkg.Driver", Options: v}
 	none := Owner{Name: "pkg.Driver"}
 	for _, tc := range []struct {
 		format string

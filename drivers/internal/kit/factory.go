@@ -28,6 +28,9 @@ type Factory[O, C any, D drivers.Driver] struct {
 	// ConnectionKey, when set, names a connection option set in the
 	// options, which the application's client makes meaningless, or "".
 	ConnectionKey func(O) string
+	// ClientOptions says why ConnectionKey's option is refused; default
+	// "the client's own options apply".
+	ClientOptions string
 	// New builds a driver with its own connection; it connects nothing.
 	New func(opts O, log *zap.Logger) (D, error)
 	// NewWithClient builds a driver on the application's client.
@@ -59,7 +62,11 @@ func (f Factory[O, C, D]) Build(spec drivers.Spec) (drivers.Driver, error) {
 		}
 		if f.ConnectionKey != nil {
 			if k := f.ConnectionKey(opts); k != "" {
-				return nil, options(config.Errorf(config.Join(spec.Path, k), "cannot be set with client (the client's own options apply)"))
+				why := f.ClientOptions
+				if why == "" {
+					why = "the client's own options apply"
+				}
+				return nil, options(config.Errorf(config.Join(spec.Path, k), "cannot be set with client (%s)", why))
 			}
 		}
 		d, err = f.NewWithClient(c, opts)
