@@ -22,12 +22,20 @@ import (
 )
 
 // TestOneVocabulary: every driver's ErrClosed and invalid-options sentinel
-// is the one of package drivers, and so is the Mutex's ErrClosed.
+// is the one of package drivers, and so is the Mutex's ErrClosed; the
+// drivers that queue waiters use the fair-queue timing of package drivers,
+// with the values they had (100 ms, 400 ms).
 func TestOneVocabulary(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		got, want error
+		got, want any
 	}{
+		{"drivers.WaitPollInterval", drivers.WaitPollInterval, 100 * time.Millisecond},
+		{"drivers.WaiterLiveness", drivers.WaiterLiveness, 400 * time.Millisecond},
+		{"redis.WaitPollInterval", redis.WaitPollInterval, drivers.WaitPollInterval},
+		{"redis.WaiterLiveness", redis.WaiterLiveness, drivers.WaiterLiveness},
+		{"postgres.WaitPollInterval", postgres.WaitPollInterval, drivers.WaitPollInterval},
+		{"postgres.WaiterLiveness", postgres.WaiterLiveness, drivers.WaiterLiveness},
 		{"redis.ErrClosed", redis.ErrClosed, drivers.ErrClosed},
 		{"etcd.ErrClosed", etcd.ErrClosed, drivers.ErrClosed},
 		{"mysql.ErrClosed", mysql.ErrClosed, drivers.ErrClosed},
@@ -143,26 +151,6 @@ func TestNewOptionsErrors(t *testing.T) {
 	}{{"redis", rerr, "restartWait"}, {"etcd", eerr, "endpoints"}, {"mysql", merr, "mode"}, {"postgres", perr, "mode"}, {"file", ferr, "BusyTimeout"}} {
 		if !errors.Is(tc.err, drivers.ErrOptions) || !strings.Contains(fmt.Sprint(tc.err), tc.key) {
 			t.Errorf("%s.New: %v; want an error matching ErrOptions naming %s", tc.name, tc.err, tc.key)
-		}
-	}
-}
-
-// TestFairQueueTiming: the drivers that queue waiters use the one timing
-// of package drivers, with the values they had: 100 ms and 400 ms.
-func TestFairQueueTiming(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		got, want time.Duration
-	}{
-		{"drivers.WaitPollInterval", drivers.WaitPollInterval, 100 * time.Millisecond},
-		{"drivers.WaiterLiveness", drivers.WaiterLiveness, 400 * time.Millisecond},
-		{"redis.WaitPollInterval", redis.WaitPollInterval, drivers.WaitPollInterval},
-		{"redis.WaiterLiveness", redis.WaiterLiveness, drivers.WaiterLiveness},
-		{"postgres.WaitPollInterval", postgres.WaitPollInterval, drivers.WaitPollInterval},
-		{"postgres.WaiterLiveness", postgres.WaiterLiveness, drivers.WaiterLiveness},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("%s = %v; want %v", tc.name, tc.got, tc.want)
 		}
 	}
 }
