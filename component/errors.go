@@ -32,8 +32,10 @@ var (
 	ErrDriver = errors.New("mutexfx: store failed")
 
 	// ErrClosed reports a call on a closed Mutex; it is also the cause of
-	// the context of the locks the closing released.
-	ErrClosed = errors.New("mutexfx: mutex closed")
+	// the context of the locks the closing released. It is
+	// drivers.ErrClosed, which every driver returns once closed: one
+	// errors.Is test covers a closed Mutex and a closed store.
+	ErrClosed = drivers.ErrClosed
 
 	// ErrEmptyName reports an empty lock name.
 	ErrEmptyName = errors.New("mutexfx: empty lock name")

@@ -39,8 +39,8 @@ var (
 	_ drivers.Subscriber = (*Driver)(nil)
 )
 
-// ErrClosed is returned by calls on a closed Driver.
-var ErrClosed = errors.New("etcd: driver closed")
+// ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
+var ErrClosed = drivers.ErrClosed
 
 // Driver is a lock store on etcd. It is safe for concurrent use.
 type Driver struct {

@@ -1,15 +1,12 @@
 package etcd
 
 import (
-	"errors"
-	"fmt"
 	"reflect"
-	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Type is the driver's name in configuration (driver.type).
@@ -31,51 +28,13 @@ func Factory() drivers.Factory {
 }
 
 func newFromSpec(spec drivers.Spec) (drivers.Driver, error) {
-	var opts Options
-	if err := config.Decode(spec.Path, spec.Options, &opts); err != nil {
-		return nil, err
-	}
-	if spec.Client != nil {
-		c, ok := spec.Client.(*clientv3.Client)
-		if !ok || c == nil {
-			return nil, config.Errorf(config.Join(spec.Path, "client"), "is a %T, not a *clientv3.Client", spec.Client)
-		}
-		if k := connectionKey(opts); k != "" {
-			return nil, config.Errorf(config.Join(spec.Path, k), "cannot be set with client (the client's own options apply)")
-		}
-		d, err := NewWithClient(c, opts)
-		if err != nil {
-			return nil, specError(spec.Path, err)
-		}
-		return d, nil
-	}
-	d, err := New(opts, spec.Logger)
-	if err != nil {
-		return nil, specError(spec.Path, err)
-	}
-	return d, nil
+	return kit.Factory[Options, *clientv3.Client, *Driver]{
+		Client:        "a *clientv3.Client",
+		ConnectionKey: connectionKey,
+		New:           New,
+		NewWithClient: NewWithClient,
+	}.Build(spec)
 }
-
-// specError turns an ErrOptions error into a config error at the option's
-// key path that still wraps ErrOptions.
-func specError(path string, err error) error {
-	if !errors.Is(err, ErrOptions) {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	msg := strings.TrimPrefix(err.Error(), ErrOptions.Error()+": ")
-	if key, rest, ok := strings.Cut(msg, ": "); ok && !strings.ContainsAny(key, " ,") {
-		return pathError{&config.Error{Path: config.Join(path, key), Msg: rest}}
-	}
-	return pathError{&config.Error{Path: path, Msg: msg}}
-}
-
-// pathError is an invalid option at its full key path: it reads as its
-// *config.Error and wraps both it and ErrOptions.
-type pathError struct{ ce *config.Error }
-
-func (e pathError) Error() string { return e.ce.Error() }
-
-func (e pathError) Unwrap() []error { return []error{ErrOptions, e.ce} }
 
 // connectionKey names a connection option set in o, or "".
 func connectionKey(o Options) string {

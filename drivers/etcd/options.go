@@ -3,7 +3,6 @@ package etcd
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+
+	"github.com/mutexfx/mutexfx/drivers"
 )
 
 // Defaults of Options.
@@ -30,7 +31,7 @@ const (
 
 // ErrOptions reports invalid driver options. Errors wrapping it name the
 // offending option; they never contain a password.
-var ErrOptions = errors.New("etcd: invalid options")
+var ErrOptions = drivers.ErrOptions
 
 // Options configure a Driver built by New. The configuration keys are the
 // koanf tags.

@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -9,31 +8,30 @@ import (
 	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
+// plainOptions is Options without methods: printed, it does not call back.
+type plainOptions Options
+
+// printed is the options with their secrets redacted, as they print.
+func (o Options) printed() redact.Value {
+	return redact.Value{Name: "etcd.Options", Plain: plainOptions(o.redacted())}
+}
+
 // String describes the options with Password shown as xxxxx when set (and
 // an endpoint holding an @, which New refuses, as xxxxx), so that what it
 // returns never holds a password.
-func (o Options) String() string {
-	type plain Options // no methods: no recursion
-	return fmt.Sprintf("%+v", plain(o.redacted()))
-}
+func (o Options) String() string { return o.printed().String() }
 
 // GoString is String in Go syntax, for %#v (also when the options are
 // printed inside another value).
-func (o Options) GoString() string {
-	type plain Options
-	return redact.GoString("etcd.Options", plain(o.redacted()))
-}
+func (o Options) GoString() string { return o.printed().GoString() }
 
 // Format prints the options as String does (GoString for %#v): see
 // redact.Format for the verbs fmt does not pass to it.
-func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.String, o.GoString) }
+func (o Options) Format(f fmt.State, verb rune) { o.printed().Format(f, verb) }
 
-// MarshalJSON encodes the options with the password redacted as in String
+// MarshalJSON encodes the options with their secrets redacted as in String
 // (encoding/json, and zap's JSON encoder).
-func (o Options) MarshalJSON() ([]byte, error) {
-	type plain Options
-	return json.Marshal(plain(o.redacted()))
-}
+func (o Options) MarshalJSON() ([]byte, error) { return o.printed().MarshalJSON() }
 
 func (o Options) redacted() Options {
 	if o.Password != "" {
@@ -52,31 +50,22 @@ func (o Options) redacted() Options {
 // redacted — and nothing else: its client configuration holds the
 // password, which fmt would print raw.
 
-// String describes the driver by its options, secrets redacted.
-func (d *Driver) String() string {
+// printed is the driver as it prints: its options, secrets redacted.
+func (d *Driver) printed() redact.Owner {
 	if d == nil {
-		return "<nil>"
+		return redact.Owner{Name: "etcd.Driver"}
 	}
-	return "etcd.Driver{Options:" + d.opts.String() + "}"
+	return redact.Owner{Name: "etcd.Driver", Options: d.opts}
 }
+
+// String describes the driver by its options, secrets redacted.
+func (d *Driver) String() string { return d.printed().String() }
 
 // GoString is String in Go syntax, for %#v.
-func (d *Driver) GoString() string {
-	if d == nil {
-		return "(*etcd.Driver)(nil)"
-	}
-	return "&etcd.Driver{Options:" + d.opts.GoString() + "}"
-}
+func (d *Driver) GoString() string { return d.printed().GoString() }
 
 // Format prints the driver as String does (GoString for %#v).
-func (d *Driver) Format(f fmt.State, verb rune) { redact.Format(f, verb, d.String, d.GoString) }
+func (d *Driver) Format(f fmt.State, verb rune) { d.printed().Format(f, verb) }
 
 // MarshalJSON encodes the driver's options, secrets redacted.
-func (d *Driver) MarshalJSON() ([]byte, error) {
-	if d == nil {
-		return []byte("null"), nil
-	}
-	return json.Marshal(struct {
-		Options Options `json:"options"`
-	}{d.opts})
-}
+func (d *Driver) MarshalJSON() ([]byte, error) { return d.printed().MarshalJSON() }

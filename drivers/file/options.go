@@ -51,10 +51,11 @@ const (
 )
 
 // ErrInvalidOptions reports invalid Options; the error names the field.
-var ErrInvalidOptions = errors.New("mutexfx/file: invalid options")
+// It is drivers.ErrOptions.
+var ErrInvalidOptions = drivers.ErrOptions
 
-// ErrClosed is returned by calls on a closed Driver.
-var ErrClosed = errors.New("mutexfx/file: driver closed")
+// ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
+var ErrClosed = drivers.ErrClosed
 
 // ErrUnsupported is returned by New on operating systems without the
 // driver's locks: those other than Linux, macOS, the BSDs and Windows.

@@ -20,8 +20,8 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// ErrClosed is returned by calls on a closed Driver.
-var ErrClosed = errors.New("mysql: driver closed")
+// ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
+var ErrClosed = drivers.ErrClosed
 
 // Driver is a MySQL / MariaDB driver: New returns the advisory
 // mechanism's or the table mechanism's, as Options.Mode says. Both
@@ -99,12 +99,13 @@ func newDriver(db *sql.DB, own bool, socks *sockets, s settings) Driver {
 	return newAdvisory(db, own, socks, s)
 }
 
-// prefixed puts "mysql: " before non-configuration errors; *config.Error
-// stays as is so that the factory can put the key path in front.
+// prefixed puts "mysql: " before non-configuration errors; a *config.Error
+// becomes an invalid option (matching drivers.ErrOptions) that reads and
+// unwraps as it, so that the factory can put the key path in front.
 func prefixed(err error) error {
 	var ce *config.Error
 	if errors.As(err, &ce) {
-		return err
+		return &drivers.OptionsError{Err: err}
 	}
 	return fmt.Errorf("mysql: %w", err)
 }

@@ -2,12 +2,12 @@ package mysql
 
 import (
 	"database/sql"
-	"errors"
-	"fmt"
 	"reflect"
 
-	"github.com/mutexfx/mutexfx/config"
+	"go.uber.org/zap"
+
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Factory returns the "mysql" driver factory. The driver block's keys are
@@ -17,39 +17,11 @@ func Factory() drivers.Factory {
 	return drivers.Factory{
 		Type:       "mysql",
 		ClientType: reflect.TypeFor[*sql.DB](),
-		New: func(spec drivers.Spec) (drivers.Driver, error) {
-			var opts Options
-			if err := checkRenamed(spec.Path, spec.Options); err != nil {
-				return nil, err
-			}
-			if err := config.Decode(spec.Path, spec.Options, &opts); err != nil {
-				return nil, err
-			}
-			var (
-				d   Driver
-				err error
-			)
-			if spec.Client != nil {
-				db, ok := spec.Client.(*sql.DB)
-				if !ok {
-					return nil, config.Errorf(config.Join(spec.Path, "client"), "is a %T, not a *sql.DB", spec.Client)
-				}
-				d, err = NewWithDB(db, opts)
-			} else {
-				d, err = New(opts)
-			}
-			if err != nil {
-				var ce *config.Error
-				if errors.As(err, &ce) {
-					path := spec.Path
-					if ce.Path != "" {
-						path = config.Join(spec.Path, ce.Path)
-					}
-					return nil, config.Errorf(path, "%s", ce.Msg)
-				}
-				return nil, fmt.Errorf("%s: %w", spec.Path, err)
-			}
-			return d, nil
-		},
+		New: kit.Factory[Options, *sql.DB, Driver]{
+			Client:        "a *sql.DB",
+			Check:         checkRenamed,
+			New:           func(o Options, _ *zap.Logger) (Driver, error) { return New(o) },
+			NewWithClient: NewWithDB,
+		}.Build,
 	}
 }

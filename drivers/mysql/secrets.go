@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -13,30 +12,29 @@ import (
 	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
+// plainOptions is Options without methods: printed, it does not call back.
+type plainOptions Options
+
+// printed is the options with their secrets redacted, as they print.
+func (o Options) printed() redact.Value {
+	return redact.Value{Name: "mysql.Options", Plain: plainOptions(o.redacted())}
+}
+
 // String describes the options with the password, and the password of the
 // DSN, shown as xxxxx when set, so that what it returns never holds it.
-func (o Options) String() string {
-	type plain Options // no methods: no recursion
-	return fmt.Sprintf("%+v", plain(o.redacted()))
-}
+func (o Options) String() string { return o.printed().String() }
 
 // GoString is String in Go syntax, for %#v (also when the options are
 // printed inside another value).
-func (o Options) GoString() string {
-	type plain Options
-	return redact.GoString("mysql.Options", plain(o.redacted()))
-}
+func (o Options) GoString() string { return o.printed().GoString() }
 
 // Format prints the options as String does (GoString for %#v): see
 // redact.Format for the verbs fmt does not pass to it.
-func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.String, o.GoString) }
+func (o Options) Format(f fmt.State, verb rune) { o.printed().Format(f, verb) }
 
-// MarshalJSON encodes the options with the password redacted as in String
+// MarshalJSON encodes the options with their secrets redacted as in String
 // (encoding/json, and zap's JSON encoder).
-func (o Options) MarshalJSON() ([]byte, error) {
-	type plain Options
-	return json.Marshal(plain(o.redacted()))
-}
+func (o Options) MarshalJSON() ([]byte, error) { return o.printed().MarshalJSON() }
 
 func (o Options) redacted() Options {
 	if o.Password != "" {

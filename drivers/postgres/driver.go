@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -12,8 +11,8 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// ErrClosed is returned by calls on a closed Driver.
-var ErrClosed = errors.New("postgres: driver closed")
+// ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
+var ErrClosed = drivers.ErrClosed
 
 // Driver keeps locks in PostgreSQL, as advisory locks (ModeAdvisory: the
 // advisory driver, advisory*.go) or as rows of a table (ModeTable: the

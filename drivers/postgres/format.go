@@ -30,19 +30,20 @@ func (o Options) redacted() Options {
 // plainOptions has Options' fields but not their methods: no recursion.
 type plainOptions Options
 
-// String describes the options, secrets redacted, as %+v would.
-func (o Options) String() string {
-	return fmt.Sprintf("%+v", plainOptions(o.redacted()))
+// printed is the options with their secrets redacted, as they print.
+func (o Options) printed() redact.Value {
+	return redact.Value{Name: "postgres.Options", Plain: plainOptions(o.redacted())}
 }
 
+// String describes the options, secrets redacted, as %+v would.
+func (o Options) String() string { return o.printed().String() }
+
 // GoString describes the options, secrets redacted, as %#v would.
-func (o Options) GoString() string {
-	return redact.GoString("postgres.Options", plainOptions(o.redacted()))
-}
+func (o Options) GoString() string { return o.printed().GoString() }
 
 // Format prints the options as String does (GoString for %#v): see
 // redact.Format for the verbs fmt does not pass to it.
-func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.String, o.GoString) }
+func (o Options) Format(f fmt.State, verb rune) { o.printed().Format(f, verb) }
 
 // MarshalJSON gives the options' JSON form, secrets redacted: the
 // configuration keys of the fields that are set, durations as Go duration
@@ -70,22 +71,17 @@ func (o Options) MarshalJSON() ([]byte, error) {
 // connections' configurations, password included, which fmt would print
 // raw.
 
+// printed is the driver as it prints: its options, secrets redacted.
+func (b *base) printed() redact.Owner { return redact.Owner{Name: "postgres.Driver", Options: b.opts} }
+
 // String describes the driver by its options, secrets redacted.
-func (b *base) String() string {
-	return "postgres.Driver{Options:" + b.opts.String() + "}"
-}
+func (b *base) String() string { return b.printed().String() }
 
 // GoString is String in Go syntax, for %#v.
-func (b *base) GoString() string {
-	return "&postgres.Driver{Options:" + b.opts.GoString() + "}"
-}
+func (b *base) GoString() string { return b.printed().GoString() }
 
 // Format prints the driver as String does (GoString for %#v).
-func (b *base) Format(f fmt.State, verb rune) { redact.Format(f, verb, b.String, b.GoString) }
+func (b *base) Format(f fmt.State, verb rune) { b.printed().Format(f, verb) }
 
 // MarshalJSON encodes the driver's options, secrets redacted.
-func (b *base) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Options Options `json:"options"`
-	}{b.opts})
-}
+func (b *base) MarshalJSON() ([]byte, error) { return b.printed().MarshalJSON() }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/config"
+	"github.com/mutexfx/mutexfx/drivers"
 )
 
 // Modes of the driver (Options.Mode).
@@ -38,7 +38,8 @@ const (
 )
 
 // ErrOptions reports invalid Options; the error returned by New wraps it.
-var ErrOptions = errors.New("postgres: invalid options")
+// It is drivers.ErrOptions.
+var ErrOptions = drivers.ErrOptions
 
 // Options configures a Driver. The zero value connects to localhost:5432 in
 // advisory mode. Connection fields set next to URL override the URL's values.

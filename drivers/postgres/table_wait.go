@@ -12,14 +12,13 @@ import (
 // Waiting in table mode (Features.BlockingWait): in the row's queue, woken
 // by the NOTIFY of a release.
 const (
-	// WaitPollInterval is how often a waiting Acquire retries in table mode
-	// when no NOTIFY wakes it; each retry also keeps its place in the
-	// row's waiter queue.
-	WaitPollInterval = 100 * time.Millisecond
-	// WaiterLiveness is how long a queued waiter keeps its turn without
-	// retrying: a waiter that crashed or gave up delays the others by at
-	// most this long.
-	WaiterLiveness = 400 * time.Millisecond
+	// WaitPollInterval is drivers.WaitPollInterval: how often a waiting
+	// Acquire retries in table mode when no NOTIFY wakes it; each retry
+	// also keeps its place in the row's waiter queue.
+	WaitPollInterval = drivers.WaitPollInterval
+	// WaiterLiveness is drivers.WaiterLiveness: how long a queued waiter
+	// keeps its turn in the row's queue without retrying.
+	WaiterLiveness = drivers.WaiterLiveness
 	// deferRetry: see queueDeferral.
 	deferRetry = 300 * time.Microsecond
 )

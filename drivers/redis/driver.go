@@ -19,7 +19,6 @@ package redis
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -39,8 +38,8 @@ var (
 	_ drivers.Handoverer = (*Driver)(nil)
 )
 
-// ErrClosed is returned by calls on a closed Driver.
-var ErrClosed = errors.New("redis: driver closed")
+// ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
+var ErrClosed = drivers.ErrClosed
 
 // Driver is a lock store on Redis. It is safe for concurrent use.
 type Driver struct {

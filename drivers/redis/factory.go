@@ -1,15 +1,13 @@
 package redis
 
 import (
-	"errors"
-	"fmt"
 	"reflect"
-	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
-	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Type is the driver's name in configuration (driver.type).
@@ -33,55 +31,17 @@ func Factory() drivers.Factory {
 	}
 }
 
+var factory = kit.Factory[Options, goredis.UniversalClient, *Driver]{
+	Client:        "a redis.UniversalClient",
+	ConnectionKey: connectionKey,
+	New:           func(o Options, _ *zap.Logger) (*Driver, error) { return New(o) },
+	NewWithClient: NewWithClient,
+}
+
 func newFromSpec(spec drivers.Spec) (drivers.Driver, error) {
 	LogTo(spec.Logger)
-	var opts Options
-	if err := config.Decode(spec.Path, spec.Options, &opts); err != nil {
-		return nil, err
-	}
-	if spec.Client != nil {
-		c, ok := spec.Client.(goredis.UniversalClient)
-		if !ok {
-			return nil, config.Errorf(config.Join(spec.Path, "client"), "is a %T, not a redis.UniversalClient", spec.Client)
-		}
-		if k := connectionKey(opts); k != "" {
-			return nil, config.Errorf(config.Join(spec.Path, k), "cannot be set with client (the client's own options apply)")
-		}
-		d, err := NewWithClient(c, opts)
-		if err != nil {
-			return nil, specError(spec.Path, err)
-		}
-		return d, nil
-	}
-	d, err := New(opts)
-	if err != nil {
-		return nil, specError(spec.Path, err)
-	}
-	return d, nil
+	return factory.Build(spec)
 }
-
-// specError turns an ErrOptions error into a config error at path that
-// still wraps ErrOptions. The message keeps "redis: invalid options" out
-// and the option name in.
-func specError(path string, err error) error {
-	if errors.Is(err, ErrOptions) {
-		msg := strings.TrimPrefix(err.Error(), ErrOptions.Error()+": ")
-		if key, rest, ok := strings.Cut(msg, ": "); ok && !strings.ContainsAny(key, " ,") {
-			return pathError{&config.Error{Path: config.Join(path, key), Msg: rest}}
-		}
-		return pathError{&config.Error{Path: path, Msg: msg}}
-	}
-	return fmt.Errorf("%s: %w", path, err)
-}
-
-// pathError is an invalid option at its full key path, as the factory
-// returns it: it reads as its *config.Error and wraps both it and
-// ErrOptions.
-type pathError struct{ ce *config.Error }
-
-func (e pathError) Error() string { return e.ce.Error() }
-
-func (e pathError) Unwrap() []error { return []error{ErrOptions, e.ce} }
 
 // connectionKey names a connection option set in opts, or "".
 func connectionKey(o Options) string {

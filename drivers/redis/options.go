@@ -3,13 +3,14 @@ package redis
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mutexfx/mutexfx/drivers"
 )
 
 // Defaults of Options.
@@ -35,7 +36,7 @@ const (
 
 // ErrOptions reports invalid driver options. Errors wrapping it name the
 // offending option; they never contain a password.
-var ErrOptions = errors.New("redis: invalid options")
+var ErrOptions = drivers.ErrOptions
 
 // Options configure a Driver built by New. Either URL or Addrs names the
 // server(s).

@@ -12,16 +12,14 @@ import (
 
 // Waiting in the store (Features.BlockingWait).
 const (
-	// WaitPollInterval is how often a waiting Acquire retries when no
-	// release message wakes it; each retry also proves the waiter alive.
-	WaitPollInterval = 100 * time.Millisecond
-	// WaiterLiveness is how long a queued waiter keeps its turn without
-	// retrying: a waiter that hangs or crashed, or whose wait ran out and
-	// that does not ask again, delays the others by at most this long. One
-	// whose call ended (its context ended, or the store failed) leaves the
-	// queue as it returns (in the background), and is then passed over at
-	// once.
-	WaiterLiveness = 400 * time.Millisecond
+	// WaitPollInterval is drivers.WaitPollInterval: how often a waiting
+	// Acquire retries when no release message wakes it.
+	WaitPollInterval = drivers.WaitPollInterval
+	// WaiterLiveness is drivers.WaiterLiveness: how long a queued waiter
+	// keeps its turn without retrying. One whose call ended (its context
+	// ended, or the store failed) leaves the queue as it returns (in the
+	// background), and is then passed over at once.
+	WaiterLiveness = drivers.WaiterLiveness
 )
 
 // endedMemory is how long a driver remembers a waiting call that returned

@@ -1,0 +1,124 @@
+// Package kit holds what the networked drivers share: the factory
+// skeleton (decode the driver block, check the client, build lazily), the
+// errors of invalid options at their key path, and the printing of
+// options and drivers with their secrets redacted. A driver writes only
+// what is specific to its store.
+package kit
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/mutexfx/mutexfx/config"
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// Factory is the skeleton of a drivers.Factory's New for a driver with
+// options O that can also use an application's client C, giving drivers
+// of type D.
+type Factory[O, C any, D drivers.Driver] struct {
+	// Client names C in errors: "a *sql.DB", "a redis.UniversalClient".
+	Client string
+	// Check, when set, looks at the block's raw options before they are
+	// decoded (to refuse renamed keys with a hint).
+	Check func(path string, options map[string]any) error
+	// ConnectionKey, when set, names a connection option set in the
+	// options, which the application's client makes meaningless, or "".
+	ConnectionKey func(O) string
+	// ClientOptions says why ConnectionKey's option is refused; default
+	// "the client's own options apply".
+	ClientOptions string
+	// New builds a driver with its own connection; it connects nothing.
+	New func(opts O, log *zap.Logger) (D, error)
+	// NewWithClient builds a driver on the application's client.
+	NewWithClient func(client C, opts O) (D, error)
+}
+
+// Build decodes spec.Options into O (unknown keys are errors), refuses a
+// client of another type than C and connection options set beside a
+// client, and builds the driver with New or NewWithClient. Every error
+// names its key path; an invalid option's matches drivers.ErrOptions.
+func (f Factory[O, C, D]) Build(spec drivers.Spec) (drivers.Driver, error) {
+	if f.Check != nil {
+		if err := f.Check(spec.Path, spec.Options); err != nil {
+			return nil, options(err)
+		}
+	}
+	var opts O
+	if err := config.Decode(spec.Path, spec.Options, &opts); err != nil {
+		return nil, options(err)
+	}
+	var (
+		d   D
+		err error
+	)
+	if spec.Client != nil {
+		c, ok := spec.Client.(C)
+		if !ok {
+			return nil, options(config.Errorf(config.Join(spec.Path, "client"), "is a %T, not %s", spec.Client, f.Client))
+		}
+		if f.ConnectionKey != nil {
+			if k := f.ConnectionKey(opts); k != "" {
+				why := f.ClientOptions
+				if why == "" {
+					why = "the client's own options apply"
+				}
+				return nil, options(config.Errorf(config.Join(spec.Path, k), "cannot be set with client (%s)", why))
+			}
+		}
+		d, err = f.NewWithClient(c, opts)
+	} else {
+		d, err = f.New(opts, spec.Logger)
+	}
+	if err != nil {
+		return nil, SpecError(spec.Path, err)
+	}
+	return d, nil
+}
+
+// options returns a *config.Error as an invalid option: it reads and
+// unwraps as the *config.Error and matches drivers.ErrOptions.
+func options(err error) error {
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		return &drivers.OptionsError{Err: err}
+	}
+	return err
+}
+
+// SpecError returns an error of a driver's New (or NewWithClient) at the
+// driver block's key path. An invalid option — a *drivers.OptionsError, a
+// *config.Error at a path relative to the block, or an error
+// "<drivers.ErrOptions>: key: what" — becomes a *drivers.OptionsError
+// whose Err is a *config.Error at the option's full key path ("path.key:
+// what"). Another error is prefixed with path.
+func SpecError(path string, err error) error {
+	var (
+		oe *drivers.OptionsError
+		ce *config.Error
+	)
+	switch {
+	case errors.As(err, &ce):
+		return at(path, ce.Path, ce.Msg)
+	case errors.As(err, &oe) && oe.Key != "":
+		return at(path, oe.Key, oe.Err.Error())
+	case errors.Is(err, drivers.ErrOptions):
+		msg := strings.TrimPrefix(err.Error(), drivers.ErrOptions.Error()+": ")
+		if key, rest, ok := strings.Cut(msg, ": "); ok && !strings.ContainsAny(key, " ,") {
+			return at(path, key, rest)
+		}
+		return at(path, "", msg)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// at returns an invalid option at key below path (at path for "").
+func at(path, key, msg string) error {
+	if key != "" {
+		path = config.Join(path, key)
+	}
+	return &drivers.OptionsError{Err: &config.Error{Path: path, Msg: msg}}
+}

@@ -1,0 +1,77 @@
+package redact
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Value prints, formats and marshals a value with its secrets redacted:
+// a type with secrets returns one from its redacting method and calls it
+// from its String, GoString, Format and MarshalJSON.
+type Value struct {
+	// Name is the type's "pkg.T", for %#v.
+	Name string
+	// Plain is the redacted value converted to a type without methods, so
+	// that fmt and encoding/json do not call back.
+	Plain any
+}
+
+// String is Plain in %+v.
+func (v Value) String() string { return fmt.Sprintf("%+v", v.Plain) }
+
+// GoString is Plain in Go syntax, named Name.
+func (v Value) GoString() string { return GoString(v.Name, v.Plain) }
+
+// Format prints as String does (GoString for %#v); see the function Format.
+func (v Value) Format(f fmt.State, verb rune) { Format(f, verb, v.String, v.GoString) }
+
+// MarshalJSON encodes Plain.
+func (v Value) MarshalJSON() ([]byte, error) { return json.Marshal(v.Plain) }
+
+// Printer is what Owner prints of the options: a type with redacting
+// String, GoString and MarshalJSON methods (such as one calling Value's).
+type Printer interface {
+	fmt.Stringer
+	fmt.GoStringer
+	json.Marshaler
+}
+
+// Owner prints, formats and marshals a pointer to a type (a driver) as
+// its options print and nothing else: its other fields may hold the
+// secrets raw (a client's configuration).
+type Owner struct {
+	// Name is the type's "pkg.T" (not the pointer's).
+	Name string
+	// Options are the owner's options; nil for a nil pointer.
+	Options Printer
+}
+
+// String is "pkg.T{Options:...}", or "<nil>".
+func (o Owner) String() string {
+	if o.Options == nil {
+		return "<nil>"
+	}
+	return o.Name + "{Options:" + o.Options.String() + "}"
+}
+
+// GoString is String in Go syntax: "&pkg.T{Options:...}", or
+// "(*pkg.T)(nil)".
+func (o Owner) GoString() string {
+	if o.Options == nil {
+		return "(*" + o.Name + ")(nil)"
+	}
+	return "&" + o.Name + "{Options:" + o.Options.GoString() + "}"
+}
+
+// Format prints as String does (GoString for %#v).
+func (o Owner) Format(f fmt.State, verb rune) { Format(f, verb, o.String, o.GoString) }
+
+// MarshalJSON encodes {"options":...} (the options' MarshalJSON), or null.
+func (o Owner) MarshalJSON() ([]byte, error) {
+	if o.Options == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(struct {
+		Options json.Marshaler `json:"options"`
+	}{o.Options})
+}
