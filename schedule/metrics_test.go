@@ -181,6 +181,9 @@ func TestInstantsMetric(t *testing.T) {
 	}
 	testutil.Poll(t, 10*time.Second, "A to count its three instants", func() bool { return len(instants(t, readerA)) >= len(want) })
 	close(releaseB)
+	// B counts its run when the run has returned: wait for it, or the stop
+	// below could end the run's ctx first and make it an interrupted one
+	testutil.Poll(t, 10*time.Second, "B to count its instant", func() bool { return len(instants(t, readerB)) >= 1 })
 	// The holds end half a period past the instant.
 	clockA.set(instant.Add(30 * time.Second))
 	clockB.set(instant.Add(30 * time.Second))

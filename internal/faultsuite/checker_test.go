@@ -55,6 +55,11 @@ func TestCheck(t *testing.T) {
 			resumeLags: []time.Duration{1},
 		},
 		{
+			name:       "SIGSTOP sent just before the grant's stamp: frozen right after acquiring, no overlap",
+			history:    []Event{stop(10, "p1"), acq(11, "a", "p1", "x", 1), acq(1000, "b", "p2", "x", 2), cont(1500, "p1"), lost(1506, "a"), rel(1700, "b")},
+			resumeLags: []time.Duration{6},
+		},
+		{
 			name:    "paused briefly, still held: the pause is cut out",
 			history: []Event{acq(0, "a", "p1", "x", 1), stop(10, "p1"), cont(20, "p1"), rel(30, "a"), acq(40, "b", "p2", "x", 2), rel(50, "b")},
 		},

@@ -92,9 +92,12 @@ func grants(h []Event) (map[string][]*grant, map[string]*procLife) {
 				to = last
 				l.stops[i].to = last
 			}
-			if s.from > g.start && s.from < end && g.lost != 0 && g.lost >= to {
+			// (a stop stamped before the grant's own stamp took effect
+			// after it: the parent stamps SIGSTOP as it sends it, and the
+			// process may still run a moment, so its belief ends at once)
+			if to > g.start && s.from < end && g.lost != 0 && g.lost >= to {
 				g.resumeLag = g.lost - to
-				end = s.from
+				end = max(s.from, g.start)
 				break
 			}
 		}
