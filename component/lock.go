@@ -50,6 +50,9 @@ type Lock struct {
 	// handedTo is the waiter a handover gave this lock to, until it
 	// takes it (handover.go).
 	handedTo *waiter
+	// traced carries the sampled span of the Acquire that got the lock,
+	// for the hold's exemplar; nil when it had none (telemetry.go).
+	traced context.Context
 }
 
 // Name returns the lock's name, without the store's prefix.

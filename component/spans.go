@@ -22,13 +22,16 @@ func (t *telemetry) acquired(ctx context.Context, span trace.Span, name string, 
 	if t == nil {
 		return
 	}
+	if l != nil {
+		t.traceHold(l, span)
+	}
 	recording := span.IsRecording()
 	if !recording && !t.acquire.Enabled(ctx) {
 		return
 	}
 	wait := time.Since(start)
 	outcome := acquireOutcome(err)
-	t.acquire.Record(ctx, seconds(wait), t.opts(AttrOutcome, outcome, name).rec...)
+	t.acquire.Record(recordCtx(ctx, span), seconds(wait), t.opts(AttrOutcome, outcome, name).rec...)
 	if recording {
 		span.SetAttributes(t.spanAttrs(name)...)
 		span.SetAttributes(AttrOutcome.String(outcome), AttrWait.Float64(seconds(wait)), AttrAttempts.Int(attempts))
@@ -43,12 +46,31 @@ func (t *telemetry) acquired(ctx context.Context, span trace.Span, name string, 
 	}
 }
 
+// traceHold keeps on l the sampled span of the Acquire that got it, if
+// any, so that the hold's exemplar links to the trace that held the lock
+// however it ends (a Release, a loss seen by the renewal, Close). A hold
+// that ends before this runs has no link.
+func (t *telemetry) traceHold(l *Lock, span trace.Span) {
+	sc := span.SpanContext()
+	if !sc.IsSampled() {
+		return
+	}
+	ctx := trace.ContextWithSpanContext(context.Background(), sc)
+	l.m.mu.Lock()
+	l.traced = ctx
+	l.m.mu.Unlock()
+}
+
 // ended records the end of l's hold, as how (an Outcome); m.mu held.
 func (t *telemetry) ended(l *Lock, how string) {
 	if t == nil || !t.hold.Enabled(context.Background()) {
 		return
 	}
-	t.hold.Record(context.Background(), seconds(time.Since(l.acquiredAt)), t.opts(AttrOutcome, how, l.name).rec...)
+	ctx := l.traced
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	t.hold.Record(ctx, seconds(time.Since(l.acquiredAt)), t.opts(AttrOutcome, how, l.name).rec...)
 }
 
 // lost counts the loss of l, for cause (a Cause constant).

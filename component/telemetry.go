@@ -223,15 +223,34 @@ func (t *telemetry) plain(lock string) measure {
 // start starts a span, a child of ctx's: by default only when ctx carries
 // a recording span (a request's trace then shows its lock wait, and a
 // process that traces nothing pays nothing); with Options.TraceAll always.
+// Else it returns ctx and ctx's span, which records nothing: the callers
+// act on a span only when it records, and ask its SpanContext whether ctx
+// is worth passing to a metric's Record (see recordCtx).
 func (t *telemetry) start(ctx context.Context, name string) (context.Context, trace.Span) {
-	if t == nil || (!t.traceAll && !trace.SpanFromContext(ctx).IsRecording()) {
+	if t == nil {
 		return ctx, noSpan
+	}
+	if parent := trace.SpanFromContext(ctx); !t.traceAll && !parent.IsRecording() {
+		return ctx, parent
 	}
 	return t.tracer.Start(ctx, name)
 }
 
 // noSpan is the span of start when spans record nothing.
 var noSpan = trace.SpanFromContext(context.Background())
+
+// recordCtx returns the context to record a measurement made under span,
+// the span of ctx: ctx when the span is sampled, else the background. The
+// SDK's default exemplar filter (trace-based) keeps an exemplar only for a
+// sampled span, which it looks up in the context given: the background
+// spares it walking the caller's context chain when no exemplar would be
+// kept, and ctx keeps the link to a sampled caller's trace.
+func recordCtx(ctx context.Context, span trace.Span) context.Context {
+	if span.SpanContext().IsSampled() {
+		return ctx
+	}
+	return context.Background()
+}
 
 // spanAttrs returns the attributes of a span about lock name.
 func (t *telemetry) spanAttrs(name string) []attribute.KeyValue {
@@ -258,6 +277,8 @@ func acquireOutcome(err error) string {
 // holdOutcome classifies the cause of a lock's end.
 func holdOutcome(cause error) string {
 	switch {
+	case cause == ErrReleased: // Release's cause, as is: spared errors.Is
+		return OutcomeReleased
 	case errors.Is(cause, ErrLost):
 		return OutcomeLost
 	case errors.Is(cause, ErrClosed):
