@@ -11,9 +11,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
+	grpcbackoff "google.golang.org/grpc/backoff"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
 // Defaults of Options.
@@ -133,7 +134,7 @@ func (o Options) config(log *zap.Logger) (clientv3.Config, error) {
 	// Reconnect soon after a member comes back: gRPC's default backoff
 	// grows to two minutes, past any lock's ttl.
 	c.DialOptions = []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+		Backoff:           grpcBackoff(backoff.Default),
 		MinConnectTimeout: c.DialTimeout,
 	})}
 	tc, err := o.tls(https)
@@ -174,4 +175,18 @@ func (o Options) tls(https bool) (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{cert}
 	}
 	return tc, nil
+}
+
+// grpcBackoff is p as gRPC's reconnection backoff: the same first delay,
+// growth and cap. gRPC spreads each delay d over d·(1±Jitter) where the
+// policy draws from d·[1−backoff.Jitter, 1]: a spread as wide, centred on
+// d instead of below it.
+func grpcBackoff(p backoff.Policy) grpcbackoff.Config {
+	start, limit := p.Bounds()
+	return grpcbackoff.Config{
+		BaseDelay:  start,
+		Multiplier: backoff.Factor,
+		Jitter:     backoff.Jitter / 2,
+		MaxDelay:   limit,
+	}
 }
