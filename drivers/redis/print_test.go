@@ -34,4 +34,3 @@ func TestOptionsPrintNoSecret(t *testing.T) {
 		})
 	}
 }
-
