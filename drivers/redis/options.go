@@ -34,6 +34,18 @@ const (
 	DefaultRenewBatch = 1000
 )
 
+// Waiting in the store (Features.BlockingWait).
+const (
+	// WaitPollInterval is drivers.WaitPollInterval: how often a waiting
+	// Acquire retries when no release message wakes it.
+	WaitPollInterval = drivers.WaitPollInterval
+	// WaiterLiveness is drivers.WaiterLiveness: how long a queued waiter
+	// keeps its turn without retrying. One whose call ended (its context
+	// ended, or the store failed) leaves the queue as it returns (in the
+	// background), and is then passed over at once.
+	WaiterLiveness = drivers.WaiterLiveness
+)
+
 // ErrOptions reports invalid driver options. Errors wrapping it name the
 // offending option; they never contain a password.
 var ErrOptions = drivers.ErrOptions
