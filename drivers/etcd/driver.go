@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Compile-time checks of the capabilities the driver offers.
@@ -93,7 +94,7 @@ func NewWithClient(c *clientv3.Client, opts Options) (*Driver, error) {
 	if c == nil {
 		return nil, errors.New("etcd: nil client")
 	}
-	if k := connectionKey(opts); k != "" {
+	if k := kit.SetKey(opts, connectionKeys...); k != "" {
 		return nil, fmt.Errorf("%w: %s: cannot be set with a client", ErrOptions, k)
 	}
 	set, err := opts.settings()
