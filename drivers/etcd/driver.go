@@ -206,17 +206,14 @@ func (d *Driver) closedErr(err error) error {
 // places and any lock still held (the component releases its locks before
 // it closes the driver). A client given to NewWithClient stays open.
 func (d *Driver) Close(ctx context.Context) error {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
+	if !kit.CloseOnce(&d.mu, &d.closed, func() {
+		clear(d.subs)
+		for _, e := range d.entries {
+			e.stopLinger()
+		}
+	}) {
 		return nil
 	}
-	d.closed = true
-	clear(d.subs)
-	for _, e := range d.entries {
-		e.stopLinger()
-	}
-	d.mu.Unlock()
 
 	cli := d.cli.Load()
 	var err error

@@ -2,9 +2,7 @@ package etcd
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	grpcbackoff "google.golang.org/grpc/backoff"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
@@ -154,13 +153,9 @@ func (o Options) tls(https bool) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.TLSServerName}
 	tc.InsecureSkipVerify = o.TLSInsecureSkipVerify //nolint:gosec // explicit option
 	if o.TLSCAFile != "" {
-		pem, err := os.ReadFile(o.TLSCAFile)
+		pool, err := kit.CAPool(o.TLSCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: tlsCAFile: %v", ErrOptions, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: tlsCAFile: no PEM certificate in %s", ErrOptions, o.TLSCAFile)
+			return nil, err
 		}
 		tc.RootCAs = pool
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Compile-time checks of the capabilities the driver implements.
@@ -178,30 +179,23 @@ func checkToken(token string) error {
 	return nil
 }
 
-func (d *Driver) checkOpen() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return ErrClosed
-	}
-	return nil
-}
+func (d *Driver) checkOpen() error { return kit.CheckOpen(&d.mu, &d.closed) }
 
 // Close closes the file descriptors of the locks the driver still holds
 // (which frees them for other processes at once, as the end of the process
 // would) and stops the wake-up watcher. Later calls fail with ErrClosed.
 func (d *Driver) Close(ctx context.Context) error {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
+	var (
+		hs map[heldKey]*holder
+		ws []*watcher
+	)
+	if !kit.CloseOnce(&d.mu, &d.closed, func() {
+		hs, d.held = d.held, nil
+		ws = d.takeWatchers()
+		clear(d.subs)
+	}) {
 		return nil
 	}
-	d.closed = true
-	hs := d.held
-	d.held = nil
-	ws := d.takeWatchers()
-	clear(d.subs)
-	d.mu.Unlock()
 	for _, h := range hs {
 		h.mu.Lock()
 		h.close()

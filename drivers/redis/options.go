@@ -2,15 +2,14 @@ package redis
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Defaults of Options.
@@ -334,13 +333,9 @@ func (o Options) tls(u *goredis.UniversalOptions) error {
 		u.TLSConfig.InsecureSkipVerify = true //nolint:gosec // explicit option
 	}
 	if o.TLSCAFile != "" {
-		pem, err := os.ReadFile(o.TLSCAFile)
+		pool, err := kit.CAPool(o.TLSCAFile)
 		if err != nil {
-			return fmt.Errorf("%w: tlsCAFile: %v", ErrOptions, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("%w: tlsCAFile: no PEM certificate in %s", ErrOptions, o.TLSCAFile)
+			return err
 		}
 		u.TLSConfig.RootCAs = pool
 	}
