@@ -23,20 +23,10 @@ import (
 // (xxxxx), never the password.
 func TestOptionsPrintNoSecret(t *testing.T) {
 	const secret = "S3cr3tPW"
-	type wrapper struct{ Opts Options }
-	for _, tc := range []struct {
-		name string
-		o    Options
-		show []string
-	}{
-		{"password", Options{Endpoints: []string{"etcd.example:2379"}, Username: "app", Password: secret}, []string{"etcd.example:2379", "Password:xxxxx", "app"}},
-		{"endpoint with user info", Options{Endpoints: []string{"https://app:" + secret + "@etcd.example:2379", "b.example:2379"}}, []string{"xxxxx", "b.example:2379"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := tc.o
-			testutil.CheckPrintedNoSecret(t, "etcd.Options", o, &o, wrapper{o}, secret, tc.show)
-		})
-	}
+	testutil.CheckOptionsPrinted(t, "etcd.Options", secret, []testutil.PrintCase[Options]{
+		{Name: "password", Options: Options{Endpoints: []string{"etcd.example:2379"}, Username: "app", Password: secret}, Show: []string{"etcd.example:2379", "Password:xxxxx", "app"}},
+		{Name: "endpoint with user info", Options: Options{Endpoints: []string{"https://app:" + secret + "@etcd.example:2379", "b.example:2379"}}, Show: []string{"xxxxx", "b.example:2379"}},
+	})
 }
 
 // TestFactoryErrors: bad configuration is refused at New, naming the full

@@ -8,34 +8,47 @@ import (
 	"testing"
 )
 
-// CheckPrintedNoSecret prints options (a driver's Options value, named
-// typeName such as "redis.Options") in every way Printed knows, as a value,
-// a pointer and a field of another struct (passed as wrapper), and fails t
-// where a printed form shows secret (whole, but for its first byte, or
-// hex-encoded) or, but for %x, misses one of show. In show, "Field:" stands
-// for a field named Field as each form names it (see FieldAs).
-func CheckPrintedNoSecret(t testing.TB, typeName string, options, pointer, wrapper any, secret string, show []string) {
-	t.Helper()
+// PrintCase is a case of CheckOptionsPrinted: options of type O, and what
+// printing them must still show. In Show, "Field:" stands for a field
+// named Field as each printed form names it (see FieldAs).
+type PrintCase[O any] struct {
+	Name    string
+	Options O
+	Show    []string
+}
+
+// CheckOptionsPrinted runs each case as a subtest: it prints the case's
+// options (a driver's Options, named typeName such as "redis.Options") in
+// every way Printed knows, as a value, a pointer and a field of another
+// struct, and fails where a printed form shows secret (whole, but for its
+// first byte, or hex-encoded) or, but for %x, misses one of Show. %#v must
+// also name the type.
+func CheckOptionsPrinted[O any](t *testing.T, typeName, secret string, cases []PrintCase[O]) {
+	type wrapper struct{ Opts O }
 	pkg, _, _ := strings.Cut(typeName, ".")
-	printed := Printed(map[string]any{typeName: options, "*" + typeName: pointer, pkg + ".wrapper": wrapper})
-	for how, s := range printed {
-		if strings.Contains(s, secret) || strings.Contains(s, secret[1:]) || strings.Contains(s, hex.EncodeToString([]byte(secret))) {
-			t.Errorf("%s shows the password: %s", how, s)
-		}
-		if strings.HasSuffix(how, "%x") {
-			continue
-		}
-		for _, w := range show {
-			if field, rest, ok := strings.Cut(w, ":"); ok && goField.MatchString(field) {
-				w = FieldAs(how, field) + rest
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			o := tc.Options
+			for how, s := range Printed(map[string]any{typeName: o, "*" + typeName: &o, pkg + ".wrapper": wrapper{o}}) {
+				if strings.Contains(s, secret) || strings.Contains(s, secret[1:]) || strings.Contains(s, hex.EncodeToString([]byte(secret))) {
+					t.Errorf("%s shows the password: %s", how, s)
+				}
+				if strings.HasSuffix(how, "%x") {
+					continue
+				}
+				for _, w := range tc.Show {
+					if field, rest, ok := strings.Cut(w, ":"); ok && goField.MatchString(field) {
+						w = FieldAs(how, field) + rest
+					}
+					if !strings.Contains(s, w) {
+						t.Errorf("%s does not show %q: %s", how, w, s)
+					}
+				}
 			}
-			if !strings.Contains(s, w) {
-				t.Errorf("%s does not show %q: %s", how, w, s)
+			if s := fmt.Sprintf("%#v", o); !strings.HasPrefix(s, typeName+"{") {
+				t.Errorf("%%#v = %s; want %s{...}", s, typeName)
 			}
-		}
-	}
-	if s := fmt.Sprintf("%#v", options); !strings.HasPrefix(s, typeName+"{") {
-		t.Errorf("%%#v = %s; want %s{...}", s, typeName)
+		})
 	}
 }
 
