@@ -63,8 +63,7 @@ type Driver struct {
 	mu      sync.Mutex
 	closed  bool
 	entries map[string]*entry // by lock key
-	subs    map[int]func(drivers.Event)
-	subID   int
+	subs    kit.Listeners
 }
 
 // New validates opts and returns a driver that connects at its first call.
@@ -108,7 +107,7 @@ func NewWithClient(c *clientv3.Client, opts Options) (*Driver, error) {
 }
 
 func newDriver(set settings) *Driver {
-	d := &Driver{set: set, id: rand.Text(), entries: map[string]*entry{}, subs: map[int]func(drivers.Event){}}
+	d := &Driver{set: set, id: rand.Text(), entries: map[string]*entry{}}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.leases.byTTL = map[int64]*lease{}
 	d.leases.gone = d.leaseGone
@@ -207,7 +206,7 @@ func (d *Driver) closedErr(err error) error {
 // it closes the driver). A client given to NewWithClient stays open.
 func (d *Driver) Close(ctx context.Context) error {
 	if !kit.CloseOnce(&d.mu, &d.closed, func() {
-		clear(d.subs)
+		d.subs.Clear()
 		for _, e := range d.entries {
 			e.stopLinger()
 		}

@@ -42,8 +42,7 @@ type Driver struct {
 	closed bool
 	held   map[heldKey]*holder
 	busy   map[string]busyEntry // lock file name → key, for keys found held recently
-	subs   map[int]func(drivers.Event)
-	nextID int
+	subs   kit.Listeners
 	watch  *watcher
 	// retired are dead watchers (their directory went) replaced by watch,
 	// whose goroutines may still be delivering their last events: Close
@@ -78,7 +77,6 @@ func New(opts Options) (*Driver, error) {
 		lk:   newLocker(opts),
 		held: make(map[heldKey]*holder),
 		busy: make(map[string]busyEntry),
-		subs: make(map[int]func(drivers.Event)),
 	}, nil
 }
 
@@ -192,7 +190,7 @@ func (d *Driver) Close(ctx context.Context) error {
 	if !kit.CloseOnce(&d.mu, &d.closed, func() {
 		hs, d.held = d.held, nil
 		ws = d.takeWatchers()
-		clear(d.subs)
+		d.subs.Clear()
 	}) {
 		return nil
 	}
