@@ -18,12 +18,18 @@ func Mutex(t testing.TB, opts component.Options) *component.Mutex {
 	if err != nil {
 		t.Fatal(err)
 	}
+	CloseAtEnd(t, m)
+	return m
+}
+
+// CloseAtEnd closes c (a driver, a component), within 5 s, when the test
+// ends, before the test's earlier cleanups run.
+func CloseAtEnd(t testing.TB, c interface{ Close(context.Context) error }) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = m.Close(ctx)
+		_ = c.Close(ctx)
 	})
-	return m
 }
 
 // Link is a test's link to its store that it can stall (a

@@ -33,11 +33,7 @@ func newMutexWith(t testing.TB, opts Options) *component.Mutex {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = d.Close(ctx)
-	})
+	drivertest.CloseAtEnd(t, d)
 	return drivertest.Mutex(t, component.Options{Driver: d, Prefix: "redistest:", TTL: faultTTL, RetryDelay: 10 * time.Millisecond})
 }
 
