@@ -2,6 +2,8 @@ package etcd
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
@@ -28,10 +30,7 @@ func (d *Driver) leaseGone(l *lease) {
 	l.setGone()
 	d.leases.drop(l)
 	d.mu.Lock()
-	ents := make([]*entry, 0, len(d.entries))
-	for _, e := range d.entries {
-		ents = append(ents, e)
-	}
+	ents := slices.Collect(maps.Values(d.entries))
 	d.mu.Unlock()
 	var lost []drivers.Event
 	for _, e := range ents {
