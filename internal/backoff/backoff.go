@@ -81,6 +81,29 @@ func (b *Backoff) Next() time.Duration {
 // Reset puts the Backoff back to its first delay, after a success.
 func (b *Backoff) Reset() { b.next = b.start }
 
+// Step returns the undrawn delay of the policy's attempt n (0 for the
+// first retry): Start doubled n times, up to the cap. For a loop that
+// keeps a failure count instead of a Backoff (draw it with Draw).
+func (p Policy) Step(n int) time.Duration {
+	start, limit := p.Bounds()
+	d := start
+	for range n {
+		if d >= limit {
+			break
+		}
+		d = min(Factor*d, limit)
+	}
+	return d
+}
+
+// Draw returns the delay slept for an undrawn delay d with the uniform
+// draw u in [0, 1]: d·(1−Jitter·(1−u)), from d·(1−Jitter) at u = 0 to d
+// at u = 1. Callers retrying together may share one draw so as to retry
+// in one call.
+func Draw(d time.Duration, u float64) time.Duration {
+	return d - time.Duration(float64(d)*Jitter*(1-u))
+}
+
 // jitter returns a duration drawn uniformly from [d·(1−Jitter), d].
 func jitter(d time.Duration) time.Duration {
 	spread := time.Duration(float64(d) * Jitter)

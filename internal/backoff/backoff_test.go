@@ -54,3 +54,26 @@ func TestJitterSpreads(t *testing.T) {
 		t.Fatalf("1000 draws from [%v, %v]: below 3/4: %t, above: %t; want both", d/2, d, low, high)
 	}
 }
+
+// TestStepAndDraw: Step follows Next's undrawn delays; Draw spans
+// [d·(1−Jitter), d].
+func TestStepAndDraw(t *testing.T) {
+	ms := time.Millisecond
+	p := Policy{Start: 10 * ms, Cap: 100 * ms}
+	for n, want := range []time.Duration{10 * ms, 20 * ms, 40 * ms, 80 * ms, 100 * ms, 100 * ms} {
+		if got := p.Step(n); got != want {
+			t.Errorf("Step(%d) = %v; want %v", n, got, want)
+		}
+	}
+	if got := p.Step(1 << 20); got != 100*ms {
+		t.Errorf("Step(2^20) = %v; want the cap", got)
+	}
+	for _, tc := range []struct {
+		u    float64
+		want time.Duration
+	}{{0, 50 * ms}, {0.5, 75 * ms}, {1, 100 * ms}} {
+		if got := Draw(100*ms, tc.u); got != tc.want {
+			t.Errorf("Draw(100ms, %v) = %v; want %v", tc.u, got, tc.want)
+		}
+	}
+}
