@@ -189,13 +189,10 @@ func (d *Driver) extendRecord(fd handle, path, token string, ttl time.Duration, 
 // lease costs four system calls on the descriptor its holder keeps open; a
 // ctx that ends fails the leases not yet renewed.
 func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
-	out := make([]drivers.RenewResult, len(leases))
 	if err := d.checkOpen(); err != nil {
-		for i := range out {
-			out[i].Err = err
-		}
-		return out
+		return drivers.RenewFailed(len(leases), err)
 	}
+	out := make([]drivers.RenewResult, len(leases))
 	buf := bufs.Get().(*[recMax]byte)
 	defer bufs.Put(buf)
 	for i, l := range leases {
