@@ -44,7 +44,9 @@ func AcquireFailsAtOnce(t testing.TB, d drivers.Driver) error {
 // Classified is a case of CheckPermanent: an error of the store, and
 // whether the driver must mark it permanent.
 type Classified struct {
-	Err       error
+	// Err is the store's error.
+	Err error
+	// Permanent says whether the driver must mark Err permanent.
 	Permanent bool
 }
 

@@ -12,9 +12,12 @@ import (
 // printing them must still show. In Show, "Field:" stands for a field
 // named Field as each printed form names it (see FieldAs).
 type PrintCase[O any] struct {
-	Name    string
+	// Name names the subtest.
+	Name string
+	// Options are printed.
 	Options O
-	Show    []string
+	// Show is what every printed form (but %x) must contain.
+	Show []string
 }
 
 // CheckOptionsPrinted runs each case as a subtest: it prints the case's
