@@ -234,15 +234,17 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 }
 
 // inspectFD reads the record of the lock file at path, open at fd, without
-// the guard. A record torn by a concurrent write is read again, a few times.
+// the guard. A record torn by a concurrent write is read again, a few times,
+// after guardBackoff's delays.
 func (d *Driver) inspectFD(fd handle, path string, buf []byte) (drivers.LockInfo, bool, error) {
 	var rec record
 	var err error
+	retry := guardBackoff.New()
 	for range 8 {
 		if err = readRecord(d.lk, fd, buf, &rec); !errors.Is(err, ErrCorrupt) {
 			break
 		}
-		time.Sleep(10 * time.Microsecond)
+		time.Sleep(retry.Next())
 	}
 	if err != nil {
 		return drivers.LockInfo{}, false, err
