@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
@@ -56,20 +57,8 @@ func (b *base) startListenerLocked() {
 	go b.listen(ctx, b.lisDone)
 }
 
-// publish calls the subscribers with evs.
-func (b *base) publish(evs ...drivers.Event) {
-	b.mu.Lock()
-	fns := make([]func(drivers.Event), 0, len(b.subs))
-	for _, fn := range b.subs {
-		fns = append(fns, fn)
-	}
-	b.mu.Unlock()
-	for _, ev := range evs {
-		for _, fn := range fns {
-			fn(ev)
-		}
-	}
-}
+// publish calls the subscribers with evs, outside b.mu.
+func (b *base) publish(evs ...drivers.Event) { kit.Publish(&b.mu, &b.subs, evs...) }
 
 // listen keeps a LISTEN connection until ctx ends.
 func (b *base) listen(ctx context.Context, done chan struct{}) {
