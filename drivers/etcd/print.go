@@ -17,8 +17,9 @@ func (o Options) printed() redact.Value {
 	return redact.Value{Name: "etcd.Options", Plain: plainOptions(o)}
 }
 
-// String describes the options, secrets redacted (see printed), so that
-// what it returns never holds a password.
+// String describes the options with Password shown as xxxxx when set (and
+// an endpoint holding an @, which New refuses, as xxxxx), so that what it
+// returns never holds a password.
 func (o Options) String() string { return o.printed().String() }
 
 // GoString is String in Go syntax, for %#v (also when the options are

@@ -22,8 +22,8 @@ func (o Options) printed() redact.Value {
 	return redact.Value{Name: "mysql.Options", Plain: plainOptions(o)}
 }
 
-// String describes the options, secrets redacted (see printed), so that
-// what it returns never holds a password.
+// String describes the options with the password, and the password of the
+// DSN, shown as xxxxx when set, so that what it returns never holds it.
 func (o Options) String() string { return o.printed().String() }
 
 // GoString is String in Go syntax, for %#v (also when the options are

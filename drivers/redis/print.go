@@ -23,8 +23,11 @@ func (o Options) printed() redact.Value {
 	return redact.Value{Name: "redis.Options", Plain: plainOptions(o)}
 }
 
-// String describes the options, secrets redacted (see printed), so that
-// what it returns never holds a password.
+// String describes the options with Password and SentinelPassword shown as
+// xxxxx when set, an address holding an @ as xxxxx, and the URL's user part
+// as xxxxx (the whole URL when it does not parse cleanly: a password holding
+// / ? # or @ would end the user part early), so that what it returns never
+// holds a password.
 func (o Options) String() string { return o.printed().String() }
 
 // GoString is String in Go syntax, for %#v (also when the options are
