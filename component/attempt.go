@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"slices"
 	"time"
 
@@ -160,12 +159,4 @@ func (m *Mutex) startLocked() {
 		m.started = true
 		m.wg.Go(m.schedule)
 	}
-}
-
-// jitter returns a duration drawn between d/2 and d.
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
 }

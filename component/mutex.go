@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/backoff"
 	"go.uber.org/zap"
 )
 
@@ -259,7 +260,7 @@ func (m *Mutex) acquire(ctx context.Context, name string, o acquireOptions, star
 		return nil
 	}
 
-	backoff := m.opts.RetryDelay
+	retry := backoff.Policy{Start: m.opts.RetryDelay, Cap: maxRetryDelay}.New()
 	slept := false
 	for first := true; ; first = false {
 		if !first {
@@ -314,8 +315,7 @@ func (m *Mutex) acquire(ctx context.Context, name string, o acquireOptions, star
 		default:
 			lastErr = nil
 		}
-		delay := jitter(backoff)
-		backoff = min(2*backoff, maxRetryDelay)
+		delay := retry.Next()
 		if res.HolderTTL > 0 && res.HolderTTL < delay {
 			delay = res.HolderTTL + time.Millisecond
 		}

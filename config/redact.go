@@ -9,7 +9,7 @@ import (
 )
 
 // Redacted replaces a secret's value wherever a driver block is printed.
-const Redacted = "xxxxx"
+const Redacted = redact.Mask
 
 // String describes the driver block with the values that may be
 // credentials replaced by Redacted: those of keys named like one (url, dsn,

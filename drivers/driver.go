@@ -122,6 +122,17 @@ type RenewResult struct {
 	Err error
 }
 
+// RenewFailed returns the results of a Renew of n leases that failed as a
+// whole (a closed driver, an ended ctx, a store out of reach): err for
+// each lease.
+func RenewFailed(n int, err error) []RenewResult {
+	out := make([]RenewResult, n)
+	for i := range out {
+		out[i].Err = err
+	}
+	return out
+}
+
 // Renewer is implemented by drivers that renew many locks in few round trips.
 type Renewer interface {
 	// Renew extends every lease, returning one result per lease in order.

@@ -64,3 +64,18 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+// TestRenewFailed: one result per lease, each failed with the error.
+func TestRenewFailed(t *testing.T) {
+	for _, n := range []int{0, 1, 3} {
+		got := drivers.RenewFailed(n, drivers.ErrClosed)
+		if len(got) != n {
+			t.Fatalf("RenewFailed(%d): %d results", n, len(got))
+		}
+		for i, r := range got {
+			if r.Held || r.Err != drivers.ErrClosed {
+				t.Fatalf("RenewFailed(%d)[%d] = %+v; want Err ErrClosed", n, i, r)
+			}
+		}
+	}
+}

@@ -40,3 +40,29 @@ func AcquireFailsAtOnce(t testing.TB, d drivers.Driver) error {
 	}
 	return err
 }
+
+// Classified is a case of CheckPermanent: an error of the store, and
+// whether the driver must mark it permanent.
+type Classified struct {
+	// Err is the store's error.
+	Err error
+	// Permanent says whether the driver must mark Err permanent.
+	Permanent bool
+}
+
+// CheckPermanent checks a driver's classification of its store's errors:
+// permanent(c.Err) matches drivers.ErrPermanent exactly when c.Permanent,
+// wraps c.Err and keeps its message; permanent(nil) is nil.
+func CheckPermanent(t testing.TB, permanent func(error) error, cases []Classified) {
+	t.Helper()
+	for _, c := range cases {
+		got := permanent(c.Err)
+		if errors.Is(got, drivers.ErrPermanent) != c.Permanent || !errors.Is(got, c.Err) || got.Error() != c.Err.Error() {
+			t.Errorf("permanent(%q) = %v (permanent %v); want permanent %v, wrapping it, same message",
+				c.Err, got, errors.Is(got, drivers.ErrPermanent), c.Permanent)
+		}
+	}
+	if permanent(nil) != nil {
+		t.Error("permanent(nil) != nil")
+	}
+}

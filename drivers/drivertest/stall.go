@@ -83,16 +83,13 @@ func (d *stallDriver) Extend(ctx context.Context, key, token string, ttl time.Du
 }
 
 func (d *stallDriver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
-	out := make([]drivers.RenewResult, len(leases))
 	if err := d.hang(ctx); err != nil {
-		for i := range out {
-			out[i].Err = err
-		}
-		return out
+		return drivers.RenewFailed(len(leases), err)
 	}
 	if r, ok := d.Driver.(drivers.Renewer); ok {
 		return r.Renew(ctx, leases)
 	}
+	out := make([]drivers.RenewResult, len(leases))
 	for i, l := range leases {
 		out[i].Held, out[i].Err = d.Driver.Extend(ctx, l.Key, l.Token, l.TTL)
 	}

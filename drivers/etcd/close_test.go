@@ -25,11 +25,7 @@ func TestCloseCutsStalledCalls(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if dial {
-				drivertest.CloseCutsStalledDial(t, d, ErrClosed, p.Stall, p.Resume, p.Blocked)
-				return
-			}
-			drivertest.CloseCutsStalledCall(t, d, ErrClosed, p.Stall, p.Resume, p.Blocked)
+			drivertest.CloseCutsStalled(t, d, ErrClosed, p, dial)
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -101,15 +102,7 @@ func contend(ctx context.Context, t *testing.T, r *resource, endpoints [][]strin
 	var wg sync.WaitGroup
 	for _, eps := range endpoints {
 		d := open(t, Options{Endpoints: eps, DialTimeout: time.Second})
-		m, err := component.New(component.Options{Driver: d, TTL: faultTTL, RetryDelay: 20 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = m.Close(cctx)
-		})
+		m := drivertest.Mutex(t, component.Options{Driver: d, TTL: faultTTL, RetryDelay: 20 * time.Millisecond})
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				l, err := m.Acquire(ctx, name, component.WithTimeout(5*time.Second))

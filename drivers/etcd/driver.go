@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Compile-time checks of the capabilities the driver offers.
@@ -62,8 +63,7 @@ type Driver struct {
 	mu      sync.Mutex
 	closed  bool
 	entries map[string]*entry // by lock key
-	subs    map[int]func(drivers.Event)
-	subID   int
+	subs    kit.Listeners
 }
 
 // New validates opts and returns a driver that connects at its first call.
@@ -93,7 +93,7 @@ func NewWithClient(c *clientv3.Client, opts Options) (*Driver, error) {
 	if c == nil {
 		return nil, errors.New("etcd: nil client")
 	}
-	if k := connectionKey(opts); k != "" {
+	if k := kit.SetKey(opts, connectionKeys...); k != "" {
 		return nil, fmt.Errorf("%w: %s: cannot be set with a client", ErrOptions, k)
 	}
 	set, err := opts.settings()
@@ -107,7 +107,7 @@ func NewWithClient(c *clientv3.Client, opts Options) (*Driver, error) {
 }
 
 func newDriver(set settings) *Driver {
-	d := &Driver{set: set, id: rand.Text(), entries: map[string]*entry{}, subs: map[int]func(drivers.Event){}}
+	d := &Driver{set: set, id: rand.Text(), entries: map[string]*entry{}}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.leases.byTTL = map[int64]*lease{}
 	d.leases.gone = d.leaseGone
@@ -205,17 +205,14 @@ func (d *Driver) closedErr(err error) error {
 // places and any lock still held (the component releases its locks before
 // it closes the driver). A client given to NewWithClient stays open.
 func (d *Driver) Close(ctx context.Context) error {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
+	if !kit.CloseOnce(&d.mu, &d.closed, func() {
+		d.subs.Clear()
+		for _, e := range d.entries {
+			e.stopLinger()
+		}
+	}) {
 		return nil
 	}
-	d.closed = true
-	clear(d.subs)
-	for _, e := range d.entries {
-		e.stopLinger()
-	}
-	d.mu.Unlock()
 
 	cli := d.cli.Load()
 	var err error

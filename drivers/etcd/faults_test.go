@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -142,14 +143,5 @@ func TestLostBeforeExpiry(t *testing.T) {
 // end of the test.
 func mutex(t *testing.T, d *Driver) *component.Mutex {
 	t.Helper()
-	m, err := component.New(component.Options{Driver: d, TTL: faultTTL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = m.Close(ctx)
-	})
-	return m
+	return drivertest.Mutex(t, component.Options{Driver: d, TTL: faultTTL})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -34,11 +35,7 @@ func TestFIFOAcrossDrivers(t *testing.T) {
 	var order []string
 	var wg sync.WaitGroup
 	for i := range 4 {
-		m, err := component.New(component.Options{Driver: open(t, Options{Endpoints: c.Endpoints()}), TTL: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = m.Close(t.Context()) })
+		m := drivertest.Mutex(t, component.Options{Driver: open(t, Options{Endpoints: c.Endpoints()}), TTL: time.Second})
 		wg.Go(func() {
 			l, err := m.Acquire(ctx, name, component.WithTimeout(30*time.Second))
 			if err != nil {

@@ -3,6 +3,8 @@ package etcd
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -122,10 +124,7 @@ func (ls *leases) drop(l *lease) {
 // revokeAll revokes every lease, deleting the driver's keys.
 func (ls *leases) revokeAll(ctx context.Context, cli *clientv3.Client) error {
 	ls.mu.Lock()
-	all := make([]*lease, 0, len(ls.byTTL))
-	for _, l := range ls.byTTL {
-		all = append(all, l)
-	}
+	all := slices.Collect(maps.Values(ls.byTTL))
 	clear(ls.byTTL)
 	ls.mu.Unlock()
 	var errs []error

@@ -3,10 +3,9 @@
 package etcd
 
 import (
-	"context"
 	"testing"
-	"time"
 
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -25,10 +24,6 @@ func open(t testing.TB, opts Options) *Driver {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = d.Close(ctx)
-	})
+	drivertest.CloseAtEnd(t, d)
 	return d
 }

@@ -2,18 +2,18 @@ package etcd
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
+	grpcbackoff "google.golang.org/grpc/backoff"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
+	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
 // Defaults of Options.
@@ -133,7 +133,7 @@ func (o Options) config(log *zap.Logger) (clientv3.Config, error) {
 	// Reconnect soon after a member comes back: gRPC's default backoff
 	// grows to two minutes, past any lock's ttl.
 	c.DialOptions = []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+		Backoff:           grpcBackoff(backoff.Default),
 		MinConnectTimeout: c.DialTimeout,
 	})}
 	tc, err := o.tls(https)
@@ -153,13 +153,9 @@ func (o Options) tls(https bool) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.TLSServerName}
 	tc.InsecureSkipVerify = o.TLSInsecureSkipVerify //nolint:gosec // explicit option
 	if o.TLSCAFile != "" {
-		pem, err := os.ReadFile(o.TLSCAFile)
+		pool, err := kit.CAPool(o.TLSCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: tlsCAFile: %v", ErrOptions, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: tlsCAFile: no PEM certificate in %s", ErrOptions, o.TLSCAFile)
+			return nil, err
 		}
 		tc.RootCAs = pool
 	}
@@ -174,4 +170,18 @@ func (o Options) tls(https bool) (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{cert}
 	}
 	return tc, nil
+}
+
+// grpcBackoff is p as gRPC's reconnection backoff: the same first delay,
+// growth and cap. gRPC spreads each delay d over d·(1±Jitter) where the
+// policy draws from d·[1−backoff.Jitter, 1]: a spread as wide, centred on
+// d instead of below it.
+func grpcBackoff(p backoff.Policy) grpcbackoff.Config {
+	start, limit := p.Bounds()
+	return grpcbackoff.Config{
+		BaseDelay:  start,
+		Multiplier: backoff.Factor,
+		Jitter:     backoff.Jitter / 2,
+		MaxDelay:   limit,
+	}
 }

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/drivertest"
 )
 
@@ -23,37 +22,25 @@ import (
 // gRPC statuses; leader changes, timeouts, unreachable members and
 // expired auth tokens are not.
 func TestPermanentErrors(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{rpctypes.ErrAuthFailed, true},
-		{fmt.Errorf("etcd: connect: %w", rpctypes.ErrAuthFailed), true},
-		{rpctypes.ErrGRPCAuthFailed, true},
-		{fmt.Errorf("etcd: acquire: %w", rpctypes.ErrGRPCPermissionDenied), true},
-		{rpctypes.ErrPermissionDenied, true},
-		{rpctypes.ErrUserEmpty, true},
-		{rpctypes.ErrUserNotFound, true},
-		{rpctypes.ErrRoleNotGranted, true},
-		{rpctypes.ErrAuthNotEnabled, true},
-		{rpctypes.ErrInvalidAuthToken, false},
-		{rpctypes.ErrNoLeader, false},
-		{rpctypes.ErrLeaderChanged, false},
-		{rpctypes.ErrTimeout, false},
-		{rpctypes.ErrGRPCTimeoutDueToLeaderFail, false},
-		{status.Error(codes.Unavailable, "connection refused"), false},
-		{context.DeadlineExceeded, false},
-		{errors.New("etcd: no endpoint reachable within the dial timeout (5s)"), false},
-	} {
-		got := permanent(tc.err)
-		if errors.Is(got, drivers.ErrPermanent) != tc.want || !errors.Is(got, tc.err) || got.Error() != tc.err.Error() {
-			t.Errorf("permanent(%v) = %v (permanent %v); want permanent %v, wrapping it, same message",
-				tc.err, got, errors.Is(got, drivers.ErrPermanent), tc.want)
-		}
-	}
-	if permanent(nil) != nil {
-		t.Error("permanent(nil) != nil")
-	}
+	drivertest.CheckPermanent(t, permanent, []drivertest.Classified{
+		{Err: rpctypes.ErrAuthFailed, Permanent: true},
+		{Err: fmt.Errorf("etcd: connect: %w", rpctypes.ErrAuthFailed), Permanent: true},
+		{Err: rpctypes.ErrGRPCAuthFailed, Permanent: true},
+		{Err: fmt.Errorf("etcd: acquire: %w", rpctypes.ErrGRPCPermissionDenied), Permanent: true},
+		{Err: rpctypes.ErrPermissionDenied, Permanent: true},
+		{Err: rpctypes.ErrUserEmpty, Permanent: true},
+		{Err: rpctypes.ErrUserNotFound, Permanent: true},
+		{Err: rpctypes.ErrRoleNotGranted, Permanent: true},
+		{Err: rpctypes.ErrAuthNotEnabled, Permanent: true},
+		{Err: rpctypes.ErrInvalidAuthToken, Permanent: false},
+		{Err: rpctypes.ErrNoLeader, Permanent: false},
+		{Err: rpctypes.ErrLeaderChanged, Permanent: false},
+		{Err: rpctypes.ErrTimeout, Permanent: false},
+		{Err: rpctypes.ErrGRPCTimeoutDueToLeaderFail, Permanent: false},
+		{Err: status.Error(codes.Unavailable, "connection refused"), Permanent: false},
+		{Err: context.DeadlineExceeded, Permanent: false},
+		{Err: errors.New("etcd: no endpoint reachable within the dial timeout (5s)"), Permanent: false},
+	})
 }
 
 // TestAcquirePermanent: on a cluster with authentication on, an Acquire

@@ -2,18 +2,19 @@ package etcd
 
 import (
 	"fmt"
-	"strings"
 
-	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
 // plainOptions is Options without methods: printed, it does not call back.
 type plainOptions Options
 
-// printed is the options with their secrets redacted, as they print.
+// printed is the options as they print: Password as xxxxx when set, and
+// an endpoint holding an @ (which New refuses) as xxxxx.
 func (o Options) printed() redact.Value {
-	return redact.Value{Name: "etcd.Options", Plain: plainOptions(o.redacted())}
+	o.Password = redact.Secret(o.Password)
+	o.Endpoints = redact.Addrs(o.Endpoints)
+	return redact.Value{Name: "etcd.Options", Plain: plainOptions(o)}
 }
 
 // String describes the options with Password shown as xxxxx when set (and
@@ -32,19 +33,6 @@ func (o Options) Format(f fmt.State, verb rune) { o.printed().Format(f, verb) }
 // MarshalJSON encodes the options with their secrets redacted as in String
 // (encoding/json, and zap's JSON encoder).
 func (o Options) MarshalJSON() ([]byte, error) { return o.printed().MarshalJSON() }
-
-func (o Options) redacted() Options {
-	if o.Password != "" {
-		o.Password = config.Redacted
-	}
-	o.Endpoints = append([]string(nil), o.Endpoints...)
-	for i, e := range o.Endpoints {
-		if strings.Contains(e, "@") { // perhaps a URL with a password
-			o.Endpoints[i] = config.Redacted
-		}
-	}
-	return o
-}
 
 // A *Driver prints, marshals and logs as its Options do — the password
 // redacted — and nothing else: its client configuration holds the

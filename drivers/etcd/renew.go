@@ -30,14 +30,11 @@ type renewal struct {
 // transaction each, after its old lease was renewed, several at once); a
 // lock of another driver is extended on its own.
 func (d *Driver) Renew(ctx context.Context, batch []drivers.Lease) []drivers.RenewResult {
-	res := make([]drivers.RenewResult, len(batch))
 	cli, cctx, done, err := d.call(ctx)
 	if err != nil {
-		for i := range res {
-			res[i].Err = err
-		}
-		return res
+		return drivers.RenewFailed(len(batch), err)
 	}
+	res := make([]drivers.RenewResult, len(batch))
 	defer done()
 	var rs []renewal
 	defer func() {

@@ -2,6 +2,8 @@ package etcd
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
@@ -17,14 +19,8 @@ func (d *Driver) Subscribe(_ context.Context, fn func(drivers.Event)) (func(), e
 	if d.closed {
 		return nil, ErrClosed
 	}
-	d.subID++
-	id := d.subID
-	d.subs[id] = fn
-	return func() {
-		d.mu.Lock()
-		delete(d.subs, id)
-		d.mu.Unlock()
-	}, nil
+	remove := d.subs.Add(fn)
+	return func() { remove() }, nil
 }
 
 // leaseGone forgets l, which the cluster no longer has, and reports every
@@ -34,14 +30,7 @@ func (d *Driver) leaseGone(l *lease) {
 	l.setGone()
 	d.leases.drop(l)
 	d.mu.Lock()
-	ents := make([]*entry, 0, len(d.entries))
-	for _, e := range d.entries {
-		ents = append(ents, e)
-	}
-	fns := make([]func(drivers.Event), 0, len(d.subs))
-	for _, fn := range d.subs {
-		fns = append(fns, fn)
-	}
+	ents := slices.Collect(maps.Values(d.entries))
 	d.mu.Unlock()
 	var lost []drivers.Event
 	for _, e := range ents {
@@ -58,7 +47,7 @@ func (d *Driver) leaseGone(l *lease) {
 		}
 		e.mu.unlock()
 	}
-	if len(lost) == 0 || len(fns) == 0 {
+	if len(lost) == 0 || d.subs.Len() == 0 {
 		return
 	}
 	// From a goroutine of the driver's: the caller may hold locks that a
@@ -68,11 +57,5 @@ func (d *Driver) leaseGone(l *lease) {
 	if d.closed {
 		return
 	}
-	d.wg.Go(func() {
-		for _, ev := range lost {
-			for _, fn := range fns {
-				fn(ev)
-			}
-		}
-	})
+	d.wg.Go(func() { d.subs.Publish(lost...) })
 }

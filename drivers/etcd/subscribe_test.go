@@ -31,7 +31,7 @@ func TestLeaseRevokedReportsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Poll(t, 10*time.Second, "the subscription", func() bool { d.mu.Lock(); defer d.mu.Unlock(); return len(d.subs) == 1 })
+	testutil.Poll(t, 10*time.Second, "the subscription", func() bool { return d.subs.Len() == 1 })
 
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second})
 	if err != nil {

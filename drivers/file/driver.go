@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Compile-time checks of the capabilities the driver implements.
@@ -41,8 +42,7 @@ type Driver struct {
 	closed bool
 	held   map[heldKey]*holder
 	busy   map[string]busyEntry // lock file name → key, for keys found held recently
-	subs   map[int]func(drivers.Event)
-	nextID int
+	subs   kit.Listeners
 	watch  *watcher
 	// retired are dead watchers (their directory went) replaced by watch,
 	// whose goroutines may still be delivering their last events: Close
@@ -77,7 +77,6 @@ func New(opts Options) (*Driver, error) {
 		lk:   newLocker(opts),
 		held: make(map[heldKey]*holder),
 		busy: make(map[string]busyEntry),
-		subs: make(map[int]func(drivers.Event)),
 	}, nil
 }
 
@@ -178,30 +177,23 @@ func checkToken(token string) error {
 	return nil
 }
 
-func (d *Driver) checkOpen() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return ErrClosed
-	}
-	return nil
-}
+func (d *Driver) checkOpen() error { return kit.CheckOpen(&d.mu, &d.closed) }
 
 // Close closes the file descriptors of the locks the driver still holds
 // (which frees them for other processes at once, as the end of the process
 // would) and stops the wake-up watcher. Later calls fail with ErrClosed.
 func (d *Driver) Close(ctx context.Context) error {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
+	var (
+		hs map[heldKey]*holder
+		ws []*watcher
+	)
+	if !kit.CloseOnce(&d.mu, &d.closed, func() {
+		hs, d.held = d.held, nil
+		ws = d.takeWatchers()
+		d.subs.Clear()
+	}) {
 		return nil
 	}
-	d.closed = true
-	hs := d.held
-	d.held = nil
-	ws := d.takeWatchers()
-	clear(d.subs)
-	d.mu.Unlock()
 	for _, h := range hs {
 		h.mu.Lock()
 		h.close()

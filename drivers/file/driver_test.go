@@ -18,11 +18,8 @@ import (
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT bounds a test's calls: 30 s.
+func ctxT(t testing.TB) context.Context { return testutil.Context(t, 30*time.Second) }
 
 func acquire(t testing.TB, d *file.Driver, key, token string, ttl time.Duration) drivers.AcquireResult {
 	t.Helper()

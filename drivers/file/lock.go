@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
 // maxFence is the largest fence granted: the holder's liveness byte is at
@@ -41,17 +43,21 @@ type locker interface {
 	mark() byte
 }
 
+// guardBackoff is the delays of a wait for a record's guard: the one retry
+// policy, on the scale of the few-microsecond critical section it guards.
+var guardBackoff = backoff.Policy{Start: 20 * time.Microsecond, Cap: time.Millisecond}
+
 // lockState takes the record's guard byte, retrying without blocking in the
 // kernel (so that a process stopped inside its critical section cannot hang
-// this one): a few yields, then sleeps growing from 20 µs to 1 ms, until ctx
-// ends or busyTimeout passes (ErrBusy).
+// this one): a few yields, then sleeps of guardBackoff (20 µs doubling to
+// 1 ms), until ctx ends or busyTimeout passes (ErrBusy).
 func lockState(ctx context.Context, lk locker, fd handle, busyTimeout time.Duration) error {
 	ok, err := lk.tryGuard(fd)
 	if ok || err != nil {
 		return err
 	}
 	deadline := time.Now().Add(busyTimeout)
-	delay := 20 * time.Microsecond
+	retry := guardBackoff.New()
 	for i := 0; ; i++ {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
@@ -59,8 +65,7 @@ func lockState(ctx context.Context, lk locker, fd handle, busyTimeout time.Durat
 		if i < 4 {
 			runtime.Gosched()
 		} else {
-			time.Sleep(delay)
-			delay = min(2*delay, time.Millisecond)
+			time.Sleep(retry.Next())
 		}
 		if ok, err := lk.tryGuard(fd); ok || err != nil {
 			return err

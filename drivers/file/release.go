@@ -189,13 +189,10 @@ func (d *Driver) extendRecord(fd handle, path, token string, ttl time.Duration, 
 // lease costs four system calls on the descriptor its holder keeps open; a
 // ctx that ends fails the leases not yet renewed.
 func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
-	out := make([]drivers.RenewResult, len(leases))
 	if err := d.checkOpen(); err != nil {
-		for i := range out {
-			out[i].Err = err
-		}
-		return out
+		return drivers.RenewFailed(len(leases), err)
 	}
+	out := make([]drivers.RenewResult, len(leases))
 	buf := bufs.Get().(*[recMax]byte)
 	defer bufs.Put(buf)
 	for i, l := range leases {
@@ -237,15 +234,17 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 }
 
 // inspectFD reads the record of the lock file at path, open at fd, without
-// the guard. A record torn by a concurrent write is read again, a few times.
+// the guard. A record torn by a concurrent write is read again, a few times,
+// after guardBackoff's delays.
 func (d *Driver) inspectFD(fd handle, path string, buf []byte) (drivers.LockInfo, bool, error) {
 	var rec record
 	var err error
+	retry := guardBackoff.New()
 	for range 8 {
 		if err = readRecord(d.lk, fd, buf, &rec); !errors.Is(err, ErrCorrupt) {
 			break
 		}
-		time.Sleep(10 * time.Microsecond)
+		time.Sleep(retry.Next())
 	}
 	if err != nil {
 		return drivers.LockInfo{}, false, err

@@ -39,42 +39,22 @@ func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(),
 	if d.closed {
 		return nil, ErrClosed
 	}
-	id := d.nextID
-	d.nextID++
-	d.subs[id] = fn
-	var once sync.Once
+	remove := d.subs.Add(fn)
 	return func() {
-		once.Do(func() {
-			d.mu.Lock()
-			delete(d.subs, id)
-			var ws []*watcher
-			if len(d.subs) == 0 {
-				ws = d.takeWatchers()
-			}
-			d.mu.Unlock()
-			for _, w := range ws {
-				w.stop()
-			}
-		})
+		d.mu.Lock()
+		var ws []*watcher
+		if remove() {
+			ws = d.takeWatchers()
+		}
+		d.mu.Unlock()
+		for _, w := range ws {
+			w.stop()
+		}
 	}, nil
 }
 
 // emit calls every subscriber with e, outside d.mu.
-func (d *Driver) emit(e drivers.Event) {
-	d.mu.Lock()
-	if len(d.subs) == 0 {
-		d.mu.Unlock()
-		return
-	}
-	fns := make([]func(drivers.Event), 0, len(d.subs))
-	for _, fn := range d.subs {
-		fns = append(fns, fn)
-	}
-	d.mu.Unlock()
-	for _, fn := range fns {
-		fn(e)
-	}
-}
+func (d *Driver) emit(e drivers.Event) { d.subs.Publish(e) }
 
 // recentlyBusy reports whether the lock file name was found held recently.
 func (d *Driver) recentlyBusy(name string) bool {
@@ -101,7 +81,7 @@ func (d *Driver) markBusy(name, key string) {
 		}
 	}
 	d.busy[name] = busyEntry{key: key, at: now}
-	start := (d.watch == nil || d.watch.dead) && len(d.subs) > 0
+	start := (d.watch == nil || d.watch.dead) && d.subs.Len() > 0
 	var w *watcher
 	if start {
 		if d.watch != nil {

@@ -136,13 +136,10 @@ func (d *Driver) extend(now time.Time, key, token string, ttl time.Duration) boo
 
 // Renew extends every lease.
 func (d *Driver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
-	out := make([]drivers.RenewResult, len(leases))
 	if err := ctx.Err(); err != nil {
-		for i := range out {
-			out[i].Err = err
-		}
-		return out
+		return drivers.RenewFailed(len(leases), err)
 	}
+	out := make([]drivers.RenewResult, len(leases))
 	now := time.Now()
 	for i, l := range leases {
 		out[i].Held = d.extend(now, l.Key, l.Token, l.TTL)

@@ -8,16 +8,18 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
 // plainOptions is Options without methods: printed, it does not call back.
 type plainOptions Options
 
-// printed is the options with their secrets redacted, as they print.
+// printed is the options as they print: the password, and the password of
+// the DSN, as xxxxx when set.
 func (o Options) printed() redact.Value {
-	return redact.Value{Name: "mysql.Options", Plain: plainOptions(o.redacted())}
+	o.Password = redact.Secret(o.Password)
+	o.DSN = redactDSN(o.DSN)
+	return redact.Value{Name: "mysql.Options", Plain: plainOptions(o)}
 }
 
 // String describes the options with the password, and the password of the
@@ -36,26 +38,19 @@ func (o Options) Format(f fmt.State, verb rune) { o.printed().Format(f, verb) }
 // (encoding/json, and zap's JSON encoder).
 func (o Options) MarshalJSON() ([]byte, error) { return o.printed().MarshalJSON() }
 
-func (o Options) redacted() Options {
-	if o.Password != "" {
-		o.Password = config.Redacted
-	}
-	if o.DSN != "" {
-		o.DSN = redactDSN(o.DSN)
-	}
-	return o
-}
-
 // redactDSN replaces the password of a DSN with xxxxx: what lies between
 // the first : and the last @ (go-sql-driver takes the last @ before the
 // last /; taking the last @ hides more when a parameter holds one). A DSN
 // without an @ has no password, unless it is malformed: then it is hidden
 // whole.
 func redactDSN(dsn string) string {
+	if dsn == "" {
+		return ""
+	}
 	at := strings.LastIndex(dsn, "@")
 	if at < 0 {
 		if _, err := parseDSN(dsn); err != nil {
-			return config.Redacted
+			return redact.Mask
 		}
 		return dsn
 	}
@@ -63,7 +58,7 @@ func redactDSN(dsn string) string {
 	if !ok {
 		return dsn
 	}
-	return user + ":" + config.Redacted + dsn[at:]
+	return user + ":" + redact.Mask + dsn[at:]
 }
 
 // scrubPassword returns msg, or, when it contains the password (as is, or

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
@@ -16,19 +15,17 @@ import (
 // shown)" when the driver would refuse it or it is a key=value string (see
 // redactURL).
 
+// plainOptions has Options' fields but not their methods: no recursion.
+type plainOptions Options
+
 // redacted returns o with its secrets replaced.
 func (o Options) redacted() Options {
-	if o.Password != "" {
-		o.Password = config.Redacted
-	}
+	o.Password = redact.Secret(o.Password)
 	if o.URL != "" {
 		o.URL = redactURL(o.URL)
 	}
 	return o
 }
-
-// plainOptions has Options' fields but not their methods: no recursion.
-type plainOptions Options
 
 // printed is the options with their secrets redacted, as they print.
 func (o Options) printed() redact.Value {

@@ -7,6 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
+	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
 // Subscribe calls fn with a Released event for every release notified on the
@@ -15,7 +17,8 @@ import (
 // only the first of them, there), and a Lost event for every advisory lock
 // whose connection broke. The driver's LISTEN connection (one
 // for all subscriptions) is opened in the background and reopened after a
-// failure (with a backoff up to 5s), so Subscribe never fails for an
+// failure (after backoff.Default's delays: 50 ms doubling to 1 s,
+// jittered; back to 50 ms after a connection that lasted a minute), so Subscribe never fails for an
 // unreachable server or a pooler refusing LISTEN: waiters then poll. Keys
 // longer than 7999 bytes are released without a notification (PostgreSQL's
 // payload limit). In advisory mode releases notify only with MaxSessions 1
@@ -54,25 +57,13 @@ func (b *base) startListenerLocked() {
 	go b.listen(ctx, b.lisDone)
 }
 
-// publish calls the subscribers with evs.
-func (b *base) publish(evs ...drivers.Event) {
-	b.mu.Lock()
-	fns := make([]func(drivers.Event), 0, len(b.subs))
-	for _, fn := range b.subs {
-		fns = append(fns, fn)
-	}
-	b.mu.Unlock()
-	for _, ev := range evs {
-		for _, fn := range fns {
-			fn(ev)
-		}
-	}
-}
+// publish calls the subscribers with evs, outside b.mu.
+func (b *base) publish(evs ...drivers.Event) { kit.Publish(&b.mu, &b.subs, evs...) }
 
 // listen keeps a LISTEN connection until ctx ends.
 func (b *base) listen(ctx context.Context, done chan struct{}) {
 	defer close(done)
-	backoff := 100 * time.Millisecond
+	retry := backoff.Default.New()
 	for {
 		start := time.Now()
 		b.listenOnce(ctx)
@@ -80,14 +71,13 @@ func (b *base) listen(ctx context.Context, done chan struct{}) {
 			return
 		}
 		if time.Since(start) > time.Minute {
-			backoff = 100 * time.Millisecond
+			retry.Reset()
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-time.After(retry.Next()):
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 }
 

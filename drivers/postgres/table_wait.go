@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Waiting in table mode (Features.BlockingWait): in the row's queue, woken
@@ -43,15 +44,10 @@ type watchers struct {
 // wake-ups before its first attempt, so that a release between that attempt
 // and the wait is not missed.
 func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
-	deadline := time.Now().Add(req.Wait)
+	pace := kit.NewPacer(req.Wait)
+	defer pace.Stop()
 	wake := d.watch(req.Key)
 	defer d.unwatch(req.Key, wake)
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	deferUntil := time.Now().Add(queueDeferral)
 	for fast := true; ; fast = false {
 		// the first attempt tries the uncontended path; once the lock was
@@ -61,25 +57,17 @@ func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireReq
 		if err != nil || res.Acquired {
 			return res, err
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
+		delay := kit.PollDelay(res.HolderTTL)
+		if deferred {
+			delay = deferRetry
+		}
+		tick, ok := pace.After(delay)
+		if !ok {
 			return res, nil
-		}
-		delay := min(left, WaitPollInterval)
-		switch {
-		case deferred:
-			delay = min(left, deferRetry)
-		case res.HolderTTL > 0 && res.HolderTTL < delay:
-			delay = res.HolderTTL + time.Millisecond
-		}
-		if timer == nil {
-			timer = time.NewTimer(delay)
-		} else {
-			timer.Reset(delay)
 		}
 		select {
 		case <-wake:
-		case <-timer.C:
+		case <-tick:
 		case <-ctx.Done():
 			return res, nil
 		}

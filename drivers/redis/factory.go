@@ -1,8 +1,6 @@
 package redis
 
 import (
-	"reflect"
-
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
@@ -24,56 +22,17 @@ const Type = "redis"
 // *goredis.ClusterClient (see NewWithClient): a Ring, an AutoPipeliner or
 // another wrapper is an error at driver.client.
 func Factory() drivers.Factory {
-	return drivers.Factory{
-		Type:       Type,
-		New:        newFromSpec,
-		ClientType: reflect.TypeFor[goredis.UniversalClient](),
+	f := kit.Factory[Options, goredis.UniversalClient, *Driver]{
+		Client: "a redis.UniversalClient",
+		ConnectionKeys: []string{"url", "addrs", "masterName", "sentinelUsername", "sentinelPassword", "cluster",
+			"username", "password", "db", "tls", "dialTimeout", "commandTimeout", "poolSize", "maxRetries"},
+		New:           func(o Options, _ *zap.Logger) (*Driver, error) { return New(o) },
+		NewWithClient: NewWithClient,
 	}
-}
-
-var factory = kit.Factory[Options, goredis.UniversalClient, *Driver]{
-	Client:        "a redis.UniversalClient",
-	ConnectionKey: connectionKey,
-	New:           func(o Options, _ *zap.Logger) (*Driver, error) { return New(o) },
-	NewWithClient: NewWithClient,
-}
-
-func newFromSpec(spec drivers.Spec) (drivers.Driver, error) {
-	LogTo(spec.Logger)
-	return factory.Build(spec)
-}
-
-// connectionKey names a connection option set in opts, or "".
-func connectionKey(o Options) string {
-	switch {
-	case o.URL != "":
-		return "url"
-	case len(o.Addrs) > 0:
-		return "addrs"
-	case o.MasterName != "":
-		return "masterName"
-	case o.SentinelUsername != "":
-		return "sentinelUsername"
-	case o.SentinelPassword != "":
-		return "sentinelPassword"
-	case o.Cluster:
-		return "cluster"
-	case o.Username != "":
-		return "username"
-	case o.Password != "":
-		return "password"
-	case o.DB != 0:
-		return "db"
-	case o.TLS || o.TLSInsecureSkipVerify || o.TLSCAFile != "" || o.TLSServerName != "":
-		return "tls"
-	case o.DialTimeout != 0:
-		return "dialTimeout"
-	case o.CommandTimeout != 0:
-		return "commandTimeout"
-	case o.PoolSize != 0:
-		return "poolSize"
-	case o.MaxRetries != 0:
-		return "maxRetries"
+	typed := f.Of(Type)
+	typed.New = func(spec drivers.Spec) (drivers.Driver, error) {
+		LogTo(spec.Logger)
+		return f.Build(spec)
 	}
-	return ""
+	return typed
 }

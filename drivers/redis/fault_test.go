@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -33,17 +33,8 @@ func newMutexWith(t testing.TB, opts Options) *component.Mutex {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := component.New(component.Options{Driver: d, Prefix: "redistest:", TTL: faultTTL, RetryDelay: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = m.Close(ctx)
-		_ = d.Close(ctx)
-	})
-	return m
+	drivertest.CloseAtEnd(t, d)
+	return drivertest.Mutex(t, component.Options{Driver: d, Prefix: "redistest:", TTL: faultTTL, RetryDelay: 10 * time.Millisecond})
 }
 
 // lostBy waits for l's lost signal and fails unless it fires by deadline.
@@ -152,17 +143,7 @@ func TestConnectionFaults(t *testing.T) {
 func TestHolderProcessKilled(t *testing.T) {
 	name := "holder-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	cmd := testutil.Child(t, "hold", "REDISTEST_ADDR="+testutil.RedisAddr(), "REDISTEST_NAME="+name)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	line := testutil.StartChild(t, cmd)
 	childFence, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(line), "held "), 10, 64)
 	if err != nil {
 		t.Fatalf("child said %q", line)

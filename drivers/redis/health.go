@@ -12,6 +12,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
 // ErrUnavailable is returned at once, without a network call, while the
@@ -22,8 +24,10 @@ import (
 // instead of each waiting for a dial or read timeout.
 var ErrUnavailable = errors.New("redis: unreachable, reconnecting")
 
-// probeInterval is the pause between two probes of a down server.
-const probeInterval = 200 * time.Millisecond
+// probeBackoff is the pause between two probes of a down server: the one
+// retry policy, capped at 200 ms, as every call to the server fails until
+// a probe finds it back.
+var probeBackoff = backoff.Policy{Start: backoff.DefaultStart, Cap: 200 * time.Millisecond}
 
 // probeTimeout bounds one probe (and so how long Close may wait for it).
 const probeTimeout = time.Second
@@ -236,6 +240,7 @@ func (n *node) ping(ctx context.Context) error {
 func (n *node) probe() {
 	d := n.h.d
 	defer d.wg.Done()
+	retry := probeBackoff.New()
 	for {
 		ctx, cancel := context.WithTimeout(d.ctx, probeTimeout)
 		err := n.ping(ctx)
@@ -258,7 +263,7 @@ func (n *node) probe() {
 		select {
 		case <-d.ctx.Done():
 			return
-		case <-time.After(probeInterval):
+		case <-time.After(retry.Next()):
 		}
 	}
 }

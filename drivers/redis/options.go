@@ -2,15 +2,14 @@ package redis
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Defaults of Options.
@@ -32,6 +31,18 @@ const (
 	// DefaultRenewBatch is the largest number of leases renewed by one
 	// script call.
 	DefaultRenewBatch = 1000
+)
+
+// Waiting in the store (Features.BlockingWait).
+const (
+	// WaitPollInterval is drivers.WaitPollInterval: how often a waiting
+	// Acquire retries when no release message wakes it.
+	WaitPollInterval = drivers.WaitPollInterval
+	// WaiterLiveness is drivers.WaiterLiveness: how long a queued waiter
+	// keeps its turn without retrying. One whose call ended (its context
+	// ended, or the store failed) leaves the queue as it returns (in the
+	// background), and is then passed over at once.
+	WaiterLiveness = drivers.WaiterLiveness
 )
 
 // ErrOptions reports invalid driver options. Errors wrapping it name the
@@ -322,13 +333,9 @@ func (o Options) tls(u *goredis.UniversalOptions) error {
 		u.TLSConfig.InsecureSkipVerify = true //nolint:gosec // explicit option
 	}
 	if o.TLSCAFile != "" {
-		pem, err := os.ReadFile(o.TLSCAFile)
+		pool, err := kit.CAPool(o.TLSCAFile)
 		if err != nil {
-			return fmt.Errorf("%w: tlsCAFile: %v", ErrOptions, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("%w: tlsCAFile: no PEM certificate in %s", ErrOptions, o.TLSCAFile)
+			return err
 		}
 		u.TLSConfig.RootCAs = pool
 	}

@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/drivertest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
@@ -17,34 +16,22 @@ import (
 // behind a standalone driver, an unknown Sentinel master and a bad
 // database number are permanent; fail-over and network errors are not.
 func TestPermanentErrors(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{errors.New("WRONGPASS invalid username-password pair or user is disabled."), true},
-		{errors.New("NOAUTH Authentication required."), true},
-		{errors.New("NOPERM User app has no permissions to run the 'evalsha' command"), true},
-		{fmt.Errorf("redis: acquire: %w", ErrClusterNode), true},
-		{&causeError{msg: "redis: sentinels know no master", err: errors.New("redis: nil"), is: errUnknownMaster}, true},
-		{errors.New("ERR DB index is out of range"), true},
-		{errors.New("READONLY You can't write against a read only replica."), false},
-		{errors.New("LOADING Redis is loading the dataset in memory"), false},
-		{errors.New("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), false},
-		{errors.New("CLUSTERDOWN The cluster is down"), false},
-		{errors.New("TRYAGAIN Multiple keys request during rehashing of slot"), false},
-		{fmt.Errorf("redis: acquire: %w", ErrUnavailable), false},
-		{fmt.Errorf("dial tcp: %w", syscall.ECONNREFUSED), false},
-		{context.DeadlineExceeded, false},
-	} {
-		got := permanent(tc.err)
-		if errors.Is(got, drivers.ErrPermanent) != tc.want || !errors.Is(got, tc.err) || got.Error() != tc.err.Error() {
-			t.Errorf("permanent(%q) = %v (permanent %v); want permanent %v, wrapping it, same message",
-				tc.err, got, errors.Is(got, drivers.ErrPermanent), tc.want)
-		}
-	}
-	if permanent(nil) != nil {
-		t.Error("permanent(nil) != nil")
-	}
+	drivertest.CheckPermanent(t, permanent, []drivertest.Classified{
+		{Err: errors.New("WRONGPASS invalid username-password pair or user is disabled."), Permanent: true},
+		{Err: errors.New("NOAUTH Authentication required."), Permanent: true},
+		{Err: errors.New("NOPERM User app has no permissions to run the 'evalsha' command"), Permanent: true},
+		{Err: fmt.Errorf("redis: acquire: %w", ErrClusterNode), Permanent: true},
+		{Err: &causeError{msg: "redis: sentinels know no master", err: errors.New("redis: nil"), is: errUnknownMaster}, Permanent: true},
+		{Err: errors.New("ERR DB index is out of range"), Permanent: true},
+		{Err: errors.New("READONLY You can't write against a read only replica."), Permanent: false},
+		{Err: errors.New("LOADING Redis is loading the dataset in memory"), Permanent: false},
+		{Err: errors.New("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), Permanent: false},
+		{Err: errors.New("CLUSTERDOWN The cluster is down"), Permanent: false},
+		{Err: errors.New("TRYAGAIN Multiple keys request during rehashing of slot"), Permanent: false},
+		{Err: fmt.Errorf("redis: acquire: %w", ErrUnavailable), Permanent: false},
+		{Err: fmt.Errorf("dial tcp: %w", syscall.ECONNREFUSED), Permanent: false},
+		{Err: context.DeadlineExceeded, Permanent: false},
+	})
 }
 
 // TestAcquirePermanentACL: on a server with ACL users, an Acquire waiting

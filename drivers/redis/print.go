@@ -3,24 +3,31 @@ package redis
 import (
 	"fmt"
 	"net/url"
-	"strings"
 
-	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
 // plainOptions is Options without methods: printed, it does not call back.
 type plainOptions Options
 
-// printed is the options with their secrets redacted, as they print.
+// printed is the options as they print: Password and SentinelPassword as
+// xxxxx when set, an address holding an @ (perhaps a URL with a password)
+// as xxxxx, and the URL's user part as xxxxx (the whole URL when it does
+// not parse cleanly: a password holding / ? # or @ would end the user part
+// early).
 func (o Options) printed() redact.Value {
-	return redact.Value{Name: "redis.Options", Plain: plainOptions(o.redacted())}
+	o.Password = redact.Secret(o.Password)
+	o.SentinelPassword = redact.Secret(o.SentinelPassword)
+	o.Addrs = redact.Addrs(o.Addrs)
+	o.URL = redactURL(o.URL)
+	return redact.Value{Name: "redis.Options", Plain: plainOptions(o)}
 }
 
 // String describes the options with Password and SentinelPassword shown as
-// xxxxx when set, and the URL's user part as xxxxx (the whole URL when it
-// does not parse cleanly: a password holding / ? # or @ would end the user
-// part early), so that what it returns never holds a password.
+// xxxxx when set, an address holding an @ as xxxxx, and the URL's user part
+// as xxxxx (the whole URL when it does not parse cleanly: a password holding
+// / ? # or @ would end the user part early), so that what it returns never
+// holds a password.
 func (o Options) String() string { return o.printed().String() }
 
 // GoString is String in Go syntax, for %#v (also when the options are
@@ -35,23 +42,6 @@ func (o Options) Format(f fmt.State, verb rune) { o.printed().Format(f, verb) }
 // (encoding/json, and zap's JSON encoder).
 func (o Options) MarshalJSON() ([]byte, error) { return o.printed().MarshalJSON() }
 
-func (o Options) redacted() Options {
-	if o.Password != "" {
-		o.Password = config.Redacted
-	}
-	if o.SentinelPassword != "" {
-		o.SentinelPassword = config.Redacted
-	}
-	o.URL = redactURL(o.URL)
-	o.Addrs = append([]string(nil), o.Addrs...)
-	for i, a := range o.Addrs {
-		if strings.Contains(a, "@") { // not an address: perhaps a URL with a password
-			o.Addrs[i] = config.Redacted
-		}
-	}
-	return o
-}
-
 // redactURL replaces the user part of a URL (name and password: a password
 // alone is sometimes written in the name's place) with xxxxx, or the whole
 // URL when its user part cannot be told for sure.
@@ -61,10 +51,10 @@ func redactURL(raw string) string {
 	}
 	parsed, err := url.Parse(raw)
 	if err != nil || misplacedAt(raw) || !hasPrefixFold(raw, parsed.Scheme+"://") || parsed.Opaque != "" {
-		return config.Redacted
+		return redact.Mask
 	}
 	if parsed.User != nil {
-		parsed.User = url.User(config.Redacted)
+		parsed.User = url.User(redact.Mask)
 	}
 	return parsed.String()
 }

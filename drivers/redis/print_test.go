@@ -1,9 +1,6 @@
 package redis
 
 import (
-	"encoding/hex"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/mutexfx/mutexfx/internal/testutil"
@@ -14,53 +11,16 @@ import (
 // that a password is set (xxxxx), never the password nor a URL's user part.
 func TestOptionsPrintNoSecret(t *testing.T) {
 	const secret = "S3cr3tPW"
-	type wrapper struct{ Opts Options }
-	for _, tc := range []struct {
-		name string
-		o    Options
-		show []string // what printing must still show
-	}{
-		{"password", Options{Addrs: []string{"cache.example:6379"}, Username: "app", Password: secret}, []string{"cache.example:6379", "xxxxx"}},
-		{"sentinel password", Options{Addrs: []string{"s1.example:26379"}, MasterName: "m", SentinelPassword: secret}, []string{"s1.example:26379", "xxxxx"}},
-		{"url", Options{URL: "redis://u:" + secret + "@cache.example:6379/2?dial_timeout=3s"}, []string{"redis://xxxxx@cache.example:6379/2?dial_timeout=3s"}},
-		{"url password only", Options{URL: "redis://:" + secret + "@cache.example:6379"}, []string{"redis://xxxxx@cache.example:6379"}},
-		{"url password as user", Options{URL: "rediss://" + secret + "@cache.example:6379"}, []string{"rediss://xxxxx@cache.example:6379"}},
-		{"url with / in the password", Options{URL: "redis://u:ab/" + secret + "@cache.example:6379"}, []string{"URL:xxxxx"}},
-		{"url with an escaped password", Options{URL: "redis://u:%53" + secret[1:] + "@cache.example:6379"}, []string{"redis://xxxxx@cache.example:6379"}},
-		{"url that does not parse", Options{URL: "redis://u:" + secret + "@cache.example:port"}, []string{"URL:xxxxx"}},
-		{"url without scheme", Options{URL: "u:" + secret + "@cache.example:6379"}, []string{"URL:xxxxx"}},
-		{"url without user", Options{URL: "redis://cache.example:6379/1"}, []string{"redis://cache.example:6379/1"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := tc.o
-			printed := testutil.Printed(map[string]any{"redis.Options": o, "*redis.Options": &o, "redis.wrapper": wrapper{o}})
-			for how, s := range printed {
-				if strings.Contains(s, secret) || strings.Contains(s, secret[1:]) || strings.Contains(s, hex.EncodeToString([]byte(secret))) {
-					t.Errorf("%s shows the password: %s", how, s)
-				}
-				if strings.HasSuffix(how, "%x") {
-					continue
-				}
-				for _, w := range tc.show {
-					if w = strings.ReplaceAll(w, "URL:", urlField(how)); !strings.Contains(s, w) {
-						t.Errorf("%s does not show %q: %s", how, w, s)
-					}
-				}
-			}
-		})
-	}
-	if s := fmt.Sprintf("%#v", Options{Password: "p"}); !strings.HasPrefix(s, "redis.Options{") || !strings.Contains(s, `Password:"xxxxx"`) {
-		t.Errorf("%%#v = %s; want redis.Options{... Password:\"xxxxx\" ...}", s)
-	}
-}
-
-// urlField is how a printed form of Options names the URL field.
-func urlField(how string) string {
-	switch {
-	case strings.HasSuffix(how, "%#v"):
-		return `URL:"`
-	case strings.Contains(how, "json") || strings.Contains(how, "zap.Reflect") || strings.Contains(how, "wrapper zap.Any"):
-		return `"URL":"`
-	}
-	return "URL:"
+	testutil.CheckOptionsPrinted(t, "redis.Options", secret, []testutil.PrintCase[Options]{
+		{Name: "password", Options: Options{Addrs: []string{"cache.example:6379"}, Username: "app", Password: secret}, Show: []string{"cache.example:6379", "Password:xxxxx"}},
+		{Name: "sentinel password", Options: Options{Addrs: []string{"s1.example:26379"}, MasterName: "m", SentinelPassword: secret}, Show: []string{"s1.example:26379", "SentinelPassword:xxxxx"}},
+		{Name: "url", Options: Options{URL: "redis://u:" + secret + "@cache.example:6379/2?dial_timeout=3s"}, Show: []string{"redis://xxxxx@cache.example:6379/2?dial_timeout=3s"}},
+		{Name: "url password only", Options: Options{URL: "redis://:" + secret + "@cache.example:6379"}, Show: []string{"redis://xxxxx@cache.example:6379"}},
+		{Name: "url password as user", Options: Options{URL: "rediss://" + secret + "@cache.example:6379"}, Show: []string{"rediss://xxxxx@cache.example:6379"}},
+		{Name: "url with / in the password", Options: Options{URL: "redis://u:ab/" + secret + "@cache.example:6379"}, Show: []string{"URL:xxxxx"}},
+		{Name: "url with an escaped password", Options: Options{URL: "redis://u:%53" + secret[1:] + "@cache.example:6379"}, Show: []string{"redis://xxxxx@cache.example:6379"}},
+		{Name: "url that does not parse", Options: Options{URL: "redis://u:" + secret + "@cache.example:port"}, Show: []string{"URL:xxxxx"}},
+		{Name: "url without scheme", Options: Options{URL: "u:" + secret + "@cache.example:6379"}, Show: []string{"URL:xxxxx"}},
+		{Name: "url without user", Options: Options{URL: "redis://cache.example:6379/1"}, Show: []string{"redis://cache.example:6379/1"}},
+	})
 }

@@ -2,12 +2,12 @@ package redis
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // subscription is the driver's one Pub/Sub connection on its own release
@@ -18,9 +18,7 @@ type subscription struct {
 	cancel context.CancelFunc // cuts the initial SUBSCRIBE short
 	done   chan struct{}      // closed when the delivery goroutine ends
 
-	mu        sync.Mutex
-	listeners map[int]func(drivers.Event)
-	next      int
+	listeners kit.Listeners
 }
 
 // Subscribe calls fn with a Released event whenever a lock is released
@@ -45,33 +43,21 @@ func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(),
 		d.sub = d.startSubscription()
 	}
 	sub := d.sub
-	sub.mu.Lock()
-	id := sub.next
-	sub.next++
-	sub.listeners[id] = fn
-	sub.mu.Unlock()
+	remove := sub.listeners.Add(fn)
 	d.mu.Unlock()
 
-	var once sync.Once
 	return func() {
-		once.Do(func() {
-			d.mu.Lock()
-			sub.mu.Lock()
-			delete(sub.listeners, id)
-			last := len(sub.listeners) == 0
-			sub.mu.Unlock()
-			if last && d.sub == sub {
-				d.sub = nil
-			} else {
-				last = false
-			}
-			d.mu.Unlock()
-			if last {
-				ctx, cancel := context.WithTimeout(context.Background(), DefaultCommandTimeout)
-				defer cancel()
-				_ = sub.stop(ctx)
-			}
-		})
+		d.mu.Lock()
+		last := remove() && d.sub == sub
+		if last {
+			d.sub = nil
+		}
+		d.mu.Unlock()
+		if last {
+			ctx, cancel := context.WithTimeout(context.Background(), DefaultCommandTimeout)
+			defer cancel()
+			_ = sub.stop(ctx)
+		}
 	}, nil
 }
 
@@ -82,9 +68,8 @@ func (d *Driver) startSubscription() *subscription {
 	sub := &subscription{
 		cancel: cancel,
 		// No channel yet: this connects nothing. The goroutine subscribes.
-		ps:        d.client.Subscribe(d.ctx),
-		done:      make(chan struct{}),
-		listeners: map[int]func(drivers.Event){},
+		ps:   d.client.Subscribe(d.ctx),
+		done: make(chan struct{}),
 	}
 	go sub.run(ctx, d.channel(), d.message)
 	return sub
@@ -107,12 +92,7 @@ func (s *subscription) run(ctx context.Context, channel string, handle func(payl
 		if !ok {
 			continue
 		}
-		ev := drivers.Event{Kind: drivers.Released, Key: key}
-		s.mu.Lock()
-		for _, fn := range s.listeners {
-			fn(ev)
-		}
-		s.mu.Unlock()
+		s.listeners.Publish(drivers.Event{Kind: drivers.Released, Key: key})
 	}
 }
 

@@ -8,18 +8,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
-)
-
-// Waiting in the store (Features.BlockingWait).
-const (
-	// WaitPollInterval is drivers.WaitPollInterval: how often a waiting
-	// Acquire retries when no release message wakes it.
-	WaitPollInterval = drivers.WaitPollInterval
-	// WaiterLiveness is drivers.WaiterLiveness: how long a queued waiter
-	// keeps its turn without retrying. One whose call ended (its context
-	// ended, or the store failed) leaves the queue as it returns (in the
-	// background), and is then passed over at once.
-	WaiterLiveness = drivers.WaiterLiveness
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // endedMemory is how long a driver remembers a waiting call that returned
@@ -66,15 +55,10 @@ func (d *Driver) granted(w *watch) uint64 {
 // to a call that has returned; should that fail, a lock handed to it all
 // the same is released when its message comes (see message).
 func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
-	deadline := time.Now().Add(req.Wait)
+	pace := kit.NewPacer(req.Wait)
+	defer pace.Stop()
 	w := d.watch(req.Key, req.Token)
 	defer func() { d.unwatch(req, w, res.Acquired) }()
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	for attempt := 0; ; attempt++ {
 		res, err = d.acquireOnce(ctx, req, true)
 		if err != nil {
@@ -87,25 +71,16 @@ func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest)
 		if res.Acquired {
 			return res, nil
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
+		tick, ok := pace.After(kit.PollDelay(res.HolderTTL))
+		if !ok {
 			return d.leaveNow(ctx, req, res)
-		}
-		delay := min(left, WaitPollInterval)
-		if res.HolderTTL > 0 && res.HolderTTL < delay {
-			delay = res.HolderTTL + time.Millisecond
-		}
-		if timer == nil {
-			timer = time.NewTimer(delay)
-		} else {
-			timer.Reset(delay) // Go 1.23+ timers: no stale value to drain
 		}
 		select {
 		case <-w.wake:
 			if f := d.granted(w); f != 0 {
 				return d.confirmHandoff(ctx, req, drivers.AcquireResult{Acquired: true, Fence: f})
 			}
-		case <-timer.C:
+		case <-tick:
 		case <-ctx.Done():
 			d.leaveLater(req)
 			return res, nil

@@ -3,6 +3,8 @@ package redact
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Value prints, formats and marshals a value with its secrets redacted:
@@ -74,4 +76,29 @@ func (o Owner) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Options json.Marshaler `json:"options"`
 	}{o.Options})
+}
+
+// Mask replaces a secret's value wherever one is printed
+// (config.Redacted).
+const Mask = "xxxxx"
+
+// Secret returns Mask for a secret that is set, "" for one that is not.
+func Secret(s string) string {
+	if s == "" {
+		return ""
+	}
+	return Mask
+}
+
+// Addrs returns a copy of addrs with Mask for each address holding an @:
+// not an address but perhaps a URL with a password (the drivers refuse
+// it).
+func Addrs(addrs []string) []string {
+	out := slices.Clone(addrs)
+	for i, a := range out {
+		if strings.Contains(a, "@") {
+			out[i] = Mask
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ package kit
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"go.uber.org/zap"
@@ -28,6 +29,10 @@ type Factory[O, C any, D drivers.Driver] struct {
 	// ConnectionKey, when set, names a connection option set in the
 	// options, which the application's client makes meaningless, or "".
 	ConnectionKey func(O) string
+	// ConnectionKeys, when set (in place of ConnectionKey), are the
+	// configuration keys of the connection options, in the order errors
+	// name them: see SetKey.
+	ConnectionKeys []string
 	// ClientOptions says why ConnectionKey's option is refused; default
 	// "the client's own options apply".
 	ClientOptions string
@@ -35,6 +40,12 @@ type Factory[O, C any, D drivers.Driver] struct {
 	New func(opts O, log *zap.Logger) (D, error)
 	// NewWithClient builds a driver on the application's client.
 	NewWithClient func(client C, opts O) (D, error)
+}
+
+// Of returns the drivers.Factory of driver type typ: Build as its New,
+// C as its ClientType.
+func (f Factory[O, C, D]) Of(typ string) drivers.Factory {
+	return drivers.Factory{Type: typ, New: f.Build, ClientType: reflect.TypeFor[C]()}
 }
 
 // Build decodes spec.Options into O (unknown keys are errors), refuses a
@@ -60,8 +71,8 @@ func (f Factory[O, C, D]) Build(spec drivers.Spec) (drivers.Driver, error) {
 		if !ok {
 			return nil, options(config.Errorf(config.Join(spec.Path, "client"), "is a %T, not %s", spec.Client, f.Client))
 		}
-		if f.ConnectionKey != nil {
-			if k := f.ConnectionKey(opts); k != "" {
+		if f.ConnectionKey != nil || f.ConnectionKeys != nil {
+			if k := f.connectionKey(opts); k != "" {
 				why := f.ClientOptions
 				if why == "" {
 					why = "the client's own options apply"
@@ -77,6 +88,32 @@ func (f Factory[O, C, D]) Build(spec drivers.Spec) (drivers.Driver, error) {
 		return nil, SpecError(spec.Path, err)
 	}
 	return d, nil
+}
+
+// connectionKey names a connection option set in opts, or "".
+func (f Factory[O, C, D]) connectionKey(opts O) string {
+	if f.ConnectionKey != nil {
+		return f.ConnectionKey(opts)
+	}
+	return SetKey(opts, f.ConnectionKeys...)
+}
+
+// SetKey returns the first of keys that names a field of the struct opts
+// that is set (not its zero value), or "". A key names the field whose
+// koanf tag it is, and the fields whose tags start with it followed by an
+// upper-case letter: "tls" names tls, tlsCAFile, tlsServerName, ….
+func SetKey(opts any, keys ...string) string {
+	v := reflect.ValueOf(opts)
+	for _, k := range keys {
+		for i := range v.NumField() {
+			tag := v.Type().Field(i).Tag.Get("koanf")
+			rest, ok := strings.CutPrefix(tag, k)
+			if ok && (rest == "" || rest[0] >= 'A' && rest[0] <= 'Z') && !v.Field(i).IsZero() {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 // options returns a *config.Error as an invalid option: it reads and

@@ -1,0 +1,53 @@
+package drivertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// Mutex returns a component built with opts (on opts.Driver), closed
+// (within 5 s) when the test ends, before the test's earlier cleanups
+// (such as its driver's Close) run.
+func Mutex(t testing.TB, opts component.Options) *component.Mutex {
+	t.Helper()
+	m, err := component.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	CloseAtEnd(t, m)
+	return m
+}
+
+// CloseAtEnd closes c (a driver, a component), within 5 s, when the test
+// ends, before the test's earlier cleanups run.
+func CloseAtEnd(t testing.TB, c interface{ Close(context.Context) error }) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+}
+
+// Link is a test's link to its store that it can stall (a
+// testutil.Proxy): Stall stops it, Resume heals it, Blocked reports how
+// many of its directions hold bytes back.
+type Link interface {
+	Stall()
+	Resume()
+	Blocked() int
+}
+
+// CloseCutsStalled is CloseCutsStalledDial when firstDial, else
+// CloseCutsStalledCall, on d reaching its store through link.
+func CloseCutsStalled(t *testing.T, d drivers.Driver, errClosed error, link Link, firstDial bool) {
+	t.Helper()
+	if firstDial {
+		CloseCutsStalledDial(t, d, errClosed, link.Stall, link.Resume, link.Blocked)
+		return
+	}
+	CloseCutsStalledCall(t, d, errClosed, link.Stall, link.Resume, link.Blocked)
+}

@@ -1,0 +1,54 @@
+package kit
+
+import (
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// Pacer paces the attempts of a waiting Acquire that keeps its turn in the
+// store's queue by retrying (Features.BlockingWait): it ends the wait at
+// its deadline and owns the one timer of the wait. Call Stop when done.
+type Pacer struct {
+	deadline time.Time
+	timer    *time.Timer
+}
+
+// NewPacer returns the pacing of a wait of the given length, from now.
+func NewPacer(wait time.Duration) *Pacer {
+	return &Pacer{deadline: time.Now().Add(wait)}
+}
+
+// PollDelay is the delay before a waiting Acquire's next attempt when no
+// wake-up comes: drivers.WaitPollInterval, or just past the holder's
+// remaining ttl when that ends first (holderTTL 0: not told).
+func PollDelay(holderTTL time.Duration) time.Duration {
+	if holderTTL > 0 && holderTTL < drivers.WaitPollInterval {
+		return holderTTL + time.Millisecond
+	}
+	return drivers.WaitPollInterval
+}
+
+// After returns a channel that receives once delay has passed, or at the
+// deadline if sooner, and false when the deadline has passed: the wait is
+// over.
+func (p *Pacer) After(delay time.Duration) (<-chan time.Time, bool) {
+	left := time.Until(p.deadline)
+	if left <= 0 {
+		return nil, false
+	}
+	delay = min(delay, left)
+	if p.timer == nil {
+		p.timer = time.NewTimer(delay)
+	} else {
+		p.timer.Reset(delay) // Go 1.23+ timers: no stale value to drain
+	}
+	return p.timer.C, true
+}
+
+// Stop releases the timer.
+func (p *Pacer) Stop() {
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+}
