@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/backoff"
 	"go.uber.org/zap"
 )
 
@@ -142,7 +143,7 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 		case r.Err != nil:
 			m.tel.renewFailed(l)
 			l.failures++
-			d := min(min(m.opts.RetryDelay, maxRetryDelay)<<min(l.failures, 10), maxRetryDelay)
+			d := backoff.Policy{Start: m.opts.RetryDelay, Cap: maxRetryDelay}.Step(l.failures)
 			if left := time.Until(l.expiry); d >= left {
 				// The doubled delay would pass the expiry: retry
 				// within half the time left instead, so that a short
@@ -150,7 +151,7 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 				// tenth of the ttl or 20 ms, whichever is less.
 				d = max(left/2, min(l.ttl/10, 20*time.Millisecond))
 			}
-			retry := d/2 + time.Duration(u*float64(d/2)) // between d/2 and d
+			retry := backoff.Draw(d, u) // between d/2 and d
 			l.due = time.Now().Add(retry)
 			m.log.Warn("mutex renewal failed, retrying until the lock's expiry",
 				zap.String("lock", l.name), zap.Int("failures", l.failures),
