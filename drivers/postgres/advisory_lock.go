@@ -70,7 +70,7 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireR
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.held[h]
-	if s.dead || l == nil || !l.pending {
+	if s.dead.Load() || l == nil || !l.pending {
 		return 0, false, errors.New("postgres: connection lost while acquiring")
 	}
 	l.pending, l.fence, l.s = false, uint64(fence), s
@@ -154,8 +154,7 @@ func (d *advisoryDriver) releaseSlot(ctx context.Context, s *session) (context.C
 	if err := s.lock(bounded); err != nil {
 		cancel()
 		d.broken(s)
-		s.watch.stop()
-		s.closeOnce.Do(func() { _ = s.conn.PgConn().Conn().Close() })
+		s.cut()
 		return nil, nil, fmt.Errorf("postgres: the session holding the lock stayed busy: %w", ctx.Err())
 	}
 	return bounded, func() { s.unlock(); cancel() }, nil
@@ -167,7 +166,7 @@ func (d *advisoryDriver) ownLock(key, token string) (int64, *advLock) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.held[h]
-	if l == nil || l.pending || l.key != key || l.token != token || l.s == nil || l.s.dead {
+	if l == nil || l.pending || l.key != key || l.token != token || l.s == nil || l.s.dead.Load() {
 		return h, nil
 	}
 	return h, l
@@ -202,7 +201,7 @@ func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt stri
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.held[h] != l || s.dead {
+	if d.held[h] != l || s.dead.Load() {
 		return 0, err
 	}
 	if err == nil && n > 0 && next != "" {

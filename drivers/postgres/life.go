@@ -68,8 +68,8 @@ func (c *lifeConn) Close() error {
 	return c.Conn.Close()
 }
 
-// SyscallConn returns the raw connection: the watcher of a session's
-// socket (watch_linux.go) needs it.
+// SyscallConn returns the raw connection: the hang-up watch of a session
+// (advisory_session.go) needs it.
 func (c *lifeConn) SyscallConn() (syscall.RawConn, error) {
 	sc, ok := c.Conn.(syscall.Conn)
 	if !ok {

@@ -173,6 +173,27 @@ func TestArmPeek(t *testing.T) {
 	})
 }
 
+// TestArmPeekBusy: a connection alternately armed with ArmPeek (idle) and
+// Arm (a statement runs) is not woken by the bytes that come while it is
+// armed with Arm (a reply); an ending message still waiting when ArmPeek
+// arms it again calls at once.
+func TestArmPeekBusy(t *testing.T) {
+	var w Watcher
+	defer w.Close()
+	end := func(b byte) bool { return b == 'E' }
+	a := arm(t, &w, end)
+	w.Arm(a.c, a.local, func() { a.called <- struct{}{} })
+	if _, err := a.peer.Write([]byte("E reply")); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, &w)
+	noCall(t, a.called, "bytes while armed for hang-ups only")
+	fn, called := signal()
+	w.ArmPeek(a.c, a.local, fn, end)
+	waitCall(t, called, "arming with ArmPeek over an ending message")
+	noCall(t, a.called, "the function armed before")
+}
+
 // TestClosed: a closed Watcher arms nothing and starts no goroutine again
 // (goleak checks).
 func TestClosed(t *testing.T) {
