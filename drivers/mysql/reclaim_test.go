@@ -6,47 +6,29 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-// reclaimTable opens a table-mode driver on a table of its own, dropped
-// when the test ends, and returns it with a count of the table's rows.
-func reclaimTable(t *testing.T) (Driver, func() int) {
-	t.Helper()
-	table := "mutexfx_reclaim_" + strings.ToLower(rand.Text()[:8])
-	admin := openDB(t, testutil.MySQLDSN())
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+table+", "+table+floorSuffix); err != nil {
-			t.Error(err)
+// TestTableReclaim checks the reclaimer (sqltest.Reclaim), each subtest
+// on a table of its own, dropped when it ends.
+func TestTableReclaim(t *testing.T) {
+	sqltest.Reclaim(t, func(t *testing.T) sqltest.ReclaimTable {
+		table := "mutexfx_reclaim_" + strings.ToLower(rand.Text()[:8])
+		admin := openDB(t, testutil.MySQLDSN())
+		t.Cleanup(func() {
+			if _, err := admin.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+table+", "+table+floorSuffix); err != nil {
+				t.Error(err)
+			}
+		})
+		d := openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: table})
+		return sqltest.ReclaimTable{
+			Driver: d,
+			Rows: func() (n int, err error) {
+				err = admin.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM "+table).Scan(&n)
+				return n, err
+			},
+			Sweep: func(ctx context.Context) error { _, err := tab(d).reclaimRows(ctx); return err },
 		}
 	})
-	count := func() int {
-		var c int
-		if err := admin.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM "+table).Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	return openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: table}), count
-}
-
-// TestTableReclaim: names acquired and released once each leave at most 1 %
-// of their rows one ttl after the last release.
-func TestTableReclaim(t *testing.T) {
-	d, count := reclaimTable(t)
-	testutil.CheckReclaim(t, d, count)
-}
-
-// TestTableReclaimFences: a name acquired again after its row was
-// reclaimed gets a higher fence, also while acquisitions race with
-// reclaims.
-func TestTableReclaimFences(t *testing.T) {
-	d, count := reclaimTable(t)
-	ctx := ctxT(t)
-	sweep := func(ctx context.Context) error {
-		_, err := tab(d).reclaimRows(ctx)
-		return err
-	}
-	testutil.FencesAfterReclaim(ctx, t, d, sweep, count)
-	testutil.FencesIncrease(ctx, t, d, sweep)
 }
