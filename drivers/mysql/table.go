@@ -47,7 +47,7 @@ func (d *tableDriver) Features() drivers.Features {
 // retrying cannot cure match drivers.ErrPermanent.
 func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	res, err := call(&d.core, ctx, func(ctx context.Context) (drivers.AcquireResult, error) {
-		if err := d.schema(ctx, d.ensureSchema); err != nil {
+		if err := d.ddl.Ensure(ctx, d.ensureSchema); err != nil {
 			return drivers.AcquireResult{}, err
 		}
 		return d.acquire(ctx, req)
@@ -203,8 +203,8 @@ func (d *tableDriver) tableExecRows(ctx context.Context, query string, got func(
 		res, err := d.exec(ctx, query, args)
 		if err != nil && missingTable(err) && !recreated {
 			recreated = true
-			d.schemaGone()
-			if err := d.schema(ctx, d.ensureSchema); err != nil {
+			d.ddl.Lost()
+			if err := d.ddl.Ensure(ctx, d.ensureSchema); err != nil {
 				return err
 			}
 			res, err = d.exec(ctx, query, args)

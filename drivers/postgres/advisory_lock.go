@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // take runs the lock statement for h and, on success, registers the lock
@@ -56,7 +57,7 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireR
 	}
 	if err != nil {
 		if sqlState(err) == "42P01" {
-			d.schemaLost()
+			d.ddl.Lost()
 		}
 		d.failed(ctx, s, h)
 		if ctx.Err() != nil {
@@ -86,7 +87,7 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireR
 // session's locks are all shown as held by its last acquisition's token
 // (none when that token names no holder).
 func (d *advisoryDriver) identify(ctx context.Context, s *session, token string) error {
-	id := identity(token)
+	id := sqlkit.Identity(token, maxIdentity)
 	if id == s.ident {
 		return nil
 	}
@@ -189,7 +190,7 @@ func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt stri
 	defer done()
 	var n int64
 	if err = s.conn.QueryRow(ctx, stmt, append([]any{h}, args...)...).Scan(&n); sqlState(err) == "42P01" {
-		d.schemaLost()
+		d.ddl.Lost()
 	}
 	if err != nil {
 		if d.settle(s) {

@@ -15,10 +15,11 @@ import (
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/hangup"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // session is a connection the advisory driver pins for its locks. Its
-// statements run one at a time (sem). Its locks (guarded by the driver's
+// statements run one at a time (slot). Its locks (guarded by the driver's
 // mu) end with it.
 //
 // The driver's hang-up watch (package hangup) tells it at once that the
@@ -33,9 +34,9 @@ import (
 // hang-ups only.
 type session struct {
 	conn   *pgx.Conn
-	sem    chan struct{} // holds one token while a statement runs
-	waiter bool          // may run blocking waits (not the main session)
-	ident  string        // the session's application_name, when identify set it (guarded by sem)
+	slot   sqlkit.Slot // held while a statement runs
+	waiter bool        // may run blocking waits (not the main session)
+	ident  string      // the session's application_name, when identify set it (guarded by slot)
 
 	hup    *hangup.Watcher // the driver's
 	hupC   hangup.Conn     // the connection's registration with hup
@@ -59,24 +60,20 @@ type advLock struct {
 
 // lock takes the session's statement slot, or fails with ctx.
 func (s *session) lock(ctx context.Context) error {
-	select {
-	case s.sem <- struct{}{}:
-		s.busy()
-		return nil
-	case <-ctx.Done():
+	if s.slot.LockContext(ctx, nil) != nil {
 		return ctx.Err()
 	}
+	s.busy()
+	return nil
 }
 
 // tryLock takes the session's statement slot if it is free.
 func (s *session) tryLock() bool {
-	select {
-	case s.sem <- struct{}{}:
-		s.busy()
-		return true
-	default:
+	if !s.slot.TryLock() {
 		return false
 	}
+	s.busy()
+	return true
 }
 
 // busy watches s for hang-ups only: a statement is about to run, whose
@@ -94,7 +91,7 @@ func (s *session) unlock() {
 	if s.sc != nil && !s.dead.Load() {
 		s.hup.ArmPeek(&s.hupC, s.sc, s.hungUp, func(first byte) bool { return first == 'E' })
 	}
-	<-s.sem
+	s.slot.Unlock()
 	if s.dead.Load() {
 		s.reap()
 	}
@@ -103,11 +100,9 @@ func (s *session) unlock() {
 // reap closes a dead session's connection unless a statement runs on it:
 // whoever runs it does when done (unlock), having seen it dead.
 func (s *session) reap() {
-	select {
-	case s.sem <- struct{}{}:
+	if s.slot.TryLock() {
 		s.closeConn(context.Background())
-		<-s.sem
-	default:
+		s.slot.Unlock()
 	}
 }
 
@@ -157,14 +152,14 @@ func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error
 	}
 	if err == nil {
 		if _, err = d.bootCheck(ctx, conn.PgConn()); sqlState(err) == "42P01" {
-			d.schemaLost() // the next dial creates the marker again
+			d.ddl.Lost() // the next dial creates the marker again
 		}
 	}
 	if err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	s := &session{conn: conn, sem: make(chan struct{}, 1), waiter: waiter, locks: map[int64]*advLock{},
+	s := &session{conn: conn, waiter: waiter, locks: map[int64]*advLock{},
 		hup: &d.hup, sc: socketOf(conn.PgConn().Conn())}
 	s.hungUp = func() { d.hungUp(s) }
 	return s, nil
@@ -228,13 +223,11 @@ func (d *advisoryDriver) kill(ctx context.Context, s *session) {
 // close closes the connection once its statement ends (bounded by ctx),
 // which frees its advisory locks in the server.
 func (s *session) close(ctx context.Context) error {
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
+	if s.slot.LockContext(ctx, nil) != nil {
 		s.cut() // a statement is stuck: close under it
 		return ctx.Err()
 	}
-	defer func() { <-s.sem }()
+	defer s.slot.Unlock()
 	s.hup.Forget(&s.hupC)
 	var err error
 	s.closeOnce.Do(func() { err = s.conn.Close(ctx) })
@@ -326,7 +319,7 @@ func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.sem <- struct{}{}
+	s.slot.Lock()
 	s.busy()
 	if !d.adopt(ctx, s, true) {
 		return nil, ErrClosed

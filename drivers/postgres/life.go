@@ -2,14 +2,11 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/mutexfx/mutexfx/internal/lifectx"
 )
 
 // The driver's life ends when Close's ctx ends or Close is done, whichever
@@ -23,21 +20,11 @@ import (
 
 // bind returns ctx, also cancelled (cause ErrClosed) when the driver's life
 // ends; call stop when done with it.
-func (b *base) bind(ctx context.Context) (context.Context, func()) {
-	return lifectx.Bind(ctx, b.life, ErrClosed)
-}
+func (b *base) bind(ctx context.Context) (context.Context, func()) { return b.life.Bind(ctx) }
 
 // closedErr marks err, the failure of a call made or cut while Close runs
 // or after it, as ErrClosed (closing the pool also cancels its dials).
-func (b *base) closedErr(err error) error {
-	if err == nil || errors.Is(err, ErrClosed) {
-		return err
-	}
-	if b.isClosed() {
-		return fmt.Errorf("%w: %w", ErrClosed, err)
-	}
-	return err
-}
+func (b *base) closedErr(err error) error { return b.life.ClosedErr(err) }
 
 // lifeDial wraps dial: connections fail to open once the driver's life has
 // ended, and those open then are closed.
@@ -52,7 +39,7 @@ func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
 			}
 			return nil, err
 		}
-		return &lifeConn{Conn: c, stop: context.AfterFunc(b.life, func() { _ = c.Close() })}, nil
+		return &lifeConn{Conn: c, stop: context.AfterFunc(b.life.Calls(), func() { _ = c.Close() })}, nil
 	}
 }
 

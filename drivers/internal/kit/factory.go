@@ -8,6 +8,7 @@ package kit
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"go.uber.org/zap"
@@ -77,6 +78,23 @@ func (f Factory[O, C, D]) Build(spec drivers.Spec) (drivers.Driver, error) {
 		return nil, SpecError(spec.Path, err)
 	}
 	return d, nil
+}
+
+// Driver returns the drivers.Factory of type typ whose New is Build and
+// whose client is of type C.
+func (f Factory[O, C, D]) Driver(typ string) drivers.Factory {
+	return drivers.Factory{Type: typ, ClientType: reflect.TypeFor[C](), New: f.Build}
+}
+
+// Of returns the Factory of a driver that logs nothing, built by newDriver
+// or, on the application's client (named client in errors: "a *sql.DB"),
+// by withClient.
+func Of[O, C any, D drivers.Driver](client string, newDriver func(O) (D, error), withClient func(C, O) (D, error)) Factory[O, C, D] {
+	return Factory[O, C, D]{
+		Client:        client,
+		New:           func(opts O, _ *zap.Logger) (D, error) { return newDriver(opts) },
+		NewWithClient: withClient,
+	}
 }
 
 // options returns a *config.Error as an invalid option: it reads and
