@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -69,10 +71,7 @@ func (c *core) subscribed() bool {
 
 func (c *core) emit(ev drivers.Event) {
 	c.subMu.Lock()
-	fns := make([]func(drivers.Event), 0, len(c.subs))
-	for _, fn := range c.subs {
-		fns = append(fns, fn)
-	}
+	fns := slices.Collect(maps.Values(c.subs))
 	c.subMu.Unlock()
 	for _, fn := range fns {
 		fn(ev)

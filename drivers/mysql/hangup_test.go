@@ -4,12 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net"
-	"strconv"
 	"testing"
 	"time"
-
-	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
@@ -22,12 +18,10 @@ import (
 // can tell the holder in time.
 func hangupTests(t testing.TB) sqltest.Hangup {
 	admin := openDB(t, testutil.MySQLDSN())
-	cfg, err := gomysql.ParseDSN(testutil.MySQLDSN())
-	if err != nil {
-		t.Fatal(err)
+	p, viaProxy := proxied(t, Options{ProbeInterval: time.Hour})
+	mutex := func(opts Options) func(testing.TB) *component.Mutex {
+		return func(t testing.TB) *component.Mutex { return newMutex(t, opts, time.Minute) }
 	}
-	p := testutil.NewProxy(t, cfg.Addr)
-	cfg.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Port()))
 	kill := func(ctx context.Context, t testing.TB, l *component.Lock) {
 		t.Helper()
 		var id int64
@@ -40,11 +34,8 @@ func hangupTests(t testing.TB) sqltest.Hangup {
 	}
 	return sqltest.Hangup{
 		Cases: []sqltest.HangupCase{
-			{Name: "KillConnection", DSN: testutil.MySQLDSN(), Fault: kill},
-			{Name: "ResetLink", DSN: cfg.FormatDSN(), Fault: func(context.Context, testing.TB, *component.Lock) { p.Cut(); p.Heal() }},
-		},
-		Mutex: func(t testing.TB, dsn string) *component.Mutex {
-			return newMutex(t, Options{DSN: dsn, ProbeInterval: time.Hour}, time.Minute)
+			{Name: "KillConnection", Mutex: mutex(Options{DSN: testutil.MySQLDSN(), ProbeInterval: time.Hour}), Fault: kill},
+			{Name: "ResetLink", Mutex: mutex(viaProxy), Fault: func(context.Context, testing.TB, *component.Lock) { p.Cut(); p.Heal() }},
 		},
 		Waiter: func(ctx context.Context, t testing.TB, l *component.Lock) sqltest.Waiter {
 			name := lockName(l.Key())

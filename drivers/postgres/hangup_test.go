@@ -31,6 +31,9 @@ func hangupTests(t testing.TB) sqltest.Hangup {
 	}
 	p := testutil.NewProxy(t, u.Host)
 	u.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Port()))
+	mutex := func(dsn string) func(testing.TB) *component.Mutex {
+		return func(t testing.TB) *component.Mutex { return mutexOn(t, on(t, dsn, Options{}), time.Minute) }
+	}
 	terminate := func(ctx context.Context, t testing.TB, l *component.Lock) {
 		t.Helper()
 		var ok bool
@@ -40,10 +43,9 @@ func hangupTests(t testing.TB) sqltest.Hangup {
 	}
 	return sqltest.Hangup{
 		Cases: []sqltest.HangupCase{
-			{Name: "TerminateBackend", DSN: testutil.PostgresDSN(), Fault: terminate},
-			{Name: "ResetLink", DSN: u.String(), Fault: func(context.Context, testing.TB, *component.Lock) { p.Cut(); p.Heal() }},
+			{Name: "TerminateBackend", Mutex: mutex(testutil.PostgresDSN()), Fault: terminate},
+			{Name: "ResetLink", Mutex: mutex(u.String()), Fault: func(context.Context, testing.TB, *component.Lock) { p.Cut(); p.Heal() }},
 		},
-		Mutex: func(t testing.TB, dsn string) *component.Mutex { return mutexOn(t, on(t, dsn, Options{}), time.Minute) },
 		Waiter: func(ctx context.Context, t testing.TB, l *component.Lock) sqltest.Waiter {
 			waiter, err := pgx.Connect(ctx, testutil.PostgresDSN())
 			if err != nil {

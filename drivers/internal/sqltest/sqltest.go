@@ -10,6 +10,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,9 +33,9 @@ type Waiter struct {
 // HangupCase is a fault that ends the session holding a lock.
 type HangupCase struct {
 	Name string
-	// DSN is what the holder connects through (a proxy's, for a reset
-	// link).
-	DSN string
+	// Mutex opens the holder's Mutex (through a proxy, for a reset link),
+	// with a ttl of a minute and no probes or renewals in between.
+	Mutex func(t testing.TB) *component.Mutex
 	// Fault ends the session holding l, and returns once it is done.
 	Fault func(ctx context.Context, t testing.TB, l *component.Lock)
 }
@@ -43,9 +44,6 @@ type HangupCase struct {
 // its lock as soon as the server ends the holder's session.
 type Hangup struct {
 	Cases []HangupCase
-	// Mutex opens a Mutex on dsn with a ttl of a minute and no probes or
-	// renewals in between.
-	Mutex func(t testing.TB, dsn string) *component.Mutex
 	// Waiter opens another session, to wait for l in the server.
 	Waiter func(ctx context.Context, t testing.TB, l *component.Lock) Waiter
 }
@@ -87,7 +85,7 @@ func (h Hangup) Test(t *testing.T) {
 	for _, c := range h.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			ctx := Context(t, time.Minute)
-			m := h.Mutex(t, c.DSN)
+			m := c.Mutex(t)
 			for i := range 3 {
 				if gap := h.gap(ctx, t, m, "hangup-"+strconv.Itoa(i), c); gap > time.Second {
 					t.Fatalf("told lost %v after the server freed the lock", gap)
@@ -104,7 +102,7 @@ func (h Hangup) Bench(b *testing.B) {
 	for _, c := range h.Cases {
 		b.Run(c.Name, func(b *testing.B) {
 			ctx := Context(b, 10*time.Minute)
-			m := h.Mutex(b, c.DSN)
+			m := c.Mutex(b)
 			gaps := make([]time.Duration, 0, b.N)
 			for i := 0; b.Loop(); i++ {
 				gaps = append(gaps, h.gap(ctx, b, m, "gap-"+strconv.Itoa(i), c))
@@ -124,36 +122,40 @@ func Context(t testing.TB, d time.Duration) context.Context {
 // ReclaimTable is a table-mode driver on a table of its own.
 type ReclaimTable struct {
 	Driver drivers.Driver
-	// Rows counts the table's rows.
-	Rows func() (int, error)
+	// Rows counts the table's rows into n.
+	Rows func(n *int) error
 	// Sweep runs one reclaim round.
-	Sweep func(ctx context.Context) error
+	Sweep func(ctx context.Context) (int64, error)
 }
 
-// Reclaim checks the reclaimer on tables open makes, one per subtest:
-// names acquired and released once each leave at most 1 % of their rows
-// one ttl after the last release (Rows); a name acquired again after its
-// row was reclaimed gets a higher fence, also while acquisitions race with
+// Reclaim checks the reclaimer on tables open makes (on table, a name of
+// its own, to drop when the test ends), one per subtest: names acquired
+// and released once each leave at most 1 % of their rows one ttl after
+// the last release (Rows); a name acquired again after its row was
+// reclaimed gets a higher fence, also while acquisitions race with
 // reclaims (Fences).
-func Reclaim(t *testing.T, open func(t *testing.T) ReclaimTable) {
-	count := func(t *testing.T, rt ReclaimTable) func() int {
-		return func() int {
-			n, err := rt.Rows()
-			if err != nil {
+func Reclaim(t *testing.T, open func(t *testing.T, table string) ReclaimTable) {
+	run := func(t *testing.T) (ReclaimTable, func() int, func(context.Context) error) {
+		rt := open(t, "mutexfx_reclaim_"+strings.ToLower(rand.Text()[:8]))
+		count := func() int {
+			var n int
+			if err := rt.Rows(&n); err != nil {
 				t.Fatal(err)
 			}
 			return n
 		}
+		sweep := func(ctx context.Context) error { _, err := rt.Sweep(ctx); return err }
+		return rt, count, sweep
 	}
 	t.Run("Rows", func(t *testing.T) {
-		rt := open(t)
-		testutil.CheckReclaim(t, rt.Driver, count(t, rt))
+		rt, count, _ := run(t)
+		testutil.CheckReclaim(t, rt.Driver, count)
 	})
 	t.Run("Fences", func(t *testing.T) {
-		rt := open(t)
+		rt, count, sweep := run(t)
 		ctx := Context(t, time.Minute)
-		testutil.FencesAfterReclaim(ctx, t, rt.Driver, rt.Sweep, count(t, rt))
-		testutil.FencesIncrease(ctx, t, rt.Driver, rt.Sweep)
+		testutil.FencesAfterReclaim(ctx, t, rt.Driver, sweep, count)
+		testutil.FencesIncrease(ctx, t, rt.Driver, sweep)
 	})
 }
 
