@@ -10,7 +10,7 @@ import (
 
 // pair returns the two ends of a loopback TCP connection, closed when the
 // test ends.
-func pair(t *testing.T) (local *net.TCPConn, peer *net.TCPConn) {
+func pair(t testing.TB) (local *net.TCPConn, peer *net.TCPConn) {
 	t.Helper()
 	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -205,4 +205,18 @@ func TestClosed(t *testing.T) {
 	a.peer.Close()
 	noCall(t, called, "after Close")
 	noCall(t, a.called, "after Close")
+}
+
+// BenchmarkArmBusyIdle is what a PostgreSQL session pays per statement:
+// Arm when it starts (hang-ups only), ArmPeek when it ends.
+func BenchmarkArmBusyIdle(b *testing.B) {
+	var w Watcher
+	defer w.Close()
+	local, _ := pair(b)
+	var c Conn
+	end := func(byte) bool { return true }
+	for b.Loop() {
+		w.Arm(&c, local, func() {})
+		w.ArmPeek(&c, local, func() {}, end)
+	}
 }
