@@ -100,7 +100,7 @@ func (c *core) close(ctx context.Context, stop func()) error {
 		return nil
 	}, func() {
 		if c.socks != nil {
-			c.socks.cutAll()
+			c.socks.conns.Cut()
 		}
 	})
 }

@@ -39,14 +39,7 @@ func hangupTests(t testing.TB) sqltest.Hangup {
 		},
 		Waiter: func(ctx context.Context, t testing.TB, l *component.Lock) sqltest.Waiter {
 			name := lockName(l.Key())
-			waiter, err := admin.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var wid int64
-			if err := waiter.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&wid); err != nil {
-				t.Fatal(err)
-			}
+			waiter, wid := openSession(ctx, t, admin)
 			return sqltest.Waiter{
 				Block: func(ctx context.Context) error {
 					var got sql.NullInt64
@@ -69,6 +62,20 @@ func hangupTests(t testing.TB) sqltest.Hangup {
 			}
 		},
 	}
+}
+
+// openSession opens a session on db and returns it with its CONNECTION_ID().
+func openSession(ctx context.Context, t testing.TB, db *sql.DB) (*sql.Conn, int64) {
+	t.Helper()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return conn, id
 }
 
 // TestHangupTellsHolder: a holder whose connection the server killed, or

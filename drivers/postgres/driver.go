@@ -110,7 +110,8 @@ type base struct {
 
 	// life ends when Close gives up waiting (its ctx ended) or is done
 	// (life.go)
-	life sqlkit.Life
+	life  sqlkit.Life
+	conns sqlkit.Conns // the connections lifeDial made
 }
 
 func newBase(opts Options, n names, cc *pgx.ConnConfig) *base {
@@ -157,5 +158,5 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 			<-lisDone
 		}
 		return release(ctx)
-	}, nil)
+	}, b.conns.Cut)
 }

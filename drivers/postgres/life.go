@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -27,42 +25,18 @@ func (b *base) bind(ctx context.Context) (context.Context, func()) { return b.li
 func (b *base) closedErr(err error) error { return b.life.ClosedErr(err) }
 
 // lifeDial wraps dial: connections fail to open once the driver's life has
-// ended, and those open then are closed.
+// ended, and those open then are closed (Close cuts b.conns).
 func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		ctx, stop := b.bind(ctx)
 		defer stop()
-		c, err := dial(ctx, network, addr)
+		c, err := b.conns.Dial(ctx, dial, network, addr, nil)
 		if err != nil {
 			if cause := context.Cause(ctx); cause == ErrClosed {
 				return nil, ErrClosed
 			}
 			return nil, err
 		}
-		return &lifeConn{Conn: c, stop: context.AfterFunc(b.life.Calls(), func() { _ = c.Close() })}, nil
+		return c, nil
 	}
 }
-
-// lifeConn is a connection that closes when the driver's life ends.
-type lifeConn struct {
-	net.Conn
-	stop func() bool
-}
-
-// Close closes the connection.
-func (c *lifeConn) Close() error {
-	c.stop()
-	return c.Conn.Close()
-}
-
-// SyscallConn returns the raw connection: the hang-up watch of a session
-// (advisory_session.go) needs it.
-func (c *lifeConn) SyscallConn() (syscall.RawConn, error) {
-	sc, ok := c.Conn.(syscall.Conn)
-	if !ok {
-		return nil, fmt.Errorf("postgres: %T has no raw connection", c.Conn)
-	}
-	return sc.SyscallConn()
-}
-
-var _ syscall.Conn = (*lifeConn)(nil)

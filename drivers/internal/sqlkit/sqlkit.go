@@ -47,9 +47,6 @@ func (l *Life) Bind(ctx context.Context) (context.Context, func()) {
 	return lifectx.Bind(ctx, l.life, drivers.ErrClosed)
 }
 
-// Calls ends when the calls in flight are cut.
-func (l *Life) Calls() context.Context { return l.life }
-
 // Check returns ctx's error, or drivers.ErrClosed once Close started.
 func (l *Life) Check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {

@@ -3,6 +3,7 @@ package sqlkit
 import (
 	"context"
 	"errors"
+	"net"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -174,5 +175,42 @@ func TestIdentity(t *testing.T) {
 		if got := Identity(tc.token, tc.limit); got != tc.want {
 			t.Errorf("Identity(%q, %d) = %q; want %q", tc.token, tc.limit, got, tc.want)
 		}
+	}
+}
+
+// TestConns: Cut closes the open connections (after their cut hook) and
+// fails later dials; a connection closed before is forgotten.
+func TestConns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var cs Conns
+	var d net.Dialer
+	hooked := 0
+	dial := func() (*Conn, error) {
+		return cs.Dial(context.Background(), d.DialContext, "tcp", ln.Addr().String(), func() { hooked++ })
+	}
+	closed, err := dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open, err := dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open.SyscallConn(); err != nil {
+		t.Fatalf("SyscallConn: %v", err)
+	}
+	cs.Cut()
+	if _, err := open.Write([]byte("x")); !errors.Is(err, net.ErrClosed) || hooked != 1 {
+		t.Fatalf("Write after Cut = %v, cut hooks run %d; want net.ErrClosed, 1", err, hooked)
+	}
+	if c, err := dial(); c != nil || !errors.Is(err, drivers.ErrClosed) {
+		t.Fatalf("Dial after Cut = %v, %v; want ErrClosed", c, err)
 	}
 }
