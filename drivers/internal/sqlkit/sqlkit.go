@@ -1,7 +1,9 @@
 // Package sqlkit holds the machinery the SQL drivers (mysql, postgres)
 // share around their stores' statements: a driver's life and its Close
-// (Life), the state of its schema (Schema), the statement slot of a
-// pinned connection (Slot), and the reclaimer's rounds (Drain).
+// (Life), the connections it dialled, cut together on Close (Conns), the
+// state of its schema (Schema), the statement slot of a pinned connection
+// (Slot), the reclaimer's rounds (Drain) and the holder part of a token
+// (Identity).
 package sqlkit
 
 import (
