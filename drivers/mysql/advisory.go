@@ -72,13 +72,7 @@ func (a *advisoryDriver) Features() drivers.Features {
 // the server up to req.Wait. Errors that retrying cannot cure match
 // drivers.ErrPermanent.
 func (a *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
-	res, err := call(&a.core, ctx, func(ctx context.Context) (drivers.AcquireResult, error) {
-		if err := a.ddl.Ensure(ctx, a.ensureSchema); err != nil {
-			return drivers.AcquireResult{}, err
-		}
-		return a.acquire(ctx, req)
-	})
-	return res, permanent(err)
+	return a.acquireWith(ctx, req, a.ensureSchema, a.acquire)
 }
 
 // Release runs RELEASE_LOCK on the lock's connection (see release).

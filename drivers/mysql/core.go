@@ -129,6 +129,20 @@ func call[T any](c *core, ctx context.Context, f func(context.Context) (T, error
 	return res, c.life.ClosedErr(err)
 }
 
+// acquireWith is a mechanism's Acquire: take, once ensure made the schema,
+// run as call does, with the errors that retrying cannot cure marked
+// (permanent).
+func (c *core) acquireWith(ctx context.Context, req drivers.AcquireRequest, ensure func(context.Context) error,
+	take func(context.Context, drivers.AcquireRequest) (drivers.AcquireResult, error)) (drivers.AcquireResult, error) {
+	res, err := call(c, ctx, func(ctx context.Context) (drivers.AcquireResult, error) {
+		if err := c.ddl.Ensure(ctx, ensure); err != nil {
+			return drivers.AcquireResult{}, err
+		}
+		return take(ctx, req)
+	})
+	return res, permanent(err)
+}
+
 // call2 is call for a call with two results.
 func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B, error)) (A, B, error) {
 	type ab struct {
