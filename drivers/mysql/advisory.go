@@ -13,6 +13,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // advisoryDriver holds GET_LOCK locks (ModeAdvisory), each on its own
@@ -22,7 +23,7 @@ type advisoryDriver struct {
 	core
 
 	fence   string       // the resolved fence source (ensureSchema)
-	holders bool         // holders are kept (advisory_holder.go); under schemaMu, with fence
+	holders bool         // holders are kept (advisory_holder.go); under ddl, with fence
 	noIdent atomic.Bool  // the server refused a holder table write: write no more (advisory_holder.go)
 	advSQL  [2][2]string // its acquire statement [without, with a timeout][alone, also reading the session]
 
@@ -71,13 +72,7 @@ func (a *advisoryDriver) Features() drivers.Features {
 // the server up to req.Wait. Errors that retrying cannot cure match
 // drivers.ErrPermanent.
 func (a *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
-	res, err := call(&a.core, ctx, func(ctx context.Context) (drivers.AcquireResult, error) {
-		if err := a.core.schema(ctx, a.ensureSchema); err != nil {
-			return drivers.AcquireResult{}, err
-		}
-		return a.acquire(ctx, req)
-	})
-	return res, permanent(err)
+	return a.acquireWith(ctx, req, a.ensureSchema, a.acquire)
 }
 
 // Release runs RELEASE_LOCK on the lock's connection (see release).
@@ -85,7 +80,7 @@ func (a *advisoryDriver) Release(ctx context.Context, key, token string) (bool, 
 	ctx, stop := a.bind(ctx)
 	defer stop()
 	ok, err := a.release(ctx, key, token)
-	return ok, a.closedErr(err)
+	return ok, a.life.ClosedErr(err)
 }
 
 // Extend checks that the lock's connection still holds it; ttl is ignored.
@@ -121,7 +116,7 @@ type heldLock struct {
 	confirmed atomic.Int64 // UnixNano: when the last acquire, renewal or Extend that found it held started
 	dropAt    atomic.Int64 // UnixNano: when the monitor drops it, a renewal having failed (advisory_idle.go); 0: never
 
-	mu   connMutex // serialises the use of conn
+	mu   sqlkit.Slot // serialises the use of conn
 	conn pinned
 	// A release gave up waiting for conn, busy, or the lock was lost
 	// meanwhile: whoever uses it drops it when done (unlock), and a check
@@ -158,7 +153,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 		// connection so that the server frees whatever it holds.
 		discard(conn.conn)
 		if missingTable(err) {
-			a.schemaGone()
+			a.ddl.Lost()
 		}
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
@@ -192,7 +187,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 		}
 	}
 	a.monitorOnce.Do(a.startMonitor)
-	if a.isClosed() { // raced with Close, which may have missed h
+	if a.life.Closed() { // raced with Close, which may have missed h
 		h.mu.Lock()
 		if !h.done {
 			h.done = true
@@ -256,7 +251,7 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 	}
 	args = append([]any{keyHash(req.Key)}, args...)
 	if holders { // the statement sets the counter row's holder columns
-		holder := identity(req.Token)
+		holder := sqlkit.Identity(req.Token, 0)
 		args = append(append([]any{args[0], holder}, args[1:]...), holder)
 	}
 	res, err := conn.exec(ctx, q, args)
@@ -381,7 +376,7 @@ func (a *advisoryDriver) forget(h *heldLock) {
 }
 
 // close drops every pinned connection (the server frees their locks) and
-// waits for the monitor, which ends with a.closing, and for the statements
+// waits for the monitor, which ends when Close starts, and for the statements
 // on held locks' connections, which it ends.
 func (a *advisoryDriver) close() {
 	a.monitorOnce.Do(func() {}) // no monitor after close

@@ -64,7 +64,7 @@ func (a *advisoryDriver) poolConn(ctx context.Context) (pinned, error) {
 func (a *advisoryDriver) putConn(conn pinned) {
 	conn.disarmHangup()
 	a.mu.Lock()
-	if len(a.idle) < keepConns && !a.isClosed() {
+	if len(a.idle) < keepConns && !a.life.Closed() {
 		a.idle = append(a.idle, idleConn{conn, time.Now()})
 		conn.conn = nil
 		if a.idleTimer == nil {
@@ -102,7 +102,7 @@ func (a *advisoryDriver) expireIdle() {
 	}
 	clear(a.idle[len(kept):])
 	a.idle = kept
-	if len(kept) > 0 && !a.isClosed() {
+	if len(kept) > 0 && !a.life.Closed() {
 		a.armIdleLocked(keepFor - now.Sub(kept[0].at))
 	}
 	a.mu.Unlock()

@@ -112,8 +112,8 @@ func (a *advisoryDriver) ensureSchema(ctx context.Context) error {
 // parameter or none (0), and the same statement also reading the
 // connection's session (sequence and uuid_short fences).
 func (a *advisoryDriver) advisorySQL(wait bool) (fence string, holders bool, query, withSession string) {
-	a.schemaMu.Lock()
-	defer a.schemaMu.Unlock()
+	a.ddl.Lock()
+	defer a.ddl.Unlock()
 	i := 0
 	if wait {
 		i = 1

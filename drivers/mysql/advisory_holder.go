@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // Who holds an advisory lock another process took. The server tells only
 // the holding connection's id (IS_USED_LOCK); the driver keeps, for that
-// id, the identity of the holder's token (identity), the id itself and the
+// id, the identity of the holder's token (sqlkit.Identity), the id itself and the
 // server's clock when it was written:
 //
 //   - fence counter: in the key's counter row, written by the acquire
@@ -112,7 +113,7 @@ func (a *advisoryDriver) holderQuery(counter bool, key, boot string) (string, []
 // when it is not the one written last for conn (sequence and uuid_short
 // fences, on the driver's own pool).
 func (a *advisoryDriver) identify(ctx context.Context, conn pinned, token string) error {
-	id := identity(token)
+	id := sqlkit.Identity(token, 0)
 	if conn.sock == nil || conn.sock.ident == id || a.noIdent.Load() {
 		return nil
 	}
@@ -135,15 +136,4 @@ func (a *advisoryDriver) identify(ctx context.Context, conn pinned, token string
 	}
 	conn.sock.ident = id
 	return nil
-}
-
-// identity is the part of a token that names its holder
-// (drivers.LockInfo.Holder): from its first '~' to its last, exclusive
-// ("~app~host~pid" of a component.Mutex's token); "" when it names none.
-func identity(token string) string {
-	i, j := strings.IndexByte(token, '~'), strings.LastIndexByte(token, '~')
-	if i < 0 || j <= i {
-		return ""
-	}
-	return token[i:j]
 }

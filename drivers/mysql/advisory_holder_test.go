@@ -4,14 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"os"
 	"testing"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -44,6 +43,18 @@ func setHolderRow(ctx context.Context, t *testing.T, db *sql.DB, opts Options, k
 	}
 }
 
+// oldCounterTable creates table as an earlier version made a counter
+// fence table (no holder columns), dropped when the test ends.
+func oldCounterTable(ctx context.Context, t *testing.T, db *sql.DB, table string) string {
+	t.Helper()
+	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+
+		" (name_hash BINARY(32) NOT NULL, fence BIGINT UNSIGNED NOT NULL, PRIMARY KEY (name_hash)) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.ExecContext(context.Background(), "DROP TABLE "+table) })
+	return table
+}
+
 // heldBy takes key for tok through d and checks that other's Inspect
 // shows it held by want, with no token nor fence.
 func heldBy(t *testing.T, d, other Driver, key, tok, want string) {
@@ -57,16 +68,29 @@ func heldBy(t *testing.T, d, other Driver, key, tok, want string) {
 	}
 }
 
-// TestAdvisoryHolderShown: a driver inspecting an advisory lock another
-// driver's connection holds sees no token nor fence but the holder's
-// identity, the part of the holder's token that names it; a token naming
-// no holder leaves it unknown. A released lock is free.
-func TestAdvisoryHolderShown(t *testing.T) {
-	for fence, opts := range fenceOpts() {
-		t.Run(fence, func(t *testing.T) { testHolderShown(t, opts) })
+// TestAdvisoryHolder runs the holder tests that hold for each fence
+// source, with each.
+func TestAdvisoryHolder(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T, Options)
+	}{
+		{"Shown", testHolderShown},
+		{"Stale", testHolderStale},
+		{"OfOtherMutex", func(t *testing.T, opts Options) {
+			sqltest.HolderOfOtherMutex(t, newMutex(t, opts, 5*time.Second), newMutex(t, opts, 5*time.Second))
+		}},
+	} {
+		for fence, opts := range fenceOpts() {
+			t.Run(tc.name+"/"+fence, func(t *testing.T) { tc.test(t, opts) })
+		}
 	}
 }
 
+// testHolderShown: a driver inspecting an advisory lock another driver's
+// connection holds sees no token nor fence but the holder's identity, the
+// part of the holder's token that names it; a token naming no holder
+// leaves it unknown. A released lock is free.
 func testHolderShown(t *testing.T, opts Options) {
 	ctx := ctxT(t)
 	holder, other := openDriver(t, opts), openDriver(t, opts)
@@ -87,18 +111,12 @@ func testHolderShown(t *testing.T, opts Options) {
 	}
 }
 
-// TestAdvisoryHolderStale: the key's row names the connection that last
+// testHolderStale: the key's row names the connection that last
 // took the lock through a driver; when another connection holds it,
 // having taken it without writing the row (a GET_LOCK by hand, a driver of
 // an earlier version), or when the row was written before the server's
 // boot (a connection id of an earlier life), the lock is shown held by an
 // unknown holder, never by the row's.
-func TestAdvisoryHolderStale(t *testing.T) {
-	for fence, opts := range fenceOpts() {
-		t.Run(fence, func(t *testing.T) { testHolderStale(t, opts) })
-	}
-}
-
 func testHolderStale(t *testing.T, opts Options) {
 	ctx := ctxT(t)
 	d, other := openDriver(t, opts), openDriver(t, opts)
@@ -145,12 +163,7 @@ func testHolderStale(t *testing.T, opts Options) {
 func TestAdvisoryHolderOldCounterTable(t *testing.T) {
 	ctx := ctxT(t)
 	db := openDB(t, testutil.MySQLDSN())
-	table := "mutexfx_test_oldfence_" + runID
-	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+
-		" (name_hash BINARY(32) NOT NULL, fence BIGINT UNSIGNED NOT NULL, PRIMARY KEY (name_hash)) ENGINE=InnoDB"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.ExecContext(t.Context(), "DROP TABLE "+table) })
+	table := oldCounterTable(ctx, t, db, "mutexfx_test_oldfence_"+runID)
 	key := "mysqltest:" + runID + ":old"
 	if _, err := db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?, 41)", keyHash(key)); err != nil {
 		t.Fatal(err)
@@ -167,32 +180,6 @@ func TestAdvisoryHolderOldCounterTable(t *testing.T) {
 	}
 }
 
-// TestAdvisoryHolderOfOtherMutex: Inspect through one Mutex of an advisory
-// lock held through another (another driver, another connection) tells
-// the holder's application, host and pid.
-func TestAdvisoryHolderOfOtherMutex(t *testing.T) {
-	for fence, opts := range fenceOpts() {
-		t.Run(fence, func(t *testing.T) { testHolderOfOtherMutex(t, opts) })
-	}
-}
-
-func testHolderOfOtherMutex(t *testing.T, opts Options) {
-	ctx := ctxT(t)
-	a, b := newMutex(t, opts, 5*time.Second), newMutex(t, opts, 5*time.Second)
-	l, err := a.Acquire(ctx, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release(ctx)
-	st, held, err := b.Inspect(ctx, "job")
-	host, _ := os.Hostname()
-	want, _ := component.ParseHolder(l.Token())
-	if err != nil || !held || !st.HolderKnown || st.Holder.Host != host || st.Holder.PID != os.Getpid() ||
-		st.Holder.Application != want.Application || want.Application == "" {
-		t.Fatalf("Inspect = %+v, %v, %v; want held by this process (%s, %d)", st, held, err, host, os.Getpid())
-	}
-}
-
 // TestAdvisoryHolderRefused: a user that may not add the holder columns
 // to a counter table of an earlier version, nor create the holder table
 // (CREATE on the fence table only: CREATE TABLE IF NOT EXISTS needs it),
@@ -200,13 +187,8 @@ func testHolderOfOtherMutex(t *testing.T, opts Options) {
 func TestAdvisoryHolderRefused(t *testing.T) {
 	ctx := ctxT(t)
 	db := openDB(t, testutil.MySQLDSN())
-	table := "mutexfx_test_rofence_" + runID
+	table := oldCounterTable(ctx, t, db, "mutexfx_test_rofence_"+runID)
 	user := "mfx_ro_" + runID
-	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+
-		" (name_hash BINARY(32) NOT NULL, fence BIGINT UNSIGNED NOT NULL, PRIMARY KEY (name_hash)) ENGINE=InnoDB"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.ExecContext(context.Background(), "DROP TABLE "+table) })
 	if _, err := db.ExecContext(ctx, "CREATE USER ?@'%' IDENTIFIED BY 'pw'", user); err != nil {
 		t.Fatal(err)
 	}

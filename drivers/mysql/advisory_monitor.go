@@ -19,7 +19,7 @@ func (a *advisoryDriver) startMonitor() {
 	a.monitorWG.Add(1)
 	go func() {
 		defer a.monitorWG.Done()
-		ctx := a.closing
+		ctx := a.life.Closing()
 		t := time.NewTimer(a.s.probe)
 		defer t.Stop()
 		nextProbe := time.Now().Add(a.s.probe)
@@ -171,7 +171,7 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 // (advisory_holder.go). TTL is zero: advisory locks do not expire.
 func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) {
-		if err := a.core.schema(ctx, a.ensureSchema); err != nil {
+		if err := a.ddl.Ensure(ctx, a.ensureSchema); err != nil {
 			return drivers.LockInfo{}, false, err
 		}
 		return a.inspect(ctx, key)
@@ -188,7 +188,7 @@ func (a *advisoryDriver) inspect(ctx context.Context, key string) (drivers.LockI
 		q, args := a.holderQuery(fence == FenceCounter, key, a.bootSQL[a.bootSrc.Load()])
 		err = a.db.QueryRowContext(ctx, q, args...).Scan(&id, &boot, &holder)
 		if missingTable(err) {
-			a.schemaGone()
+			a.ddl.Lost()
 		}
 		if err != nil && !noBootSource(err) {
 			return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)

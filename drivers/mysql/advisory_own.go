@@ -3,7 +3,6 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"sync"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -23,50 +22,6 @@ import (
 // connection any longer ends such a check (heldLock.abort), or has
 // whoever else uses the connection drop it when done (unlock); so does a
 // lock found lost meanwhile (lose), whose Lost event goes out at once.
-
-// connMutex serialises the use of a lock's connection, like a sync.Mutex
-// (its zero value is unlocked), and can also be waited for until a context
-// ends.
-type connMutex struct {
-	once sync.Once
-	ch   chan struct{}
-}
-
-func (m *connMutex) c() chan struct{} {
-	m.once.Do(func() { m.ch = make(chan struct{}, 1) })
-	return m.ch
-}
-
-// Lock waits for m.
-func (m *connMutex) Lock() { m.c() <- struct{}{} }
-
-// TryLock takes m if it is free.
-func (m *connMutex) TryLock() bool {
-	select {
-	case m.c() <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-// LockContext waits for m until a or b ends; a free m is taken even then.
-func (m *connMutex) LockContext(a, b context.Context) error {
-	if m.TryLock() {
-		return nil
-	}
-	select {
-	case m.c() <- struct{}{}:
-		return nil
-	case <-a.Done():
-		return context.Cause(a)
-	case <-b.Done():
-		return context.Cause(b)
-	}
-}
-
-// Unlock frees m.
-func (m *connMutex) Unlock() { <-m.c() }
 
 // check asks h's own connection whether it still holds h (h.mu held). Any
 // statement on that connection also restarts the server's count of its

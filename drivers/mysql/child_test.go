@@ -1,11 +1,9 @@
 package mysql
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,28 +53,16 @@ func TestHolderKilled(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			ctx := ctxT(t)
 			key := "mysqltest:" + runID + ":" + t.Name()
-			child := testutil.Child(t, "hold", "MUTEXFX_MYSQL_KEY="+key, "MUTEXFX_MYSQL_MODE="+tc.mode)
-			out, err := child.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := child.Start(); err != nil {
-				t.Fatal(err)
-			}
-			line, err := bufio.NewReader(out).ReadString('\n')
-			if strings.TrimSpace(line) != "held" {
-				t.Fatalf("child said %q, %v", line, err)
+			child, line := testutil.StartHolder(t, "hold", "MUTEXFX_MYSQL_KEY="+key, "MUTEXFX_MYSQL_MODE="+tc.mode)
+			if line != "held" {
+				t.Fatalf("child said %q", line)
 			}
 			d := openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: tc.mode})
 			req := drivers.AcquireRequest{Key: key, Token: token(), TTL: time.Second}
 			if res, err := d.Acquire(ctx, req); err != nil || res.Acquired {
 				t.Fatalf("Acquire while the child holds = %+v, %v", res, err)
 			}
-			if err := child.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			killed := time.Now()
-			_ = child.Wait()
+			killed := testutil.KillHolder(t, child)
 			waitFor(t, tc.within, "the dead holder's lock", func() bool {
 				res, err := d.Acquire(ctx, req)
 				if err != nil {

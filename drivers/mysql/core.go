@@ -3,38 +3,32 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
-	"github.com/mutexfx/mutexfx/internal/lifectx"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // core is what both mechanisms share: the pool and its sockets, the
 // settings, the subscribers, the schema's state and the driver's life.
 //
 // Calls in flight when Close is called are cut when Close's ctx ends or
-// Close is done, whichever comes first, rather than waited for (a
-// statement may be stuck on a stalled link): the owned pool's sockets are
-// closed under them (and no new one is dialled), and with a pool given to
-// NewWithDB each call's context ends (bind), which go-sql-driver honours
-// by closing that connection.
+// Close is done, whichever comes first (sqlkit.Life): the owned pool's
+// sockets are closed under them (and no new one is dialled), and with a
+// pool given to NewWithDB each call's context ends (bind), which
+// go-sql-driver honours by closing that connection.
 type core struct {
 	db    *sql.DB
 	ownDB bool
 	socks *sockets // the own pool's sockets (socket.go); nil with NewWithDB
 	s     settings
+	life  sqlkit.Life
 
-	closeOnce sync.Once
-	closing   context.Context // ends when Close starts: the goroutines end
-	stopAll   context.CancelFunc
-	life      context.Context // ends when Close cuts the calls in flight
-	cut       context.CancelCauseFunc
-
-	schemaMu sync.Mutex
-	schemaOK bool
+	ddl sqlkit.Schema // the mechanism's tables (ensureSchema)
 
 	subMu  sync.Mutex
 	subs   map[int]func(drivers.Event)
@@ -43,12 +37,9 @@ type core struct {
 
 func (c *core) init(db *sql.DB, own bool, socks *sockets, s settings) {
 	c.db, c.ownDB, c.socks, c.s = db, own, socks, s
-	c.closing, c.stopAll = context.WithCancel(context.Background())
 	c.subs = map[int]func(drivers.Event){}
-	c.life, c.cut = context.WithCancelCause(context.Background())
+	c.life.Init()
 }
-
-func (c *core) isClosed() bool { return c.closing.Err() != nil }
 
 // Subscribe calls fn with the driver's events until cancel is called or
 // the driver is closed: Released (a lock released through this driver; in
@@ -56,7 +47,7 @@ func (c *core) isClosed() bool { return c.closing.Err() != nil }
 // polling every PollInterval), and in advisory mode Lost (a held lock's
 // connection broke or was killed).
 func (c *core) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
-	if c.isClosed() {
+	if c.life.Closed() {
 		return nil, ErrClosed
 	}
 	c.subMu.Lock()
@@ -80,10 +71,7 @@ func (c *core) subscribed() bool {
 
 func (c *core) emit(ev drivers.Event) {
 	c.subMu.Lock()
-	fns := make([]func(drivers.Event), 0, len(c.subs))
-	for _, fn := range c.subs {
-		fns = append(fns, fn)
-	}
+	fns := slices.Collect(maps.Values(c.subs))
 	c.subMu.Unlock()
 	for _, fn := range fns {
 		fn(ev)
@@ -95,11 +83,10 @@ func (c *core) emit(ev drivers.Event) {
 // in flight are cut when ctx ends, or at the end; it returns ctx's error
 // when ctx ended first.
 func (c *core) close(ctx context.Context, stop func()) error {
-	var err error
-	c.closeOnce.Do(func() {
-		defer c.cutCalls()
-		after := context.AfterFunc(ctx, c.cutCalls)
-		c.stopAll()
+	if !c.life.Begin() {
+		return nil
+	}
+	return c.life.End(ctx, "mysql", func(context.Context) error {
 		stop()
 		if c.socks != nil {
 			c.socks.hup.Close()
@@ -108,14 +95,14 @@ func (c *core) close(ctx context.Context, stop func()) error {
 		clear(c.subs)
 		c.subMu.Unlock()
 		if c.ownDB {
-			err = c.db.Close()
+			return c.db.Close()
 		}
-		if !after() && err == nil {
-			// ctx ended first: calls may have been cut
-			err = fmt.Errorf("mysql: close: %w", ctx.Err())
+		return nil
+	}, func() {
+		if c.socks != nil {
+			c.socks.conns.Cut()
 		}
 	})
-	return err
 }
 
 // bind returns ctx, also cancelled (cause ErrClosed) when Close cuts calls
@@ -126,37 +113,34 @@ func (c *core) bind(ctx context.Context) (context.Context, func()) {
 	if c.socks != nil {
 		return ctx, func() {}
 	}
-	return lifectx.Bind(ctx, c.life, ErrClosed)
-}
-
-// cutCalls ends the calls in flight (see core).
-func (c *core) cutCalls() {
-	c.cut(ErrClosed)
-	if c.socks != nil {
-		c.socks.cutAll()
-	}
-}
-
-// closedErr marks err, the failure of a call made or cut while Close runs
-// or after it, as ErrClosed.
-func (c *core) closedErr(err error) error {
-	if err != nil && c.isClosed() && !errors.Is(err, ErrClosed) {
-		return fmt.Errorf("%w: %w", ErrClosed, err)
-	}
-	return err
+	return c.life.Bind(ctx)
 }
 
 // call runs f, a call of the driver's on the store, unless the driver is
 // closed: with ctx bound to the driver's life and f's error marked
 // (closedErr).
 func call[T any](c *core, ctx context.Context, f func(context.Context) (T, error)) (res T, err error) {
-	if c.isClosed() {
+	if c.life.Closed() {
 		return res, ErrClosed
 	}
 	ctx, stop := c.bind(ctx)
 	defer stop()
 	res, err = f(ctx)
-	return res, c.closedErr(err)
+	return res, c.life.ClosedErr(err)
+}
+
+// acquireWith is a mechanism's Acquire: take, once ensure made the schema,
+// run as call does, with the errors that retrying cannot cure marked
+// (permanent).
+func (c *core) acquireWith(ctx context.Context, req drivers.AcquireRequest, ensure func(context.Context) error,
+	take func(context.Context, drivers.AcquireRequest) (drivers.AcquireResult, error)) (drivers.AcquireResult, error) {
+	res, err := call(c, ctx, func(ctx context.Context) (drivers.AcquireResult, error) {
+		if err := c.ddl.Ensure(ctx, ensure); err != nil {
+			return drivers.AcquireResult{}, err
+		}
+		return take(ctx, req)
+	})
+	return res, permanent(err)
 }
 
 // call2 is call for a call with two results.
@@ -175,7 +159,7 @@ func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B
 // renew runs f, a Renew, unless the driver is closed (every lease fails
 // with ErrClosed), as call does.
 func (c *core) renew(ctx context.Context, leases []drivers.Lease, f func(context.Context, []drivers.Lease) []drivers.RenewResult) []drivers.RenewResult {
-	if c.isClosed() {
+	if c.life.Closed() {
 		out := make([]drivers.RenewResult, len(leases))
 		for i := range out {
 			out[i].Err = ErrClosed
@@ -186,29 +170,9 @@ func (c *core) renew(ctx context.Context, leases []drivers.Lease, f func(context
 	defer stop()
 	out := f(ctx, leases)
 	for i := range out {
-		out[i].Err = c.closedErr(out[i].Err)
+		out[i].Err = c.life.ClosedErr(out[i].Err)
 	}
 	return out
-}
-
-// schema runs create, which creates the mechanism's schema, unless it
-// succeeded since the last schemaGone.
-func (c *core) schema(ctx context.Context, create func(context.Context) error) error {
-	c.schemaMu.Lock()
-	defer c.schemaMu.Unlock()
-	if c.schemaOK {
-		return nil
-	}
-	err := create(ctx)
-	c.schemaOK = err == nil
-	return err
-}
-
-// schemaGone makes the next call create the schema again.
-func (c *core) schemaGone() {
-	c.schemaMu.Lock()
-	c.schemaOK = false
-	c.schemaMu.Unlock()
 }
 
 // querier is a pool or a transaction.
@@ -251,7 +215,7 @@ func (c *core) ServerTime(ctx context.Context) (time.Time, error) {
 	return call(c, ctx, func(ctx context.Context) (time.Time, error) {
 		var us int64
 		if err := c.db.QueryRowContext(ctx, serverTimeSQL).Scan(&us); err != nil {
-			return time.Time{}, fmt.Errorf("mysql: server time: %w", permanent(c.closedErr(err)))
+			return time.Time{}, fmt.Errorf("mysql: server time: %w", permanent(c.life.ClosedErr(err)))
 		}
 		return time.UnixMicro(us), nil
 	})

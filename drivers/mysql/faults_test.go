@@ -308,14 +308,7 @@ func takeWithID(t *testing.T, db *sql.DB, id int64, name string) {
 	t.Helper()
 	ctx := ctxT(t)
 	for {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got int64
-		if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&got); err != nil {
-			t.Fatal(err)
-		}
+		conn, got := openSession(ctx, t, db)
 		if got > id {
 			t.Fatalf("the server gave id %d, past %d: cannot reuse it", got, id)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
@@ -127,18 +128,18 @@ func lostEvents(ctx context.Context, t testing.TB, d Driver, n int) <-chan drive
 	return lost
 }
 
-// adv is d's advisory mechanism.
+// adv and tab are d's advisory and table mechanisms; coreOf is what
+// either shares with the other.
 func adv(d Driver) *advisoryDriver { return d.(*advisoryDriver) }
-
-// tab is d's table mechanism.
-func tab(d Driver) *tableDriver { return d.(*tableDriver) }
-
-// coreOf is what d's mechanism shares with the other.
+func tab(d Driver) *tableDriver    { return d.(*tableDriver) }
 func coreOf(d Driver) *core {
-	if a, ok := d.(*advisoryDriver); ok {
-		return &a.core
+	switch m := d.(type) {
+	case *advisoryDriver:
+		return &m.core
+	case *tableDriver:
+		return &m.core
 	}
-	return &tab(d).core
+	panic(fmt.Sprintf("mysql: %T is not a mechanism of this package", d))
 }
 
 // proxied returns a proxy to the test server (MUTEXFX_MYSQL_DSN) and opts

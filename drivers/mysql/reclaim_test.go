@@ -2,51 +2,25 @@ package mysql
 
 import (
 	"context"
-	"crypto/rand"
-	"strings"
 	"testing"
 
+	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
-// reclaimTable opens a table-mode driver on a table of its own, dropped
-// when the test ends, and returns it with a count of the table's rows.
-func reclaimTable(t *testing.T) (Driver, func() int) {
-	t.Helper()
-	table := "mutexfx_reclaim_" + strings.ToLower(rand.Text()[:8])
-	admin := openDB(t, testutil.MySQLDSN())
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+table+", "+table+floorSuffix); err != nil {
-			t.Error(err)
-		}
-	})
-	count := func() int {
-		var c int
-		if err := admin.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM "+table).Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	return openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: table}), count
-}
-
-// TestTableReclaim: names acquired and released once each leave at most 1 %
-// of their rows one ttl after the last release.
+// TestTableReclaim checks the reclaimer (sqltest.Reclaim).
 func TestTableReclaim(t *testing.T) {
-	d, count := reclaimTable(t)
-	testutil.CheckReclaim(t, d, count)
-}
-
-// TestTableReclaimFences: a name acquired again after its row was
-// reclaimed gets a higher fence, also while acquisitions race with
-// reclaims.
-func TestTableReclaimFences(t *testing.T) {
-	d, count := reclaimTable(t)
-	ctx := ctxT(t)
-	sweep := func(ctx context.Context) error {
-		_, err := tab(d).reclaimRows(ctx)
-		return err
-	}
-	testutil.FencesAfterReclaim(ctx, t, d, sweep, count)
-	testutil.FencesIncrease(ctx, t, d, sweep)
+	sqltest.Reclaim(t, func(t *testing.T, table string) sqltest.ReclaimTable {
+		admin := openDB(t, testutil.MySQLDSN())
+		t.Cleanup(func() {
+			if _, err := admin.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+table+", "+table+floorSuffix); err != nil {
+				t.Error(err)
+			}
+		})
+		d := tab(openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: table}))
+		rows := func(n *int) error {
+			return admin.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM "+table).Scan(n)
+		}
+		return sqltest.ReclaimTable{Driver: d, Rows: rows, Sweep: d.reclaimRows}
+	})
 }

@@ -14,6 +14,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/drivers/internal/hangup"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // Statements on the connections the driver pins (advisory mode) run with a
@@ -36,32 +37,16 @@ import (
 
 // sockets maps the driver pool's connections to their sockets.
 type sockets struct {
-	mu   sync.Mutex
-	m    map[driver.Conn]*socket
-	all  map[*socket]struct{} // every open socket, connected or connecting
-	done bool                 // cutAll ran: no more dials
+	mu sync.Mutex
+	m  map[driver.Conn]*socket
 
-	hup hangup.Watcher // tells when the sockets holding locks hang up
-}
-
-// cutAll closes every socket, under whatever statement runs on it, and
-// makes later dials fail (Close, when its ctx ends).
-func (s *sockets) cutAll() {
-	s.mu.Lock()
-	s.done = true
-	all := make([]*socket, 0, len(s.all))
-	for sock := range s.all {
-		all = append(all, sock)
-	}
-	s.mu.Unlock()
-	for _, sock := range all {
-		sock.cut()
-	}
+	conns sqlkit.Conns   // every open socket, connected or connecting: Close cuts them
+	hup   hangup.Watcher // tells when the sockets holding locks hang up
 }
 
 // socket is a connection's network connection; cut closes it.
 type socket struct {
-	net.Conn
+	*sqlkit.Conn
 	owner *sockets
 	key   driver.Conn // set once the connection is made
 
@@ -86,7 +71,6 @@ func (s *socket) Close() error {
 	if s.key != nil && s.owner.m[s.key] == s {
 		delete(s.owner.m, s.key)
 	}
-	delete(s.owner.all, s)
 	s.owner.mu.Unlock()
 	s.owner.hup.Forget(&s.hup)
 	return s.Conn.Close()
@@ -97,18 +81,6 @@ func (s *socket) Close() error {
 func (s *socket) cut() {
 	s.owner.hup.Forget(&s.hup)
 	_ = s.Conn.Close()
-}
-
-// SyscallConn returns the socket's raw connection: go-sql-driver's
-// liveness check of a pooled connection (a non-blocking read before its
-// first statement, which finds connections the server closed) needs it, and
-// skips the check for a net.Conn without it.
-func (s *socket) SyscallConn() (syscall.RawConn, error) {
-	sc, ok := s.Conn.(syscall.Conn)
-	if !ok {
-		return nil, fmt.Errorf("mysql: %T has no raw connection", s.Conn)
-	}
-	return sc.SyscallConn()
 }
 
 // dialSlot receives, through the context of a connector's Connect, the
@@ -132,7 +104,6 @@ func (s *sockets) connector(cfg *gomysql.Config) (driver.Connector, error) {
 			return nil, err
 		}
 		s.m = map[driver.Conn]*socket{}
-		s.all = map[*socket]struct{}{}
 		return &connector{inner: inner, s: s}, nil
 	}
 	return gomysql.NewConnector(cfg)
@@ -140,19 +111,12 @@ func (s *sockets) connector(cfg *gomysql.Config) (driver.Connector, error) {
 
 func (s *sockets) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
-	c, err := d.DialContext(ctx, network, addr)
+	sock := &socket{owner: s}
+	c, err := s.conns.Dial(ctx, d.DialContext, network, addr, func() { s.hup.Forget(&sock.hup) })
 	if err != nil {
 		return nil, err
 	}
-	sock := &socket{Conn: c, owner: s}
-	s.mu.Lock()
-	if s.done {
-		s.mu.Unlock()
-		_ = c.Close()
-		return nil, ErrClosed
-	}
-	s.all[sock] = struct{}{}
-	s.mu.Unlock()
+	sock.Conn = c
 	if slot, ok := ctx.Value(dialSlotKey{}).(*dialSlot); ok {
 		slot.sock = sock
 	}

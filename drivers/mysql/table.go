@@ -46,13 +46,7 @@ func (d *tableDriver) Features() drivers.Features {
 // Acquire makes one attempt to take req.Key for req.Token. Errors that
 // retrying cannot cure match drivers.ErrPermanent.
 func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
-	res, err := call(&d.core, ctx, func(ctx context.Context) (drivers.AcquireResult, error) {
-		if err := d.schema(ctx, d.ensureSchema); err != nil {
-			return drivers.AcquireResult{}, err
-		}
-		return d.acquire(ctx, req)
-	})
-	return res, permanent(err)
+	return d.acquireWith(ctx, req, d.ensureSchema, d.acquire)
 }
 
 // Release frees key if token holds it.
@@ -203,8 +197,8 @@ func (d *tableDriver) tableExecRows(ctx context.Context, query string, got func(
 		res, err := d.exec(ctx, query, args)
 		if err != nil && missingTable(err) && !recreated {
 			recreated = true
-			d.schemaGone()
-			if err := d.schema(ctx, d.ensureSchema); err != nil {
+			d.ddl.Lost()
+			if err := d.ddl.Ensure(ctx, d.ensureSchema); err != nil {
 				return err
 			}
 			res, err = d.exec(ctx, query, args)

@@ -16,7 +16,7 @@ func (d *tableDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo
 }
 
 func (d *tableDriver) inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
-	if err := d.schema(ctx, d.ensureSchema); err != nil {
+	if err := d.ddl.Ensure(ctx, d.ensureSchema); err != nil {
 		return drivers.LockInfo{}, false, err
 	}
 	var info drivers.LockInfo
@@ -40,7 +40,7 @@ func (d *tableDriver) List(ctx context.Context, prefix string) ([]drivers.Listed
 }
 
 func (d *tableDriver) list(ctx context.Context, prefix string) (out []drivers.ListedLock, err error) {
-	if err := d.schema(ctx, d.ensureSchema); err != nil {
+	if err := d.ddl.Ensure(ctx, d.ensureSchema); err != nil {
 		return nil, err
 	}
 	var l drivers.ListedLock

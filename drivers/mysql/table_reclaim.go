@@ -9,6 +9,8 @@ import (
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // Table mode keeps a row per name only while it is needed: rows of names
@@ -63,14 +65,7 @@ func (d *tableDriver) noteTTL(ttl time.Duration) {
 // reclaimRows deletes the reclaimable rows, reclaimBatch per transaction,
 // until one deletes fewer or ctx ends; it returns how many.
 func (d *tableDriver) reclaimRows(ctx context.Context) (int64, error) {
-	var total int64
-	for {
-		n, err := d.reclaimBatch(ctx)
-		total += n
-		if err != nil || n < reclaimBatch {
-			return total, err
-		}
-	}
+	return sqlkit.Drain(ctx, reclaimBatch, d.reclaimBatch)
 }
 
 // reclaimBatch deletes up to reclaimBatch reclaimable rows, found by a

@@ -109,11 +109,11 @@ func (w *watcher) start() {
 		defer t.Stop()
 		for {
 			select {
-			case <-w.d.closing.Done():
+			case <-w.d.life.Closing().Done():
 				return
 			case <-t.C:
 			}
-			t.Reset(w.poll(w.d.closing))
+			t.Reset(w.poll(w.d.life.Closing()))
 		}
 	}()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/hangup"
 )
 
 // the advisory driver has every capability of Driver (which embeds them),
@@ -31,6 +32,8 @@ type advisoryDriver struct {
 	noDial  time.Time          // no waiter session is opened before this (a dial failed)
 
 	dialSem chan struct{} // one connect of the main session at a time
+
+	hup hangup.Watcher // tells when a session's server ends it (advisory_session.go)
 }
 
 func newAdvisory(b *base) *advisoryDriver {
@@ -186,7 +189,7 @@ func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 	h := advisoryKey(key)
 	d.mu.Lock()
 	l := d.held[h]
-	if l != nil && !l.pending && l.key == key && l.s != nil && !l.s.dead {
+	if l != nil && !l.pending && l.key == key && l.s != nil && !l.s.dead.Load() {
 		info := drivers.LockInfo{Token: l.token, Fence: l.fence}
 		d.mu.Unlock()
 		return info, true, nil
@@ -259,6 +262,7 @@ func (d *advisoryDriver) Close(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
+		d.hup.Close()
 		return errors.Join(errs...)
 	})
 }

@@ -2,13 +2,12 @@ package postgres
 
 import (
 	"crypto/rand"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -50,22 +49,7 @@ func TestAdvisoryHolderShown(t *testing.T) {
 // lock held through another (another driver, another session) tells the
 // holder's application, host and pid.
 func TestAdvisoryHolderOfOtherMutex(t *testing.T) {
-	ctx := ctxT(t)
-	a := mutexOn(t, shared(t, Options{}), 5*time.Second)
-	b := mutexOn(t, shared(t, Options{}), 5*time.Second)
-	name := "holder:" + rand.Text()
-	l, err := a.Acquire(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release(ctx)
-	st, held, err := b.Inspect(ctx, name)
-	host, _ := os.Hostname()
-	want, _ := component.ParseHolder(l.Token())
-	if err != nil || !held || !st.HolderKnown || st.Holder.Host != host || st.Holder.PID != os.Getpid() ||
-		st.Holder.Application != want.Application || want.Application == "" {
-		t.Fatalf("Inspect = %+v, %v, %v; want held by this process (%s, %d)", st, held, err, host, os.Getpid())
-	}
+	sqltest.HolderOfOtherMutex(t, mutexOn(t, shared(t, Options{}), 5*time.Second), mutexOn(t, shared(t, Options{}), 5*time.Second))
 }
 
 // TestAdvisoryPing: an advisory driver pings the server on its main

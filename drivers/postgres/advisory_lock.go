@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // take runs the lock statement for h and, on success, registers the lock
@@ -56,7 +57,7 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireR
 	}
 	if err != nil {
 		if sqlState(err) == "42P01" {
-			d.schemaLost()
+			d.ddl.Lost()
 		}
 		d.failed(ctx, s, h)
 		if ctx.Err() != nil {
@@ -70,7 +71,7 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireR
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.held[h]
-	if s.dead || l == nil || !l.pending {
+	if s.dead.Load() || l == nil || !l.pending {
 		return 0, false, errors.New("postgres: connection lost while acquiring")
 	}
 	l.pending, l.fence, l.s = false, uint64(fence), s
@@ -86,7 +87,7 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireR
 // session's locks are all shown as held by its last acquisition's token
 // (none when that token names no holder).
 func (d *advisoryDriver) identify(ctx context.Context, s *session, token string) error {
-	id := identity(token)
+	id := sqlkit.Identity(token, maxIdentity)
 	if id == s.ident {
 		return nil
 	}
@@ -154,8 +155,7 @@ func (d *advisoryDriver) releaseSlot(ctx context.Context, s *session) (context.C
 	if err := s.lock(bounded); err != nil {
 		cancel()
 		d.broken(s)
-		s.watch.stop()
-		s.closeOnce.Do(func() { _ = s.conn.PgConn().Conn().Close() })
+		s.cut()
 		return nil, nil, fmt.Errorf("postgres: the session holding the lock stayed busy: %w", ctx.Err())
 	}
 	return bounded, func() { s.unlock(); cancel() }, nil
@@ -167,7 +167,7 @@ func (d *advisoryDriver) ownLock(key, token string) (int64, *advLock) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.held[h]
-	if l == nil || l.pending || l.key != key || l.token != token || l.s == nil || l.s.dead {
+	if l == nil || l.pending || l.key != key || l.token != token || l.s == nil || l.s.dead.Load() {
 		return h, nil
 	}
 	return h, l
@@ -190,7 +190,7 @@ func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt stri
 	defer done()
 	var n int64
 	if err = s.conn.QueryRow(ctx, stmt, append([]any{h}, args...)...).Scan(&n); sqlState(err) == "42P01" {
-		d.schemaLost()
+		d.ddl.Lost()
 	}
 	if err != nil {
 		if d.settle(s) {
@@ -202,7 +202,7 @@ func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt stri
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.held[h] != l || s.dead {
+	if d.held[h] != l || s.dead.Load() {
 		return 0, err
 	}
 	if err == nil && n > 0 && next != "" {

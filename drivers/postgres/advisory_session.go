@@ -2,7 +2,11 @@ package postgres
 
 import (
 	"context"
+	"crypto/tls"
+	"net"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,21 +14,38 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/hangup"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // session is a connection the advisory driver pins for its locks. Its
-// statements run one at a time (sem). Its locks (guarded by the driver's
+// statements run one at a time (slot). Its locks (guarded by the driver's
 // mu) end with it.
+//
+// The driver's hang-up watch (package hangup) tells it at once that the
+// server ended the session (pg_terminate_backend, shutdown, crash, a reset
+// link), so that its locks are reported lost then rather than at the next
+// probe. While no statement runs, the watch also looks at the first byte
+// the server sends unasked: a terminated backend sends its FATAL
+// ErrorResponse ('E') before it releases its locks, and closes the socket
+// only when its process exits, after, so the ErrorResponse is the one
+// signal that comes before another session can be granted the locks.
+// While a statement runs (its reply would wake the watch), it watches for
+// hang-ups only.
 type session struct {
 	conn   *pgx.Conn
-	sem    chan struct{} // holds one token while a statement runs
-	waiter bool          // may run blocking waits (not the main session)
-	watch  *watcher
-	ident  string // the session's application_name, when identify set it (guarded by sem)
+	slot   sqlkit.Slot // held while a statement runs
+	waiter bool        // may run blocking waits (not the main session)
+	ident  string      // the session's application_name, when identify set it (guarded by slot)
+
+	hup    *hangup.Watcher // the driver's
+	hupC   hangup.Conn     // the connection's registration with hup
+	sc     syscall.Conn    // the connection's socket; nil: not watched (probes find the break)
+	hungUp func()          // what hup calls: the driver's hungUp
 
 	// guarded by the driver's mu
 	locks map[int64]*advLock
-	dead  bool
+	dead  atomic.Bool // written under the driver's mu
 
 	closeOnce sync.Once
 }
@@ -39,15 +60,75 @@ type advLock struct {
 
 // lock takes the session's statement slot, or fails with ctx.
 func (s *session) lock(ctx context.Context) error {
-	select {
-	case s.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
+	if s.slot.LockContext(ctx, nil) != nil {
 		return ctx.Err()
+	}
+	s.busy()
+	return nil
+}
+
+// tryLock takes the session's statement slot if it is free.
+func (s *session) tryLock() bool {
+	if !s.slot.TryLock() {
+		return false
+	}
+	s.busy()
+	return true
+}
+
+// busy watches s for hang-ups only: a statement is about to run, whose
+// reply must not wake the watch.
+func (s *session) busy() {
+	if s.sc != nil && !s.dead.Load() {
+		s.hup.Arm(&s.hupC, s.sc, s.hungUp)
 	}
 }
 
-func (s *session) unlock() { <-s.sem }
+// unlock gives the statement slot back, the session idle: the watch now
+// also looks at what the server sends unasked (an ErrorResponse ends the
+// session). The last statement on a dead session closes its connection.
+func (s *session) unlock() {
+	if s.sc != nil && !s.dead.Load() {
+		s.hup.ArmPeek(&s.hupC, s.sc, s.hungUp, func(first byte) bool { return first == 'E' })
+	}
+	s.slot.Unlock()
+	if s.dead.Load() {
+		s.reap()
+	}
+}
+
+// reap closes a dead session's connection unless a statement runs on it:
+// whoever runs it does when done (unlock), having seen it dead.
+func (s *session) reap() {
+	if s.slot.TryLock() {
+		s.closeConn(context.Background())
+		s.slot.Unlock()
+	}
+}
+
+// closeConn closes the connection (once), its registration with the watch
+// dropped first. The caller holds the slot.
+func (s *session) closeConn(ctx context.Context) {
+	s.hup.Forget(&s.hupC)
+	s.closeOnce.Do(func() { _ = s.conn.Close(context.WithoutCancel(ctx)) })
+}
+
+// cut closes the connection's socket under a stuck statement (pgx
+// tolerates it).
+func (s *session) cut() {
+	s.hup.Forget(&s.hupC)
+	s.closeOnce.Do(func() { _ = s.conn.PgConn().Conn().Close() })
+}
+
+// socketOf returns the socket under c, which the watch needs; nil when it
+// has none.
+func socketOf(c net.Conn) syscall.Conn {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	sc, _ := c.(syscall.Conn)
+	return sc
+}
 
 // dial opens a pinned connection. A ctx ending during a statement makes pgx
 // ask the server to cancel it, and only StallTimeout later close the
@@ -71,29 +152,35 @@ func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error
 	}
 	if err == nil {
 		if _, err = d.bootCheck(ctx, conn.PgConn()); sqlState(err) == "42P01" {
-			d.schemaLost() // the next dial creates the marker again
+			d.ddl.Lost() // the next dial creates the marker again
 		}
 	}
 	if err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	s := &session{conn: conn, sem: make(chan struct{}, 1), waiter: waiter, locks: map[int64]*advLock{}}
-	s.watch = startWatch(conn.PgConn().Conn(), s.sem, func() { d.broken(s) }, func() {
-		s.closeOnce.Do(func() { _ = conn.Close(context.Background()) })
-	})
+	s := &session{conn: conn, waiter: waiter, locks: map[int64]*advLock{},
+		hup: &d.hup, sc: socketOf(conn.PgConn().Conn())}
+	s.hungUp = func() { d.hungUp(s) }
 	return s, nil
+}
+
+// hungUp is the watch's call when the server ended s: its locks are lost
+// now, and its connection is closed unless a statement runs on it.
+func (d *advisoryDriver) hungUp(s *session) {
+	d.broken(s)
+	s.reap()
 }
 
 // broken marks s dead: every lock on it is lost at once and reported to the
 // subscribers. Idempotent.
 func (d *advisoryDriver) broken(s *session) {
 	d.mu.Lock()
-	if s.dead {
+	if s.dead.Load() {
 		d.mu.Unlock()
 		return
 	}
-	s.dead = true
+	s.dead.Store(true)
 	if d.main == s {
 		d.main = nil
 	}
@@ -120,32 +207,28 @@ func (d *advisoryDriver) broken(s *session) {
 func (d *advisoryDriver) settle(s *session) bool {
 	if s.conn.IsClosed() {
 		d.broken(s)
-		s.watch.stop()
+		s.hup.Forget(&s.hupC)
 		return true
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return s.dead
+	return s.dead.Load()
 }
 
 // kill gives a session up (its locks are lost) and closes it; the caller
 // holds its slot.
 func (d *advisoryDriver) kill(ctx context.Context, s *session) {
 	d.broken(s)
-	s.watch.stop()
-	s.closeOnce.Do(func() { _ = s.conn.Close(context.WithoutCancel(ctx)) })
+	s.closeConn(ctx)
 }
 
-// close stops the watcher and closes the connection once its statement
-// ends (bounded by ctx), which frees its advisory locks in the server.
+// close closes the connection once its statement ends (bounded by ctx),
+// which frees its advisory locks in the server.
 func (s *session) close(ctx context.Context) error {
-	s.watch.stop()
-	if err := s.lock(ctx); err != nil {
-		// a statement is stuck: close under it, pgx tolerates it
-		s.closeOnce.Do(func() { _ = s.conn.PgConn().Conn().Close() })
-		return err
+	if s.slot.LockContext(ctx, nil) != nil {
+		s.cut() // a statement is stuck: close under it
+		return ctx.Err()
 	}
-	defer s.unlock()
+	defer s.slot.Unlock()
+	s.hup.Forget(&s.hupC)
 	var err error
 	s.closeOnce.Do(func() { err = s.conn.Close(ctx) })
 	return err
@@ -208,14 +291,9 @@ func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 		return nil, ErrClosed
 	}
 	for _, s := range d.waiters {
-		if len(s.locks) > 0 || s.dead {
-			continue
-		}
-		select {
-		case s.sem <- struct{}{}:
+		if len(s.locks) == 0 && !s.dead.Load() && s.tryLock() {
 			d.mu.Unlock()
 			return s, nil
-		default:
 		}
 	}
 	if 1+len(d.waiters)+d.dialing >= d.opts.MaxSessions || time.Now().Before(d.noDial) {
@@ -241,7 +319,8 @@ func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.sem <- struct{}{}
+	s.slot.Lock()
+	s.busy()
 	if !d.adopt(ctx, s, true) {
 		return nil, ErrClosed
 	}
@@ -253,8 +332,7 @@ func (d *advisoryDriver) adopt(ctx context.Context, s *session, waiter bool) boo
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
-		s.watch.stop()
-		s.closeOnce.Do(func() { _ = s.conn.Close(context.WithoutCancel(ctx)) })
+		s.closeConn(ctx)
 		return false
 	}
 	if waiter {
@@ -269,5 +347,5 @@ func (d *advisoryDriver) adopt(ctx context.Context, s *session, waiter bool) boo
 func (d *advisoryDriver) alive(s *session) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return !s.dead && !d.closed
+	return !s.dead.Load() && !d.closed
 }

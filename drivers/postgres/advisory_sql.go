@@ -71,16 +71,3 @@ func lockTimeout(d time.Duration) string {
 // maxIdentity is the longest identity a session shows in its
 // application_name (PostgreSQL keeps 63 bytes of it).
 const maxIdentity = 63
-
-// identity is the part of a token that names its holder, as the session
-// holding the token's lock shows it to other sessions (identify):
-// the token from its first '~' to its last, exclusive ("~app~host~pid" of
-// a Mutex's token, without its random part and its time); "" when the
-// token names no holder or the identity would not fit.
-func identity(token string) string {
-	i, j := strings.IndexByte(token, '~'), strings.LastIndexByte(token, '~')
-	if i < 0 || j <= i || j-i > maxIdentity {
-		return ""
-	}
-	return token[i:j]
-}

@@ -1,12 +1,10 @@
 package postgres
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,27 +52,15 @@ func TestKilledHolder(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			ctx := ctxT(t)
 			name := "killed-" + fmt.Sprint(time.Now().UnixNano())
-			cmd := testutil.Child(t, "hold", "MUTEXFX_PG_MODE="+tc.mode, "MUTEXFX_PG_KEY=fault:"+name)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			line, err := bufio.NewReader(out).ReadString('\n')
-			if err != nil || line != "held\n" {
-				t.Fatalf("child said %q, %v", line, err)
+			cmd, line := testutil.StartHolder(t, "hold", "MUTEXFX_PG_MODE="+tc.mode, "MUTEXFX_PG_KEY=fault:"+name)
+			if line != "held" {
+				t.Fatalf("child said %q", line)
 			}
 			m := mutexOn(t, shared(t, Options{Mode: tc.mode}), time.Second)
 			if l, err := m.TryAcquire(ctx, name); !errors.Is(err, component.ErrLocked) {
 				t.Fatalf("TryAcquire = %v, %v while the child holds the lock; want ErrLocked", l, err)
 			}
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			killed := time.Now()
-			_ = cmd.Wait()
+			killed := testutil.KillHolder(t, cmd)
 			l, err := m.Acquire(ctx, name, component.WithTimeout(5*time.Second))
 			if err != nil {
 				t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
@@ -91,9 +92,8 @@ type base struct {
 	bootKey string
 	boot    string // the bootCheck statement
 
-	schemaMu    sync.Mutex
-	schema      []schemaObject // what ensureSchema creates (schema.go)
-	schemaReady bool
+	ddl    sqlkit.Schema
+	schema []schemaObject // what ensureSchema creates (schema.go)
 
 	mu      sync.Mutex
 	closed  bool
@@ -110,15 +110,12 @@ type base struct {
 
 	// life ends when Close gives up waiting (its ctx ended) or is done
 	// (life.go)
-	life context.Context
-	cut  context.CancelCauseFunc
+	life  sqlkit.Life
+	conns sqlkit.Conns // the connections lifeDial made
 }
 
 func newBase(opts Options, n names, cc *pgx.ConnConfig) *base {
-	life, cut := context.WithCancelCause(context.Background())
-	return &base{
-		life:     life,
-		cut:      cut,
+	b := &base{
 		bootKey:  "mutexfx.boot:" + n.boot,
 		boot:     bootCheckSQL(n),
 		opts:     opts,
@@ -128,29 +125,15 @@ func newBase(opts Options, n names, cc *pgx.ConnConfig) *base {
 		subs:     map[int]func(drivers.Event){},
 		channels: []string{n.channel},
 	}
+	b.life.Init()
+	return b
 }
 
 // Mode returns the driver's mode, ModeAdvisory or ModeTable.
 func (b *base) Mode() string { return b.opts.Mode }
 
-func (b *base) check(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return ErrClosed
-	}
-	return nil
-}
-
-// isClosed reports whether Close was called.
-func (b *base) isClosed() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.closed
-}
+// check returns ctx's error, or ErrClosed once Close was called.
+func (b *base) check(ctx context.Context) error { return b.life.Check(ctx) }
 
 // shutdown is Close: it marks the driver closed and ends the
 // subscriptions, calls detach under b.mu (the driver forgets what it
@@ -164,20 +147,16 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 		return nil
 	}
 	b.closed = true
+	b.life.Begin()
 	lisStop, lisDone := b.lisStop, b.lisDone
 	b.subs = map[int]func(drivers.Event){}
 	detach()
 	b.mu.Unlock()
-	defer b.cut(ErrClosed)
-	stop := context.AfterFunc(ctx, func() { b.cut(ErrClosed) })
-	if lisStop != nil {
-		lisStop()
-		<-lisDone
-	}
-	err := release(ctx)
-	if !stop() && err == nil {
-		// ctx ended first: calls may have been cut
-		err = fmt.Errorf("postgres: close: %w", ctx.Err())
-	}
-	return err
+	return b.life.End(ctx, "postgres", func(ctx context.Context) error {
+		if lisStop != nil {
+			lisStop()
+			<-lisDone
+		}
+		return release(ctx)
+	}, b.conns.Cut)
 }

@@ -1,11 +1,6 @@
 package postgres
 
 import (
-	"reflect"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/zap"
-
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
@@ -19,17 +14,9 @@ import (
 // *config.Error at its full key path ("mutex.orders.driver.mode: ...") that
 // also wraps ErrOptions, as the errors of New do.
 func Factory() drivers.Factory {
-	return drivers.Factory{
-		Type:       "postgres",
-		ClientType: reflect.TypeFor[*pgxpool.Pool](),
-		New: kit.Factory[Options, *pgxpool.Pool, Driver]{
-			Client:        "a *pgxpool.Pool",
-			ConnectionKey: connectionKey,
-			ClientOptions: "the pool's own configuration applies",
-			New:           func(o Options, _ *zap.Logger) (Driver, error) { return New(o) },
-			NewWithClient: NewWithPool,
-		}.Build,
-	}
+	f := kit.NewFactory("a *pgxpool.Pool", New, NewWithPool)
+	f.ConnectionKey, f.ClientOptions = connectionKey, "the pool's own configuration applies"
+	return f.Of("postgres")
 }
 
 // connectionKey names a connection option set in o, or "".

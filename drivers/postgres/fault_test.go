@@ -161,11 +161,17 @@ func TestTerminateBackend(t *testing.T) {
 				if ok, err := d.Extend(ctx, l.Key(), l.Token(), ttl); err != nil || ok {
 					t.Fatalf("Extend after loss = %v, %v; want false", ok, err)
 				}
-				// the server freed it: another driver takes it at once
-				res, err := on(t, srv.DSN, Options{Mode: mode}).Acquire(ctx, drivers.AcquireRequest{Key: l.Key(), Token: "other", TTL: ttl})
-				if err != nil || !res.Acquired {
-					t.Fatalf("Acquire after loss = %+v, %v", res, err)
-				}
+				// the server frees it as the terminated backend exits, just
+				// after the FATAL message that told the holder: another
+				// driver then takes it
+				other := on(t, srv.DSN, Options{Mode: mode})
+				testutil.Poll(t, time.Second, "another driver to take the lock", func() bool {
+					res, err := other.Acquire(ctx, drivers.AcquireRequest{Key: l.Key(), Token: "other", TTL: ttl})
+					if err != nil {
+						t.Fatalf("Acquire after loss: %v", err)
+					}
+					return res.Acquired
+				})
 				return
 			}
 			if ok, err := l.Extend(ctx, ttl); err != nil || !ok {

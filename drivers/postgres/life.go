@@ -2,14 +2,9 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net"
-	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/mutexfx/mutexfx/internal/lifectx"
 )
 
 // The driver's life ends when Close's ctx ends or Close is done, whichever
@@ -23,59 +18,25 @@ import (
 
 // bind returns ctx, also cancelled (cause ErrClosed) when the driver's life
 // ends; call stop when done with it.
-func (b *base) bind(ctx context.Context) (context.Context, func()) {
-	return lifectx.Bind(ctx, b.life, ErrClosed)
-}
+func (b *base) bind(ctx context.Context) (context.Context, func()) { return b.life.Bind(ctx) }
 
 // closedErr marks err, the failure of a call made or cut while Close runs
 // or after it, as ErrClosed (closing the pool also cancels its dials).
-func (b *base) closedErr(err error) error {
-	if err == nil || errors.Is(err, ErrClosed) {
-		return err
-	}
-	if b.isClosed() {
-		return fmt.Errorf("%w: %w", ErrClosed, err)
-	}
-	return err
-}
+func (b *base) closedErr(err error) error { return b.life.ClosedErr(err) }
 
 // lifeDial wraps dial: connections fail to open once the driver's life has
-// ended, and those open then are closed.
+// ended, and those open then are closed (Close cuts b.conns).
 func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		ctx, stop := b.bind(ctx)
 		defer stop()
-		c, err := dial(ctx, network, addr)
+		c, err := b.conns.Dial(ctx, dial, network, addr, nil)
 		if err != nil {
 			if cause := context.Cause(ctx); cause == ErrClosed {
 				return nil, ErrClosed
 			}
 			return nil, err
 		}
-		return &lifeConn{Conn: c, stop: context.AfterFunc(b.life, func() { _ = c.Close() })}, nil
+		return c, nil
 	}
 }
-
-// lifeConn is a connection that closes when the driver's life ends.
-type lifeConn struct {
-	net.Conn
-	stop func() bool
-}
-
-// Close closes the connection.
-func (c *lifeConn) Close() error {
-	c.stop()
-	return c.Conn.Close()
-}
-
-// SyscallConn returns the raw connection: the watcher of a session's
-// socket (watch_linux.go) needs it.
-func (c *lifeConn) SyscallConn() (syscall.RawConn, error) {
-	sc, ok := c.Conn.(syscall.Conn)
-	if !ok {
-		return nil, fmt.Errorf("postgres: %T has no raw connection", c.Conn)
-	}
-	return sc.SyscallConn()
-}
-
-var _ syscall.Conn = (*lifeConn)(nil)

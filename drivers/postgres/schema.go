@@ -38,55 +38,41 @@ func baseSchema(n names) []schemaObject {
 // It creates only what is missing: a role may use the objects without the
 // right to create them.
 func (b *base) ensureSchema(ctx context.Context, begin func(context.Context) (pgx.Tx, error)) error {
-	b.schemaMu.Lock()
-	defer b.schemaMu.Unlock()
-	if b.schemaReady {
-		return nil
-	}
-	tx, err := begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// the DDL waits for the other drivers' (and for the tables' locks): a
-	// role's lock_timeout or statement_timeout must not fail it, ctx bounds it
-	if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', '0', true), set_config('statement_timeout', '0', true)"); err != nil {
-		return err
-	}
-	// the commit is synchronous whatever the session's setting: a sequence
-	// created in a commit a crash forgets would start again at 1
-	q := "SELECT pg_advisory_xact_lock($1), set_config('synchronous_commit', 'on', true)"
-	present := make([]bool, len(b.schema))
-	dest := []any{nil, nil}
-	for i, o := range b.schema {
-		q += ", " + o.present
-		dest = append(dest, &present[i])
-	}
-	if err := tx.QueryRow(ctx, q, ddlLockKey).Scan(dest...); err != nil {
-		return err
-	}
-	for i, o := range b.schema {
-		if present[i] {
-			continue
+	return b.ddl.Ensure(ctx, func(ctx context.Context) error {
+		tx, err := begin(ctx)
+		if err != nil {
+			return err
 		}
-		for _, s := range o.create {
-			if _, err := tx.Exec(ctx, s); err != nil {
-				return err
+		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+		// the DDL waits for the other drivers' (and for the tables' locks): a
+		// role's lock_timeout or statement_timeout must not fail it, ctx bounds it
+		if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', '0', true), set_config('statement_timeout', '0', true)"); err != nil {
+			return err
+		}
+		// the commit is synchronous whatever the session's setting: a sequence
+		// created in a commit a crash forgets would start again at 1
+		q := "SELECT pg_advisory_xact_lock($1), set_config('synchronous_commit', 'on', true)"
+		present := make([]bool, len(b.schema))
+		dest := []any{nil, nil}
+		for i, o := range b.schema {
+			q += ", " + o.present
+			dest = append(dest, &present[i])
+		}
+		if err := tx.QueryRow(ctx, q, ddlLockKey).Scan(dest...); err != nil {
+			return err
+		}
+		for i, o := range b.schema {
+			if present[i] {
+				continue
+			}
+			for _, s := range o.create {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return err
-	}
-	b.schemaReady = true
-	return nil
-}
-
-// schemaLost forgets that the schema exists, after an undefined_table error.
-func (b *base) schemaLost() {
-	b.schemaMu.Lock()
-	b.schemaReady = false
-	b.schemaMu.Unlock()
+		return tx.Commit(ctx)
+	})
 }
 
 // ddlLockKey serialises the drivers' CREATE statements (any constant works:

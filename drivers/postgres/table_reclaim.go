@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // The table driver keeps a row per name only while it is needed: rows of
@@ -50,17 +52,12 @@ func reclaimLockSQL(fn, id string) string {
 // reclaimRows deletes the reclaimable rows, reclaimBatch per statement,
 // until a statement deletes fewer or ctx ends; it returns how many.
 func (d *tableDriver) reclaimRows(ctx context.Context) (int64, error) {
-	var total int64
-	for {
-		var n int64
-		err := d.run(ctx, func(ctx context.Context, p querier) error {
+	return sqlkit.Drain(ctx, reclaimBatch, func(ctx context.Context) (n int64, err error) {
+		err = d.run(ctx, func(ctx context.Context, p querier) error {
 			tag, err := p.Exec(ctx, d.sql.reclaim, reclaimBatch)
 			n = tag.RowsAffected()
 			return err
 		})
-		total += n
-		if err != nil || n < reclaimBatch {
-			return total, err
-		}
-	}
+		return n, err
+	})
 }

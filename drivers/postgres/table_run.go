@@ -35,7 +35,7 @@ func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 	if d.pool != nil {
 		return d.pool, nil
 	}
-	if d.isClosed() {
+	if d.life.Closed() {
 		return nil, ErrClosed
 	}
 	p, err := pgxpool.NewWithConfig(context.Background(), d.poolCfg)
@@ -86,7 +86,7 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 			return err
 		})
 		if again && sqlState(err) == "42P01" {
-			d.schemaLost()
+			d.ddl.Lost()
 			continue
 		}
 		return err

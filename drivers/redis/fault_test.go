@@ -142,9 +142,8 @@ func TestConnectionFaults(t *testing.T) {
 // process gets the lock at most one ttl later.
 func TestHolderProcessKilled(t *testing.T) {
 	name := "holder-" + strconv.FormatInt(time.Now().UnixNano(), 10)
-	cmd := testutil.Child(t, "hold", "REDISTEST_ADDR="+testutil.RedisAddr(), "REDISTEST_NAME="+name)
-	line := testutil.StartChild(t, cmd)
-	childFence, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(line), "held "), 10, 64)
+	cmd, line := testutil.StartHolder(t, "hold", "REDISTEST_ADDR="+testutil.RedisAddr(), "REDISTEST_NAME="+name)
+	childFence, err := strconv.ParseUint(strings.TrimPrefix(line, "held "), 10, 64)
 	if err != nil {
 		t.Fatalf("child said %q", line)
 	}
@@ -152,11 +151,7 @@ func TestHolderProcessKilled(t *testing.T) {
 	if l, err := m.TryAcquire(t.Context(), name); !errors.Is(err, component.ErrLocked) {
 		t.Fatalf("TryAcquire of the child's lock = %v, %v; want ErrLocked", l, err)
 	}
-	killed := time.Now()
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	killed := testutil.KillHolder(t, cmd)
 	l, err := m.Acquire(t.Context(), name, component.WithTimeout(3*faultTTL))
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,8 @@ func (w *Watcher) Arm(c *Conn, sc syscall.Conn, onHup func()) { w.arm(c, sc, onH
 // that it ends the session (a store that says so before it closes), or at
 // the end of the stream. Bytes that do not end it leave c watched for
 // hang-ups only. Arm it while no statement runs on the connection (whose
-// reply would wake it), and Disarm it before the next.
+// reply would wake it), and Disarm it, or Arm it for hang-ups only,
+// before the next.
 func (w *Watcher) ArmPeek(c *Conn, sc syscall.Conn, onHup func(), end func(first byte) bool) {
 	w.arm(c, sc, onHup, end)
 }

@@ -10,7 +10,7 @@ import (
 
 // pair returns the two ends of a loopback TCP connection, closed when the
 // test ends.
-func pair(t *testing.T) (local *net.TCPConn, peer *net.TCPConn) {
+func pair(t testing.TB) (local *net.TCPConn, peer *net.TCPConn) {
 	t.Helper()
 	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -173,6 +173,27 @@ func TestArmPeek(t *testing.T) {
 	})
 }
 
+// TestArmPeekBusy: a connection alternately armed with ArmPeek (idle) and
+// Arm (a statement runs) is not woken by the bytes that come while it is
+// armed with Arm (a reply); an ending message still waiting when ArmPeek
+// arms it again calls at once.
+func TestArmPeekBusy(t *testing.T) {
+	var w Watcher
+	defer w.Close()
+	end := func(b byte) bool { return b == 'E' }
+	a := arm(t, &w, end)
+	w.Arm(a.c, a.local, func() { a.called <- struct{}{} })
+	if _, err := a.peer.Write([]byte("E reply")); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, &w)
+	noCall(t, a.called, "bytes while armed for hang-ups only")
+	fn, called := signal()
+	w.ArmPeek(a.c, a.local, fn, end)
+	waitCall(t, called, "arming with ArmPeek over an ending message")
+	noCall(t, a.called, "the function armed before")
+}
+
 // TestClosed: a closed Watcher arms nothing and starts no goroutine again
 // (goleak checks).
 func TestClosed(t *testing.T) {
@@ -184,4 +205,18 @@ func TestClosed(t *testing.T) {
 	a.peer.Close()
 	noCall(t, called, "after Close")
 	noCall(t, a.called, "after Close")
+}
+
+// BenchmarkArmBusyIdle is what a PostgreSQL session pays per statement:
+// Arm when it starts (hang-ups only), ArmPeek when it ends.
+func BenchmarkArmBusyIdle(b *testing.B) {
+	var w Watcher
+	defer w.Close()
+	local, _ := pair(b)
+	var c Conn
+	end := func(byte) bool { return true }
+	for b.Loop() {
+		w.Arm(&c, local, func() {})
+		w.ArmPeek(&c, local, func() {}, end)
+	}
 }

@@ -116,6 +116,17 @@ func SetKey(opts any, keys ...string) string {
 	return ""
 }
 
+// NewFactory returns the Factory of a driver that logs nothing, built by
+// newDriver or, on the application's client (named client in errors:
+// "a *sql.DB"), by withClient.
+func NewFactory[O, C any, D drivers.Driver](client string, newDriver func(O) (D, error), withClient func(C, O) (D, error)) Factory[O, C, D] {
+	return Factory[O, C, D]{
+		Client:        client,
+		New:           func(opts O, _ *zap.Logger) (D, error) { return newDriver(opts) },
+		NewWithClient: withClient,
+	}
+}
+
 // options returns a *config.Error as an invalid option: it reads and
 // unwraps as the *config.Error and matches drivers.ErrOptions.
 func options(err error) error {

@@ -1,0 +1,216 @@
+package sqlkit
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+)
+
+// TestSlot: a held slot is not taken again; LockContext gives up with the
+// cause of the context that ended, and takes a free slot even with both
+// ended.
+func TestSlot(t *testing.T) {
+	errA, errB := errors.New("a"), errors.New("b")
+	ended := func(cause error) context.Context {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(cause)
+		return ctx
+	}
+	var s Slot
+	if err := s.LockContext(ended(errA), ended(errB)); err != nil {
+		t.Fatalf("LockContext of a free slot = %v", err)
+	}
+	if s.TryLock() {
+		t.Fatal("TryLock of a held slot succeeded")
+	}
+	for _, tc := range []struct {
+		name      string
+		ctx, also context.Context
+		want      error
+	}{
+		{"ctx", ended(errA), nil, errA},
+		{"also", context.Background(), ended(errB), errB},
+	} {
+		if err := s.LockContext(tc.ctx, tc.also); !errors.Is(err, tc.want) {
+			t.Errorf("%s: LockContext of a held slot = %v; want %v", tc.name, err, tc.want)
+		}
+	}
+	s.Unlock()
+	if !s.TryLock() {
+		t.Fatal("TryLock of a freed slot failed")
+	}
+	s.Unlock()
+}
+
+// TestLifeEnd: Close's calls are cut when its ctx ends before release is
+// done (End then returns ctx's error, named), or when release is done;
+// Begin starts Close once.
+func TestLifeEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration // Close's ctx; release takes a second
+		wantErr bool
+	}{
+		{"ctx ends first", time.Millisecond, true},
+		{"release first", time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var l Life
+				l.Init()
+				call, stop := l.Bind(context.Background())
+				defer stop()
+				if err := l.Check(context.Background()); err != nil || l.Closed() {
+					t.Fatalf("open: Check = %v, Closed = %v", err, l.Closed())
+				}
+				if !l.Begin() || l.Begin() {
+					t.Fatal("Begin: want true once, then false")
+				}
+				if err := l.Check(context.Background()); !errors.Is(err, drivers.ErrClosed) {
+					t.Fatalf("Check after Begin = %v", err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+				defer cancel()
+				var cut atomic.Bool
+				err := l.End(ctx, "test", func(context.Context) error {
+					select {
+					case <-call.Done():
+					case <-time.After(time.Second):
+					}
+					return nil
+				}, func() { cut.Store(true) })
+				<-call.Done() // (cancelled by an AfterFunc of the life)
+				if (err != nil) != tc.wantErr || !cut.Load() || !errors.Is(context.Cause(call), drivers.ErrClosed) {
+					t.Fatalf("End = %v, cut %v, call's cause %v", err, cut.Load(), context.Cause(call))
+				}
+				if err := l.ClosedErr(errors.New("x")); !errors.Is(err, drivers.ErrClosed) {
+					t.Fatalf("ClosedErr after Close = %v", err)
+				}
+			})
+		})
+	}
+}
+
+// TestDrain: rounds run until one deletes fewer than a batch or fails.
+func TestDrain(t *testing.T) {
+	errRound := errors.New("round")
+	for _, tc := range []struct {
+		name      string
+		rounds    []int64
+		failAt    int // -1: none
+		wantTotal int64
+		wantRuns  int
+	}{
+		{"short round ends", []int64{10, 10, 3, 10}, -1, 23, 3},
+		{"error ends", []int64{10, 10, 10}, 1, 20, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := 0
+			total, err := Drain(context.Background(), 10, func(context.Context) (int64, error) {
+				runs++
+				if runs-1 == tc.failAt {
+					return tc.rounds[runs-1], errRound
+				}
+				return tc.rounds[runs-1], nil
+			})
+			if total != tc.wantTotal || runs != tc.wantRuns || (tc.failAt >= 0) != errors.Is(err, errRound) {
+				t.Fatalf("Drain = %d, %v after %d rounds; want %d after %d", total, err, runs, tc.wantTotal, tc.wantRuns)
+			}
+		})
+	}
+}
+
+// TestSchema: Ensure creates until it succeeds, then not again until Lost.
+func TestSchema(t *testing.T) {
+	errCreate := errors.New("create")
+	var s Schema
+	calls := 0
+	create := func(fail bool) func(context.Context) error {
+		return func(context.Context) error {
+			calls++
+			if fail {
+				return errCreate
+			}
+			return nil
+		}
+	}
+	for i, tc := range []struct {
+		lost, fail bool
+		wantCalls  int
+		wantErr    error
+	}{
+		{fail: true, wantCalls: 1, wantErr: errCreate},
+		{wantCalls: 2},
+		{wantCalls: 2}, // ready: not called
+		{lost: true, wantCalls: 3},
+	} {
+		if tc.lost {
+			s.Lost()
+		}
+		if err := s.Ensure(context.Background(), create(tc.fail)); !errors.Is(err, tc.wantErr) || calls != tc.wantCalls {
+			t.Fatalf("step %d: Ensure = %v after %d creates; want %v after %d", i, err, calls, tc.wantErr, tc.wantCalls)
+		}
+	}
+}
+
+// TestIdentity: the holder part of a token, within the limit.
+func TestIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		token string
+		limit int
+		want  string
+	}{
+		{"r4nd~orders~host-1~4242~t1me", 0, "~orders~host-1~4242"},
+		{"r4nd~orders~host-1~4242~t1me", 19, "~orders~host-1~4242"},
+		{"r4nd~orders~host-1~4242~t1me", 18, ""},
+		{"plain-token", 0, ""},
+		{"one~tilde", 0, ""},
+	} {
+		if got := Identity(tc.token, tc.limit); got != tc.want {
+			t.Errorf("Identity(%q, %d) = %q; want %q", tc.token, tc.limit, got, tc.want)
+		}
+	}
+}
+
+// TestConns: Cut closes the open connections (after their cut hook) and
+// fails later dials; a connection closed before is forgotten.
+func TestConns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var cs Conns
+	var d net.Dialer
+	hooked := 0
+	dial := func() (*Conn, error) {
+		return cs.Dial(context.Background(), d.DialContext, "tcp", ln.Addr().String(), func() { hooked++ })
+	}
+	closed, err := dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open, err := dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open.SyscallConn(); err != nil {
+		t.Fatalf("SyscallConn: %v", err)
+	}
+	cs.Cut()
+	if _, err := open.Write([]byte("x")); !errors.Is(err, net.ErrClosed) || hooked != 1 {
+		t.Fatalf("Write after Cut = %v, cut hooks run %d; want net.ErrClosed, 1", err, hooked)
+	}
+	if c, err := dial(); c != nil || !errors.Is(err, drivers.ErrClosed) {
+		t.Fatalf("Dial after Cut = %v, %v; want ErrClosed", c, err)
+	}
+}
