@@ -138,44 +138,51 @@ func (h *slowHanding) Handover(ctx context.Context, key, token string, next driv
 		return ok, drivers.AcquireResult{}, err
 	}
 	res, err := h.Driver.Acquire(ctx, next)
-	time.Sleep(h.delay)
+	time.Sleep(h.delay) // the store answers late (in a synctest bubble: its clock)
 	return true, res, err
 }
 
 // TestHandoverAnsweredLate: a handover answered after the waiter's ttl is
 // not handed (the lock may have expired in the store): the waiter acquires
-// as usual and gets a held lock.
+// as usual and gets a held lock. In a synctest bubble: the handover is
+// answered 150 ms late on the bubble's clock.
 func TestHandoverAnsweredLate(t *testing.T) {
-	ctx := context.Background()
-	for range 10 {
-		st := &slowHanding{Driver: memory.New(), delay: 150 * time.Millisecond}
-		m, err := New(Options{Driver: st, TTL: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		first, err := m.Acquire(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make(chan *Lock, 1)
-		go func() {
-			l, err := m.Acquire(ctx, "a", WithTimeout(5*time.Second))
+	Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		for range 10 {
+			st := &slowHanding{Driver: memory.New(), delay: 150 * time.Millisecond}
+			m, err := New(Options{Driver: st, TTL: 100 * time.Millisecond})
 			if err != nil {
-				t.Error(err)
+				t.Fatal(err)
 			}
-			got <- l
-		}()
-		parked(t, m, "a")
-		_, _ = first.Release(ctx)
-		l := <-got
-		if l != nil {
-			info, held, _ := st.Inspect(ctx, l.Key())
-			if !l.Held() || !held || info.Token != l.Token() {
-				t.Errorf("Acquire returned a lock not held: Held %v, store held %v by %q", l.Held(), held, info.Token)
+			first, err := m.Acquire(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
 			}
+			got := make(chan *Lock, 1)
+			go func() {
+				l, err := m.Acquire(ctx, "a", WithTimeout(5*time.Second))
+				if err != nil {
+					t.Error(err)
+				}
+				got <- l
+			}()
+			waitLocked(t, m, "a parked waiter", func() bool {
+				q := m.queues["a"]
+				return q != nil && len(q.waiters) == 1 && q.waiters[0].parked
+			})
+			_, _ = first.Release(ctx)
+			l := <-got
+			if l != nil {
+				info, held, _ := st.Inspect(ctx, l.Key())
+				if !l.Held() || !held || info.Token != l.Token() {
+					t.Errorf("Acquire returned a lock not held: Held %v, store held %v by %q", l.Held(), held, info.Token)
+				}
+			}
+			_ = m.Close(ctx)
 		}
-		_ = m.Close(ctx)
-	}
+	})
 }
 
 // hung is the memory store as a network store whose Acquire of "mutex:b"

@@ -133,15 +133,19 @@ func TestExtendDuringRenewal(t *testing.T) {
 }
 
 // TestAnswerAfterTTL: a lock whose acquisition was answered after its ttl
-// may already have expired in the store: it is not handed out.
+// may already have expired in the store: it is not handed out. In a
+// synctest bubble: the store answers 150 ms late on the bubble's clock.
 func TestAnswerAfterTTL(t *testing.T) {
-	ctx := context.Background()
-	r := &remote{Driver: memory.New(), replyDelay: 150 * time.Millisecond, keepOpen: true}
-	m := newOn(t, r, 100*time.Millisecond)
-	l, err := m.TryAcquire(ctx, "a")
-	if l != nil || !errors.Is(err, ErrTimeout) {
-		t.Fatalf("TryAcquire answered after the ttl = %v, %v; want ErrTimeout", l, err)
-	}
+	Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		r := &remote{Driver: memory.New(), replyDelay: 150 * time.Millisecond, keepOpen: true}
+		m := newOn(t, r, 100*time.Millisecond)
+		l, err := m.TryAcquire(ctx, "a")
+		if l != nil || !errors.Is(err, ErrTimeout) {
+			t.Fatalf("TryAcquire answered after the ttl = %v, %v; want ErrTimeout", l, err)
+		}
+	})
 }
 
 // TestContextEndsBeforeStoreRelease: Release and Close end the lock's
