@@ -130,7 +130,7 @@ func benchAcquireRelease(b *testing.B, m *component.Mutex, after func(start time
 
 // BenchmarkContended8: 8 goroutines on one memory lock, each holding it
 // 1 ms. Reports the wait's p99 and max, p99 over 8×hold (goal ≤ 1.2) and
-// over 8× the hold measured (time.Sleep's overshoot removed), and the share
+// over 8× the hold measured (the sleep's overshoot removed), and the share
 // of acquisitions out of turn (goal 0).
 func BenchmarkContended8(b *testing.B) {
 	const workers, hold = 8, time.Millisecond

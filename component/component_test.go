@@ -15,6 +15,7 @@ import (
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/memory"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -187,30 +188,46 @@ func TestHolderTTLBoundsWait(t *testing.T) {
 	l.Release(ctx)
 }
 
-// TestRenewalRetriesThenRecovers: renewals failing from 200 ms (at 200,
-// 220, 260 ms: the retry delay doubles) are retried, and one that succeeds
-// before the 600 ms expiry keeps the lock, well past that expiry. In a
-// synctest bubble: exact times.
+// TestRenewalRetriesThenRecovers: renewals failing from 200 ms until 300 ms
+// (about 200, 215, 250, 310 ms: the retry delay doubles, with jitter) are
+// retried, and one that succeeds before the 600 ms expiry keeps the lock,
+// well past that expiry. In a synctest bubble: the test follows the renewal
+// calls (faulty.renewed) on the bubble's clock.
 func TestRenewalRetriesThenRecovers(t *testing.T) {
 	component.Unpooled(t)
 	synctest.Test(t, func(t *testing.T) {
 		f := newFaulty()
+		f.renewed = make(chan error, 100)
 		m := newMutex(t, component.Options{Driver: f, TTL: 600 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
 		ctx := context.Background()
+		start := time.Now()
 		l, err := m.Acquire(ctx, "x")
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.set(func(f *faulty) { f.renewErr = errors.New("connection refused") })
-		time.Sleep(300 * time.Millisecond)
-		if n := f.renews.Load(); n < 2 {
-			t.Fatalf("%d renewals by 300 ms, want at least 2 (failing, retried)", n)
+		failed := 0
+		for time.Since(start) < 300*time.Millisecond { // the failing renewal and its retries
+			if err := <-f.renewed; err == nil {
+				t.Fatal("a renewal succeeded while the store fails them")
+			}
+			failed++
+		}
+		if failed < 3 {
+			t.Fatalf("%d failing renewals by %v; want at least 3 (the first, retried)", failed, time.Since(start))
 		}
 		f.set(func(f *faulty) { f.renewErr = nil })
-		n := f.renews.Load()
-		time.Sleep(time.Second) // past the expiry of the last successful renewal
-		if f.renews.Load() <= n {
-			t.Fatal("no renewal after the store came back")
+		// past the expiry of the last successful renewal (the acquisition)
+		for ok := 0; ok == 0 || time.Since(start) < 1300*time.Millisecond; {
+			select {
+			case err := <-f.renewed:
+				if err != nil {
+					t.Fatalf("a renewal failed after the store came back: %v", err)
+				}
+				ok++
+			case <-l.Done():
+				t.Fatalf("lock lost although the store came back before its expiry: %v", l.Err())
+			}
 		}
 		if !l.Held() || l.Err() != nil {
 			t.Fatalf("lock lost although the store came back before its expiry: %v", l.Err())
@@ -359,46 +376,47 @@ func (brokenDriver) Extend(context.Context, string, string, time.Duration) (bool
 func (brokenDriver) Close(context.Context) error { return nil }
 
 // TestRoundRobin: goroutines asking again right after their release are
-// served in turn (no barging).
+// served in turn (no barging). In a synctest bubble, each holder keeps the
+// lock until every other goroutine is queued behind it or done
+// (synctest.Wait, called only by the holder, so by one goroutine at a time).
 func TestRoundRobin(t *testing.T) {
-	m := newMutex(t, component.Options{})
-	ctx := context.Background()
-	var mu sync.Mutex
-	var order []int
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Go(func() {
-			for range 25 {
-				l, err := m.Acquire(ctx, "x")
-				if err != nil {
-					t.Error(err)
-					return
+	component.Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		m := newMutex(t, component.Options{})
+		ctx := context.Background()
+		var mu sync.Mutex
+		var order []int
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for range 25 {
+					l, err := m.Acquire(ctx, "x")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					order = append(order, g)
+					mu.Unlock()
+					synctest.Wait() // the others queue up while the lock is held
+					l.Release(ctx)
 				}
-				mu.Lock()
-				order = append(order, g)
-				mu.Unlock()
-				time.Sleep(100 * time.Microsecond) // the work done holding the lock
-				l.Release(ctx)
-			}
-		})
-	}
-	wg.Wait()
-	// Once all four are queued, the order is a rotation.
-	tail := order[8:92]
-	for i := 4; i < len(tail); i++ {
-		if tail[i] != tail[i-4] {
-			t.Fatalf("not served in turn: %v", order)
+			})
 		}
-	}
+		wg.Wait()
+		// Once all four are queued, the order is a rotation.
+		tail := order[8:92]
+		for i := 4; i < len(tail); i++ {
+			if tail[i] != tail[i-4] {
+				t.Fatalf("not served in turn: %v", order)
+			}
+		}
+	})
 }
 
+// waitUntil polls cond (testutil.Poll) for the Mutex's states that send no
+// signal, failing the test after 5 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Poll(t, 5*time.Second, what, cond)
 }

@@ -25,6 +25,9 @@ type faulty struct {
 	renews      atomic.Int32
 	renewLeases atomic.Int32
 	batches     []int // leases per renewal call, under mu
+	// renewed, when set, gets the error (or nil) of each renewal call;
+	// a call finding it full does not wait
+	renewed chan error
 }
 
 func newFaulty() *faulty { return &faulty{Driver: memory.New()} }
@@ -81,9 +84,15 @@ func (f *faulty) Renew(ctx context.Context, leases []drivers.Lease) []drivers.Re
 	f.renews.Add(1)
 	f.renewLeases.Add(int32(len(leases)))
 	f.mu.Lock()
-	err := f.renewErr
+	err, renewed := f.renewErr, f.renewed
 	f.batches = append(f.batches, len(leases))
 	f.mu.Unlock()
+	if renewed != nil {
+		select {
+		case renewed <- err:
+		default:
+		}
+	}
 	if err != nil {
 		out := make([]drivers.RenewResult, len(leases))
 		for i := range out {

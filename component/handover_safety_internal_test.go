@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -137,52 +138,61 @@ func (h *slowHanding) Handover(ctx context.Context, key, token string, next driv
 		return ok, drivers.AcquireResult{}, err
 	}
 	res, err := h.Driver.Acquire(ctx, next)
-	time.Sleep(h.delay)
+	time.Sleep(h.delay) // the store answers late (in a synctest bubble: its clock)
 	return true, res, err
 }
 
 // TestHandoverAnsweredLate: a handover answered after the waiter's ttl is
 // not handed (the lock may have expired in the store): the waiter acquires
-// as usual and gets a held lock.
+// as usual and gets a held lock. In a synctest bubble: the handover is
+// answered 150 ms late on the bubble's clock.
 func TestHandoverAnsweredLate(t *testing.T) {
-	ctx := context.Background()
-	for range 10 {
-		st := &slowHanding{Driver: memory.New(), delay: 150 * time.Millisecond}
-		m, err := New(Options{Driver: st, TTL: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		first, err := m.Acquire(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make(chan *Lock, 1)
-		go func() {
-			l, err := m.Acquire(ctx, "a", WithTimeout(5*time.Second))
+	Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		for range 10 {
+			st := &slowHanding{Driver: memory.New(), delay: 150 * time.Millisecond}
+			m, err := New(Options{Driver: st, TTL: 100 * time.Millisecond})
 			if err != nil {
-				t.Error(err)
+				t.Fatal(err)
 			}
-			got <- l
-		}()
-		parked(t, m, "a")
-		_, _ = first.Release(ctx)
-		l := <-got
-		if l != nil {
-			info, held, _ := st.Inspect(ctx, l.Key())
-			if !l.Held() || !held || info.Token != l.Token() {
-				t.Errorf("Acquire returned a lock not held: Held %v, store held %v by %q", l.Held(), held, info.Token)
+			first, err := m.Acquire(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
 			}
+			got := make(chan *Lock, 1)
+			go func() {
+				l, err := m.Acquire(ctx, "a", WithTimeout(5*time.Second))
+				if err != nil {
+					t.Error(err)
+				}
+				got <- l
+			}()
+			waitLocked(t, m, "a parked waiter", func() bool {
+				q := m.queues["a"]
+				return q != nil && len(q.waiters) == 1 && q.waiters[0].parked
+			})
+			_, _ = first.Release(ctx)
+			l := <-got
+			if l != nil {
+				info, held, _ := st.Inspect(ctx, l.Key())
+				if !l.Held() || !held || info.Token != l.Token() {
+					t.Errorf("Acquire returned a lock not held: Held %v, store held %v by %q", l.Held(), held, info.Token)
+				}
+			}
+			_ = m.Close(ctx)
 		}
-		_ = m.Close(ctx)
-	}
+	})
 }
 
 // hung is the memory store as a network store whose Acquire of "mutex:b"
 
-// overlapping is handing whose Acquire calls take a while and record how
-// many were in flight at once.
+// overlapping is handing whose Acquire calls record how many were in flight
+// at once and, once the test sets gate, wait for it to close: the calls
+// made meanwhile overlap.
 type overlapping struct {
 	*handing
+	gate           atomic.Pointer[chan struct{}]
 	inflight, most atomic.Int32
 }
 
@@ -191,7 +201,13 @@ func (o *overlapping) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 	defer o.inflight.Add(-1)
 	for m := o.most.Load(); n > m && !o.most.CompareAndSwap(m, n); m = o.most.Load() {
 	}
-	time.Sleep(50 * time.Millisecond) // a slow store: calls made together overlap
+	if g := o.gate.Load(); g != nil {
+		select {
+		case <-*g:
+		case <-ctx.Done():
+			return drivers.AcquireResult{}, ctx.Err()
+		}
+	}
 	return o.handing.Acquire(ctx, req)
 }
 
@@ -200,61 +216,73 @@ func (o *overlapping) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 // it goes to the store: the waiter after it is not woken too. Before, the
 // loss woke the next waiter, and the first, waking, put itself back at the
 // head: both called the store at once. The first waiter is held at its
-// wake-up (testHookWoken) while the handed lock is lost.
+// wake-up (testHookWoken) while the handed lock is lost; in a synctest
+// bubble, the store's answers wait (gate) until every waiter that was
+// going to call it has.
 func TestHandedLockLostBeforeWake(t *testing.T) {
-	ctx := context.Background()
-	d := &overlapping{handing: &handing{Driver: memory.New()}}
-	m := newOn(t, d, 5*time.Second)
-	l, err := m.Acquire(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hold := make(chan struct{})
-	var woken atomic.Int32
-	testHookWoken = func() {
-		if woken.Add(1) == 1 { // the first waiter, woken by the handover
-			<-hold
-		}
-	}
-	t.Cleanup(func() { testHookWoken = nil })
-	got := make(chan error, 2)
-	for range 2 {
-		go func() {
-			l, err := m.Acquire(ctx, "a", WithTimeout(10*time.Second))
-			if err == nil {
-				_, err = l.Release(ctx)
-			}
-			got <- err
-		}()
-	}
-	pollLocked(t, m, "two parked waiters", func() bool {
-		q := m.queues["a"]
-		return q != nil && len(q.waiters) == 2 && q.waiters[0].parked && q.waiters[1].parked
-	})
-	if ok, err := l.Release(ctx); !ok || err != nil { // handed to the first waiter
-		t.Fatalf("Release = %v, %v", ok, err)
-	}
-	pollLocked(t, m, "the first waiter woken", func() bool { return woken.Load() == 1 })
-	m.mu.Lock()
-	handed := m.held["a"]
-	first := handed.handedTo
-	m.mu.Unlock()
-	d.Driver.RevokeToken(handed.key, handed.token) // lost in the store, which tells the Mutex
-	pollLocked(t, m, "the handed lock lost", func() bool { return handed.state == stateLost })
-	m.mu.Lock()
-	q := m.queues["a"]
-	requeued := q != nil && len(q.waiters) == 2 && q.waiters[0] == first
-	m.mu.Unlock()
-	if !requeued {
-		t.Error("the waiter the lost lock was handed to is not first in line again")
-	}
-	close(hold)
-	for range 2 {
-		if err := <-got; err != nil {
+	Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		d := &overlapping{handing: &handing{Driver: memory.New()}}
+		m := newOn(t, d, 5*time.Second)
+		l, err := m.Acquire(ctx, "a")
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if n := d.most.Load(); n != 1 {
-		t.Fatalf("%d store calls of waiters at once; want 1 (only the head)", n)
-	}
+		hold := make(chan struct{})
+		var woken atomic.Int32
+		testHookWoken = func() {
+			if woken.Add(1) == 1 { // the first waiter, woken by the handover
+				<-hold
+			}
+		}
+		t.Cleanup(func() { testHookWoken = nil })
+		got := make(chan error, 2)
+		for range 2 {
+			go func() {
+				l, err := m.Acquire(ctx, "a", WithTimeout(10*time.Second))
+				if err == nil {
+					_, err = l.Release(ctx)
+				}
+				got <- err
+			}()
+		}
+		waitLocked(t, m, "two parked waiters", func() bool {
+			q := m.queues["a"]
+			return q != nil && len(q.waiters) == 2 && q.waiters[0].parked && q.waiters[1].parked
+		})
+		gate := make(chan struct{})
+		d.gate.Store(&gate)
+		if ok, err := l.Release(ctx); !ok || err != nil { // handed to the first waiter
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		waitLocked(t, m, "the first waiter woken", func() bool { return woken.Load() == 1 })
+		m.mu.Lock()
+		handed := m.held["a"]
+		first := handed.handedTo
+		m.mu.Unlock()
+		d.Driver.RevokeToken(handed.key, handed.token) // lost in the store, which tells the Mutex
+		waitLocked(t, m, "the handed lock lost", func() bool { return handed.state == stateLost })
+		m.mu.Lock()
+		q := m.queues["a"]
+		requeued := q != nil && len(q.waiters) == 2 && q.waiters[0] == first
+		m.mu.Unlock()
+		if !requeued {
+			t.Error("the waiter the lost lock was handed to is not first in line again")
+		}
+		close(hold)
+		synctest.Wait() // every waiter going to the store is in its call
+		if n := d.inflight.Load(); n != 1 {
+			t.Errorf("%d store calls of waiters at once after the wake-up; want 1 (only the head)", n)
+		}
+		close(gate)
+		for range 2 {
+			if err := <-got; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := d.most.Load(); n != 1 {
+			t.Fatalf("%d store calls of waiters at once; want 1 (only the head)", n)
+		}
+	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/memory"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // Tests of the safety rule — a lock's holder never believes it holds a lock
@@ -132,15 +133,19 @@ func TestExtendDuringRenewal(t *testing.T) {
 }
 
 // TestAnswerAfterTTL: a lock whose acquisition was answered after its ttl
-// may already have expired in the store: it is not handed out.
+// may already have expired in the store: it is not handed out. In a
+// synctest bubble: the store answers 150 ms late on the bubble's clock.
 func TestAnswerAfterTTL(t *testing.T) {
-	ctx := context.Background()
-	r := &remote{Driver: memory.New(), replyDelay: 150 * time.Millisecond, keepOpen: true}
-	m := newOn(t, r, 100*time.Millisecond)
-	l, err := m.TryAcquire(ctx, "a")
-	if l != nil || !errors.Is(err, ErrTimeout) {
-		t.Fatalf("TryAcquire answered after the ttl = %v, %v; want ErrTimeout", l, err)
-	}
+	Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		r := &remote{Driver: memory.New(), replyDelay: 150 * time.Millisecond, keepOpen: true}
+		m := newOn(t, r, 100*time.Millisecond)
+		l, err := m.TryAcquire(ctx, "a")
+		if l != nil || !errors.Is(err, ErrTimeout) {
+			t.Fatalf("TryAcquire answered after the ttl = %v, %v; want ErrTimeout", l, err)
+		}
+	})
 }
 
 // TestContextEndsBeforeStoreRelease: Release and Close end the lock's
@@ -260,7 +265,7 @@ func TestFailedExtendShortens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		s := &shortening{Driver: memory.New()}
-		m1, m2 := newOn(t, s, 3*time.Second), newOn(t, s, 3*time.Second)
+		m1 := newOn(t, s, 3*time.Second)
 		l, err := m1.Acquire(ctx, "a")
 		if err != nil {
 			t.Fatal(err)
@@ -269,26 +274,20 @@ func TestFailedExtendShortens(t *testing.T) {
 		waitLocked(t, m1, "the scheduler planning the renewal", func() bool {
 			return m1.started && time.Until(m1.nextWake) > 500*time.Millisecond
 		})
+		extended := time.Now()
 		if _, err := l.Extend(ctx, 50*time.Millisecond); err == nil {
 			t.Fatal("Extend: no error")
 		}
-		// another holder tries all along (every 2 ms of the bubble's
-		// clock); the store frees the lock 50 ms after the Extend (the
-		// next renewal was due at 1 s)
-		for deadline := time.Now().Add(500 * time.Millisecond); ; time.Sleep(2 * time.Millisecond) {
-			other, err := m2.TryAcquire(ctx, "a")
-			if err != nil && !errors.Is(err, ErrLocked) {
-				t.Fatal(err)
-			}
-			if other != nil {
-				if l.Context().Err() == nil {
-					t.Fatal("another holder got the lock while the first holder's context is live")
-				}
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the shortened lock never expired in the store")
-			}
+		// the store frees the lock 50 ms after the Extend (the next
+		// renewal was due at 1 s)...
+		if info, held, _ := s.Inspect(ctx, l.Key()); !held || info.TTL != 50*time.Millisecond {
+			t.Fatalf("store: held %v for %v; want the Extend's 50 ms applied", held, info.TTL)
+		}
+		// ...and the holder's context ends by then, before another holder
+		// can take the lock
+		<-l.Context().Done()
+		if e := time.Since(extended); e > 50*time.Millisecond {
+			t.Fatalf("the holder's context ended %v after the failed Extend; the store freed the lock at 50 ms", e)
 		}
 	})
 }
@@ -378,20 +377,14 @@ func waitLocked(t *testing.T, m *Mutex, what string, cond func() bool) {
 	}
 }
 
-// pollLocked polls cond, called with m.mu held, every millisecond until it
-// holds, failing the test after 5 s: for the Mutex's internal states that
-// have no signal to wait on.
+// pollLocked polls cond, called with m.mu held, until it holds
+// (testutil.Poll), failing the test after 5 s: for the Mutex's internal
+// states that have no signal to wait on.
 func pollLocked(t *testing.T, m *Mutex, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	testutil.Poll(t, 5*time.Second, what, func() bool {
 		m.mu.Lock()
-		ok := cond()
-		m.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+		defer m.mu.Unlock()
+		return cond()
+	})
 }

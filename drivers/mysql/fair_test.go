@@ -1,7 +1,9 @@
 package mysql
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -81,20 +83,26 @@ func TestTableReservation(t *testing.T) {
 
 // TestTableFairHandoff: workers on separate drivers and components (as in
 // separate processes), each asking again right after releasing, take turns
-// instead of one of them keeping the lock.
+// instead of one of them keeping the lock. A holder keeps the lock until
+// every other worker still taking turns is queued in the row.
 func TestTableFairHandoff(t *testing.T) {
 	const workers, turns = 3, 15
 	ctx := ctxT(t)
+	ds := make([]Driver, workers)
 	ms := make([]*component.Mutex, workers)
 	for i := range ms {
-		ms[i] = newMutex(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks"}, 10*time.Second)
+		ds[i] = openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks"})
+		ms[i] = mutexOn(t, ds[i], 10*time.Second)
 	}
+	key := "mysqltest:" + runID + ":" + t.Name() + ":handoff"
+	holds := testutil.NewHolds(t, workers)
 	var mu sync.Mutex
 	var order []int
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w, m := range ms {
 		wg.Go(func() {
+			defer holds.Done(w)
 			for range turns {
 				l, err := m.Acquire(ctx, "handoff", component.WithTimeout(20*time.Second))
 				if err != nil {
@@ -104,7 +112,7 @@ func TestTableFairHandoff(t *testing.T) {
 				mu.Lock()
 				order = append(order, w)
 				mu.Unlock()
-				time.Sleep(time.Millisecond) // the hold
+				holds.Hold(w)
 				if ok, err := l.Release(ctx); !ok || err != nil {
 					errs <- err
 					return
@@ -112,6 +120,15 @@ func TestTableFairHandoff(t *testing.T) {
 			}
 		})
 	}
+	holds.Serve(t, 10*time.Second, "the other workers queued behind the holder", func(holder int) bool {
+		queue := queueOf(t, ds[holder], key)
+		for w, d := range ds {
+			if w != holder && !holds.IsDone(w) && !slices.ContainsFunc(queue, func(id []byte) bool { return bytes.Equal(id, tab(d).id) }) {
+				return false
+			}
+		}
+		return true
+	})
 	wg.Wait()
 	close(errs)
 	for err := range errs {

@@ -82,16 +82,11 @@ func mutexOn(t testing.TB, d Driver, ttl time.Duration) *component.Mutex {
 	return m
 }
 
-// waitFor polls cond until it holds or d passes.
+// waitFor polls cond until it holds, failing the test after d
+// (testutil.Poll).
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Poll(t, d, what, cond)
 }
 
 // killSession kills the server session id and waits until the server no

@@ -98,11 +98,16 @@ func TestPinnedStatementCancelled(t *testing.T) {
 	}
 	why := errors.New("caller gone")
 	cctx, cancel := context.WithCancelCause(ctx)
-	done := cancelWhenRunning(ctx, t, admin, "ID = ? AND STATE = 'User lock'", id, func() { cancel(why) })
+	errc := make(chan error, 1)
+	go func() {
+		var blocked int64
+		errc <- p.queryRow(cctx, "SELECT GET_LOCK(?, 30)", []any{other}, &blocked)
+	}()
+	testutil.Poll(t, 10*time.Second, "the GET_LOCK waiting in the server",
+		running(ctx, t, admin, "ID = ? AND STATE = 'User lock'", id))
 	start := time.Now()
-	var blocked int64
-	err = p.queryRow(cctx, "SELECT GET_LOCK(?, 30)", []any{other}, &blocked)
-	<-done
+	cancel(why)
+	err = <-errc
 	if !errors.Is(err, why) {
 		t.Fatalf("cancelled statement: %v; want the ctx's cause", err)
 	}
@@ -131,10 +136,15 @@ func TestPoolStatementCancelled(t *testing.T) {
 	why := errors.New("caller gone")
 	cctx, cancel := context.WithCancelCause(ctx)
 	query := fmt.Sprintf("SELECT SLEEP(30) /* %s %d */", runID, time.Now().UnixNano())
-	done := cancelWhenRunning(ctx, t, admin, "INFO = ?", query, func() { cancel(why) })
+	errc := make(chan error, 1)
+	go func() {
+		_, err := coreOf(d).exec(cctx, query, nil)
+		errc <- err
+	}()
+	testutil.Poll(t, 10*time.Second, "the statement running in the server", running(ctx, t, admin, "INFO = ?", query))
 	start := time.Now()
-	_, err := coreOf(d).exec(cctx, query, nil)
-	<-done
+	cancel(why)
+	err := <-errc
 	if !errors.Is(err, why) {
 		t.Fatalf("cancelled statement: %v; want the ctx's cause (socket cancellation)", err)
 	}
@@ -169,27 +179,16 @@ func TestPoolLiveness(t *testing.T) {
 	}
 }
 
-// cancelWhenRunning calls cancel once the server lists a session matching
-// where (a condition on information_schema.PROCESSLIST with one parameter,
-// arg): the statement to cancel is running. The returned channel closes
-// after cancel, or when ctx ends first.
-func cancelWhenRunning(ctx context.Context, t *testing.T, admin *sql.DB, where string, arg any, cancel func()) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			var n int
-			err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE "+where, arg).Scan(&n)
-			if err != nil {
-				t.Errorf("processlist: %v", err)
-				return
-			}
-			if n > 0 {
-				cancel()
-				return
-			}
-			time.Sleep(time.Millisecond)
+// running is a condition for testutil.Poll: the server lists a session
+// matching where (a condition on information_schema.PROCESSLIST with one
+// parameter, arg), that is, the statement to cancel is running.
+func running(ctx context.Context, t *testing.T, admin *sql.DB, where string, arg any) func() bool {
+	return func() bool {
+		var n int
+		err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE "+where, arg).Scan(&n)
+		if err != nil {
+			t.Fatalf("processlist: %v", err)
 		}
-	}()
-	return done
+		return n > 0
+	}
 }

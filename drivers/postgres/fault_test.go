@@ -94,17 +94,12 @@ func (le *lostEvents) has(key, token string) bool {
 	return false
 }
 
-// within polls cond every 5 ms until it holds or d passes, and returns how
-// long it took.
+// within polls cond until it holds, failing the test after d
+// (testutil.Poll), and returns how long it took.
 func within(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Poll(t, d, what, cond)
 	return time.Since(start)
 }
 

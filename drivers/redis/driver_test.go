@@ -12,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
 // roundTrips counts the commands and pipelines a client sends.
@@ -229,14 +230,9 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 // eventually polls cond until it holds, failing the test after limit (a
-// restarted cluster master, say, takes seconds to serve its slots again).
+// restarted cluster master, say, takes seconds to serve its slots again;
+// testutil.Poll).
 func eventually(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting: %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Poll(t, limit, what, cond)
 }

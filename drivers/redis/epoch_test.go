@@ -18,25 +18,29 @@ func rawDriver(t *testing.T, opts Options) *Driver {
 	return standalone(t, opts)
 }
 
-// grantedAfter tries to acquire key every 20 ms until it is granted and
+// grantedAfter tries to acquire key (testutil.Poll) until it is granted and
 // returns when, failing the test after limit. Every refusal must carry a
 // positive wait (HolderTTL): the store says how long it holds back.
 func grantedAfter(t *testing.T, d *Driver, key string, limit time.Duration) (time.Time, uint64) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
+	var at time.Time
+	var fence uint64
+	var last string // the last error logged: a restarting server refuses for a while
+	testutil.Poll(t, limit, "a grant of "+key, func() bool {
 		res, err := d.Acquire(t.Context(), drivers.AcquireRequest{Key: key, Token: "new", TTL: epochTTL})
-		now := time.Now()
 		switch {
 		case err == nil && res.Acquired:
-			return now, res.Fence
+			at, fence = time.Now(), res.Fence
+			return true
 		case err == nil && res.HolderTTL <= 0:
 			t.Fatalf("refused without a wait: %+v", res)
-		case now.After(deadline):
-			t.Fatalf("no grant of %q within %v: %+v, %v", key, limit, res, err)
+		case err != nil && err.Error() != last:
+			last = err.Error()
+			t.Logf("acquire %q: %v", key, err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return at, fence
 }
 
 // TestRestartWithoutPersistenceWaits: a server restarted without

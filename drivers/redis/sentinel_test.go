@@ -181,17 +181,10 @@ func TestSentinelFailover(t *testing.T) {
 	}
 
 	var l *component.Lock
-	var err error
-	deadline := time.Now().Add(faultTTL + 5*time.Second)
-	for l == nil {
-		l, err = m.Acquire(ctx, "a", component.WithTimeout(component.NoWait))
-		if err != nil && time.Now().After(deadline) {
-			t.Fatalf("no acquisition after the failover: %v", err)
-		}
-		if l == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	testutil.Poll(t, faultTTL+5*time.Second, "an acquisition after the failover", func() bool {
+		l, _ = m.Acquire(ctx, "a", component.WithTimeout(component.NoWait))
+		return l != nil
+	})
 	if f2 := l.Fence(); f2 <= f1 {
 		t.Fatalf("fence after failover %d <= fence before %d", f2, f1)
 	}
