@@ -38,12 +38,15 @@ type resource struct {
 
 func newResource() *resource { return &resource{inside: map[*component.Lock]bool{}} }
 
-// enter records an acquisition.
+// enter records an acquisition. An earlier holder counts as told of its
+// loss when its Err says so: Err checks the tracked expiry when called,
+// where the lock's context sees it only when its timer fires, which a
+// loaded machine may run late.
 func (r *resource) enter(l *component.Lock) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for o := range r.inside {
-		if o.Context().Err() == nil {
+		if o.Err() == nil {
 			r.overlaps++
 		}
 	}
@@ -60,7 +63,7 @@ func (r *resource) leave(l *component.Lock) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.inside, l)
-	if l.Context().Err() != nil {
+	if l.Err() != nil {
 		r.lost++
 		return
 	}
