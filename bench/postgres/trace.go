@@ -85,9 +85,12 @@ func (t *tracer) fill(tu *turn) {
 			tu.notified = s.end
 		}
 	}
+	// the subscriber hears a release just after the driver's waiting
+	// Acquire is woken, sometimes after its attempt started: the last
+	// release heard before the lock was got counts
 	call := tu.got - int64(tu.wait)
 	for _, h := range t.heard {
-		if h >= call && h <= tu.lastTry {
+		if h >= call && h <= tu.got {
 			tu.heard = h
 		}
 	}
@@ -102,7 +105,7 @@ var phaseNames = []string{"release UPDATE", "UPDATE done → NOTIFY heard", "hea
 
 // tracedPhases returns, from turns sorted by acquisition, the p50s then
 // the p99s of the phases of the hand-offs (nil when not traced), and the
-// share of hand-offs whose last attempt no NOTIFY of that release woke
+// share of hand-offs whose next holder heard no NOTIFY of that release
 // (those count in the first and last phases only).
 func tracedPhases(turns []turn) (_ []time.Duration, unwokenShare, triesMean float64) {
 	ph := make([][]time.Duration, len(phaseNames))
@@ -121,7 +124,7 @@ func tracedPhases(turns []turn) (_ []time.Duration, unwokenShare, triesMean floa
 			continue
 		}
 		ph[1] = append(ph[1], time.Duration(cur.heard-prev.updated))
-		ph[2] = append(ph[2], time.Duration(cur.lastTry-cur.heard))
+		ph[2] = append(ph[2], max(time.Duration(cur.lastTry-cur.heard), 0))
 	}
 	if n == 0 {
 		return nil, 0, 0
@@ -140,7 +143,7 @@ func printPhases(cs []handoffConfig, runs [][]runStats) {
 	fmt.Println()
 	fmt.Println("Phases of the traced hand-offs (8 processes; the driver on a pool with a pgx tracer), p50 / p99, medians of the runs:")
 	fmt.Println()
-	fmt.Println("| configuration | " + strings.Join(phaseNames, " | ") + " | not woken by that release's NOTIFY | attempts per acquisition |")
+	fmt.Println("| configuration | " + strings.Join(phaseNames, " | ") + " | next holder heard no NOTIFY of that release | attempts per acquisition |")
 	fmt.Println("|---" + strings.Repeat("|---", len(phaseNames)+2) + "|")
 	for i, c := range cs {
 		m := medians(runs[i])
