@@ -1,8 +1,10 @@
 // Command postgres benchmarks the mutexfx PostgreSQL driver against the bare
-// statements it is built on, in one run on one server, and prints a Markdown
-// table. Usage (from the bench module):
+// statements it is built on, in one run on one server, and prints Markdown
+// tables: first the hand-offs of 8 workers next to the server's own queue
+// (handoff.go), then the acquire+release pairs and the renewal. Usage (from
+// the bench module):
 //
-//	go run ./postgres [-dsn postgres://postgres@127.0.0.1:5432/test?sslmode=disable] [-n 2000]
+//	go run ./postgres [-dsn postgres://postgres@127.0.0.1:5432/test?sslmode=disable] [-n 2000] [-repeat 3] [-phases]
 package main
 
 import (
@@ -32,7 +34,7 @@ import (
 var (
 	dsn          = flag.String("dsn", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL")
 	n            = flag.Int("n", 2000, "iterations of each pair benchmark")
-	handoff      = flag.Int("handoff", 60, "acquisitions per hand-off worker")
+	handoff      = flag.Int("handoff", 100, "acquisitions per hand-off worker")
 	handoffModes = flag.String("handoff-modes", "floor,ring,advisory,table,table-unlogged", "the hand-offs measured, comma-separated (empty: none): "+
 		"floor (blocking pg_advisory_lock on plain connections), ring (a LISTEN/NOTIFY baton ring), advisory, table, table-unlogged, table-async")
 	repeat     = flag.Int("repeat", 3, "runs of each hand-off configuration, interleaved; the table shows their medians")
