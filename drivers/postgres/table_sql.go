@@ -36,11 +36,10 @@ func ownChannel(id string) string { return driverChannel + id }
 // It is for the writes whose loss in a crash is safe: a release (the row
 // stays held until its ttl, as a crashed holder's) and a failed attempt's
 // queue entry (its driver queues again at its next retry). Their commits
-// then no longer wait for the WAL flush, whatever synchronousCommit says
-// (unless off; in an unlogged table they never do):
-// a hand-off across processes waited for two flushes, the release's and
-// the next holder's take, whose synchronous commit flushes the release's
-// record too (bench/postgres -phases).
+// then no longer wait for the WAL flush in a logged table, whatever
+// synchronousCommit says: a hand-off across processes waited for two
+// flushes, the release's and the next holder's take, whose synchronous
+// commit flushes the release's record too (bench/postgres -phases).
 const asyncHint = "set_config('synchronous_commit', 'off', true)"
 
 func tableSQL(n names, o Options, txnSync bool) tableStatements {
