@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,31 +22,57 @@ import (
 // the holder started and ended its Release.
 type turn struct{ call, acquired, release, released int64 }
 
+// floorMode is the hand-off of the server's own queue: each worker blocks
+// in GET_LOCK(name, timeout) on a connection of its own, the floor the
+// drivers' hand-offs across processes compare with.
+const floorMode = "floor"
+
+// handoffConfig is one hand-off configuration.
+type handoffConfig struct {
+	mode      string
+	processes bool
+	liveness  time.Duration // table mode's WaiterLiveness; -1: off (before)
+	goal      time.Duration
+	base      int     // the configuration whose wait p99 this one's is compared with (-1: none)
+	ratio     float64 // the goal of that ratio
+}
+
 // handoffs measures, for each mode, 8 workers taking turns on one lock in
-// one process (one component) and in 8 processes (a component each).
+// one process (one component) and in 8 processes (a component each), next
+// to the server's own queue (floorMode). Each round runs every
+// configuration once, so that the machine's noise falls on all alike.
 func handoffs() error {
-	fmt.Printf("Hand-off: %d workers, hold %v, %d turns each, each configuration run %d times (median of the runs, [range of wait p99]). gap = next holder's Acquire return − previous holder's Release start (= release, the Release call, + after, from its return); wait = Acquire call to return.\n\n", *procs, *hold, *turns, *reps)
+	fmt.Printf("Hand-off: %d workers, hold %v, %d turns each, each configuration run %d times, interleaved (median of the runs, [range of wait p99]). gap = next holder's Acquire return − previous holder's Release start (= release, the Release call, + after, from its return); wait = Acquire call to return.\n\n", *procs, *hold, *turns, *reps)
 	fmt.Println("| mode | workers in | fair hand-off | gap p50 | gap p99 | release p50 | after p50 | most turns waited | wait p50 | wait p99 [runs] | goal (wait p99) |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, c := range []struct {
-		mode      string
-		processes bool
-		liveness  time.Duration // table mode's WaiterLiveness; -1: off (before)
-		goal      time.Duration
-	}{
-		{mysql.ModeAdvisory, false, 0, 20 * time.Millisecond},
-		{mysql.ModeAdvisory, true, 0, 20 * time.Millisecond},
-		{mysql.ModeTable, false, -1, 20 * time.Millisecond},
-		{mysql.ModeTable, false, 0, 20 * time.Millisecond},
-		{mysql.ModeTable, true, -1, 40 * time.Millisecond},
-		{mysql.ModeTable, true, 0, 40 * time.Millisecond},
-	} {
-		if (*hmode != "" && c.mode != *hmode) || (*hin == "1" && c.processes) || (*hin == "n" && !c.processes) || (*hfair && c.liveness < 0) {
+	all := []handoffConfig{
+		{floorMode, true, 0, 0, -1, 0},
+		{mysql.ModeAdvisory, false, 0, 20 * time.Millisecond, -1, 0},
+		{mysql.ModeAdvisory, true, 0, 20 * time.Millisecond, 0, 1.2},
+		{mysql.ModeTable, false, -1, 20 * time.Millisecond, -1, 0},
+		{mysql.ModeTable, false, 0, 20 * time.Millisecond, -1, 0},
+		{mysql.ModeTable, true, -1, 40 * time.Millisecond, 2, 2},
+		{mysql.ModeTable, true, 0, 40 * time.Millisecond, 2, 2},
+	}
+	var cs []handoffConfig
+	at := map[int]int{} // index in all → index in cs
+	for i, c := range all {
+		if (*hmode != "" && c.mode != *hmode && c.mode != floorMode) || (*hin == "1" && c.processes) || (*hin == "n" && !c.processes) || (*hfair && c.liveness < 0) {
 			continue
 		}
-		var g50, g99, w50, w99, r50, a50 []time.Duration
-		mostTurns := 0
-		for range *reps {
+		if b, ok := at[c.base]; ok && c.base >= 0 {
+			c.base = b
+		} else {
+			c.base = -1
+		}
+		at[i] = len(cs)
+		cs = append(cs, c)
+	}
+	type figures struct{ g50, g99, w50, w99, r50, a50 []time.Duration }
+	res := make([]figures, len(cs))
+	most := make([]int, len(cs))
+	for range *reps {
+		for i, c := range cs {
 			name := "bench-handoff:" + rand.Text()[:8]
 			var turns []turn
 			var err error
@@ -60,12 +87,21 @@ func handoffs() error {
 			if err != nil {
 				return fmt.Errorf("hand-off %s: %w", c.mode, err)
 			}
-			gaps, waits, rels, afters, most := analyse(turns)
-			mostTurns = max(mostTurns, most)
-			g50, g99 = append(g50, pct(gaps, 50)), append(g99, pct(gaps, 99))
-			r50, a50 = append(r50, pct(rels, 50)), append(a50, pct(afters, 50))
-			w50, w99 = append(w50, pct(waits, 50)), append(w99, pct(waits, 99))
+			gaps, waits, rels, afters, m := analyse(turns)
+			f := &res[i]
+			most[i] = max(most[i], m)
+			f.g50, f.g99 = append(f.g50, pct(gaps, 50)), append(f.g99, pct(gaps, 99))
+			f.r50, f.a50 = append(f.r50, pct(rels, 50)), append(f.a50, pct(afters, 50))
+			f.w50, f.w99 = append(f.w50, pct(waits, 50)), append(f.w99, pct(waits, 99))
 		}
+	}
+	for i, c := range cs {
+		f := res[i]
+		runs := make([]string, len(f.w99))
+		for j, d := range f.w99 {
+			runs[j] = fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond))
+		}
+		w99 := med(f.w99)
 		where := "1 process"
 		if c.processes {
 			where = fmt.Sprintf("%d processes", *procs)
@@ -77,18 +113,25 @@ func handoffs() error {
 				fair = "on (after)"
 			}
 		}
-		verdict := "met"
-		if med(w99) > c.goal {
-			verdict = "NOT met"
+		var goals []string
+		if c.base >= 0 {
+			r := float64(w99) / float64(med(slices.Clone(res[c.base].w99)))
+			goals = append(goals, fmt.Sprintf("%.2f × %s: ≤ %.1f × %s", r, cs[c.base].mode, c.ratio, verdict(r <= c.ratio)))
 		}
-		runs := make([]string, len(w99))
-		for i, d := range w99 {
-			runs[i] = fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond))
+		if c.goal > 0 {
+			goals = append(goals, fmt.Sprintf("≤ %v: %s", c.goal, verdict(w99 <= c.goal)))
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s [%s] | ≤ %v: %s |\n", c.mode, where, fair,
-			ms(med(g50)), ms(med(g99)), ms(med(r50)), ms(med(a50)), mostTurns, ms(med(w50)), ms(med(w99)), strings.Join(runs, ", "), c.goal, verdict)
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s [%s] | %s |\n", c.mode, where, fair,
+			ms(med(f.g50)), ms(med(f.g99)), ms(med(f.r50)), ms(med(f.a50)), most[i], ms(med(f.w50)), ms(w99), strings.Join(runs, ", "), strings.Join(goals, "; "))
 	}
 	return nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
 }
 
 // check fails a run that lost turns (every worker takes *turns) or whose
@@ -250,6 +293,9 @@ func handoffWorker(args []string) int {
 	*hold, _ = time.ParseDuration(args[4])
 	startNs, _ := strconv.ParseInt(args[5], 10, 64)
 	liveness, _ := time.ParseDuration(args[6])
+	if args[1] == floorMode {
+		return floorWorker(args[2], time.Unix(0, startNs))
+	}
 	m, done, err := newMutex(args[1], liveness)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
@@ -275,4 +321,50 @@ func handoffWorker(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// floorWorker is a hand-off process of the server's own queue: it takes
+// name *turns times with a blocking GET_LOCK on one connection of its own,
+// holding it *hold, from start.
+func floorWorker(name string, start time.Time) int {
+	ctx := context.Background()
+	db, err := openDB(true)
+	if err == nil {
+		defer db.Close()
+		err = floorTurns(ctx, db, name, start)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	return 0
+}
+
+func floorTurns(ctx context.Context, db *sql.DB, name string, start time.Time) error {
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var got sql.NullInt64
+	if err := c.QueryRowContext(ctx, "SELECT 1").Scan(&got); err != nil {
+		return err
+	}
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	time.Sleep(time.Until(start))
+	for range *turns {
+		call := time.Now()
+		if err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", name).Scan(&got); err != nil || got.Int64 != 1 {
+			return fmt.Errorf("GET_LOCK = %v, %v", got, err)
+		}
+		acquired := time.Now()
+		time.Sleep(*hold)
+		release := time.Now()
+		if err := c.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", name).Scan(&got); err != nil || got.Int64 != 1 {
+			return fmt.Errorf("RELEASE_LOCK = %v, %v", got, err)
+		}
+		fmt.Fprintln(w, call.UnixNano(), acquired.UnixNano(), release.UnixNano(), time.Now().UnixNano())
+	}
+	return nil
 }

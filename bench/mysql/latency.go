@@ -211,6 +211,14 @@ func latencies() ([]*row, error) {
 			return err
 		}
 	}
+	// The drivers create their schema (the fence sequence the bare NEXTVAL
+	// row uses too) at first use: before the
+	// statements kept prepared below are prepared.
+	for _, d := range []drivers.Driver{adv[0], tab[0]} {
+		if err := driverPair(d, key+":schema")(ctx); err != nil {
+			return nil, fmt.Errorf("schema: %w", err)
+		}
+	}
 	upsert := `INSERT INTO ` + bareTable + ` (name_hash, token, fence, expires_at, name) VALUES (?, ?, 1, NOW(6) + INTERVAL 30 SECOND, ?)
 ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), expires_at = IF(expires_at < NOW(6), VALUES(expires_at), expires_at)`
 	type op = func(context.Context) error
@@ -272,13 +280,6 @@ ON DUPLICATE KEY UPDATE token = IF(expires_at < NOW(6), VALUES(token), token), e
 			ops: each(func(i int) op { return driverPair(tab[i], key+":tab") })},
 		{name: "mutexfx table component TryAcquire+Release", base: "bare upsert-if-expired + DELETE",
 			ops: each(func(i int) op { return componentPair(tabM[i], id+":tabc") })},
-	}
-	// The drivers create their schema (the fence sequence the bare NEXTVAL
-	// row uses too) at first use.
-	for _, d := range []drivers.Driver{adv[0], tab[0]} {
-		if err := driverPair(d, key+":schema")(ctx); err != nil {
-			return nil, fmt.Errorf("schema: %w", err)
-		}
 	}
 	for _, r := range rows { // warm up: schema, pools, statements
 		for _, o := range r.ops {

@@ -1,8 +1,10 @@
 // Command postgres benchmarks the mutexfx PostgreSQL driver against the bare
-// statements it is built on, in one run on one server, and prints a Markdown
-// table. Usage (from the bench module):
+// statements it is built on, in one run on one server, and prints Markdown
+// tables: first the hand-offs of 8 workers next to the server's own queue
+// (handoff.go), then the acquire+release pairs and the renewal. Usage (from
+// the bench module):
 //
-//	go run ./postgres [-dsn postgres://postgres@127.0.0.1:5432/test?sslmode=disable] [-n 2000]
+//	go run ./postgres [-dsn postgres://postgres@127.0.0.1:5432/test?sslmode=disable] [-n 2000] [-repeat 3] [-phases]
 package main
 
 import (
@@ -32,11 +34,14 @@ import (
 var (
 	dsn          = flag.String("dsn", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL")
 	n            = flag.Int("n", 2000, "iterations of each pair benchmark")
-	handoff      = flag.Int("handoff", 60, "acquisitions per hand-off worker")
-	handoffModes = flag.String("handoff-modes", "floor,advisory,table", "the modes whose hand-off is measured (comma-separated; floor: blocking pg_advisory_lock on plain connections; empty: none)")
-	pairs        = flag.Bool("pairs", true, "measure the acquire+release pairs and the renewal")
-	showPhases   = flag.Bool("phases", false, "print the phases of the hand-off turns: hold, release, hand-off")
-	child        = flag.String("child", "", "internal: run as a hand-off worker process in this mode")
+	handoff      = flag.Int("handoff", 100, "acquisitions per hand-off worker")
+	handoffModes = flag.String("handoff-modes", "floor,ring,advisory,table,table-unlogged", "the hand-offs measured, comma-separated (empty: none): "+
+		"floor (blocking pg_advisory_lock on plain connections), ring (a LISTEN/NOTIFY baton ring), advisory, table, table-unlogged, table-async")
+	repeat     = flag.Int("repeat", 3, "runs of each hand-off configuration, interleaved; the table shows their medians")
+	pairs      = flag.Bool("pairs", true, "measure the acquire+release pairs and the renewal")
+	showPhases = flag.Bool("phases", false, "split the table modes' hand-offs across processes into their statements and wake-up (the driver on a traced pool)")
+	child      = flag.String("child", "", "internal: run as a hand-off worker process in this mode")
+	ringIndex  = flag.Int("ring-index", 0, "internal: the ring worker's place in the ring")
 )
 
 func main() {
@@ -46,28 +51,15 @@ func main() {
 		childWorker(ctx, *child)
 		return
 	}
-	fmt.Println("| benchmark | p50 | p99 | ratio (p50) | walwriter wake-ups per pair |")
-	fmt.Println("|---|---|---|---|---|")
-	// The hand-off phases run first, on a quiet server and process: run
-	// after the pair phase they measured its aftermath (p99 up by ~50%).
-	for _, mode := range strings.Split(*handoffModes, ",") {
-		if mode == floorMode {
-			handoffRows("8 processes, 1 ms hold (pg_advisory_lock: the server's own queue)", handoffProcesses(mode))
-		}
-		if mode == "" || mode == floorMode {
-			continue
-		}
-		d := newDriver(postgres.Options{URL: *dsn, Mode: mode, Table: "mutexfx_bench_logged"})
-		m := newMutex(d, 5*time.Second)
-		warm(ctx, d, m)
-		handoffRows("8 workers, 1 process, 1 ms hold ("+mode+")", handoffWorkers(ctx, m, "handoff-1p-"+mode, 8, *handoff))
-		_ = m.Close(ctx)
-		_ = d.Close(ctx)
-		handoffRows("8 processes, 1 ms hold ("+mode+")", handoffProcesses(mode))
-	}
+	// The hand-offs run first, on a quiet server and process: run after
+	// the pairs they measured their aftermath (p99 up by ~50%).
+	handoffTable(ctx)
 	if !*pairs {
 		return
 	}
+	fmt.Println()
+	fmt.Println("| benchmark | p50 | p99 | ratio (p50) | walwriter wake-ups per pair |")
+	fmt.Println("|---|---|---|---|---|")
 	// Every pair benchmark gets its own connection or driver; they are
 	// measured interleaved, in rounds of 10 pairs each, so that the noise of
 	// a shared machine falls on all of them alike.
@@ -360,18 +352,6 @@ func newDriver(o postgres.Options) postgres.Driver { return must(postgres.New(o)
 
 func newMutex(d drivers.Driver, ttl time.Duration) *component.Mutex {
 	return must(component.New(component.Options{Driver: d, Prefix: "bench:", TTL: ttl}))
-}
-
-// handoffRows prints the waits of a hand-off run and, when -phases is set,
-// the phases of its turns.
-func handoffRows(label string, turns []turn) {
-	waits, holds, releases, handoffs := phases(turns)
-	row("hand-off wait, "+label, waits, nil, "")
-	if *showPhases {
-		row("  hold (1 ms sleep), "+label, holds, nil, "")
-		row("  release, "+label, releases, nil, "")
-		row("  release started → next holder has it, "+label, handoffs, nil, "")
-	}
 }
 
 // row prints a result line, with the p50 ratio against base when given and
