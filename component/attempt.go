@@ -38,23 +38,23 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	if m.feat.InProcess {
 		res, err = m.drv.Acquire(ctx, req)
 	} else {
-		if !m.beginCall() {
-			return nil, res, ErrClosed
-		}
-		defer m.endCall() // after a lock got after Close is released
-		defer m.trackAttempt(token)()
 		// ctx's end and Close cancel the attempt too; the wait's deadline
 		// does not: the attempt has its grace.
-		actx, cancel := context.WithDeadline(ctx, limit)
-		stop := context.AfterFunc(m.closing, cancel)
+		actx := m.beginAttempt(ctx, token, limit)
+		if actx == nil {
+			return nil, res, ErrClosed
+		}
+		// after a lock got after Close is released, and after the lock is
+		// recorded (its token is tracked until then)
+		defer m.endAttempt(actx)
 		res, err = m.drv.Acquire(actx, req)
-		stop()
+		answered := time.Now()
 		closing = m.closing.Err() != nil
-		late = actx.Err() != nil && ctx.Err() == nil
+		late = (actx.Err() != nil || !answered.Before(limit)) && ctx.Err() == nil
+		actx.cancel(nil)
 		// The store's ttl started after now: answered this late, the lock
 		// may have expired there already (and gone to another holder).
-		overdue = time.Since(now) >= ttl-drift(ttl)
-		cancel()
+		overdue = answered.Sub(now) >= ttl-drift(ttl)
 	}
 
 	switch {
