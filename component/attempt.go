@@ -35,12 +35,13 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	var res drivers.AcquireResult
 	var err error
 	late, closing, overdue := false, false, false
+	var actx *attemptCtx // nil in process
 	if m.feat.InProcess {
 		res, err = m.drv.Acquire(ctx, req)
 	} else {
 		// ctx's end and Close cancel the attempt too; the wait's deadline
 		// does not: the attempt has its grace.
-		actx := m.beginAttempt(ctx, token, limit)
+		actx = m.beginAttempt(ctx, token, limit)
 		if actx == nil {
 			return nil, res, ErrClosed
 		}
@@ -51,7 +52,6 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 		answered := time.Now()
 		closing = m.closing.Err() != nil
 		late = (actx.Err() != nil || !answered.Before(limit)) && ctx.Err() == nil
-		actx.cancel(nil)
 		// The store's ttl started after now: answered this late, the lock
 		// may have expired there already (and gone to another holder).
 		overdue = answered.Sub(now) >= ttl-drift(ttl)
@@ -107,7 +107,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 			m.forgetQueue(name, q)
 		}
 	}
-	m.loseIfLostEarly(l)
+	m.loseIfLostEarly(l, actx)
 	m.mu.Unlock()
 	return l, res, nil
 }

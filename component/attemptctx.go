@@ -18,6 +18,12 @@ type attemptCtx struct {
 	cancel          context.CancelCauseFunc
 	limit           time.Time
 	token           string
+
+	// Guarded by Mutex.mu: lost is set when the store reported token
+	// lost while the attempt was in flight (early.go); prev and next link
+	// the attempts in flight (Mutex.inflight).
+	lost       bool
+	prev, next *attemptCtx
 }
 
 // Deadline is the earlier of the caller's deadline and the limit, so that a
@@ -41,8 +47,8 @@ func (a *attemptCtx) Err() error {
 }
 
 // beginAttempt counts a store attempt for token, bounded by limit, in
-// flight (Close waits for it and cancels it) and tracks its token (early.go);
-// nil after Close. endAttempt ends it.
+// flight (Close waits for it and cancels it) and tracks its token
+// (early.go); nil after Close. endAttempt ends it.
 func (m *Mutex) beginAttempt(ctx context.Context, token string, limit time.Time) *attemptCtx {
 	inner, cancel := context.WithCancelCause(ctx)
 	a := &attemptCtx{Context: inner, cancel: cancel, limit: limit, token: token}
@@ -53,13 +59,11 @@ func (m *Mutex) beginAttempt(ctx context.Context, token string, limit time.Time)
 		return nil
 	}
 	m.calls++
-	if m.tracking {
-		m.attempts[token] = false
+	a.next = m.inflight
+	if a.next != nil {
+		a.next.prev = a
 	}
-	if m.inflight == nil {
-		m.inflight = map[*attemptCtx]struct{}{}
-	}
-	m.inflight[a] = struct{}{}
+	m.inflight = a
 	if limit.Before(m.nextWake) {
 		m.nextWake = limit
 		m.timer.Reset(time.Until(limit))
@@ -73,17 +77,22 @@ func (m *Mutex) endAttempt(a *attemptCtx) {
 	a.cancel(nil)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.inflight, a)
-	if m.tracking {
-		delete(m.attempts, a.token)
+	if a.prev != nil {
+		a.prev.next = a.next
+	} else {
+		m.inflight = a.next
 	}
+	if a.next != nil {
+		a.next.prev = a.prev
+	}
+	a.prev, a.next = nil, nil
 	m.endCallLocked()
 }
 
 // limitAttempts cancels the attempts in flight whose limit has passed at
 // now and returns the earlier of next and the next limit; m.mu held.
 func (m *Mutex) limitAttempts(now, next time.Time) time.Time {
-	for a := range m.inflight {
+	for a := m.inflight; a != nil; a = a.next {
 		if !now.Before(a.limit) {
 			a.cancel(context.DeadlineExceeded)
 			continue
@@ -95,7 +104,7 @@ func (m *Mutex) limitAttempts(now, next time.Time) time.Time {
 
 // cancelAttempts cancels the attempts in flight, as Close starts; m.mu held.
 func (m *Mutex) cancelAttempts() {
-	for a := range m.inflight {
+	for a := m.inflight; a != nil; a = a.next {
 		a.cancel(nil)
 	}
 }

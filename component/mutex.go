@@ -67,7 +67,7 @@ type Mutex struct {
 	// whether they are tracked at all.
 	attempts map[string]bool
 	tracking bool
-	inflight map[*attemptCtx]struct{} // store attempts in flight (attemptctx.go)
+	inflight *attemptCtx // the store attempts in flight, linked (attemptctx.go)
 	seq      uint64
 	timer    *time.Timer // wakes the scheduler at nextWake
 	stop     chan struct{}
