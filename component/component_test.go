@@ -151,6 +151,7 @@ func (d *deadlineSeen) Acquire(ctx context.Context, req drivers.AcquireRequest) 
 // deadline it was given and context.DeadlineExceeded, as
 // context.WithDeadline would; the wait ends with ErrTimeout.
 func TestHungStoreEndsAtLimit(t *testing.T) {
+	component.Unpooled(t)
 	synctest.Test(t, func(t *testing.T) {
 		f := newFaulty()
 		f.set(func(f *faulty) { f.delay = time.Hour })
