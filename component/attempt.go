@@ -34,26 +34,26 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	var res drivers.AcquireResult
 	var err error
 	late, closing, overdue := false, false, false
+	var actx *attemptCtx // nil in process
 	if m.feat.InProcess {
 		res, err = m.drv.Acquire(ctx, req)
 	} else {
-		if !m.beginCall() {
-			return nil, res, ErrClosed
-		}
-		defer m.endCall() // after a lock got after Close is released
-		defer m.trackAttempt(token)()
 		// ctx's end and Close cancel the attempt too; the wait's deadline
 		// does not: the attempt has its grace.
-		actx, cancel := context.WithDeadline(ctx, limit)
-		stop := context.AfterFunc(m.closing, cancel)
+		actx = m.beginAttempt(ctx, token, limit)
+		if actx == nil {
+			return nil, res, ErrClosed
+		}
+		// after a lock got after Close is released, and after the lock is
+		// recorded (its token is tracked until then)
+		defer m.endAttempt(actx)
 		res, err = m.drv.Acquire(actx, req)
-		stop()
+		answered := time.Now()
 		closing = m.closing.Err() != nil
-		late = actx.Err() != nil && ctx.Err() == nil
+		late = (actx.Err() != nil || !answered.Before(limit)) && ctx.Err() == nil
 		// The store's ttl started after now: answered this late, the lock
 		// may have expired there already (and gone to another holder).
-		overdue = time.Since(now) >= ttl-drift(ttl)
-		cancel()
+		overdue = answered.Sub(now) >= ttl-drift(ttl)
 	}
 
 	switch {
@@ -106,7 +106,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 			m.forgetQueue(name, q)
 		}
 	}
-	m.loseIfLostEarly(l)
+	m.loseIfLostEarly(l, actx)
 	m.mu.Unlock()
 	return l, res, nil
 }

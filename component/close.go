@@ -73,6 +73,7 @@ func (m *Mutex) shutdown(ctx context.Context) error {
 	}
 	close(m.stop)
 	m.closingCancel()
+	m.cancelAttempts()
 	var settled chan struct{}
 	if m.calls > 0 {
 		m.settled = make(chan struct{})
@@ -118,20 +119,8 @@ func (m *Mutex) shutdown(ctx context.Context) error {
 	return nil
 }
 
-// beginCall counts a store call in flight (an attempt; Release and Extend
-// count theirs under m.mu themselves), for Close to wait for; false after
-// Close.
-func (m *Mutex) beginCall() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return false
-	}
-	m.calls++
-	return true
-}
-
-// endCall ends what beginCall (or a m.calls++ under m.mu) counted.
+// endCall ends what a m.calls++ under m.mu (beginAttempt, Release,
+// Extend) counted.
 func (m *Mutex) endCall() {
 	m.mu.Lock()
 	defer m.mu.Unlock()

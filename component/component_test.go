@@ -129,6 +129,51 @@ func TestHungStore(t *testing.T) {
 	})
 }
 
+// deadlineSeen records the deadline and the error of the ctx of each
+// Acquire call, as a hung store sees them when its ctx ends.
+type deadlineSeen struct {
+	*faulty
+	mu       sync.Mutex
+	deadline time.Time
+	err      error
+}
+
+func (d *deadlineSeen) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	res, err := d.faulty.Acquire(ctx, req)
+	d.mu.Lock()
+	d.deadline, _ = ctx.Deadline()
+	d.err = ctx.Err()
+	d.mu.Unlock()
+	return res, err
+}
+
+// TestHungStoreEndsAtLimit: a store that waits on its ctx and never
+// answers is cut off when the attempt's grace second is up, with the
+// deadline it was given and context.DeadlineExceeded, as
+// context.WithDeadline would; the wait ends with ErrTimeout.
+func TestHungStoreEndsAtLimit(t *testing.T) {
+	component.Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFaulty()
+		f.set(func(f *faulty) { f.delay = time.Hour })
+		d := &deadlineSeen{faulty: f}
+		m := newMutex(t, component.Options{Driver: d})
+		start := time.Now()
+		_, err := m.Acquire(context.Background(), "hung", component.WithTimeout(100*time.Millisecond))
+		if !errors.Is(err, component.ErrTimeout) || !errors.Is(err, component.ErrDriver) {
+			t.Fatalf("hung store: %v; want ErrTimeout and ErrDriver", err)
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if e := time.Since(start); e != time.Second {
+			t.Fatalf("the attempt ended after %v; want its grace, 1s", e)
+		}
+		if !d.deadline.Equal(start.Add(time.Second)) || d.err != context.DeadlineExceeded {
+			t.Fatalf("the store saw deadline %v, error %v; want %v, context.DeadlineExceeded", d.deadline, d.err, start.Add(time.Second))
+		}
+	})
+}
+
 func TestCancelDuringAttempt(t *testing.T) {
 	f := newFaulty()
 	f.set(func(f *faulty) { f.delay = time.Hour })

@@ -9,9 +9,10 @@ package component
 // tracked, a Lost event for it is remembered, and the lock is lost the
 // moment it is recorded.
 
-// trackAttempt starts tracking token, for an acquisition or a handover
-// about to be sent to the store; it returns the function that stops
-// tracking it (a no-op for stores that push no events or run in process).
+// trackAttempt starts tracking token, for a handover about to be sent to
+// the store; it returns the function that stops tracking it (a no-op for
+// stores that push no events or run in process). An acquisition's token is
+// tracked by its attempt's context (beginAttempt).
 func (m *Mutex) trackAttempt(token string) (untrack func()) {
 	if !m.tracking {
 		return func() {}
@@ -26,9 +27,15 @@ func (m *Mutex) trackAttempt(token string) (untrack func()) {
 	}
 }
 
-// lostEarly records a Lost event for a token whose acquisition is in
-// flight, and reports whether there was one; m.mu held.
+// lostEarly records a Lost event for a token whose acquisition or
+// handover is in flight, and reports whether there was one; m.mu held.
 func (m *Mutex) lostEarly(token string) bool {
+	for a := m.inflight; a != nil; a = a.next {
+		if a.token == token {
+			a.lost = true
+			return true
+		}
+	}
 	if _, ok := m.attempts[token]; !ok {
 		return false
 	}
@@ -37,9 +44,10 @@ func (m *Mutex) lostEarly(token string) bool {
 }
 
 // loseIfLostEarly loses l, just recorded as held, when the store reported
-// its token lost while the call that took it was in flight; m.mu held.
-func (m *Mutex) loseIfLostEarly(l *Lock) {
-	if m.attempts[l.token] {
+// its token lost while the call that took it was in flight (a, its
+// attempt; nil for a handover); m.mu held.
+func (m *Mutex) loseIfLostEarly(l *Lock, a *attemptCtx) {
+	if (a != nil && a.lost) || m.attempts[l.token] {
 		m.lose(l, CauseStoreReported, "the store reported it lost as it was acquired")
 	}
 }

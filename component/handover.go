@@ -86,7 +86,7 @@ func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) 
 		m.forgetQueue(l.name, q)
 	}
 	w.handed, next.handedTo = next, w
-	m.loseIfLostEarly(next) // w then goes back first in line
+	m.loseIfLostEarly(next, nil) // w then goes back first in line
 	w.signal()
 	m.mu.Unlock()
 	return true, nil

@@ -68,6 +68,7 @@ type Mutex struct {
 	// whether they are tracked at all.
 	attempts map[string]bool
 	tracking bool
+	inflight *attemptCtx // the store attempts in flight, linked (attemptctx.go)
 	seq      uint64
 	timer    *time.Timer // wakes the scheduler at nextWake
 	stop     chan struct{}

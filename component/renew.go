@@ -66,8 +66,9 @@ func (m *Mutex) schedule() {
 			}
 			m.wg.Go(func() { m.renew(batch, sent, done) })
 		}
-		// Set under m.mu: renewed brings the timer forward, under m.mu
-		// too, when a lock is due earlier.
+		next = m.limitAttempts(now, next)
+		// Set under m.mu: renewed and beginAttempt bring the timer
+		// forward, under m.mu too, when a lock is due earlier.
 		m.nextWake = next
 		m.timer.Reset(time.Until(next))
 		m.mu.Unlock()

@@ -127,19 +127,26 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 	}
 	v, err := d.runReplicated(ctx, handoverScript, d.lockKeys(tag(key)),
 		token, d.set.channel+":", key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL), next.Token, d.longest.see(next.TTL))
-	if errors.Is(err, ErrReplicas) {
+	a, ok := v.([]any)
+	ok = ok && len(a) == 2
+	var flag, n int64
+	if ok {
+		flag, _ = a[0].(int64)
+		n, _ = a[1].(int64)
+	}
+	switch {
+	case errors.Is(err, ErrReplicas) && ok && flag == 0:
+		// token did not hold it: the script wrote nothing, and the
+		// replicas that lag behind lag behind others' writes
+		return false, drivers.AcquireResult{}, nil
+	case errors.Is(err, ErrReplicas):
 		_, _ = d.Release(ctx, key, next.Token)
 		return true, drivers.AcquireResult{}, fmt.Errorf("redis: handover: %w", err)
-	}
-	if err != nil {
+	case err != nil:
 		return false, drivers.AcquireResult{}, fmt.Errorf("redis: handover: %w", err)
-	}
-	a, ok := v.([]any)
-	if !ok || len(a) != 2 {
+	case !ok:
 		return false, drivers.AcquireResult{}, fmt.Errorf("redis: handover: unexpected reply %T", v)
 	}
-	flag, _ := a[0].(int64)
-	n, _ := a[1].(int64)
 	switch {
 	case flag == 2 && n <= 0:
 		return true, drivers.AcquireResult{}, fmt.Errorf("redis: handover: bad fence %d", n)

@@ -14,9 +14,10 @@ import (
 // only once the replica confirmed it (WAIT), by default. With replication
 // stalled, an acquisition fails with ErrReplicas and leaves no lock, an
 // extension and a renewal fail, a lock handed to a waiter by a release is
-// given up with ErrReplicas; minReplicas -1 waits for nothing. A lock
-// acquired right before the master is killed is on the promoted replica,
-// its holder's.
+// given up with ErrReplicas, a handover by a stranger's token (which
+// writes nothing) answers nothing and no error; minReplicas -1 waits for
+// nothing. A lock acquired right before the master is killed is on the
+// promoted replica, its holder's.
 func TestMinReplicas(t *testing.T) {
 	s := testutil.StartRedisSentinel(t, testutil.SentinelOptions{Replica: true, LinkProxy: true, DownAfter: 300 * time.Millisecond})
 	knownSentinel(t, s)
@@ -72,6 +73,11 @@ func TestMinReplicas(t *testing.T) {
 	r := d.Renew(ctx, []drivers.Lease{{Key: "x", Token: "tok-x", TTL: 10 * time.Second}, {Key: "gone", Token: "t", TTL: time.Second}})
 	if !errors.Is(r[0].Err, ErrReplicas) || r[1].Err != nil || r[1].Held {
 		t.Fatalf("Renew with replication stalled = %+v; want ErrReplicas for the held lease, not held for the gone one", r)
+	}
+	// A call that wrote nothing is not failed by the replicas' lag.
+	stranger := drivers.AcquireRequest{Key: "x", Token: "next", TTL: 10 * time.Second}
+	if released, res, err := d.Handover(ctx, "x", "stranger", stranger); released || res.Acquired || err != nil {
+		t.Fatalf("Handover with a stranger's token, replication stalled = %v, %+v, %v; want nothing", released, res, err)
 	}
 	loose := rawDriver(t, Options{Addrs: opts.Addrs, MasterName: opts.MasterName, DialTimeout: time.Second, MinReplicas: -1})
 	if res, err := acquire(loose, "z"); err != nil || !res.Acquired {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/kit"
+	"github.com/mutexfx/mutexfx/internal/bubble"
 )
 
 // endedMemory is how long a driver remembers a waiting call that returned
@@ -22,7 +23,7 @@ const endedMemory = time.Minute
 // for them is heard, and hands them the locks passed to them.
 type watchers struct {
 	mu     sync.Mutex
-	byKey  map[string]map[*watch]struct{}
+	byKey  map[string]*watch     // the first of each key's calls, linked by next
 	ended  map[attempt]time.Time // waiting calls that returned without the lock, and when
 	pruned time.Time             // last sweep of ended
 	once   sync.Once             // starts the driver's own subscription
@@ -31,12 +32,19 @@ type watchers struct {
 // attempt names the waiting call of one token for one key.
 type attempt struct{ key, token string }
 
-// watch is one waiting Acquire call.
+// watch is one waiting Acquire call. Watches are pooled (unless
+// bubble.Unpooled: a channel made in a synctest bubble stays in it): most
+// calls get the lock at their first attempt and never wait.
 type watch struct {
-	token string
-	wake  chan struct{} // buffered 1: look again
-	fence uint64        // set (under watchers.mu) when a release handed the lock to token
+	token      string
+	wake       chan struct{} // buffered 1: look again
+	fence      uint64        // set (under watchers.mu) when a release handed the lock to token
+	prev, next *watch        // the key's other calls (under watchers.mu)
 }
+
+var watchPool = sync.Pool{New: newWatch}
+
+func newWatch() any { return &watch{wake: make(chan struct{}, 1)} }
 
 // granted returns the fence of a lock handed to w, or 0.
 func (d *Driver) granted(w *watch) uint64 {
@@ -140,30 +148,52 @@ func (d *Driver) watch(key, token string) *watch {
 		// The driver's own listener; it lives until Close.
 		_, _ = d.Subscribe(d.ctx, func(drivers.Event) {})
 	})
-	w := &watch{token: token, wake: make(chan struct{}, 1)}
+	var w *watch
+	if bubble.Unpooled.Load() {
+		w = newWatch().(*watch)
+	} else {
+		w = watchPool.Get().(*watch)
+	}
+	w.token = token
 	ws.mu.Lock()
 	delete(ws.ended, attempt{key, token})
 	if ws.byKey == nil {
-		ws.byKey = map[string]map[*watch]struct{}{}
+		ws.byKey = map[string]*watch{}
 	}
-	if ws.byKey[key] == nil {
-		ws.byKey[key] = map[*watch]struct{}{}
+	if w.next = ws.byKey[key]; w.next != nil {
+		w.next.prev = w
 	}
-	ws.byKey[key][w] = struct{}{}
+	ws.byKey[key] = w
 	ws.mu.Unlock()
 	return w
 }
 
-// unwatch ends the waiting call w for req. A call that returns without the
-// lock is remembered for endedMemory (see message); it has started
-// leaveLater, which also releases a lock handed to it before it returned.
+// unwatch ends the waiting call w for req (w is recycled). A call that
+// returns without the lock is remembered for endedMemory (see message); it
+// has started leaveLater, which also releases a lock handed to it before
+// it returned.
 func (d *Driver) unwatch(req drivers.AcquireRequest, w *watch, acquired bool) {
 	ws := &d.watchers
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	delete(ws.byKey[req.Key], w)
-	if len(ws.byKey[req.Key]) == 0 {
+	switch {
+	case w.prev != nil:
+		w.prev.next = w.next
+	case w.next != nil:
+		ws.byKey[req.Key] = w.next
+	default:
 		delete(ws.byKey, req.Key)
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	}
+	select {
+	case <-w.wake:
+	default:
+	}
+	if !bubble.Unpooled.Load() {
+		*w = watch{wake: w.wake}
+		watchPool.Put(w)
 	}
 	if acquired {
 		return
@@ -197,7 +227,7 @@ func (d *Driver) message(payload string) (string, bool) {
 	ws := &d.watchers
 	ws.mu.Lock()
 	found := false
-	for w := range ws.byKey[key] {
+	for w := ws.byKey[key]; w != nil; w = w.next {
 		if fence != 0 {
 			if w.token != token {
 				continue
