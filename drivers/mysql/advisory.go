@@ -345,7 +345,7 @@ func (a *advisoryDriver) release(ctx context.Context, key, token string) (bool, 
 		return false, nil
 	}
 	a.putConn(h.conn)
-	a.emit(drivers.Event{Kind: drivers.Released, Key: key})
+	a.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
 	return true, nil
 }
 

@@ -175,6 +175,6 @@ func (a *advisoryDriver) loseLocked(h *heldLock) {
 // tellLost sends h's Lost event, once.
 func (a *advisoryDriver) tellLost(h *heldLock) {
 	if h.lostSent.CompareAndSwap(false, true) {
-		a.emit(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
+		a.subs.Publish(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
 	}
 }

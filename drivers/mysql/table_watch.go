@@ -69,7 +69,7 @@ func (w *watcher) failed(key string, stamped bool) (retry time.Duration) {
 		}
 	}
 	w.mu.Unlock()
-	if w.d.subscribed() {
+	if w.d.subs.Len() > 0 {
 		w.once.Do(w.start)
 	}
 	return retry
@@ -157,7 +157,7 @@ func (w *watcher) poll(ctx context.Context) (next time.Duration) {
 			prompt, every := w.judge(k, states[i])
 			next = min(next, every)
 			if prompt {
-				w.d.emit(drivers.Event{Kind: drivers.Released, Key: k})
+				w.d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: k})
 			}
 		}
 	}
