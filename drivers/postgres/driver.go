@@ -21,14 +21,8 @@ var ErrClosed = drivers.ErrClosed
 // for concurrent use. Capabilities only one of them has are found by type
 // assertion: drivers.Lister (table mode).
 type Driver interface {
-	drivers.Driver
-	drivers.Renewer
-	drivers.Subscriber
-	drivers.Describer
-	drivers.Inspector
+	drivers.SQLDriver
 	drivers.Handoverer
-	drivers.ServerClock
-	drivers.Pinger
 	// Mode returns the driver's mode, ModeAdvisory or ModeTable.
 	Mode() string
 }
