@@ -94,10 +94,8 @@ func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownA
 // (the server frees the lock), without a Lost event: the holder let the
 // lock go.
 func (a *advisoryDriver) unlock(h *heldLock) {
-	if h.giveUp.Load() && !h.done {
-		h.done = true
-		a.forget(h)
-		discard(h.conn.conn)
+	if h.giveUp.Load() {
+		a.dropLocked(h)
 	}
 	h.mu.Unlock()
 }

@@ -129,11 +129,7 @@ func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B
 // with ErrClosed), as call does.
 func (c *core) renew(ctx context.Context, leases []drivers.Lease, f func(context.Context, []drivers.Lease) []drivers.RenewResult) []drivers.RenewResult {
 	if c.life.Closed() {
-		out := make([]drivers.RenewResult, len(leases))
-		for i := range out {
-			out[i].Err = ErrClosed
-		}
-		return out
+		return drivers.RenewFailed(len(leases), ErrClosed)
 	}
 	ctx, stop := c.bind(ctx)
 	defer stop()
