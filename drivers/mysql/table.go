@@ -224,12 +224,8 @@ func (d *tableDriver) retry(ctx context.Context, f func() error) error {
 		if err == nil || attempt >= d.s.retries || !retryable(err) && !interrupted(ctx, err) {
 			return err
 		}
-		t := time.NewTimer(b.Next())
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, b.Next()) {
 			return err
-		case <-t.C:
 		}
 	}
 }

@@ -77,12 +77,8 @@ func retry(ctx context.Context, f func() error) error {
 		} else if attempt == 5 {
 			return err
 		}
-		t := time.NewTimer(b.Next())
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, b.Next()) {
 			return ctx.Err()
-		case <-t.C:
 		}
 	}
 }

@@ -66,10 +66,8 @@ func (b *base) listen(ctx context.Context, done chan struct{}) {
 		if time.Since(start) > time.Minute {
 			retry.Reset()
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, retry.Next()) {
 			return
-		case <-time.After(retry.Next()):
 		}
 	}
 }
