@@ -219,12 +219,15 @@ func (o Options) validate() (settings, error) {
 	if s.holderTable, err = quoteIdent(fenceTable + holderSuffix); err != nil {
 		return s, config.Errorf("fenceTable", "%v (the driver adds %q for its holder table)", err, holderSuffix)
 	}
-	for _, f := range []struct {
-		key string
-		v   *time.Duration
-		def time.Duration
-	}{{"probeInterval", &s.probe, DefaultProbeInterval}, {"pollInterval", &s.poll, DefaultPollInterval}, {"dialTimeout", &s.dialTimeout, DefaultDialTimeout}} {
-		if err := orDefault(f.key, f.v, f.def); err != nil {
+	for _, err := range []error{
+		orDefault("probeInterval", &s.probe, DefaultProbeInterval),
+		orDefault("pollInterval", &s.poll, DefaultPollInterval),
+		orDefault("dialTimeout", &s.dialTimeout, DefaultDialTimeout),
+		orDefault("renewBatch", &s.batch, DefaultRenewBatch),
+		orDefault("maxOpenConns", &s.maxOpen, 0),
+		orDefault("maxIdleConns", &s.maxIdle, DefaultMaxIdleConns),
+	} {
+		if err != nil {
 			return s, err
 		}
 	}
@@ -243,15 +246,6 @@ func (o Options) validate() (settings, error) {
 		s.retries = 0
 	case s.retries == 0:
 		s.retries = DefaultRetries
-	}
-	for _, f := range []struct {
-		key string
-		v   *int
-		def int
-	}{{"renewBatch", &s.batch, DefaultRenewBatch}, {"maxOpenConns", &s.maxOpen, 0}, {"maxIdleConns", &s.maxIdle, DefaultMaxIdleConns}} {
-		if err := orDefault(f.key, f.v, f.def); err != nil {
-			return s, err
-		}
 	}
 	return s, nil
 }
