@@ -272,3 +272,17 @@ func FeaturesOf(d Driver) Features {
 	}
 	return Features{Expiring: true, Fencing: true}
 }
+
+// SQLDriver is what the SQL stores' drivers (MySQL / MariaDB, PostgreSQL)
+// implement in every mode: locks with renewal in batches, events, the
+// lock's description and inspection, health checks and the server's
+// clock. A mode's further capabilities are found by type assertion.
+type SQLDriver interface {
+	Driver
+	Renewer
+	Subscriber
+	Describer
+	Inspector
+	Pinger
+	ServerClock
+}

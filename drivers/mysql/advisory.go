@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,11 +191,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	a.monitorOnce.Do(a.startMonitor)
 	if a.life.Closed() { // raced with Close, which may have missed h
 		h.mu.Lock()
-		if !h.done {
-			h.done = true
-			a.forget(h)
-			discard(conn.conn)
-		}
+		a.dropLocked(h)
 		h.mu.Unlock()
 		return drivers.AcquireResult{}, ErrClosed
 	}
@@ -345,7 +343,7 @@ func (a *advisoryDriver) release(ctx context.Context, key, token string) (bool, 
 		return false, nil
 	}
 	a.putConn(h.conn)
-	a.emit(drivers.Event{Kind: drivers.Released, Key: key})
+	a.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
 	return true, nil
 }
 
@@ -367,6 +365,16 @@ func (a *advisoryDriver) extend(ctx context.Context, key, token string) (bool, e
 	return false, nil
 }
 
+// dropLocked ends h, unless it ended already (h.mu held): forgets it and
+// drops its connection, so that the server frees the lock.
+func (a *advisoryDriver) dropLocked(h *heldLock) {
+	if !h.done {
+		h.done = true
+		a.forget(h)
+		discard(h.conn.conn)
+	}
+}
+
 func (a *advisoryDriver) forget(h *heldLock) {
 	a.mu.Lock()
 	if a.held[h.key] == h {
@@ -383,19 +391,13 @@ func (a *advisoryDriver) close() {
 	a.monitorWG.Wait()
 	a.stopBackground()
 	a.mu.Lock()
-	hs := make([]*heldLock, 0, len(a.held))
-	for _, h := range a.held {
-		hs = append(hs, h)
-	}
+	hs := slices.Collect(maps.Values(a.held))
 	clear(a.held)
 	a.mu.Unlock()
 	a.closeIdle()
 	for _, h := range hs {
 		h.mu.Lock()
-		if !h.done {
-			h.done = true
-			discard(h.conn.conn)
-		}
+		a.dropLocked(h)
 		h.mu.Unlock()
 	}
 }

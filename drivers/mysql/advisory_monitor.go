@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,10 +33,7 @@ func (a *advisoryDriver) startMonitor() {
 			case <-a.wake:
 			}
 			a.mu.Lock()
-			hs := make([]*heldLock, 0, len(a.held))
-			for _, h := range a.held {
-				hs = append(hs, h)
-			}
+			hs := slices.Collect(maps.Values(a.held))
 			a.mu.Unlock()
 			next := a.upkeep(hs)
 			if now := time.Now(); !now.Before(nextProbe) {

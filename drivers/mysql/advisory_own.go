@@ -94,10 +94,8 @@ func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownA
 // (the server frees the lock), without a Lost event: the holder let the
 // lock go.
 func (a *advisoryDriver) unlock(h *heldLock) {
-	if h.giveUp.Load() && !h.done {
-		h.done = true
-		a.forget(h)
-		discard(h.conn.conn)
+	if h.giveUp.Load() {
+		a.dropLocked(h)
 	}
 	h.mu.Unlock()
 }
@@ -175,6 +173,6 @@ func (a *advisoryDriver) loseLocked(h *heldLock) {
 // tellLost sends h's Lost event, once.
 func (a *advisoryDriver) tellLost(h *heldLock) {
 	if h.lostSent.CompareAndSwap(false, true) {
-		a.emit(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
+		a.subs.Publish(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
 	}
 }

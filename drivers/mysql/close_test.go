@@ -48,9 +48,5 @@ func closeCutsStalledCalls(t *testing.T, addr, mode string, withDB, registeredNe
 	if err != nil {
 		t.Fatal(err)
 	}
-	if firstDial {
-		drivertest.CloseCutsStalledDial(t, d, ErrClosed, p.Stall, p.Resume, p.Blocked)
-		return
-	}
-	drivertest.CloseCutsStalledCall(t, d, ErrClosed, p.Stall, p.Resume, p.Blocked)
+	drivertest.CloseCutsStalled(t, d, ErrClosed, p, firstDial)
 }

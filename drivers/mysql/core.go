@@ -4,12 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"maps"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
@@ -30,14 +28,11 @@ type core struct {
 
 	ddl sqlkit.Schema // the mechanism's tables (ensureSchema)
 
-	subMu  sync.Mutex
-	subs   map[int]func(drivers.Event)
-	nextID int
+	subs kit.Listeners
 }
 
 func (c *core) init(db *sql.DB, own bool, socks *sockets, s settings) {
 	c.db, c.ownDB, c.socks, c.s = db, own, socks, s
-	c.subs = map[int]func(drivers.Event){}
 	c.life.Init()
 }
 
@@ -50,32 +45,8 @@ func (c *core) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 	if c.life.Closed() {
 		return nil, ErrClosed
 	}
-	c.subMu.Lock()
-	id := c.nextID
-	c.nextID++
-	c.subs[id] = fn
-	c.subMu.Unlock()
-	return func() {
-		c.subMu.Lock()
-		delete(c.subs, id)
-		c.subMu.Unlock()
-	}, nil
-}
-
-// subscribed reports whether anyone listens to events.
-func (c *core) subscribed() bool {
-	c.subMu.Lock()
-	defer c.subMu.Unlock()
-	return len(c.subs) > 0
-}
-
-func (c *core) emit(ev drivers.Event) {
-	c.subMu.Lock()
-	fns := slices.Collect(maps.Values(c.subs))
-	c.subMu.Unlock()
-	for _, fn := range fns {
-		fn(ev)
-	}
+	remove := c.subs.Add(fn)
+	return func() { remove() }, nil
 }
 
 // close closes the driver once: stop (the mechanism's goroutines and
@@ -91,9 +62,7 @@ func (c *core) close(ctx context.Context, stop func()) error {
 		if c.socks != nil {
 			c.socks.hup.Close()
 		}
-		c.subMu.Lock()
-		clear(c.subs)
-		c.subMu.Unlock()
+		c.subs.Clear()
 		if c.ownDB {
 			return c.db.Close()
 		}
@@ -160,11 +129,7 @@ func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B
 // with ErrClosed), as call does.
 func (c *core) renew(ctx context.Context, leases []drivers.Lease, f func(context.Context, []drivers.Lease) []drivers.RenewResult) []drivers.RenewResult {
 	if c.life.Closed() {
-		out := make([]drivers.RenewResult, len(leases))
-		for i := range out {
-			out[i].Err = ErrClosed
-		}
-		return out
+		return drivers.RenewFailed(len(leases), ErrClosed)
 	}
 	ctx, stop := c.bind(ctx)
 	defer stop()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
@@ -25,16 +26,10 @@ var ErrClosed = drivers.ErrClosed
 
 // Driver is a MySQL / MariaDB driver: New returns the advisory
 // mechanism's or the table mechanism's, as Options.Mode says. Both
-// implement the interfaces below; the table mechanism also implements
+// implement drivers.SQLDriver; the table mechanism also implements
 // drivers.Handoverer and drivers.Lister.
 type Driver interface {
-	drivers.Driver
-	drivers.Renewer
-	drivers.Subscriber
-	drivers.Describer
-	drivers.Inspector
-	drivers.Pinger
-	drivers.ServerClock
+	drivers.SQLDriver
 }
 
 // New validates opts and returns a driver with its own connection pool. It
@@ -79,12 +74,10 @@ func NewWithDB(db *sql.DB, opts Options) (Driver, error) {
 	if err != nil {
 		return nil, prefixed(err)
 	}
-	for key, v := range map[string]string{"dsn": opts.DSN, "host": opts.Host, "database": opts.Database, "username": opts.Username, "password": opts.Password, "tls": opts.TLS} {
-		if v != "" {
-			return nil, prefixed(config.Errorf(key, "not allowed with an existing *sql.DB"))
-		}
+	if key := kit.SetKey(opts, "dsn", "host", "database", "username", "password", "tls"); key != "" {
+		return nil, prefixed(config.Errorf(key, "not allowed with an existing *sql.DB"))
 	}
-	if opts.Port != 0 || opts.MaxOpenConns != 0 || opts.MaxIdleConns != 0 || opts.DialTimeout != 0 || opts.PreparedStatements {
+	if kit.SetKey(opts, "port", "maxOpenConns", "maxIdleConns", "dialTimeout", "preparedStatements") != "" {
 		return nil, prefixed(config.Errorf("", "connection options are not allowed with an existing *sql.DB"))
 	}
 	return newDriver(db, false, nil, s), nil

@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/config"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Modes of the driver.
@@ -203,25 +205,29 @@ func (o Options) validate() (settings, error) {
 	default:
 		return s, config.Errorf("fence", "must be %q, %q, %q or %q, not %q", FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort, o.Fence)
 	}
+	table, fenceTable := cmp.Or(o.Table, DefaultTable), cmp.Or(o.FenceTable, DefaultFenceTable)
 	var err error
-	if s.table, err = quoteIdent(or(o.Table, DefaultTable)); err != nil {
+	if s.table, err = quoteIdent(table); err != nil {
 		return s, config.Errorf("table", "%v", err)
 	}
-	if s.floorTable, err = quoteIdent(or(o.Table, DefaultTable) + floorSuffix); err != nil {
+	if s.floorTable, err = quoteIdent(table + floorSuffix); err != nil {
 		return s, config.Errorf("table", "%v (the driver adds %q for its fence floor table)", err, floorSuffix)
 	}
-	if s.fenceTable, err = quoteIdent(or(o.FenceTable, DefaultFenceTable)); err != nil {
+	if s.fenceTable, err = quoteIdent(fenceTable); err != nil {
 		return s, config.Errorf("fenceTable", "%v", err)
 	}
-	if s.holderTable, err = quoteIdent(or(o.FenceTable, DefaultFenceTable) + holderSuffix); err != nil {
+	if s.holderTable, err = quoteIdent(fenceTable + holderSuffix); err != nil {
 		return s, config.Errorf("fenceTable", "%v (the driver adds %q for its holder table)", err, holderSuffix)
 	}
-	for _, f := range []struct {
-		key string
-		v   *time.Duration
-		def time.Duration
-	}{{"probeInterval", &s.probe, DefaultProbeInterval}, {"pollInterval", &s.poll, DefaultPollInterval}, {"dialTimeout", &s.dialTimeout, DefaultDialTimeout}} {
-		if err := orDefault(f.key, f.v, f.def); err != nil {
+	for _, err := range []error{
+		orDefault("probeInterval", &s.probe, DefaultProbeInterval),
+		orDefault("pollInterval", &s.poll, DefaultPollInterval),
+		orDefault("dialTimeout", &s.dialTimeout, DefaultDialTimeout),
+		orDefault("renewBatch", &s.batch, DefaultRenewBatch),
+		orDefault("maxOpenConns", &s.maxOpen, 0),
+		orDefault("maxIdleConns", &s.maxIdle, DefaultMaxIdleConns),
+	} {
+		if err != nil {
 			return s, err
 		}
 	}
@@ -241,15 +247,6 @@ func (o Options) validate() (settings, error) {
 	case s.retries == 0:
 		s.retries = DefaultRetries
 	}
-	for _, f := range []struct {
-		key string
-		v   *int
-		def int
-	}{{"renewBatch", &s.batch, DefaultRenewBatch}, {"maxOpenConns", &s.maxOpen, 0}, {"maxIdleConns", &s.maxIdle, DefaultMaxIdleConns}} {
-		if err := orDefault(f.key, f.v, f.def); err != nil {
-			return s, err
-		}
-	}
 	return s, nil
 }
 
@@ -258,13 +255,8 @@ func (o Options) validate() (settings, error) {
 func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	var cfg *gomysql.Config
 	if o.DSN != "" {
-		for key, v := range map[string]string{"host": o.Host, "database": o.Database, "username": o.Username, "password": o.Password, "tls": o.TLS} {
-			if v != "" {
-				return nil, config.Errorf(key, "not allowed with dsn")
-			}
-		}
-		if o.Port != 0 {
-			return nil, config.Errorf("port", "not allowed with dsn")
+		if key := kit.SetKey(o, "host", "port", "database", "username", "password", "tls"); key != "" {
+			return nil, config.Errorf(key, "not allowed with dsn")
 		}
 		c, err := parseDSN(o.DSN)
 		if err != nil {
@@ -280,8 +272,8 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 		}
 		cfg = gomysql.NewConfig()
 		cfg.Net = "tcp"
-		cfg.Addr = net.JoinHostPort(or(o.Host, "127.0.0.1"), strconv.Itoa(orInt(o.Port, 3306)))
-		cfg.User = or(o.Username, "root")
+		cfg.Addr = net.JoinHostPort(cmp.Or(o.Host, "127.0.0.1"), strconv.Itoa(cmp.Or(o.Port, 3306)))
+		cfg.User = cmp.Or(o.Username, "root")
 		cfg.Passwd = o.Password
 		cfg.DBName = o.Database
 		if o.TLS != "" {
@@ -340,20 +332,6 @@ func orDefault[T int | time.Duration](key string, v *T, def T) error {
 		*v = def
 	}
 	return nil
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-func orInt(n, def int) int {
-	if n == 0 {
-		return def
-	}
-	return n
 }
 
 // renamedKeys are the snake_case keys of earlier versions and their

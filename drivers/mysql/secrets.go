@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -94,20 +95,11 @@ func parseDSNWith(parse func(string) (*gomysql.Config, error), dsn string) (c *g
 // strictPanic starts go-sql-driver's panic on a strict parameter.
 const strictPanic = "strict mode has been removed"
 
-// dsnPanic is the error of a DSN on which go-sql-driver panicked: which,
-// and with what value, is not told (the value may quote the DSN).
-type dsnPanic struct{ strict bool }
-
-func (e dsnPanic) Error() string {
-	if e.strict {
-		return strictPanic
-	}
-	return "go-sql-driver/mysql panicked while parsing the DSN"
-}
-
+// The errors of a DSN on which go-sql-driver panicked: which, and with
+// what value, is not told (the value may quote the DSN).
 var (
-	errStrict   error = dsnPanic{strict: true}
-	errPanicked error = dsnPanic{}
+	errStrict   = errors.New(strictPanic)
+	errPanicked = errors.New("go-sql-driver/mysql panicked while parsing the DSN")
 )
 
 const (

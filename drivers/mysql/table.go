@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/backoff"
 	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
 
@@ -123,13 +124,12 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 		// UPDATE of an existing row costs the server far more (1.3-1.4×
 		// a bare upsert-if-expired + DELETE pair against 1.05-1.09×,
 		// measured side by side).
-		var took bool
-		err = d.tableExecRows(ctx, d.retakeSQL, func(id0, n int64) { id, took = id0, n == 1 },
-			req.Token, req.TTL.Microseconds(), d.id, keyHash(req.Key), d.id)
+		var n int64
+		id, n, err = d.tableExec(ctx, d.retakeSQL, req.Token, req.TTL.Microseconds(), d.id, keyHash(req.Key), d.id)
 		if err != nil {
 			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 		}
-		if took {
+		if n == 1 {
 			d.watch.remove(req.Key)
 			return drivers.AcquireResult{Acquired: true, Fence: uint64(id & valueMask)}, nil
 		}
@@ -138,9 +138,9 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	// The short statement first: it takes a free row nobody else queues
 	// for (or inserts a missing one) and changes nothing otherwise; then,
 	// with fair hand-off, the queueing statement.
-	err = d.tableExec(ctx, d.takeSQL, func(id0 int64) { id = id0 }, args...)
+	id, _, err = d.tableExec(ctx, d.takeSQL, args...)
 	if err == nil && id >= heldMark && d.s.liveness > 0 && !d.watch.queued(req.Key) {
-		err = d.tableExec(ctx, d.acquireSQL, func(id0 int64) { id = id0 }, args...)
+		id, _, err = d.tableExec(ctx, d.acquireSQL, args...)
 	}
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
@@ -161,13 +161,12 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 }
 
 func (d *tableDriver) release(ctx context.Context, key, token string) (bool, error) {
-	var id int64
-	err := d.tableExec(ctx, fmt.Sprintf(tableReleaseSQL, d.s.table), func(id0 int64) { id = id0 }, keyHash(key), token)
+	id, _, err := d.tableExec(ctx, fmt.Sprintf(tableReleaseSQL, d.s.table), keyHash(key), token)
 	if err != nil {
 		return false, fmt.Errorf("mysql: release: %w", err)
 	}
 	if id >= 1 {
-		d.emit(drivers.Event{Kind: drivers.Released, Key: key})
+		d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
 	}
 	return id >= 1, nil
 }
@@ -176,8 +175,7 @@ func (d *tableDriver) extend(ctx context.Context, key, token string, ttl time.Du
 	if ttl <= 0 {
 		return false, fmt.Errorf("mysql: ttl %v must be positive in table mode", ttl)
 	}
-	var id int64
-	err := d.tableExec(ctx, fmt.Sprintf(tableExtendSQL, d.s.table), func(id0 int64) { id = id0 }, ttl.Microseconds(), keyHash(key), token)
+	id, _, err := d.tableExec(ctx, fmt.Sprintf(tableExtendSQL, d.s.table), ttl.Microseconds(), keyHash(key), token)
 	if err != nil {
 		return false, fmt.Errorf("mysql: extend: %w", err)
 	}
@@ -185,15 +183,11 @@ func (d *tableDriver) extend(ctx context.Context, key, token string, ttl time.Du
 }
 
 // tableExec runs one statement with retries, creating the table again if
-// it was dropped, and passes the OK packet's LAST_INSERT_ID to got.
-func (d *tableDriver) tableExec(ctx context.Context, query string, got func(int64), args ...any) error {
-	return d.tableExecRows(ctx, query, func(id, _ int64) { got(id) }, args...)
-}
-
-// tableExecRows is tableExec that also passes the rows affected.
-func (d *tableDriver) tableExecRows(ctx context.Context, query string, got func(id, n int64), args ...any) error {
+// it was dropped, and returns the OK packet's LAST_INSERT_ID and rows
+// affected.
+func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) (id, n int64, err error) {
 	recreated := false
-	return d.retry(ctx, func() error {
+	err = d.retry(ctx, func() error {
 		res, err := d.exec(ctx, query, args)
 		if err != nil && missingTable(err) && !recreated {
 			recreated = true
@@ -206,34 +200,32 @@ func (d *tableDriver) tableExecRows(ctx context.Context, query string, got func(
 		if err != nil {
 			return err
 		}
-		id, err := res.LastInsertId()
-		if err != nil {
+		if id, err = res.LastInsertId(); err != nil {
 			return err
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		got(id, n)
-		return nil
+		n, err = res.RowsAffected()
+		return err
 	})
+	return id, n, err
 }
+
+// retryPolicy spaces the retries of a table-mode statement: 5 ms doubling
+// to 20 ms (jittered, so that the two sides of a deadlock do not collide
+// again), short beside any ttl.
+var retryPolicy = backoff.Policy{Start: 5 * time.Millisecond, Cap: 20 * time.Millisecond}
 
 // retry runs f again while it fails with a deadlock, a lock wait timeout or
 // an interruption not its own (interrupted), at most d.s.retries more
 // times.
 func (d *tableDriver) retry(ctx context.Context, f func() error) error {
+	b := retryPolicy.New()
 	for attempt := 0; ; attempt++ {
 		err := f()
 		if err == nil || attempt >= d.s.retries || !retryable(err) && !interrupted(ctx, err) {
 			return err
 		}
-		t := time.NewTimer(time.Duration(attempt+1) * 5 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, b.Next()) {
 			return err
-		case <-t.C:
 		}
 	}
 }

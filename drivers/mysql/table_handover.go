@@ -41,9 +41,7 @@ func (d *tableDriver) handover(ctx context.Context, key, token string, next driv
 	if next.TTL <= 0 {
 		return false, drivers.AcquireResult{}, fmt.Errorf("mysql: ttl %v must be positive in table mode", next.TTL)
 	}
-	var id, n int64
-	err := d.tableExecRows(ctx, d.handoverSQL, func(id0, n0 int64) { id, n = id0, n0 },
-		next.Token, d.id, next.TTL.Microseconds(), keyHash(key), token)
+	id, n, err := d.tableExec(ctx, d.handoverSQL, next.Token, d.id, next.TTL.Microseconds(), keyHash(key), token)
 	switch {
 	case err != nil:
 		return false, drivers.AcquireResult{}, fmt.Errorf("mysql: handover: %w", err)
@@ -52,6 +50,6 @@ func (d *tableDriver) handover(ctx context.Context, key, token string, next driv
 	case id < heldMark:
 		return true, drivers.AcquireResult{Acquired: true, Fence: uint64(id)}, nil
 	}
-	d.emit(drivers.Event{Kind: drivers.Released, Key: key})
+	d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
 	return true, drivers.AcquireResult{}, nil
 }

@@ -52,10 +52,8 @@ func (d *tableDriver) renewChunk(ctx context.Context, leases []drivers.Lease, ch
 	for j, i := range chunk {
 		args = append(args, hashes[j], leases[i].Token)
 	}
-	marks := strings.Repeat("?,", len(chunk))
-	marks = marks[:len(marks)-1]
-	pairs := strings.Repeat("(?,?),", len(chunk))
-	pairs = pairs[:len(pairs)-1]
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",")
+	pairs := strings.TrimSuffix(strings.Repeat("(?,?),", len(chunk)), ",")
 	query := fmt.Sprintf(`UPDATE %s SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
 WHERE name_hash IN (%s) AND (name_hash, token) IN (%s) AND expires_at >= UTC_TIMESTAMP(6)`, d.s.table, marks, pairs)
 	var changed int64

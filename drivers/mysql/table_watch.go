@@ -2,6 +2,8 @@ package mysql
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,14 +64,10 @@ func (w *watcher) failed(key string, stamped bool) (retry time.Duration) {
 		retry = max(w.d.s.fastPoll()-time.Millisecond, time.Microsecond)
 	}
 	if len(w.keys) > 1024 { // unsubscribed drivers have no poller pruning
-		for k, in := range w.keys {
-			if now.Sub(in.asked) >= watchInterest {
-				delete(w.keys, k)
-			}
-		}
+		w.pruneLocked(now)
 	}
 	w.mu.Unlock()
-	if w.d.subscribed() {
+	if w.d.subs.Len() > 0 {
 		w.once.Do(w.start)
 	}
 	return retry
@@ -92,6 +90,16 @@ func (w *watcher) watching(key string) bool {
 	defer w.mu.Unlock()
 	in := w.keys[key]
 	return in != nil && time.Since(in.asked) < watchInterest
+}
+
+// pruneLocked forgets the keys not asked for within watchInterest of now
+// (w.mu held).
+func (w *watcher) pruneLocked(now time.Time) {
+	for k, in := range w.keys {
+		if now.Sub(in.asked) >= watchInterest {
+			delete(w.keys, k)
+		}
+	}
 }
 
 // remove forgets key (acquired through this driver).
@@ -133,14 +141,8 @@ func (w *watcher) poll(ctx context.Context) (next time.Duration) {
 	next = w.d.s.poll
 	now := time.Now()
 	w.mu.Lock()
-	keys := make([]string, 0, len(w.keys))
-	for k, in := range w.keys {
-		if now.Sub(in.asked) >= watchInterest {
-			delete(w.keys, k)
-			continue
-		}
-		keys = append(keys, k)
-	}
+	w.pruneLocked(now)
+	keys := slices.Collect(maps.Keys(w.keys))
 	w.mu.Unlock()
 	if len(keys) == 0 {
 		return next
@@ -157,7 +159,7 @@ func (w *watcher) poll(ctx context.Context) (next time.Duration) {
 			prompt, every := w.judge(k, states[i])
 			next = min(next, every)
 			if prompt {
-				w.d.emit(drivers.Event{Kind: drivers.Released, Key: k})
+				w.d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: k})
 			}
 		}
 	}

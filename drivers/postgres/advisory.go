@@ -154,13 +154,10 @@ func (d *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.D
 
 // Renew checks many leases, with one statement per holding session.
 func (d *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
-	out := make([]drivers.RenewResult, len(leases))
 	if err := d.check(ctx); err != nil {
-		for i := range out {
-			out[i].Err = err
-		}
-		return out
+		return drivers.RenewFailed(len(leases), err)
 	}
+	out := make([]drivers.RenewResult, len(leases))
 	bySession := map[*session][]int{}
 	keys := make([]int64, len(leases))
 	for i, ls := range leases {

@@ -48,11 +48,7 @@ func TestCloseCutsStalledCalls(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if c.dial {
-					drivertest.CloseCutsStalledDial(t, d, ErrClosed, p.Stall, p.Resume, p.Blocked)
-					return
-				}
-				drivertest.CloseCutsStalledCall(t, d, ErrClosed, p.Stall, p.Resume, p.Blocked)
+				drivertest.CloseCutsStalled(t, d, ErrClosed, p, c.dial)
 			})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
@@ -21,14 +22,8 @@ var ErrClosed = drivers.ErrClosed
 // for concurrent use. Capabilities only one of them has are found by type
 // assertion: drivers.Lister (table mode).
 type Driver interface {
-	drivers.Driver
-	drivers.Renewer
-	drivers.Subscriber
-	drivers.Describer
-	drivers.Inspector
+	drivers.SQLDriver
 	drivers.Handoverer
-	drivers.ServerClock
-	drivers.Pinger
 	// Mode returns the driver's mode, ModeAdvisory or ModeTable.
 	Mode() string
 }
@@ -95,10 +90,9 @@ type base struct {
 	ddl    sqlkit.Schema
 	schema []schemaObject // what ensureSchema creates (schema.go)
 
-	mu      sync.Mutex
-	closed  bool
-	subs    map[int]func(drivers.Event)
-	nextSub int
+	mu     sync.Mutex
+	closed bool
+	subs   kit.Listeners // added and cleared under mu, with closed
 	// the LISTEN goroutine (subscribe.go), from its first use to Close
 	lisStop context.CancelFunc
 	lisDone chan struct{}
@@ -122,7 +116,6 @@ func newBase(opts Options, n names, cc *pgx.ConnConfig) *base {
 		names:    n,
 		schema:   baseSchema(n),
 		connCfg:  cc,
-		subs:     map[int]func(drivers.Event){},
 		channels: []string{n.channel},
 	}
 	b.life.Init()
@@ -149,7 +142,7 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 	b.closed = true
 	b.life.Begin()
 	lisStop, lisDone := b.lisStop, b.lisDone
-	b.subs = map[int]func(drivers.Event){}
+	b.subs.Clear()
 	detach()
 	b.mu.Unlock()
 	return b.life.End(ctx, "postgres", func(ctx context.Context) error {

@@ -3,12 +3,12 @@ package postgres
 import (
 	"context"
 	"errors"
-	mrand "math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
 // sqlState returns err's SQLSTATE, or "".
@@ -59,11 +59,11 @@ func retryable(err error) bool {
 // when a server or role sets the default isolation to serializable or
 // repeatable read, or a short lock_timeout) is retried for up to
 // conflictBudget, other retryable failures five times,
-// with short growing pauses, jittered so that the conflicting callers do
+// with short growing pauses (retryPolicy), jittered so that the conflicting callers do
 // not meet again. A statement cancelled while ctx lives (cancelledByOthers)
 // counts among the other failures.
 func retry(ctx context.Context, f func() error) error {
-	delay := time.Millisecond
+	b := retryPolicy.New()
 	until := time.Now().Add(conflictBudget)
 	for attempt := 1; ; attempt++ {
 		err := f()
@@ -77,14 +77,15 @@ func retry(ctx context.Context, f func() error) error {
 		} else if attempt == 5 {
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, b.Next()) {
 			return ctx.Err()
-		case <-time.After(delay/2 + mrand.N(delay)):
 		}
-		delay = min(delay*2, 32*time.Millisecond)
 	}
 }
+
+// retryPolicy spaces retry's attempts: 1 ms doubling to 32 ms, short
+// beside a statement's own round trip under contention.
+var retryPolicy = backoff.Policy{Start: time.Millisecond, Cap: 32 * time.Millisecond}
 
 // cancelledByOthers reports a statement the server cancelled (57014,
 // "canceling statement due to user request") although ctx, the call's, has

@@ -7,7 +7,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mutexfx/mutexfx/drivers"
-	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
@@ -32,16 +31,10 @@ func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 		b.mu.Unlock()
 		return nil, ErrClosed
 	}
-	id := b.nextSub
-	b.nextSub++
-	b.subs[id] = fn
+	remove := b.subs.Add(fn)
 	b.startListenerLocked()
 	b.mu.Unlock()
-	return func() {
-		b.mu.Lock()
-		delete(b.subs, id)
-		b.mu.Unlock()
-	}, nil
+	return func() { remove() }, nil
 }
 
 // startListenerLocked starts, with b.mu held, the driver's one LISTEN
@@ -57,8 +50,8 @@ func (b *base) startListenerLocked() {
 	go b.listen(ctx, b.lisDone)
 }
 
-// publish calls the subscribers with evs, outside b.mu.
-func (b *base) publish(evs ...drivers.Event) { kit.Publish(&b.mu, &b.subs, evs...) }
+// publish calls the subscribers with evs.
+func (b *base) publish(evs ...drivers.Event) { b.subs.Publish(evs...) }
 
 // listen keeps a LISTEN connection until ctx ends.
 func (b *base) listen(ctx context.Context, done chan struct{}) {
@@ -73,10 +66,8 @@ func (b *base) listen(ctx context.Context, done chan struct{}) {
 		if time.Since(start) > time.Minute {
 			retry.Reset()
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, retry.Next()) {
 			return
-		case <-time.After(retry.Next()):
 		}
 	}
 }

@@ -1,8 +1,9 @@
 // Package backoff is mutexfx's one retry policy, used by every loop that
 // retries: a waiting Acquire (component), the PostgreSQL driver's LISTEN
-// reconnection, the file driver's wait for a lock file's guard, and the
-// etcd client's reconnection (gRPC's backoff.Config, built from the same
-// numbers).
+// reconnection, the SQL drivers' retries of a statement that met a
+// deadlock or a lock timeout (with their own Start and Cap), the file
+// driver's wait for a lock file's guard, and the etcd client's
+// reconnection (gRPC's backoff.Config, built from the same numbers).
 //
 // The policy: the first delay is Start; each next one doubles (Factor), up
 // to Cap; each delay slept is drawn uniformly from [d/2, d] (Jitter), so
@@ -11,6 +12,7 @@
 package backoff
 
 import (
+	"context"
 	"math/rand/v2"
 	"time"
 )
@@ -111,4 +113,17 @@ func jitter(d time.Duration) time.Duration {
 		return d
 	}
 	return d - spread + rand.N(spread+1)
+}
+
+// Sleep waits d, or less when ctx ends first; it reports whether it
+// waited all of d (false: ctx ended, and the loop gives up).
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

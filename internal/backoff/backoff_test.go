@@ -1,7 +1,9 @@
 package backoff
 
 import (
+	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -76,4 +78,21 @@ func TestStepAndDraw(t *testing.T) {
 			t.Errorf("Draw(100ms, %v) = %v; want %v", tc.u, got, tc.want)
 		}
 	}
+}
+
+// TestSleep: Sleep waits its whole delay and reports true, or returns
+// false as soon as ctx ends.
+func TestSleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		if !Sleep(context.Background(), time.Second) || time.Since(start) != time.Second {
+			t.Fatalf("Sleep(1s) returned false or after %v", time.Since(start))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		start = time.Now()
+		if Sleep(ctx, time.Second) || time.Since(start) != 100*time.Millisecond {
+			t.Fatalf("Sleep with a 100ms ctx returned true or after %v", time.Since(start))
+		}
+	})
 }

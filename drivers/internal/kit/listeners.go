@@ -1,6 +1,8 @@
 package kit
 
 import (
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -54,27 +56,14 @@ func (l *Listeners) Clear() {
 	clear(l.fns)
 }
 
-// Publish calls every listener with each of evs, outside the lock: a
-// listener removed while Publish is under way may still get these events.
-func (l *Listeners) Publish(evs ...drivers.Event) { Publish(&l.mu, &l.fns, evs...) }
-
-// Publish calls every function of *subs, a driver's subscribers guarded
-// (the map and the variable holding it) by mu, with each of evs: it copies
-// them under mu and calls them outside it, so that a subscriber may call
-// into the driver. For a driver that keeps its own map of subscribers
-// rather than a Listeners.
-func Publish(mu sync.Locker, subs *map[int]func(drivers.Event), evs ...drivers.Event) {
-	mu.Lock()
-	fns := *subs
-	if len(fns) == 0 {
-		mu.Unlock()
-		return
-	}
-	call := make([]func(drivers.Event), 0, len(fns))
-	for _, fn := range fns {
-		call = append(call, fn)
-	}
-	mu.Unlock()
+// Publish calls every listener with each of evs: it copies them under the
+// lock and calls them outside it, so that a listener may call into the
+// driver. A listener removed while Publish is under way may still get
+// these events.
+func (l *Listeners) Publish(evs ...drivers.Event) {
+	l.mu.Lock()
+	call := slices.Collect(maps.Values(l.fns))
+	l.mu.Unlock()
 	for _, ev := range evs {
 		for _, fn := range call {
 			fn(ev)
