@@ -260,10 +260,8 @@ func (n *node) probe() {
 		msg := err.Error()
 		n.lastErr.Store(&msg)
 		n.h.reloadSlots()
-		select {
-		case <-d.ctx.Done():
+		if !backoff.Sleep(d.ctx, retry.Next()) {
 			return
-		case <-time.After(retry.Next()):
 		}
 	}
 }
