@@ -2,7 +2,7 @@ package component
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
 )
 
@@ -36,11 +36,16 @@ func (a *attemptCtx) Deadline() (time.Time, bool) {
 	return a.limit, true
 }
 
+// errAttemptLimit is the cause with which the limit ends an attempt.
+var errAttemptLimit = fmt.Errorf("mutexfx: the attempt's limit passed: %w", context.DeadlineExceeded)
+
 // Err is context.DeadlineExceeded once the limit ended the attempt, as a
-// context.WithDeadline's would be.
+// context.WithDeadline's would be (a caller's ctx cancelled with a cause
+// that wraps DeadlineExceeded still reads Canceled). Contexts derived from
+// the attempt's see Canceled then, with errAttemptLimit as their cause.
 func (a *attemptCtx) Err() error {
 	err := a.Context.Err()
-	if err != nil && errors.Is(context.Cause(a.Context), context.DeadlineExceeded) {
+	if err != nil && context.Cause(a.Context) == errAttemptLimit {
 		return context.DeadlineExceeded
 	}
 	return err
@@ -94,7 +99,7 @@ func (m *Mutex) endAttempt(a *attemptCtx) {
 func (m *Mutex) limitAttempts(now, next time.Time) time.Time {
 	for a := m.inflight; a != nil; a = a.next {
 		if !now.Before(a.limit) {
-			a.cancel(context.DeadlineExceeded)
+			a.cancel(errAttemptLimit)
 			continue
 		}
 		next = minTime(next, a.limit)

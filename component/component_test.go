@@ -3,6 +3,7 @@ package component_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -170,6 +171,30 @@ func TestHungStoreEndsAtLimit(t *testing.T) {
 		}
 		if !d.deadline.Equal(start.Add(time.Second)) || d.err != context.DeadlineExceeded {
 			t.Fatalf("the store saw deadline %v, error %v; want %v, context.DeadlineExceeded", d.deadline, d.err, start.Add(time.Second))
+		}
+	})
+}
+
+// TestCallerDeadlineCause: a caller's ctx cancelled with a cause that
+// wraps DeadlineExceeded reads Canceled in the store's ctx, as in the
+// caller's; only the attempt's own limit reads DeadlineExceeded.
+func TestCallerDeadlineCause(t *testing.T) {
+	component.Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFaulty()
+		f.set(func(f *faulty) { f.delay = time.Hour })
+		d := &deadlineSeen{faulty: f}
+		m := newMutex(t, component.Options{Driver: d})
+		ctx, cancel := context.WithCancelCause(context.Background())
+		why := fmt.Errorf("upstream: %w", context.DeadlineExceeded)
+		time.AfterFunc(100*time.Millisecond, func() { cancel(why) })
+		if _, err := m.TryAcquire(ctx, "x"); !errors.Is(err, why) {
+			t.Fatalf("TryAcquire = %v; want the caller's cause", err)
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.err != context.Canceled {
+			t.Fatalf("the store saw %v; want context.Canceled", d.err)
 		}
 	})
 }

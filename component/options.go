@@ -75,8 +75,8 @@ type Options struct {
 	Timeout time.Duration
 
 	// RetryDelay is the delay before the second attempt of a wait; it
-	// doubles after each attempt up to 1 s, each delay drawn at random
-	// between its half and its whole. Wake-ups from stores that push them
+	// doubles after each attempt up to 1 s (a RetryDelay above 1 s stays
+	// as it is), each delay drawn at random between its half and its whole. Wake-ups from stores that push them
 	// cut it short. Must not be negative.
 	// Default: 50 ms.
 	RetryDelay time.Duration
