@@ -173,10 +173,16 @@ func (n *node) check() error {
 }
 
 // observe looks at a call's error: a network error while the caller's
-// context is still live marks the node down and starts its probe. It
-// returns err unchanged.
+// context is still live marks the node down and starts its probe. A
+// context whose deadline has passed counts as ended even before its Err
+// says so: go-redis bounds its reads by the deadline, and a read timed out
+// there is the caller's bound, not the server's failure. It returns err
+// unchanged.
 func (n *node) observe(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() != nil || !isNetworkError(err) {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
 		return err
 	}
 	msg := err.Error()
