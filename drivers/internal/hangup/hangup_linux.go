@@ -18,14 +18,17 @@ import (
 // registration with it. Each registration is one-shot and carries an id,
 // never the descriptor's number, which a later connection may reuse.
 type Watcher struct {
-	mu     sync.Mutex
-	epfd   int // 0 until the first arm, -1 after close
-	wake   int // eventfd that ends the loop (id 0)
-	byID   map[uint64]*Conn
-	nextID uint64
-	broken bool // epoll could not be set up: nothing is watched
-	closed bool
-	wg     sync.WaitGroup
+	mu   sync.Mutex
+	epfd int // valid once started, -1 after close
+	// started is set at the first arm that set up epoll (an epoll
+	// descriptor may be 0 when the program closed its stdin).
+	started bool
+	wake    int // eventfd that ends the loop (id 0)
+	byID    map[uint64]*Conn
+	nextID  uint64
+	broken  bool // epoll could not be set up: nothing is watched
+	closed  bool
+	wg      sync.WaitGroup
 }
 
 // Arm calls onHup once when the peer of sc, registered as c, closes or
@@ -99,8 +102,8 @@ func (w *Watcher) forgetLocked(c *Conn) {
 // startLocked starts the loop at the first arm; false when epoll cannot be
 // had.
 func (w *Watcher) startLocked() bool {
-	if w.epfd != 0 {
-		return w.epfd > 0
+	if w.started {
+		return w.epfd >= 0
 	}
 	if w.broken {
 		return false
@@ -123,7 +126,7 @@ func (w *Watcher) startLocked() bool {
 		w.broken = true
 		return false
 	}
-	w.epfd, w.wake = epfd, wake
+	w.epfd, w.wake, w.started = epfd, wake, true
 	w.byID = map[uint64]*Conn{}
 	w.wg.Add(1)
 	go w.run(epfd)
@@ -215,7 +218,7 @@ func (w *Watcher) peekEndsLocked(c *Conn) bool {
 func (w *Watcher) Close() {
 	w.mu.Lock()
 	w.closed = true
-	started := w.epfd > 0
+	started := w.started && w.epfd >= 0
 	if started {
 		_, _ = unix.Write(w.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
 	}
