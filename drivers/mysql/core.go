@@ -49,13 +49,14 @@ func (c *core) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 	return func() { remove() }, nil
 }
 
-// close closes the driver once: stop (the mechanism's goroutines and
+// close closes the driver once (a second call waits for the first, or
+// its ctx): stop (the mechanism's goroutines and
 // pinned connections), then the subscribers and the own pool. Calls still
 // in flight are cut when ctx ends, or at the end; it returns ctx's error
 // when ctx ended first.
 func (c *core) close(ctx context.Context, stop func()) error {
 	if !c.life.Begin() {
-		return nil
+		return c.life.Wait(ctx, "mysql")
 	}
 	return c.life.End(ctx, "mysql", func(context.Context) error {
 		stop()

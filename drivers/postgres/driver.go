@@ -133,11 +133,12 @@ func (b *base) check(ctx context.Context) error { return b.life.Check(ctx) }
 // holds), stops the LISTEN goroutine and calls release (the driver closes
 // its connections). Calls in flight may finish until ctx ends; then they
 // are cut, so that closing does not wait for a statement on a stalled link.
+// A second call waits for the first, or its ctx.
 func (b *base) shutdown(ctx context.Context, detach func(), release func(context.Context) error) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return nil
+		return b.life.Wait(ctx, "postgres")
 	}
 	b.closed = true
 	b.life.Begin()

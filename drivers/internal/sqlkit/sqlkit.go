@@ -29,12 +29,14 @@ type Life struct {
 	stop    context.CancelFunc
 	life    context.Context // ends when the calls in flight are cut
 	cut     context.CancelCauseFunc
+	done    chan struct{} // closed when End returns
 }
 
 // Init makes l open.
 func (l *Life) Init() {
 	l.closing, l.stop = context.WithCancel(context.Background())
 	l.life, l.cut = context.WithCancelCause(context.Background())
+	l.done = make(chan struct{})
 }
 
 // Closed reports whether Close started.
@@ -84,6 +86,7 @@ func (l *Life) Begin() bool {
 // error, or ctx's when ctx ended first (calls may have been cut), named
 // for driver ("mysql: close: ...").
 func (l *Life) End(ctx context.Context, driver string, release func(context.Context) error, cut func()) error {
+	defer close(l.done)
 	end := func() {
 		l.cut(drivers.ErrClosed)
 		if cut != nil {
@@ -97,6 +100,17 @@ func (l *Life) End(ctx context.Context, driver string, release func(context.Cont
 		err = fmt.Errorf("%s: close: %w", driver, ctx.Err())
 	}
 	return err
+}
+
+// Wait is a second Close: it returns when the first is done, or with
+// ctx's error (named for driver) when ctx ends first.
+func (l *Life) Wait(ctx context.Context, driver string) error {
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s: close: %w", driver, ctx.Err())
+	}
 }
 
 // Schema is whether a driver's schema (its tables, sequences...) is known

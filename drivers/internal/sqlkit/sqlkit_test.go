@@ -98,6 +98,43 @@ func TestLifeEnd(t *testing.T) {
 }
 
 // TestDrain: rounds run until one deletes fewer than a batch or fails.
+// TestLifeSecondClose: a second Close waits for the first to finish, or
+// for its own ctx.
+func TestLifeSecondClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l Life
+		l.Init()
+		if !l.Begin() || l.Begin() {
+			t.Fatal("Begin: want true once, then false")
+		}
+		release := make(chan struct{})
+		first := make(chan error, 1)
+		go func() {
+			first <- l.End(context.Background(), "x", func(context.Context) error { <-release; return nil }, nil)
+		}()
+		second := make(chan error, 1)
+		go func() { second <- l.Wait(context.Background(), "x") }()
+		synctest.Wait()
+		select {
+		case err := <-second:
+			t.Fatalf("a second Close returned (%v) while the first was still releasing", err)
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := l.Wait(ctx, "x"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Wait with an ending ctx = %v; want DeadlineExceeded", err)
+		}
+		close(release)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-second; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 func TestDrain(t *testing.T) {
 	errRound := errors.New("round")
 	for _, tc := range []struct {
