@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mutexfx/mutexfx/component"
@@ -94,9 +95,9 @@ func (d *hangOnceExtender) Extend(ctx context.Context, key, token string, ttl ti
 	return ok, err
 }
 
-// TestHungRenewal: while the renewal call of one lock hangs, a lock
-// acquired meanwhile, whose expiry comes before the hung call's lock's, is
-// renewed all the same (it is not lost waiting for the hung call); and the
+// TestHungRenewal (in a synctest bubble: the timings are exact): while
+// the renewal call of one lock hangs, a lock acquired meanwhile, whose
+// expiry comes before the hung call's lock's, is renewed all the same (it is not lost waiting for the hung call); and the
 // hung call, bounded to a third of the ttl (at least a second), fails in
 // time for its lock to be renewed by a retry before its expiry.
 func TestHungRenewal(t *testing.T) {
@@ -108,29 +109,32 @@ func TestHungRenewal(t *testing.T) {
 		{"Extend", func(h *hangOnce) drivers.Driver { return &hangOnceExtender{Driver: memory.New(), hangOnce: h} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			h := &hangOnce{entered: make(chan struct{}), ended: make(chan struct{})}
-			// a: renewed at 1 s, the call hanging until 2 s (before: until
-			// its expiry at about 2.98 s), retried 10-20 ms later.
-			m := newMutex(t, component.Options{Driver: tc.store(h), TTL: 3 * time.Second, RetryDelay: 10 * time.Millisecond})
-			a, err := m.Acquire(ctx, "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			<-h.entered
-			// b expires 138 ms after it is taken unless renewed (every 50 ms).
-			b, err := m.Acquire(ctx, "b", component.WithTTL(150*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			<-h.ended
-			if !b.Held() {
-				t.Fatalf("b, taken during a's hung renewal, was lost: %v", b.Err())
-			}
-			waitUntil(t, "a renewed by a retry", func() bool { return h.renewedAfter(a.Key()) || a.Err() != nil })
-			if !a.Held() || !b.Held() {
-				t.Fatalf("a: %v, b: %v; want both held", a.Err(), b.Err())
-			}
+			component.Unpooled(t)
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				h := &hangOnce{entered: make(chan struct{}), ended: make(chan struct{})}
+				// a: renewed at 1 s, the call hanging until 2 s (before: until
+				// its expiry at about 2.98 s), retried 10-20 ms later.
+				m := newMutex(t, component.Options{Driver: tc.store(h), TTL: 3 * time.Second, RetryDelay: 10 * time.Millisecond})
+				a, err := m.Acquire(ctx, "a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				<-h.entered
+				// b expires 138 ms after it is taken unless renewed (every 50 ms).
+				b, err := m.Acquire(ctx, "b", component.WithTTL(150*time.Millisecond))
+				if err != nil {
+					t.Fatal(err)
+				}
+				<-h.ended
+				if !b.Held() {
+					t.Fatalf("b, taken during a's hung renewal, was lost: %v", b.Err())
+				}
+				waitUntil(t, "a renewed by a retry", func() bool { return h.renewedAfter(a.Key()) || a.Err() != nil })
+				if !a.Held() || !b.Held() {
+					t.Fatalf("a: %v, b: %v; want both held", a.Err(), b.Err())
+				}
+			})
 		})
 	}
 }
