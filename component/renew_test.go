@@ -97,9 +97,10 @@ func (d *hangOnceExtender) Extend(ctx context.Context, key, token string, ttl ti
 
 // TestHungRenewal (in a synctest bubble: the timings are exact): while
 // the renewal call of one lock hangs, a lock acquired meanwhile, whose
-// expiry comes before the hung call's lock's, is renewed all the same (it is not lost waiting for the hung call); and the
-// hung call, bounded to a third of the ttl (at least a second), fails in
-// time for its lock to be renewed by a retry before its expiry.
+// expiry comes before the hung call's lock's, is renewed all the same (it
+// is not lost waiting for the hung call); and the hung call, bounded to a
+// third of the ttl (at least a second), fails in time for its lock to be
+// renewed by a retry before its expiry.
 func TestHungRenewal(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
