@@ -111,12 +111,33 @@ func (c *RedisCluster) WaitMaster(t testing.TB, i int, r *RedisServer) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not a master serving its slots within 30 s (%q, %v)", r.Addr, info, err)
+			t.Fatalf("%s not a master serving its slots within 30 s (%q, %v); the others see it as:%s",
+				r.Addr, info, err, c.seenAs(i, strings.TrimSpace(id)))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	c.Replicas[i], c.Nodes[i] = c.Nodes[i], r
 	c.Addrs[i] = r.Addr
+}
+
+// seenAs returns the line of node id in the CLUSTER NODES output of every
+// node but c.Nodes[i], for a failure's message.
+func (c *RedisCluster) seenAs(i int, id string) string {
+	var b strings.Builder
+	for j, n := range c.Nodes {
+		if j == i {
+			continue
+		}
+		nodes, err := n.Command("CLUSTER", "NODES")
+		line := fmt.Sprint(err)
+		for _, l := range strings.Split(nodes, "\n") {
+			if strings.HasPrefix(l, id) {
+				line = l
+			}
+		}
+		fmt.Fprintf(&b, "\n  %s: %s", n.Addr, line)
+	}
+	return b.String()
 }
 
 // masterLine reports whether CLUSTER NODES output lists node id as a
