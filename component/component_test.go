@@ -148,17 +148,24 @@ func (d *deadlineSeen) Acquire(ctx context.Context, req drivers.AcquireRequest) 
 	return res, err
 }
 
+// hungStore runs f in a synctest bubble with a Mutex on a store that
+// never answers and records the deadline and error its Acquire's ctx had.
+func hungStore(t *testing.T, f func(t *testing.T, d *deadlineSeen, m *component.Mutex)) {
+	component.Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaulty()
+		store.set(func(f *faulty) { f.delay = time.Hour })
+		d := &deadlineSeen{faulty: store}
+		f(t, d, newMutex(t, component.Options{Driver: d}))
+	})
+}
+
 // TestHungStoreEndsAtLimit: a store that waits on its ctx and never
 // answers is cut off when the attempt's grace second is up, with the
 // deadline it was given and context.DeadlineExceeded, as
 // context.WithDeadline would; the wait ends with ErrTimeout.
 func TestHungStoreEndsAtLimit(t *testing.T) {
-	component.Unpooled(t)
-	synctest.Test(t, func(t *testing.T) {
-		f := newFaulty()
-		f.set(func(f *faulty) { f.delay = time.Hour })
-		d := &deadlineSeen{faulty: f}
-		m := newMutex(t, component.Options{Driver: d})
+	hungStore(t, func(t *testing.T, d *deadlineSeen, m *component.Mutex) {
 		start := time.Now()
 		_, err := m.Acquire(context.Background(), "hung", component.WithTimeout(100*time.Millisecond))
 		if !errors.Is(err, component.ErrTimeout) || !errors.Is(err, component.ErrDriver) {
@@ -179,12 +186,7 @@ func TestHungStoreEndsAtLimit(t *testing.T) {
 // wraps DeadlineExceeded reads Canceled in the store's ctx, as in the
 // caller's; only the attempt's own limit reads DeadlineExceeded.
 func TestCallerDeadlineCause(t *testing.T) {
-	component.Unpooled(t)
-	synctest.Test(t, func(t *testing.T) {
-		f := newFaulty()
-		f.set(func(f *faulty) { f.delay = time.Hour })
-		d := &deadlineSeen{faulty: f}
-		m := newMutex(t, component.Options{Driver: d})
+	hungStore(t, func(t *testing.T, d *deadlineSeen, m *component.Mutex) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		why := fmt.Errorf("upstream: %w", context.DeadlineExceeded)
 		time.AfterFunc(100*time.Millisecond, func() { cancel(why) })
