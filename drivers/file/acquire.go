@@ -159,7 +159,8 @@ func (d *Driver) publish(fd handle, buf []byte, req drivers.AcquireRequest, h *h
 // A record torn by a concurrent write fails its checksum and is read again;
 // a wrong "not busy" only costs the full locked attempt.
 func (d *Driver) peekBusy(name string, buf []byte) (ttl time.Duration, busy bool, err error) {
-	fd, err := openReadOnly(d.path(name))
+	path := d.path(name)
+	fd, err := openReadOnly(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
 	}
@@ -167,7 +168,7 @@ func (d *Driver) peekBusy(name string, buf []byte) (ttl time.Duration, busy bool
 		return 0, false, fmt.Errorf("open lock file: %w", err)
 	}
 	defer closeHandle(fd)
-	info, held, err := d.inspectFD(fd, d.path(name), buf)
+	info, held, err := d.inspectFD(fd, path, buf)
 	if err != nil || !held {
 		return 0, false, nil // let the locked attempt decide (and report)
 	}
