@@ -135,17 +135,16 @@ func (b *base) check(ctx context.Context) error { return b.life.Check(ctx) }
 // are cut, so that closing does not wait for a statement on a stalled link.
 // A second call waits for the first, or its ctx.
 func (b *base) shutdown(ctx context.Context, detach func(), release func(context.Context) error) error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	var lisStop context.CancelFunc
+	var lisDone chan struct{}
+	if !kit.CloseOnce(&b.mu, &b.closed, func() {
+		b.life.Begin()
+		lisStop, lisDone = b.lisStop, b.lisDone
+		b.subs.Clear()
+		detach()
+	}) {
 		return b.life.Wait(ctx, "postgres")
 	}
-	b.closed = true
-	b.life.Begin()
-	lisStop, lisDone := b.lisStop, b.lisDone
-	b.subs.Clear()
-	detach()
-	b.mu.Unlock()
 	return b.life.End(ctx, "postgres", func(ctx context.Context) error {
 		if lisStop != nil {
 			lisStop()
