@@ -26,7 +26,15 @@ func runTestChild(role string) int {
 // goals of issue 18, with why. Their misses are logged, not failed, unless
 // MUTEXFX_FAULTS_STRICT=1 — which is how the goals are checked once the
 // fixes land; then the mode leaves this list.
-var knownMisses = map[string]string{}
+var knownMisses = map[string]string{
+	// Seen in two of about nine short runs: after a lagfailover a process
+	// got the lock on the promoted replica 75 ms after the promotion, with a
+	// fence below the old holder's, which was told lost 212 ms later. The
+	// old holder's acquisition was not replica-confirmed (its connection's
+	// default minReplicas was 0), and the run_id check that should start a
+	// new epoch on the promoted replica did not hold the grant back.
+	"cluster": "a grant on a promoted Cluster replica right after a lag fail-over (run_id epoch check missed)",
+}
 
 // shortRun is a mode's duration in the suite: MUTEXFX_FAULTS_DURATION, or
 // 10 s and 3 s per fault of the mode, so that each fault happens at least
