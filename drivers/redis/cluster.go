@@ -29,10 +29,12 @@ import (
 const runSuffix = ":run"
 
 // slotEpochScript checks a slot on the master that runs it and returns the
-// wait it started in ms (0: none). A slot without a run_id record (never
-// checked: its marker, if any, was written by an operator or a driver
-// without this check) is adopted: it gets the record and no wait. A user
-// refused INFO gets no check (the markers still apply).
+// wait it started in ms (0: none). A marker without a run_id record counts
+// as checked on another process: the record may have been written while
+// replication was cut, and be missing on a promoted replica. A slot
+// without a marker (brand new, or forgotten: the acquire script's epoch
+// then applies) just gets the record. A user refused INFO gets no check
+// (the markers still apply).
 //
 //	KEYS[1] epoch marker, KEYS[2] its wait key, KEYS[3] the run_id key
 //	ARGV[1] restart wait (ms)
@@ -41,7 +43,7 @@ local id = string.match(info('server'), 'run_id:(%x+)')
 local run = redis.call('GET', KEYS[3])
 if not id or run == id then return 0 end
 local left = 0
-if run and redis.call('EXISTS', KEYS[1]) == 1 then
+if redis.call('EXISTS', KEYS[1]) == 1 then
   left = epoch(KEYS[1], KEYS[2], tonumber(ARGV[1]), true)
 end
 redis.call('SET', KEYS[3], id)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -17,11 +18,16 @@ import (
 // round trip (two the first time a server sees the script; one more the
 // first time a Cluster driver uses a slot on a master: see cluster.go).
 func (d *Driver) run(ctx context.Context, s *goredis.Script, keys []string, args ...any) (any, error) {
-	n, err := d.gateChecked(ctx, keys[0])
-	if err != nil {
-		return nil, err
+	for moved := false; ; moved = true {
+		n, err := d.gateChecked(ctx, keys[0])
+		if err != nil {
+			return nil, err
+		}
+		v, err := d.eval(ctx, n, s, keys, args...)
+		if moved || !d.followMoved(ctx, n, keys[0], err) {
+			return v, err
+		}
 	}
-	return d.eval(ctx, n, s, keys, args...)
 }
 
 // exec runs a script past the health gate (for the cleanups that must try
@@ -37,9 +43,17 @@ func (d *Driver) exec(ctx context.Context, s *goredis.Script, keys []string, arg
 	return d.eval(ctx, n, s, keys, args...)
 }
 
-// eval runs a script on n's server; a network error marks n down.
+// eval runs a script on n's server (in a Cluster on its master's own
+// connection: see moved.go); a network error marks n down.
 func (d *Driver) eval(ctx context.Context, n *node, s *goredis.Script, keys []string, args ...any) (any, error) {
-	v, err := s.Run(ctx, d.client, keys, args...).Result()
+	v, err := s.Run(ctx, d.scripter(n), keys, args...).Result()
+	if d.cluster && err != nil && strings.HasPrefix(err.Error(), "ASK ") {
+		// The slot is being migrated and the key is not on n's master: the
+		// Cluster client sends the script on to the importing master, as
+		// the migration's protocol asks (ASKING). Keys migrate whole, so
+		// that master holds no older copy of them (see moved.go).
+		v, err = s.Run(ctx, d.client, keys, args...).Result()
+	}
 	if err == goredis.Nil {
 		return nil, nil
 	}

@@ -1,0 +1,82 @@
+package redis
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mutexfx/mutexfx/internal/backoff"
+)
+
+// Redirections. In a Cluster every script runs on the connection of the
+// master the driver's slot map names for its key (scripter), never through
+// go-redis's redirections: the driver checks a slot on a master before it
+// lets a script grant locks there (cluster.go), and a redirection followed
+// inside go-redis would carry the script to a master the driver never
+// checked — a replica promoted after a replication cut, still holding an
+// older copy of the slot. A master that no longer serves the slot answers
+// MOVED (the script did nothing there); the driver has go-redis reload its
+// slot map, waits up to movedWait for the map to name another master, and
+// runs the call again through the gate, which checks the slot there first.
+// ASK (a slot being migrated) is passed to the Cluster client, which sends
+// the script on to the importing master; a migration moves each key whole,
+// so that master holds no older copy of the ones it has.
+
+// movedWait bounds the wait for the slot map to follow a MOVED reply.
+const movedWait = 2 * time.Second
+
+// movedBackoff is the pause between two looks at the reloaded slot map:
+// the one retry policy, from 10 ms (a reload is one round trip) to 200 ms.
+var movedBackoff = backoff.Policy{Start: 10 * time.Millisecond, Cap: 200 * time.Millisecond}
+
+// scripter is the client a script for n's server runs on: the driver's
+// client, or in a Cluster the client of n's master alone.
+func (d *Driver) scripter(n *node) goredis.Scripter {
+	if !d.cluster || n.addr == "" {
+		return d.client
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.client
+}
+
+// isRedirect reports whether err is a Cluster redirection (MOVED or ASK).
+func isRedirect(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+}
+
+// followMoved reports whether a call that n's master answered err should
+// run again: err is MOVED, and go-redis's reloaded slot map names another
+// master for key within movedWait.
+func (d *Driver) followMoved(ctx context.Context, n *node, key string, err error) bool {
+	if !d.cluster || err == nil || !strings.HasPrefix(err.Error(), "MOVED ") {
+		return false
+	}
+	d.health.cc.ReloadState(ctx)
+	ctx, cancel := context.WithTimeout(ctx, movedWait)
+	defer cancel()
+	retry := movedBackoff.New()
+	for backoff.Sleep(ctx, retry.Next()) {
+		c, err := d.health.cc.MasterForKey(ctx, key)
+		if err == nil && c.Options().Addr != n.addr {
+			return true
+		}
+		d.health.cc.ReloadState(ctx)
+	}
+	return false
+}
+
+// redirected has go-redis reload its Cluster slot map when err is a
+// redirection answered to a call sent to one master (scripter, pipeline):
+// that master no longer serves the slot.
+func (d *Driver) redirected(err error) {
+	if d.cluster && isRedirect(err) {
+		d.health.reloadSlots()
+	}
+}
