@@ -49,7 +49,7 @@ func (d *tableDriver) list(ctx context.Context, prefix string) (out []drivers.Li
 	err = queryRows(ctx, d.db, fmt.Sprintf(
 		`SELECT name, token, fence, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM %s`+
 			` WHERE expires_at >= UTC_TIMESTAMP(6) AND token <> '' AND LEFT(name, LENGTH(?)) = ?`, d.s.table),
-		[]any{[]byte(prefix), []byte(prefix)}, func() []any { return []any{&name, &token, &l.Fence, &us} }, func() {
+		[]any{[]byte(prefix), []byte(prefix)}, []any{&name, &token, &l.Fence, &us}, func() {
 			l.Key, l.Token, l.TTL = string(name), string(token), time.Duration(us)*time.Microsecond
 			out = append(out, l)
 		})
