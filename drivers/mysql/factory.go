@@ -9,7 +9,5 @@ import (
 // the koanf tags of Options; with driver.client naming a *sql.DB of the fx
 // graph, the driver uses that pool (see NewWithDB) and never closes it.
 func Factory() drivers.Factory {
-	f := kit.NewFactory("a *sql.DB", New, NewWithDB)
-	f.Check = checkRenamed
-	return f.Of("mysql")
+	return kit.NewFactory("a *sql.DB", New, NewWithDB).Of("mysql")
 }

@@ -58,7 +58,8 @@ const (
 
 // Options configure a Driver. The zero value connects as root without
 // password to 127.0.0.1:3306 in advisory mode. Configuration keys are the
-// koanf tags; snake_case spellings are refused naming the key (renamedKeys).
+// koanf tags (an unknown key, such as a snake_case spelling, is refused
+// with the nearest one suggested).
 type Options struct {
 	// DSN is a go-sql-driver/mysql data source name
 	// ("user:pass@tcp(host:3306)/db?tls=true"); when set, Host, Port,
@@ -304,32 +305,4 @@ func orDefault[T int | time.Duration](key string, v *T, def T) error {
 		*v = def
 	}
 	return nil
-}
-
-// renamedKeys are the refused snake_case keys and their camelCase names.
-var renamedKeys = map[string]string{
-	"fence_table":         "fenceTable",
-	"probe_interval":      "probeInterval",
-	"poll_interval":       "pollInterval",
-	"waiter_liveness":     "waiterLiveness",
-	"renew_batch":         "renewBatch",
-	"dial_timeout":        "dialTimeout",
-	"max_open_conns":      "maxOpenConns",
-	"max_idle_conns":      "maxIdleConns",
-	"prepared_statements": "preparedStatements",
-}
-
-// checkRenamed refuses the first (sorted) key of in that renamedKeys
-// lists, naming its path and its new name.
-func checkRenamed(path string, in map[string]any) error {
-	var old string
-	for k := range in {
-		if _, ok := renamedKeys[strings.ToLower(k)]; ok && (old == "" || k < old) {
-			old = k
-		}
-	}
-	if old == "" {
-		return nil
-	}
-	return config.Errorf(config.Join(path, old), "unknown key: did you mean %q? (MySQL keys are camelCase)", renamedKeys[strings.ToLower(old)])
 }
