@@ -183,9 +183,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	}
 	a.monitorOnce.Do(a.startMonitor)
 	if a.life.Closed() { // raced with Close, which may have missed h
-		h.mu.Lock()
-		a.dropLocked(h)
-		h.mu.Unlock()
+		a.drop(h)
 		return drivers.AcquireResult{}, ErrClosed
 	}
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
@@ -296,11 +294,7 @@ func (a *advisoryDriver) release(ctx context.Context, key, token string) (bool, 
 	}
 	if err := h.mu.LockContext(ctx, a.bg); err != nil {
 		// ctx ended while a statement runs on the connection: give up.
-		h.giveUp.Store(true)
-		if stop := h.abort.Load(); stop != nil {
-			(*stop)()
-		}
-		if h.mu.TryLock() { // its user was done before it saw giveUp
+		if h.abandon() {
 			a.unlock(h)
 		}
 		a.forget(h)
@@ -347,8 +341,15 @@ func (a *advisoryDriver) extend(ctx context.Context, key, token string) (bool, e
 	return false, nil
 }
 
-// dropLocked ends h unless it ended (h.mu held): forgets it and drops its
-// connection, so that the server frees the lock.
+// drop ends h unless it ended: forgets it and drops its connection, so that
+// the server frees the lock.
+func (a *advisoryDriver) drop(h *heldLock) {
+	h.mu.Lock()
+	a.dropLocked(h)
+	h.mu.Unlock()
+}
+
+// dropLocked is drop with h.mu held.
 func (a *advisoryDriver) dropLocked(h *heldLock) {
 	if !h.done {
 		h.done = true
@@ -377,8 +378,6 @@ func (a *advisoryDriver) close() {
 	a.mu.Unlock()
 	a.closeIdle()
 	for _, h := range hs {
-		h.mu.Lock()
-		a.dropLocked(h)
-		h.mu.Unlock()
+		a.drop(h)
 	}
 }

@@ -77,6 +77,17 @@ func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownA
 	return out
 }
 
+// abandon has h's busy connection dropped by its user when done (unlock)
+// or at once for a check of the driver's own (abort), and reports whether
+// h.mu was freed meanwhile: the caller then holds it.
+func (h *heldLock) abandon() bool {
+	h.giveUp.Store(true)
+	if stop := h.abort.Load(); stop != nil {
+		(*stop)()
+	}
+	return h.mu.TryLock()
+}
+
 // unlock frees h.mu after a use of h's connection, dropping it first (no
 // Lost event: the holder let go) when a release gave up meanwhile.
 func (a *advisoryDriver) unlock(h *heldLock) {
@@ -128,11 +139,7 @@ func (a *advisoryDriver) lose(h *heldLock) {
 	if !h.mu.TryLock() {
 		a.forget(h)
 		a.tellLost(h)
-		h.giveUp.Store(true)
-		if stop := h.abort.Load(); stop != nil {
-			(*stop)()
-		}
-		if !h.mu.TryLock() { // its user drops it when done (unlock)
+		if !h.abandon() { // its user drops it when done (unlock)
 			return
 		}
 	}

@@ -3,8 +3,10 @@ package mysql
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -168,22 +170,14 @@ type settings struct {
 // key.
 func (o Options) validate() (settings, error) {
 	s := settings{
-		mode: o.Mode, fence: o.Fence, probe: o.ProbeInterval, poll: o.PollInterval, dialTimeout: o.DialTimeout,
-		batch: o.RenewBatch, retries: o.Retries, maxOpen: o.MaxOpenConns, maxIdle: o.MaxIdleConns,
+		mode: cmp.Or(o.Mode, ModeAdvisory), fence: cmp.Or(o.Fence, FenceAuto), probe: o.ProbeInterval, poll: o.PollInterval,
+		dialTimeout: o.DialTimeout, batch: o.RenewBatch, retries: o.Retries, maxOpen: o.MaxOpenConns, maxIdle: o.MaxIdleConns,
 		prepared: o.PreparedStatements, liveness: o.WaiterLiveness,
 	}
-	switch s.mode {
-	case "":
-		s.mode = ModeAdvisory
-	case ModeAdvisory, ModeTable:
-	default:
+	if !slices.Contains([]string{ModeAdvisory, ModeTable}, s.mode) {
 		return s, config.Errorf("mode", "must be %q or %q, not %q", ModeAdvisory, ModeTable, o.Mode)
 	}
-	switch s.fence {
-	case "":
-		s.fence = FenceAuto
-	case FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort:
-	default:
+	if !slices.Contains([]string{FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort}, s.fence) {
 		return s, config.Errorf("fence", "must be %q, %q, %q or %q, not %q", FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort, o.Fence)
 	}
 	table, fenceTable := cmp.Or(o.Table, DefaultTable), cmp.Or(o.FenceTable, DefaultFenceTable)
@@ -284,11 +278,7 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	// Every statement must commit on its own, whatever the server or DSN
 	// say: in an open transaction a released row would stay locked, and
 	// fences would roll back.
-	for k := range cfg.Params {
-		if strings.EqualFold(k, "autocommit") {
-			delete(cfg.Params, k)
-		}
-	}
+	maps.DeleteFunc(cfg.Params, func(k, _ string) bool { return strings.EqualFold(k, "autocommit") })
 	cfg.Params["autocommit"] = "1"
 	// the driver reports its errors; go-sql-driver's log would repeat them
 	cfg.Logger = &gomysql.NopLogger{}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -73,20 +74,15 @@ func (s *socket) cut() {
 	_ = s.Conn.Close()
 }
 
-// dialSlot receives, through the context of a connector's Connect, the
-// socket its dial made.
-type dialSlot struct{ sock *socket }
-
+// dialSlotKey keys the *(*socket) through which dial hands Connect its
+// socket.
 type dialSlotKey struct{}
 
-// dialNetworks are those go-sql-driver dials with a plain net.Dialer, as
-// dial does; others are the application's, left alone.
-var dialNetworks = map[string]bool{"tcp": true, "tcp4": true, "tcp6": true, "unix": true}
-
 // connector makes cfg's connections, recording their sockets in s, or is
-// cfg's own when the socket cannot be had.
+// cfg's own when the socket cannot be had: a network go-sql-driver does
+// not dial with a plain net.Dialer, as dial does, is the application's.
 func (s *sockets) connector(cfg *gomysql.Config) (driver.Connector, error) {
-	if cfg.DialFunc == nil && dialNetworks[cfg.Net] {
+	if cfg.DialFunc == nil && slices.Contains([]string{"tcp", "tcp4", "tcp6", "unix"}, cfg.Net) {
 		cfg.DialFunc = s.dial
 		inner, err := gomysql.NewConnector(cfg)
 		if err != nil {
@@ -106,15 +102,15 @@ func (s *sockets) dial(ctx context.Context, network, addr string) (net.Conn, err
 		return nil, err
 	}
 	sock.Conn = c
-	if slot, ok := ctx.Value(dialSlotKey{}).(*dialSlot); ok {
-		slot.sock = sock
+	if slot, ok := ctx.Value(dialSlotKey{}).(**socket); ok {
+		*slot = sock
 	}
 	return sock, nil
 }
 
 // of returns conn's socket, or nil when it is not known.
 func (s *sockets) of(conn *sql.Conn) *socket {
-	if s == nil || s.m == nil {
+	if s == nil {
 		return nil
 	}
 	var sock *socket
@@ -143,15 +139,15 @@ var (
 
 // Connect makes a connection and records its socket.
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
-	slot := &dialSlot{}
-	dc, err := c.inner.Connect(context.WithValue(ctx, dialSlotKey{}, slot))
+	var sock *socket
+	dc, err := c.inner.Connect(context.WithValue(ctx, dialSlotKey{}, &sock))
 	if err != nil {
 		return nil, err
 	}
-	if slot.sock != nil {
+	if sock != nil {
 		c.s.mu.Lock()
-		slot.sock.key = dc
-		c.s.m[dc] = slot.sock
+		sock.key = dc
+		c.s.m[dc] = sock
 		c.s.mu.Unlock()
 	}
 	return dc, nil

@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,9 +27,7 @@ func (d *tableDriver) renew(ctx context.Context, leases []drivers.Lease) []drive
 		byTTL[l.TTL] = append(byTTL[l.TTL], i)
 	}
 	for _, ttl := range order {
-		idx := byTTL[ttl]
-		for start := 0; start < len(idx); start += d.s.batch {
-			chunk := idx[start:min(start+d.s.batch, len(idx))]
+		for chunk := range slices.Chunk(byTTL[ttl], d.s.batch) {
 			d.renewChunk(ctx, leases, chunk, ttl, out)
 		}
 	}

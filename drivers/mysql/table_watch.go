@@ -142,8 +142,7 @@ func (w *watcher) poll(ctx context.Context) (next time.Duration) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, max(w.d.s.poll, time.Second))
 	defer cancel()
-	for start := 0; start < len(keys); start += w.d.s.batch {
-		chunk := keys[start:min(start+w.d.s.batch, len(keys))]
+	for chunk := range slices.Chunk(keys, w.d.s.batch) {
 		states, err := w.read(pctx, chunk)
 		if err != nil {
 			return next // the waiters poll on their own meanwhile
