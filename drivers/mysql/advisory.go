@@ -85,9 +85,28 @@ func (a *advisoryDriver) Release(ctx context.Context, key, token string) (bool, 
 	return ok, a.life.ClosedErr(err)
 }
 
-// Extend checks that the lock's connection still holds it; ttl is ignored.
+// Extend checks on the lock's own connection that it still holds it (ttl
+// is ignored); any failure drops the connection and reports the lock lost.
 func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
-	return call(&a.core, ctx, func(ctx context.Context) (bool, error) { return a.extend(ctx, key, token) })
+	return call(&a.core, ctx, func(ctx context.Context) (bool, error) {
+		h := a.get(key, token)
+		if h == nil {
+			return false, nil
+		}
+		if err := h.mu.LockContext(ctx, a.bg); err != nil {
+			return false, err
+		}
+		defer a.unlock(h)
+		start := time.Now()
+		if h.done {
+			return false, nil
+		} else if ok, _ := h.check(ctx); ok {
+			h.confirm(start)
+			return true, nil
+		}
+		a.loseLocked(h)
+		return false, nil
+	})
 }
 
 // Renew checks many leases, with one statement per RenewBatch leases.
@@ -266,23 +285,6 @@ func (a *advisoryDriver) get(key, token string) *heldLock {
 	return nil
 }
 
-// lockHeld returns token's lock of key with its mutex held (the caller
-// unlocks it), or nil (with ctx's error, if any) when not held here.
-func (a *advisoryDriver) lockHeld(ctx context.Context, key, token string) (*heldLock, error) {
-	h := a.get(key, token)
-	if h == nil {
-		return nil, nil
-	}
-	if err := h.mu.LockContext(ctx, a.bg); err != nil {
-		return nil, err
-	}
-	if h.done {
-		h.mu.Unlock()
-		return nil, nil
-	}
-	return h, nil
-}
-
 // release runs RELEASE_LOCK on the lock's connection. Whenever it cannot
 // tell that it ran (ctx ended, the statement failed), it drops the
 // connection instead, so that the server frees the lock: an advisory lock
@@ -322,23 +324,6 @@ func (a *advisoryDriver) release(ctx context.Context, key, token string) (bool, 
 	a.putConn(h.conn)
 	a.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
 	return true, nil
-}
-
-// extend checks on the lock's own connection that it still holds it; any
-// failure drops the connection and reports the lock lost.
-func (a *advisoryDriver) extend(ctx context.Context, key, token string) (bool, error) {
-	h, err := a.lockHeld(ctx, key, token)
-	if h == nil {
-		return false, err
-	}
-	defer a.unlock(h)
-	start := time.Now()
-	if ok, _ := h.check(ctx); ok {
-		h.confirm(start)
-		return true, nil
-	}
-	a.loseLocked(h)
-	return false, nil
 }
 
 // drop ends h unless it ended: forgets it and drops its connection, so that

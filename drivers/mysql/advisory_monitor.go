@@ -155,15 +155,13 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 // holder's identity when the holder rows tell it (advisory_holder.go). TTL
 // is zero: advisory locks do not expire.
 func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
-	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) {
-		if err := a.ddl.Ensure(ctx, a.ensureSchema); err != nil {
-			return drivers.LockInfo{}, false, err
-		}
-		return a.inspect(ctx, key)
-	})
+	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) { return a.inspect(ctx, key) })
 }
 
 func (a *advisoryDriver) inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
+	if err := a.ddl.Ensure(ctx, a.ensureSchema); err != nil {
+		return drivers.LockInfo{}, false, err
+	}
 	var id, boot sql.NullInt64
 	var holder sql.NullString
 	// With the boot source in use, not the next: a missing holder table's

@@ -50,12 +50,30 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 
 // Release frees key if token holds it.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	return call(&d.core, ctx, func(ctx context.Context) (bool, error) { return d.release(ctx, key, token) })
+	return call(&d.core, ctx, func(ctx context.Context) (bool, error) {
+		id, _, err := d.tableExec(ctx, fmt.Sprintf(tableReleaseSQL, d.s.table), keyHash(key), token)
+		if err != nil {
+			return false, fmt.Errorf("mysql: release: %w", err)
+		}
+		if id >= 1 {
+			d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
+		}
+		return id >= 1, nil
+	})
 }
 
 // Extend renews key for token for ttl.
 func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return call(&d.core, ctx, func(ctx context.Context) (bool, error) { return d.extend(ctx, key, token, ttl) })
+	return call(&d.core, ctx, func(ctx context.Context) (bool, error) {
+		if ttl <= 0 {
+			return false, errTTL(ttl)
+		}
+		id, _, err := d.tableExec(ctx, fmt.Sprintf(tableExtendSQL, d.s.table), ttl.Microseconds(), keyHash(key), token)
+		if err != nil {
+			return false, fmt.Errorf("mysql: extend: %w", err)
+		}
+		return id >= 1, nil
+	})
 }
 
 // Renew extends many leases, with one statement per RenewBatch leases.
@@ -145,28 +163,6 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	default:
 		return drivers.AcquireResult{}, errors.New("mysql: acquire: no answer in LAST_INSERT_ID (statement rewritten by a proxy?)")
 	}
-}
-
-func (d *tableDriver) release(ctx context.Context, key, token string) (bool, error) {
-	id, _, err := d.tableExec(ctx, fmt.Sprintf(tableReleaseSQL, d.s.table), keyHash(key), token)
-	if err != nil {
-		return false, fmt.Errorf("mysql: release: %w", err)
-	}
-	if id >= 1 {
-		d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
-	}
-	return id >= 1, nil
-}
-
-func (d *tableDriver) extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if ttl <= 0 {
-		return false, errTTL(ttl)
-	}
-	id, _, err := d.tableExec(ctx, fmt.Sprintf(tableExtendSQL, d.s.table), ttl.Microseconds(), keyHash(key), token)
-	if err != nil {
-		return false, fmt.Errorf("mysql: extend: %w", err)
-	}
-	return id >= 1, nil
 }
 
 // tableExec runs a statement with retries, creating the table again if it

@@ -28,23 +28,19 @@ func (d *tableDriver) Handover(ctx context.Context, key, token string, next driv
 		return ok, drivers.AcquireResult{}, err
 	}
 	return call2(&d.core, ctx, func(ctx context.Context) (bool, drivers.AcquireResult, error) {
-		return d.handover(ctx, key, token, next)
+		if err := checkTake(next); err != nil {
+			return false, drivers.AcquireResult{}, err
+		}
+		id, n, err := d.tableExec(ctx, d.handoverSQL, next.Token, d.id, next.TTL.Microseconds(), keyHash(key), token)
+		switch {
+		case err != nil:
+			return false, drivers.AcquireResult{}, fmt.Errorf("mysql: handover: %w", err)
+		case n != 1:
+			return false, drivers.AcquireResult{}, nil
+		case id < heldMark:
+			return true, drivers.AcquireResult{Acquired: true, Fence: uint64(id)}, nil
+		}
+		d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
+		return true, drivers.AcquireResult{}, nil
 	})
-}
-
-func (d *tableDriver) handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
-	if err := checkTake(next); err != nil {
-		return false, drivers.AcquireResult{}, err
-	}
-	id, n, err := d.tableExec(ctx, d.handoverSQL, next.Token, d.id, next.TTL.Microseconds(), keyHash(key), token)
-	switch {
-	case err != nil:
-		return false, drivers.AcquireResult{}, fmt.Errorf("mysql: handover: %w", err)
-	case n != 1:
-		return false, drivers.AcquireResult{}, nil
-	case id < heldMark:
-		return true, drivers.AcquireResult{Acquired: true, Fence: uint64(id)}, nil
-	}
-	d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
-	return true, drivers.AcquireResult{}, nil
 }
