@@ -16,9 +16,7 @@ import (
 // ProbeInterval, reporting those lost, and runs upkeep (advisory_idle.go)
 // when due. It ends with Close.
 func (a *advisoryDriver) startMonitor() {
-	a.monitorWG.Add(1)
-	go func() {
-		defer a.monitorWG.Done()
+	a.monitorWG.Go(func() {
 		ctx := a.life.Closing()
 		t := time.NewTimer(a.s.probe)
 		defer t.Stop()
@@ -54,7 +52,7 @@ func (a *advisoryDriver) startMonitor() {
 			}
 			t.Reset(time.Until(next)) // (Go 1.23+: no stale tick to drain)
 		}
-	}()
+	})
 }
 
 // probe reports whether each of hs is still held, with one query per

@@ -29,6 +29,13 @@ type Driver interface {
 	drivers.SQLDriver
 }
 
+// Factory returns the "mysql" driver factory. The driver block's keys are
+// the koanf tags of Options; with driver.client naming a *sql.DB of the fx
+// graph, the driver uses that pool (see NewWithDB) and never closes it.
+func Factory() drivers.Factory {
+	return kit.NewFactory("a *sql.DB", New, NewWithDB).Of("mysql")
+}
+
 // New validates opts and returns a driver with its own connection pool. It
 // connects nothing: the first call does. Close closes the pool.
 func New(opts Options) (Driver, error) {

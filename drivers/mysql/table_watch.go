@@ -102,10 +102,9 @@ func (w *watcher) remove(key string) {
 	w.mu.Unlock()
 }
 
+// start starts the polling goroutine; it ends with Close.
 func (w *watcher) start() {
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
+	w.wg.Go(func() {
 		t := time.NewTimer(w.d.s.poll)
 		defer t.Stop()
 		for {
@@ -116,7 +115,7 @@ func (w *watcher) start() {
 			}
 			t.Reset(w.poll(w.d.life.Closing()))
 		}
-	}()
+	})
 }
 
 // keyState is a watched key's row as poll reads it.
