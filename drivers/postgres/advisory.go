@@ -53,7 +53,7 @@ func (d *advisoryDriver) Features() drivers.Features {
 // taken in the same statement. Errors that retrying cannot cure match
 // drivers.ErrPermanent.
 func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return drivers.AcquireResult{}, err
 	}
 	h := advisoryKey(req.Key)
@@ -82,7 +82,7 @@ func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 	}
 	d.mu.Unlock()
 	if err != nil || !ok {
-		return drivers.AcquireResult{}, permanent(d.closedErr(err))
+		return drivers.AcquireResult{}, permanent(d.life.ClosedErr(err))
 	}
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
 }
@@ -92,7 +92,7 @@ func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 // queued waiters, so the unlock is the bare statement; without them it
 // notifies in the same statement, for the waiters that poll.
 func (d *advisoryDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return false, err
 	}
 	var n int64
@@ -102,7 +102,7 @@ func (d *advisoryDriver) Release(ctx context.Context, key, token string) (bool, 
 	} else {
 		n, err = d.unlock(ctx, key, token, "", d.sql.unlockNotify, payload(key))
 	}
-	return n > 0, d.closedErr(err)
+	return n > 0, d.life.ClosedErr(err)
 }
 
 // Handover passes the lock from token to next.Token on the session that
@@ -117,12 +117,12 @@ func (d *advisoryDriver) Handover(ctx context.Context, key, token string, next d
 		ok, err := d.Release(ctx, key, token)
 		return ok, drivers.AcquireResult{}, err
 	}
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return false, drivers.AcquireResult{}, err
 	}
 	fence, err := d.unlock(ctx, key, token, next.Token, d.sql.handover)
 	if err != nil || fence <= 0 {
-		return fence < 0, drivers.AcquireResult{}, d.closedErr(err)
+		return fence < 0, drivers.AcquireResult{}, d.life.ClosedErr(err)
 	}
 	return true, drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
 }
@@ -130,7 +130,7 @@ func (d *advisoryDriver) Handover(ctx context.Context, key, token string, next d
 // Extend checks that the session holding key for token still holds it
 // (advisory locks do not expire).
 func (d *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return false, err
 	}
 	h, l := d.ownLock(key, token)
@@ -139,7 +139,7 @@ func (d *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.D
 	}
 	s := l.s
 	if err := s.lock(ctx); err != nil {
-		return false, d.closedErr(err)
+		return false, d.life.ClosedErr(err)
 	}
 	defer s.unlock()
 	var ok bool
@@ -147,14 +147,14 @@ func (d *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.D
 		if d.settle(s) {
 			return false, nil
 		}
-		return false, d.closedErr(err)
+		return false, d.life.ClosedErr(err)
 	}
 	return ok && d.alive(s), nil
 }
 
 // Renew checks many leases, with one statement per holding session.
 func (d *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return drivers.RenewFailed(len(leases), err)
 	}
 	out := make([]drivers.RenewResult, len(leases))
@@ -170,7 +170,7 @@ func (d *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []dr
 	for s, idx := range bySession {
 		held, err := d.heldOn(ctx, s)
 		for _, i := range idx {
-			out[i] = drivers.RenewResult{Held: held[keys[i]], Err: d.closedErr(err)}
+			out[i] = drivers.RenewResult{Held: held[keys[i]], Err: d.life.ClosedErr(err)}
 		}
 	}
 	return out
@@ -180,7 +180,7 @@ func (d *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []dr
 // one held by another session as held, with no token and the identity the
 // holding session shows (LockInfo.Holder: see identify).
 func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return drivers.LockInfo{}, false, err
 	}
 	h := advisoryKey(key)
@@ -199,18 +199,18 @@ func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 	if errors.Is(err, pgx.ErrNoRows) {
 		return drivers.LockInfo{}, false, nil
 	}
-	return info, err == nil, d.closedErr(err)
+	return info, err == nil, d.life.ClosedErr(err)
 }
 
 // ServerTime returns the server's clock (microseconds), read on the main
 // session. It connects at first use.
 func (d *advisoryDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return time.Time{}, err
 	}
 	err = d.onMain(ctx, func(s *session) error { return s.conn.QueryRow(ctx, serverTimeSQL).Scan(&t) })
 	if err != nil {
-		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.closedErr(err)))
+		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.life.ClosedErr(err)))
 	}
 	return t, nil
 }
@@ -218,10 +218,10 @@ func (d *advisoryDriver) ServerTime(ctx context.Context) (t time.Time, err error
 // Ping pings the server on the main session, opening it when needed (the
 // component pings only a store it has used).
 func (d *advisoryDriver) Ping(ctx context.Context) error {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return err
 	}
-	return d.closedErr(d.onMain(ctx, func(s *session) error { return s.conn.Ping(ctx) }))
+	return d.life.ClosedErr(d.onMain(ctx, func(s *session) error { return s.conn.Ping(ctx) }))
 }
 
 // onMain runs f on the main session, opening it when needed.

@@ -136,7 +136,7 @@ func socketOf(c net.Conn) syscall.Conn {
 func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error) {
 	// a dial stuck on a stalled link ends with the driver's life, whoever
 	// built the connection config (NewWithPool: not lifeDial)
-	ctx, stop := d.bind(ctx)
+	ctx, stop := d.life.Bind(ctx)
 	defer stop()
 	cfg := d.connCfg.Copy()
 	stall := d.opts.StallTimeout
@@ -199,7 +199,7 @@ func (d *advisoryDriver) broken(s *session) {
 	}
 	s.locks = map[int64]*advLock{}
 	d.mu.Unlock()
-	d.publish(lost...)
+	d.subs.Publish(lost...)
 }
 
 // settle is called, holding s's slot, after a statement failed: when the

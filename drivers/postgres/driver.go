@@ -3,24 +3,27 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
+	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
 // ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
 var ErrClosed = drivers.ErrClosed
 
-// Driver keeps locks in PostgreSQL, as advisory locks (ModeAdvisory: the
-// advisory driver, advisory*.go) or as rows of a table (ModeTable: the
-// table driver, table*.go); New picks one by Options.Mode. Both are safe
-// for concurrent use. Capabilities only one of them has are found by type
-// assertion: drivers.Lister (table mode).
+// Driver keeps locks in PostgreSQL, as advisory locks (ModeAdvisory,
+// advisory*.go) or as rows of a table (ModeTable, table*.go), as
+// Options.Mode picks. Both are safe for concurrent use. A capability of one
+// mode only is found by type assertion: drivers.Lister (table mode).
 type Driver interface {
 	drivers.SQLDriver
 	drivers.Handoverer
@@ -33,10 +36,10 @@ type Driver interface {
 func New(opts Options) (Driver, error) {
 	opts = opts.withDefaults()
 	n, err := opts.validate()
-	if err != nil {
-		return nil, err
+	var cfg *pgxpool.Config
+	if err == nil {
+		cfg, err = opts.poolConfig()
 	}
-	cfg, err := opts.poolConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +79,25 @@ func NewWithPool(pool *pgxpool.Pool, opts Options) (Driver, error) {
 	return newTable(b, nil, pool, true), nil
 }
 
+// Factory returns the "postgres" driver factory. Its configuration keys are
+// Options' koanf tags; with driver.client naming a *pgxpool.Pool, the
+// connection keys must be absent. Each invalid option (an unknown key and a
+// value of the wrong type included) is a *config.Error at its full key path
+// ("mutex.orders.driver.mode: ...") that also wraps ErrOptions, as the
+// errors of New do.
+func Factory() drivers.Factory {
+	f := kit.NewFactory("a *pgxpool.Pool", New, NewWithPool)
+	f.ConnectionKeys, f.ClientOptions = connectionKeys, "the pool's own configuration applies"
+	return f.Of("postgres")
+}
+
+// connectionKeys are the keys of the connection options, in the order
+// errors name them.
+var connectionKeys = []string{"url", "host", "port", "database", "username", "password", "sslMode"}
+
+// connectionKey names a connection option set in o, or "".
+func connectionKey(o Options) string { return kit.SetKey(o, connectionKeys...) }
+
 // base is what both drivers share: options, names, the connection
 // configuration, the schema, the subscriptions and their LISTEN
 // connection, and the driver's life.
@@ -83,41 +105,36 @@ type base struct {
 	opts    Options
 	names   names
 	connCfg *pgx.ConnConfig // pinned and LISTEN connections
-	// bootKey marks, in a connection's CustomData, that bootCheck passed
-	bootKey string
-	boot    string // the bootCheck statement
+	bootKey string          // marks, in a connection's CustomData, that bootCheck passed
+	boot    string          // the bootCheck statement
 
 	ddl    sqlkit.Schema
-	schema []schemaObject // what ensureSchema creates (schema.go)
+	schema []schemaObject // what ensureSchema creates
 
-	mu     sync.Mutex
-	closed bool
-	subs   kit.Listeners // added and cleared under mu, with closed
-	// the LISTEN goroutine (subscribe.go), from its first use to Close
-	lisStop context.CancelFunc
+	mu      sync.Mutex
+	closed  bool
+	subs    kit.Listeners      // added and cleared under mu, with closed
+	lisStop context.CancelFunc // the LISTEN goroutine, from its first use to Close
 	lisDone chan struct{}
-	// channels are the channels the LISTEN connection listens on; heard,
-	// when set, is called with each notification's key before the
-	// subscribers
+	// the channels the LISTEN connection listens on; heard, when set, gets
+	// each notification's key before the subscribers
 	channels []string
 	heard    func(key string)
 
-	// life ends when Close gives up waiting (its ctx ended) or is done
-	// (life.go)
+	// The life ends when Close's ctx ends or Close is done, whichever comes
+	// first. Close must not wait longer than its ctx for a statement stuck
+	// on a stalled link, nor for pgx cancelling one (it sends a cancel
+	// request on a new connection and waits up to 15 s for it). So the
+	// table driver's statements end with the life (life.Bind), and the owned
+	// pool's connections, pgx's cancel connections included, are dialled to
+	// close with it (lifeDial, conns).
 	life  sqlkit.Life
-	conns sqlkit.Conns // the connections lifeDial made
+	conns sqlkit.Conns
 }
 
 func newBase(opts Options, n names, cc *pgx.ConnConfig) *base {
-	b := &base{
-		bootKey:  "mutexfx.boot:" + n.boot,
-		boot:     bootCheckSQL(n),
-		opts:     opts,
-		names:    n,
-		schema:   baseSchema(n),
-		connCfg:  cc,
-		channels: []string{n.channel},
-	}
+	b := &base{opts: opts, names: n, connCfg: cc, bootKey: "mutexfx.boot:" + n.boot, boot: bootCheckSQL(n),
+		schema: baseSchema(n), channels: []string{n.channel}}
 	b.life.Init()
 	return b
 }
@@ -125,8 +142,22 @@ func newBase(opts Options, n names, cc *pgx.ConnConfig) *base {
 // Mode returns the driver's mode, ModeAdvisory or ModeTable.
 func (b *base) Mode() string { return b.opts.Mode }
 
-// check returns ctx's error, or ErrClosed once Close was called.
-func (b *base) check(ctx context.Context) error { return b.life.Check(ctx) }
+// lifeDial wraps dial: connections fail to open once the driver's life has
+// ended, and those open then are closed (Close cuts b.conns).
+func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, stop := b.life.Bind(ctx)
+		defer stop()
+		c, err := b.conns.Dial(ctx, dial, network, addr, nil)
+		if err != nil {
+			if context.Cause(ctx) == ErrClosed {
+				return nil, ErrClosed
+			}
+			return nil, err
+		}
+		return c, nil
+	}
+}
 
 // shutdown is Close: it marks the driver closed and ends the
 // subscriptions, calls detach under b.mu (the driver forgets what it
@@ -152,4 +183,94 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 		}
 		return release(ctx)
 	}, b.conns.Cut)
+}
+
+// Subscribe calls fn with a Released event for every release notified on the
+// channel (by any driver on the database) or, in table mode, on this
+// driver's own channel (a release with drivers queued for the row notifies
+// only the first of them, there), and a Lost event for every advisory lock
+// whose connection broke. The driver's LISTEN connection (one
+// for all subscriptions) is opened in the background and reopened after a
+// failure (after backoff.Default's delays: 50 ms doubling to 1 s,
+// jittered; back to 50 ms after a connection that lasted a minute), so Subscribe never fails for an
+// unreachable server or a pooler refusing LISTEN: waiters then poll. Keys
+// longer than 7999 bytes are released without a notification (PostgreSQL's
+// payload limit). In advisory mode releases notify only with MaxSessions 1
+// (otherwise waiters wait in the server).
+func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, ErrClosed
+	}
+	remove := b.subs.Add(fn)
+	b.startListenerLocked()
+	b.mu.Unlock()
+	return func() { remove() }, nil
+}
+
+// startListenerLocked starts, with b.mu held, the driver's one LISTEN
+// goroutine, shared by every subscription and by the table driver's
+// waiting acquisitions, unless it runs or the driver is closed. It runs
+// until Close.
+func (b *base) startListenerLocked() {
+	if b.closed || b.lisDone != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.lisStop, b.lisDone = cancel, make(chan struct{})
+	go b.listen(ctx, b.lisDone)
+}
+
+// listen keeps a LISTEN connection until ctx ends.
+func (b *base) listen(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	retry := backoff.Default.New()
+	for {
+		start := time.Now()
+		b.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(start) > time.Minute {
+			retry.Reset()
+		}
+		if !backoff.Sleep(ctx, retry.Next()) {
+			return
+		}
+	}
+}
+
+// listenOnce connects, listens and delivers notifications (to heard, then
+// to the subscribers) until the connection fails or ctx ends.
+func (b *base) listenOnce(ctx context.Context) {
+	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
+	if err != nil {
+		return
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	if _, err := conn.Exec(ctx, sessionSetup); err != nil {
+		return
+	}
+	for _, ch := range b.channels {
+		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
+			return
+		}
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return
+		}
+		if n.Payload == "" {
+			continue
+		}
+		if b.heard != nil {
+			b.heard(n.Payload)
+		}
+		b.subs.Publish(drivers.Event{Kind: drivers.Released, Key: n.Payload})
+	}
 }

@@ -69,7 +69,7 @@ func (d *tableDriver) Features() drivers.Features {
 // turn (acquireWaiting). Errors that retrying cannot cure match
 // drivers.ErrPermanent.
 func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return drivers.AcquireResult{}, err
 	}
 	d.reclaim.Note(req.TTL, func(ctx context.Context) { _, _ = d.reclaimRows(ctx) })
@@ -78,7 +78,7 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 	} else {
 		res, _, err = d.acquireOnce(ctx, req, attemptOpts{fast: true})
 	}
-	return res, permanent(d.closedErr(err))
+	return res, permanent(d.life.ClosedErr(err))
 }
 
 // Release marks the row free if token holds it, in one UPDATE, and when
@@ -87,7 +87,7 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 // (its fence taken under the row's lock); the reclaimer deletes it later
 // (table_reclaim.go).
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return false, err
 	}
 	var live bool
@@ -98,7 +98,7 @@ func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, err
 		return ignoreNoRows(p.QueryRow(ctx, d.sql.release, rowID(key), token).Scan(&live, &queue, &now))
 	})
 	if err != nil || !live {
-		return live, d.closedErr(err)
+		return live, d.life.ClosedErr(err)
 	}
 	d.wakeQueued(ctx, key, queue, now)
 	return true, nil
@@ -106,7 +106,7 @@ func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, err
 
 // Extend moves the row's expiry to now() + ttl if token holds it.
 func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return false, err
 	}
 	ms, err := ttlMillis(ttl)
@@ -119,7 +119,7 @@ func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Du
 		n = tag.RowsAffected()
 		return err
 	})
-	return n == 1, d.closedErr(err)
+	return n == 1, d.life.ClosedErr(err)
 }
 
 func ttlMillis(ttl time.Duration) (int64, error) {
@@ -142,7 +142,7 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 		ids[i] = rowID(l.Key)
 	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(string(ids[a]), string(ids[b])) })
-	checked := d.check(ctx)
+	checked := d.life.Check(ctx)
 	for start := 0; start < len(order); start += maxRenewBatch {
 		batch := order[start:min(start+maxRenewBatch, len(order))]
 		bid := make([][]byte, 0, len(batch))
@@ -158,7 +158,7 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 		}
 		renewed := map[string]bool{}
 		if err == nil {
-			err = d.closedErr(d.run(ctx, func(ctx context.Context, p querier) error {
+			err = d.life.ClosedErr(d.run(ctx, func(ctx context.Context, p querier) error {
 				clear(renewed)
 				var id []byte
 				var tok string
@@ -179,7 +179,7 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 
 // Inspect reads the live row of key.
 func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.LockInfo, ok bool, err error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return drivers.LockInfo{}, false, err
 	}
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
@@ -191,12 +191,12 @@ func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.Loc
 		info.TTL = time.Duration(left * float64(time.Millisecond))
 		return ignoreNoRows(err)
 	})
-	return info, ok, d.closedErr(err)
+	return info, ok, d.life.ClosedErr(err)
 }
 
 // List returns the held locks whose keys start with prefix.
 func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.ListedLock, err error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return nil, err
 	}
 	err = d.run(ctx, func(ctx context.Context, p querier) (err error) {
@@ -210,7 +210,7 @@ func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.Li
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list: %w", d.closedErr(err))
+		return nil, fmt.Errorf("postgres: list: %w", d.life.ClosedErr(err))
 	}
 	return out, nil
 }
@@ -218,14 +218,14 @@ func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.Li
 // ServerTime returns the server's clock (microseconds), read on the pool.
 // It connects at first use.
 func (d *tableDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return time.Time{}, err
 	}
 	err = d.run(ctx, func(ctx context.Context, q querier) error {
 		return q.QueryRow(ctx, serverTimeSQL).Scan(&t)
 	})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.closedErr(err)))
+		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.life.ClosedErr(err)))
 	}
 	return t, nil
 }
@@ -267,4 +267,36 @@ func ignoreNoRows(err error) error {
 		return nil
 	}
 	return err
+}
+
+// Handover passes key from token to next.Token, in one statement, when no
+// other driver queues for it in its row; otherwise it releases key as
+// Release does, and wakes the first queued driver.
+func (d *tableDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
+	if err := d.life.Check(ctx); err != nil {
+		return false, drivers.AcquireResult{}, err
+	}
+	ms, err := ttlMillis(next.TTL)
+	if err != nil {
+		return false, drivers.AcquireResult{}, err
+	}
+	var held, handed bool
+	var fence int64
+	var queue []byte
+	var now *float64
+	err = d.run(ctx, func(ctx context.Context, p querier) error {
+		held, handed, queue, now = false, false, nil, nil
+		fs, mark := d.fencing(p)
+		err := p.QueryRow(ctx, fs.handover, append([]any{rowID(key), token, next.Token, ms}, mark...)...).Scan(nil, &handed, &fence, &queue, &now)
+		held = err == nil
+		return ignoreNoRows(err)
+	})
+	if err != nil || !held {
+		return false, drivers.AcquireResult{}, d.life.ClosedErr(err)
+	}
+	if handed {
+		return true, drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
+	}
+	d.wakeQueued(ctx, key, queue, now)
+	return true, drivers.AcquireResult{}, nil
 }
