@@ -12,14 +12,14 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/hangup"
 )
 
-// the advisory driver has every capability of Driver (which embeds them),
-// and no other: advisory locks cannot be listed (drivers.Lister)
+// the capabilities of Driver, not drivers.Lister: advisory locks cannot be
+// listed
 var _ Driver = (*advisoryDriver)(nil)
 
 // advisoryDriver keeps each lock as a session-level advisory lock on a
-// connection it pins (advisory_session.go): locks taken without waiting on
-// the main session, waits in the server on waiter sessions, which then
-// hold what they got. Locks do not expire; they end with their session.
+// connection it pins: taken without waiting on the main session, or by a
+// wait in the server on a waiter session, which then holds it. Locks do not
+// expire; they end with their session.
 type advisoryDriver struct {
 	*base
 	sql advisoryStatements
@@ -29,11 +29,10 @@ type advisoryDriver struct {
 	main    *session           // takes locks without waiting
 	waiters []*session         // blocking waits, then hold
 	dialing int                // waiter sessions being opened
-	noDial  time.Time          // no waiter session is opened before this (a dial failed)
+	noDial  time.Time          // no waiter session is opened before this
 
-	dialSem chan struct{} // one connect of the main session at a time
-
-	hup hangup.Watcher // tells when a session's server ends it (advisory_session.go)
+	dialSem chan struct{}  // one connect of the main session at a time
+	hup     hangup.Watcher // tells when the server ends a session
 }
 
 func newAdvisory(b *base) *advisoryDriver {
@@ -62,9 +61,7 @@ func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 		d.mu.Unlock()
 		return drivers.AcquireResult{}, ErrClosed
 	}
-	if _, busy := d.held[h]; busy {
-		// held (or being taken) through this driver: its session would
-		// re-enter the lock, so answer here.
+	if _, busy := d.held[h]; busy { // its session would re-enter the lock
 		d.mu.Unlock()
 		return drivers.AcquireResult{}, nil
 	}
@@ -87,31 +84,26 @@ func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
 }
 
-// Release unlocks key on the session holding it for token. With
-// server-side waits (MaxSessions > 1) the server hands the lock to its
-// queued waiters, so the unlock is the bare statement; without them it
-// notifies in the same statement, for the waiters that poll.
+// Release unlocks key on the session holding it for token; without
+// server-side waits (MaxSessions 1) it notifies the waiters that poll in
+// the same statement.
 func (d *advisoryDriver) Release(ctx context.Context, key, token string) (bool, error) {
 	if err := d.life.Check(ctx); err != nil {
 		return false, err
 	}
-	var n int64
-	var err error
-	if d.opts.MaxSessions > 1 {
-		n, err = d.unlock(ctx, key, token, "", d.sql.unlock)
-	} else {
-		n, err = d.unlock(ctx, key, token, "", d.sql.unlockNotify, payload(key))
+	stmt, args := d.sql.unlock, []any(nil)
+	if d.opts.MaxSessions <= 1 {
+		stmt, args = d.sql.unlockNotify, []any{payload(key)}
 	}
+	n, err := d.unlock(ctx, key, token, "", stmt, args...)
 	return n > 0, d.life.ClosedErr(err)
 }
 
-// Handover passes the lock from token to next.Token on the session that
-// holds it, with a new fence, in one statement: it unlocks and locks again.
-// The server grants a released advisory lock to the sessions waiting for it
-// in the server as it unlocks, so with one waiting the lock goes to that
-// waiter instead, and a process that hands a lock among its own goroutines
-// cannot keep it from the others. Without server-side waits (MaxSessions
-// 1) other drivers' waiters poll, unseen: it releases as Release does.
+// Handover passes the lock from token to next.Token, with a new fence, in
+// one statement that unlocks and locks again: the server grants the lock to
+// a session waiting for it as it unlocks, so a process handing a lock among
+// its goroutines cannot keep it from the others. Without server-side waits
+// (MaxSessions 1) other drivers' waiters poll, unseen: it releases.
 func (d *advisoryDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
 	if d.opts.MaxSessions <= 1 {
 		ok, err := d.Release(ctx, key, token)
@@ -202,8 +194,7 @@ func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 	return info, err == nil, d.life.ClosedErr(err)
 }
 
-// ServerTime returns the server's clock (microseconds), read on the main
-// session. It connects at first use.
+// ServerTime returns the server's clock (µs), read on the main session.
 func (d *advisoryDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
 	if err := d.life.Check(ctx); err != nil {
 		return time.Time{}, err
@@ -215,8 +206,7 @@ func (d *advisoryDriver) ServerTime(ctx context.Context) (t time.Time, err error
 	return t, nil
 }
 
-// Ping pings the server on the main session, opening it when needed (the
-// component pings only a store it has used).
+// Ping pings the server on the main session, opening it when needed.
 func (d *advisoryDriver) Ping(ctx context.Context) error {
 	if err := d.life.Check(ctx); err != nil {
 		return err
@@ -238,12 +228,11 @@ func (d *advisoryDriver) onMain(ctx context.Context, f func(s *session) error) e
 	return err
 }
 
-// Close closes the pinned sessions, which frees their advisory locks, and
-// ends the subscriptions and the LISTEN connection. Later calls fail with
-// ErrClosed. Calls still in flight when Close is done, or when ctx ends,
-// are cut (they fail with an error wrapping ErrClosed, or report the lock
-// not held): Close does not wait for statements on a stalled link. It
-// returns ctx's error when ctx ended first.
+// Close closes the pinned sessions, which frees their locks, and ends the
+// subscriptions and the LISTEN connection. Later calls fail with ErrClosed.
+// Calls in flight when Close is done, or ctx ends, are cut (an error
+// wrapping ErrClosed, or the lock reported not held). It returns ctx's
+// error when ctx ended first.
 func (d *advisoryDriver) Close(ctx context.Context) error {
 	var sessions []*session
 	return d.shutdown(ctx, func() {

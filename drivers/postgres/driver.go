@@ -185,18 +185,17 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 	}, b.conns.Cut)
 }
 
-// Subscribe calls fn with a Released event for every release notified on the
-// channel (by any driver on the database) or, in table mode, on this
-// driver's own channel (a release with drivers queued for the row notifies
-// only the first of them, there), and a Lost event for every advisory lock
-// whose connection broke. The driver's LISTEN connection (one
-// for all subscriptions) is opened in the background and reopened after a
-// failure (after backoff.Default's delays: 50 ms doubling to 1 s,
-// jittered; back to 50 ms after a connection that lasted a minute), so Subscribe never fails for an
-// unreachable server or a pooler refusing LISTEN: waiters then poll. Keys
-// longer than 7999 bytes are released without a notification (PostgreSQL's
-// payload limit). In advisory mode releases notify only with MaxSessions 1
-// (otherwise waiters wait in the server).
+// Subscribe calls fn with a Released event for every release notified on
+// the channel (by any driver on the database) or, in table mode, on this
+// driver's own (a release notifies there only the first driver queued for
+// the row), and a Lost event for every advisory lock whose connection
+// broke. The one LISTEN connection is opened in the background and
+// reopened after a failure (backoff.Default: 50 ms doubling to 1 s,
+// jittered; from 50 ms again after a connection that lasted a minute), so
+// Subscribe never fails for an unreachable server or a pooler refusing
+// LISTEN: waiters then poll. Keys longer than 7999 bytes are released
+// without a notification. In advisory mode only releases with MaxSessions
+// 1 notify (otherwise waiters wait in the server).
 func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -212,10 +211,9 @@ func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 	return func() { remove() }, nil
 }
 
-// startListenerLocked starts, with b.mu held, the driver's one LISTEN
-// goroutine, shared by every subscription and by the table driver's
-// waiting acquisitions, unless it runs or the driver is closed. It runs
-// until Close.
+// startListenerLocked starts, with b.mu held, the LISTEN goroutine shared
+// by the subscriptions and the waiting acquisitions, unless it runs or the
+// driver is closed. It runs until Close.
 func (b *base) startListenerLocked() {
 	if b.closed || b.lisDone != nil {
 		return
@@ -245,7 +243,7 @@ func (b *base) listen(ctx context.Context, done chan struct{}) {
 }
 
 // listenOnce connects, listens and delivers notifications (to heard, then
-// to the subscribers) until the connection fails or ctx ends.
+// the subscribers) until the connection fails or ctx ends.
 func (b *base) listenOnce(ctx context.Context) {
 	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
 	if err != nil {

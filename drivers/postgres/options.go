@@ -261,11 +261,8 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// Options print (every fmt verb that reaches Format: see there), marshal
-// to JSON and log (zap.Any, zap.Reflect) with the password shown as xxxxx
-// when set, and the URL with its passwords replaced by xxxxx, or as "(not
-// shown)" when the driver would refuse it or it is a key=value string (see
-// redactURL).
+// Options print (every verb that reaches Format), marshal to JSON and log
+// with the password as xxxxx when set, and the URL as redactURL shows it.
 
 // plainOptions has Options' fields but not their methods: no recursion.
 type plainOptions Options
@@ -315,10 +312,8 @@ func (o Options) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// A Driver prints, marshals and logs as its Options do — secrets
-// redacted — and nothing else: its other fields hold the pool's and
-// connections' configurations, password included, which fmt would print
-// raw.
+// A Driver prints, marshals and logs as its Options do, and nothing else:
+// its connection configurations hold the password.
 
 // printed is the driver as it prints: its options, secrets redacted.
 func (b *base) printed() redact.Owner { return redact.Owner{Name: "postgres.Driver", Options: b.opts} }

@@ -18,8 +18,7 @@ import (
 	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
 
-// the table driver has every capability of Driver (which embeds them), and
-// drivers.Lister
+// the capabilities of Driver, and drivers.Lister
 var (
 	_ Driver         = (*tableDriver)(nil)
 	_ drivers.Lister = (*tableDriver)(nil)
@@ -32,9 +31,9 @@ var ErrTTL = errors.New("postgres: ttl must be at least 1ms")
 // maxRenewBatch is the largest number of leases renewed by one statement.
 const maxRenewBatch = 10000
 
-// tableDriver keeps each lock as a row with an expiry computed with the
-// server's clock, its waiters queued in the row and woken by NOTIFY
-// (table_wait.go), on a pool: its own, or the application's.
+// tableDriver keeps each lock as a row with an expiry in the server's
+// clock, its waiters queued in the row and woken by NOTIFY, on a pool: its
+// own, or the application's.
 type tableDriver struct {
 	*base
 	sql tableStatements
@@ -46,7 +45,7 @@ type tableDriver struct {
 	pool     *pgxpool.Pool
 
 	watchers watchers     // waiting acquisitions, by key
-	reclaim  reclaim.Loop // deletes the rows no longer needed (table_reclaim.go)
+	reclaim  reclaim.Loop // deletes the rows no longer needed
 }
 
 // newTable returns the table driver on the pool built from cfg, or on pool.
@@ -59,8 +58,8 @@ func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool, txnSync bool) *t
 	return d
 }
 
-// Features reports expiring locks with waits in the driver (queued in the
-// row, woken by NOTIFY), the server's clock and fences.
+// Features reports expiring locks with waits queued in the row, the
+// server's clock and fences.
 func (d *tableDriver) Features() drivers.Features {
 	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server", MinTTL: 500 * time.Millisecond}
 }
@@ -81,11 +80,9 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 	return res, permanent(d.life.ClosedErr(err))
 }
 
-// Release marks the row free if token holds it, in one UPDATE, and when
-// drivers are queued for it notifies the first live one (queueHead), in a
-// second statement. The row is kept, for the next acquisition's one UPDATE
-// (its fence taken under the row's lock); the reclaimer deletes it later
-// (table_reclaim.go).
+// Release marks the row free if token holds it, and then notifies the
+// first live driver queued for it (queueHead), if any. The row is kept for
+// the next acquisition's one UPDATE; the reclaimer deletes it later.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
 	if err := d.life.Check(ctx); err != nil {
 		return false, err
@@ -130,9 +127,8 @@ func ttlMillis(ttl time.Duration) (int64, error) {
 	return ms, nil
 }
 
-// Renew renews every lease with one UPDATE … FROM unnest(…) per
-// maxRenewBatch leases, in name order to keep concurrent renewals from
-// deadlocking.
+// Renew renews the leases with one UPDATE per maxRenewBatch, in id order
+// (concurrent renewals must not deadlock).
 func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
 	order := make([]int, len(leases))
@@ -215,8 +211,7 @@ func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.Li
 	return out, nil
 }
 
-// ServerTime returns the server's clock (microseconds), read on the pool.
-// It connects at first use.
+// ServerTime returns the server's clock (µs), read on the pool.
 func (d *tableDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
 	if err := d.life.Check(ctx); err != nil {
 		return time.Time{}, err
@@ -230,9 +225,8 @@ func (d *tableDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
 	return t, nil
 }
 
-// Ping pings the server on one of the pool's connections. Before the pool
-// exists (the driver connects at its first call) there is nothing to
-// check: it returns nil.
+// Ping pings the server on a pooled connection; nil before the first call
+// made the pool.
 func (d *tableDriver) Ping(ctx context.Context) error {
 	d.poolMu.Lock()
 	p := d.pool
@@ -244,11 +238,10 @@ func (d *tableDriver) Ping(ctx context.Context) error {
 }
 
 // Close ends the subscriptions, the LISTEN connection and the reclaimer,
-// and closes the pool the driver created (not a pool given to
-// NewWithPool). Later calls fail with ErrClosed. Calls still in flight
-// when Close is done, or when ctx ends, are cut (they fail with an error
-// wrapping ErrClosed): Close does not wait for statements on a stalled
-// link. It returns ctx's error when ctx ended first.
+// and closes the pool the driver created (not NewWithPool's). Later calls
+// fail with ErrClosed. Calls in flight when Close is done, or ctx ends, are
+// cut (an error wrapping ErrClosed). It returns ctx's error when ctx ended
+// first.
 func (d *tableDriver) Close(ctx context.Context) error {
 	return d.shutdown(ctx, func() {}, func(context.Context) error {
 		d.reclaim.Stop()
@@ -269,9 +262,8 @@ func ignoreNoRows(err error) error {
 	return err
 }
 
-// Handover passes key from token to next.Token, in one statement, when no
-// other driver queues for it in its row; otherwise it releases key as
-// Release does, and wakes the first queued driver.
+// Handover passes key from token to next.Token in one statement when no
+// driver queues for it; else it releases key as Release does.
 func (d *tableDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
 	if err := d.life.Check(ctx); err != nil {
 		return false, drivers.AcquireResult{}, err

@@ -12,12 +12,12 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// querier runs the table statements: a pooled connection bootCheck passed.
+// querier runs the table statements: a pooled connection bootCheck passed,
+// and what it found (boot).
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	// boot is what the connection's bootCheck found.
 	boot() bootState
 }
 
@@ -29,8 +29,8 @@ type checkedConn struct {
 
 func (c checkedConn) boot() bootState { return c.b }
 
-// getPool returns the pool, creating the owned one at first use. Creating a
-// pool connects nothing.
+// getPool returns the pool, creating the owned one (connecting nothing) at
+// first use.
 func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 	d.poolMu.Lock()
 	defer d.poolMu.Unlock()
@@ -48,10 +48,9 @@ func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 	return p, nil
 }
 
-// run runs f on a connection of the pool, with the schema in place,
-// retrying serialization failures and deadlocks, and recreating the schema
-// once if it was dropped. Close cuts it when Close's own ctx ends (the
-// public calls then wrap its error with ErrClosed: closedErr).
+// run runs f on a pooled connection, with the schema in place, retrying
+// (retry), and recreating the schema once if it was dropped. Close cuts it
+// (life.Bind).
 func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q querier) error) error {
 	ctx, stop := d.life.Bind(ctx)
 	defer stop()
@@ -76,9 +75,8 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 			}
 			err = f(ctx, checkedConn{c, b})
 			if crashedSince(err) {
-				// The server recovered from a crash since this
-				// connection's check (it outlived the crash: a pooler's):
-				// check again, then take the fence.
+				// a crash since this connection's check (a pooler's):
+				// check again, then take the fence
 				delete(pc.CustomData(), d.bootKey)
 				if b, err = d.bootCheck(ctx, pc); err != nil {
 					return err
@@ -95,16 +93,15 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 	}
 }
 
-// crashedSince reports the failure of a fence-taking table statement whose
-// guarded fence was NULL: the server's crash mark changed since the
-// connection's bootCheck.
+// crashedSince reports a guarded fence that was NULL: the crash mark
+// changed since the connection's bootCheck.
 func crashedSince(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23502" && pe.ColumnName == "fence"
 }
 
-// fencing returns the fence-taking statements q must use, and the
-// argument to append to theirs (the crash mark) when guarded.
+// fencing returns the fence-taking statements for q, and the crash mark
+// to append to their arguments when guarded.
 func (d *tableDriver) fencing(q querier) (*fencedStatements, []any) {
 	if b := q.boot(); b.guard {
 		return &d.sql.guarded, []any{b.mark}
@@ -112,50 +109,41 @@ func (d *tableDriver) fencing(q querier) (*fencedStatements, []any) {
 	return &d.sql.plain, nil
 }
 
-// The table driver keeps a row per name only while it is needed: rows of
-// names released or expired, that no driver queues for, are deleted by a
-// goroutine of each driver that took locks, every half of the longest ttl
-// it took one with (internal/reclaim), so that per-request names do not
-// grow the table with traffic.
+// Rows of names free and not queued for are deleted by a goroutine of each
+// driver that took locks, every half of the longest ttl it took one with
+// (internal/reclaim): per-request names do not grow the table.
 //
-// Fences stay increasing across a deletion because none is kept in the
-// rows: every fence is drawn from the table's one sequence (or its crash-
-// guarded form), and a draw made after the release of a name's last holder
-// is above that holder's fence, drawn before it held the name. Two kinds
-// of draw exist. One for an existing row is made under that row's lock
-// (take, refence, handover, and acquire's ON CONFLICT branch), after the
-// release it follows. The other, for a row the acquire statement did not
-// see, is made before its insert meets a row of the same id: had the
-// row been inserted, released and deleted between that draw and the
-// insert, the insert would succeed with a fence older than the deleted
-// row's. So acquire draws it while holding the row's reclaim lock (a
-// transaction-level advisory lock keyed by the row's id) shared, and the
-// reclaim statement deletes a row only with its reclaim lock exclusive,
-// taken without waiting: a draw and its insert happen either wholly before
-// a deletion commits (the insert then meets the row and takes the ON
-// CONFLICT branch) or wholly after it (the draw is then after the deleted
-// holder's release). The reclaimer never waits for an acquisition (one
-// waiting for a row lock would otherwise queue every other behind it).
+// Fences stay increasing across a deletion: every fence is drawn from the
+// one sequence, and a draw after the release of a name's last holder is
+// above that holder's fence. A draw for an existing row is made under its
+// lock (take, refence, handover, acquire's ON CONFLICT branch), after the
+// release it follows. A draw for a row acquire did not see is made before
+// its insert: had the row been inserted, released and deleted in between,
+// the insert would succeed with a fence older than the deleted row's. So
+// acquire draws it holding the row's reclaim lock (a transaction-level
+// advisory lock keyed by the row's id) shared, and the reclaimer deletes a
+// row only holding it exclusive, taken without waiting: a draw and its
+// insert happen wholly before a deletion commits (the insert meets the row:
+// ON CONFLICT) or wholly after (the draw follows the deleted holder's
+// release). The reclaimer never waits (it would queue every acquisition).
 
 // reclaimBatch is the most rows one reclaim statement deletes.
 const reclaimBatch = 256
 
 // reclaimClass is the first key of a row's reclaim lock, the first four
-// bytes of its id the second (the two-key form: objsubid 2 in pg_locks,
-// apart from advisory mode's one-key locks).
+// bytes of its id the second (two keys: apart from advisory mode's locks).
 const reclaimClass = 0x6d757478 // "mutx"
 
-// reclaimLockSQL is the expression taking the reclaim lock of the row whose
-// id is the expression id for the transaction, with fn
-// "pg_advisory_xact_lock_shared" (acquire) or "pg_try_advisory_xact_lock"
-// (the reclaimer, which never waits: a row whose lock it cannot have now is
-// left for its next round).
+// reclaimLockSQL takes the reclaim lock of the row of id for the
+// transaction with fn: pg_advisory_xact_lock_shared (acquire) or
+// pg_try_advisory_xact_lock (the reclaimer: a row it cannot lock now waits
+// for its next round).
 func reclaimLockSQL(fn, id string) string {
 	return fmt.Sprintf("%s(%d, ('x' || encode(substring(%s FROM 1 FOR 4), 'hex'))::bit(32)::int)", fn, reclaimClass, id)
 }
 
-// reclaimRows deletes the reclaimable rows, reclaimBatch per statement,
-// until a statement deletes fewer or ctx ends; it returns how many.
+// reclaimRows deletes the reclaimable rows, reclaimBatch a statement; it
+// returns how many.
 func (d *tableDriver) reclaimRows(ctx context.Context) (int64, error) {
 	return sqlkit.Drain(ctx, reclaimBatch, func(ctx context.Context) (n int64, err error) {
 		err = d.run(ctx, func(ctx context.Context, p querier) error {
