@@ -21,15 +21,13 @@ import (
 // session is a connection the advisory driver pins for its locks, which
 // end with it. Its statements run one at a time (slot).
 //
-// The driver's hang-up watch (package hangup) tells it at once that the
-// server ended the session (terminated, shut down, crashed, a reset link),
-// so that its locks are reported lost then, not at the next probe. While
-// no statement runs, the watch also reads the first byte the server sends
-// unasked: a terminated backend sends its FATAL ErrorResponse ('E') before
-// it releases its locks, and closes the socket only after, so that byte is
-// the one signal that comes before another session can be granted them.
-// While a statement runs (its reply would wake the watch), it watches for
-// hang-ups only.
+// The hang-up watch (package hangup) reports its locks lost as soon as the
+// server ends it. While no statement runs, the watch also reads the first
+// byte the server sends unasked: a terminated backend sends its FATAL
+// ErrorResponse ('E') before it releases its locks, and closes the socket
+// only after, so that byte is the one signal that comes before another
+// session can be granted them. While a statement runs (its reply would
+// wake the watch), it watches for hang-ups only.
 type session struct {
 	conn   *pgx.Conn
 	slot   sqlkit.Slot // held while a statement runs
@@ -54,7 +52,6 @@ type advLock struct {
 	pending    bool
 }
 
-// lock takes the statement slot, or fails with ctx.
 func (s *session) lock(ctx context.Context) error {
 	if s.slot.LockContext(ctx, nil) != nil {
 		return ctx.Err()
@@ -63,7 +60,6 @@ func (s *session) lock(ctx context.Context) error {
 	return nil
 }
 
-// tryLock takes the statement slot if it is free.
 func (s *session) tryLock() bool {
 	if !s.slot.TryLock() {
 		return false
@@ -100,8 +96,7 @@ func (s *session) reap() {
 	}
 }
 
-// closeConn closes the connection once, unwatched first; the caller holds
-// the slot.
+// closeConn closes the connection; the caller holds the slot.
 func (s *session) closeConn(ctx context.Context) {
 	s.hup.Forget(&s.hupC)
 	s.closeOnce.Do(func() { _ = s.conn.Close(context.WithoutCancel(ctx)) })
@@ -113,7 +108,6 @@ func (s *session) cut() {
 	s.closeOnce.Do(func() { _ = s.conn.PgConn().Conn().Close() })
 }
 
-// socketOf returns the socket under c for the watch, or nil.
 func socketOf(c net.Conn) syscall.Conn {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
@@ -156,7 +150,6 @@ func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error
 	return s, nil
 }
 
-// hungUp is the watch's call when the server ended s.
 func (d *advisoryDriver) hungUp(s *session) {
 	d.broken(s)
 	s.reap()
@@ -203,7 +196,6 @@ func (d *advisoryDriver) settle(s *session) bool {
 	return s.dead.Load()
 }
 
-// kill gives s up and closes it; the caller holds its slot.
 func (d *advisoryDriver) kill(ctx context.Context, s *session) {
 	d.broken(s)
 	s.closeConn(ctx)
@@ -296,11 +288,10 @@ func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 		// make one attempt on the main session, then the component
 		// retries, rather than fail
 		d.noDial = time.Now().Add(waiterRedial)
-		d.mu.Unlock()
-		return nil, nil
+		err = nil
 	}
 	d.mu.Unlock()
-	if err != nil {
+	if s == nil {
 		return nil, err
 	}
 	s.slot.Lock()

@@ -15,6 +15,7 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/internal/backoff"
+	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
 // ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
@@ -102,6 +103,10 @@ func connectionKey(o Options) string { return kit.SetKey(o, connectionKeys...) }
 // configuration, the schema, the subscriptions and their LISTEN
 // connection, and the driver's life.
 type base struct {
+	// A Driver prints, marshals and logs as its Options do, and nothing
+	// else: its connection configurations hold the password.
+	redact.Owner
+
 	opts    Options
 	names   names
 	connCfg *pgx.ConnConfig // pinned and LISTEN connections
@@ -133,7 +138,7 @@ type base struct {
 }
 
 func newBase(opts Options, n names, cc *pgx.ConnConfig) *base {
-	b := &base{opts: opts, names: n, connCfg: cc, bootKey: "mutexfx.boot:" + n.boot, boot: bootCheckSQL(n),
+	b := &base{Owner: redact.Owner{Name: "postgres.Driver", Options: opts}, opts: opts, names: n, connCfg: cc, bootKey: "mutexfx.boot:" + n.boot, boot: bootCheckSQL(n),
 		schema: baseSchema(n), channels: []string{n.channel}}
 	b.life.Init()
 	return b

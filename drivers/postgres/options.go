@@ -311,21 +311,3 @@ func (o Options) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(m)
 }
-
-// A Driver prints, marshals and logs as its Options do, and nothing else:
-// its connection configurations hold the password.
-
-// printed is the driver as it prints: its options, secrets redacted.
-func (b *base) printed() redact.Owner { return redact.Owner{Name: "postgres.Driver", Options: b.opts} }
-
-// String describes the driver by its options, secrets redacted.
-func (b *base) String() string { return b.printed().String() }
-
-// GoString is String in Go syntax, for %#v.
-func (b *base) GoString() string { return b.printed().GoString() }
-
-// Format prints the driver as String does (GoString for %#v).
-func (b *base) Format(f fmt.State, verb rune) { b.printed().Format(f, verb) }
-
-// MarshalJSON encodes the driver's options, secrets redacted.
-func (b *base) MarshalJSON() ([]byte, error) { return b.printed().MarshalJSON() }
