@@ -1,13 +1,13 @@
 package postgres
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -134,23 +134,17 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 	order := make([]int, len(leases))
 	ids := make([][]byte, len(leases))
 	for i, l := range leases {
-		order[i] = i
-		ids[i] = rowID(l.Key)
+		order[i], ids[i] = i, rowID(l.Key)
 	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(string(ids[a]), string(ids[b])) })
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(ids[a], ids[b]) })
 	checked := d.life.Check(ctx)
-	for start := 0; start < len(order); start += maxRenewBatch {
-		batch := order[start:min(start+maxRenewBatch, len(order))]
-		bid := make([][]byte, 0, len(batch))
-		btok := make([]string, 0, len(batch))
-		bttl := make([]int64, 0, len(batch))
+	for batch := range slices.Chunk(order, maxRenewBatch) {
+		bid, btok, bttl := make([][]byte, len(batch)), make([]string, len(batch)), make([]int64, len(batch))
 		err := checked
-		for _, i := range batch {
-			ms, terr := ttlMillis(leases[i].TTL)
-			err = cmp.Or(err, terr)
-			bid = append(bid, ids[i])
-			btok = append(btok, leases[i].Token)
-			bttl = append(bttl, ms)
+		for j, i := range batch {
+			var terr error
+			bttl[j], terr = ttlMillis(leases[i].TTL)
+			bid[j], btok[j], err = ids[i], leases[i].Token, cmp.Or(err, terr)
 		}
 		renewed := map[string]bool{}
 		if err == nil {

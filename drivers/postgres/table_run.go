@@ -5,29 +5,20 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// querier runs the table statements: a pooled connection bootCheck passed,
-// and what it found (boot).
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	boot() bootState
-}
-
-// checkedConn is a pooled connection and what its bootCheck found.
-type checkedConn struct {
+// querier runs the table statements: a pooled connection bootCheck
+// passed, and what it found.
+type querier struct {
 	*pgxpool.Conn
 	b bootState
 }
 
-func (c checkedConn) boot() bootState { return c.b }
+func (q querier) boot() bootState { return q.b }
 
 // getPool returns the pool, creating the owned one (connecting nothing) at
 // first use.
@@ -69,21 +60,18 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 			}
 			defer c.Release()
 			pc := c.Conn().PgConn()
-			b, err := d.bootCheck(ctx, pc)
-			if err != nil {
-				return err
-			}
-			err = f(ctx, checkedConn{c, b})
-			if crashedSince(err) {
+			for checked := false; ; checked = true {
+				b, err := d.bootCheck(ctx, pc)
+				if err != nil {
+					return err
+				}
+				if err = f(ctx, querier{c, b}); checked || !crashedSince(err) {
+					return err
+				}
 				// a crash since this connection's check (a pooler's):
 				// check again, then take the fence
 				delete(pc.CustomData(), d.bootKey)
-				if b, err = d.bootCheck(ctx, pc); err != nil {
-					return err
-				}
-				err = f(ctx, checkedConn{c, b})
 			}
-			return err
 		})
 		if again && sqlState(err) == "42P01" {
 			d.ddl.Lost()
