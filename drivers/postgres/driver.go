@@ -202,13 +202,8 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 // without a notification. In advisory mode only releases with MaxSessions
 // 1 notify (otherwise waiters wait in the server).
 func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
-	if err := ctx.Err(); err != nil {
+	if err := kit.LockOpen(ctx, &b.mu, &b.closed); err != nil {
 		return nil, err
-	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil, ErrClosed
 	}
 	remove := b.subs.Add(fn)
 	b.startListenerLocked()

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,8 +42,8 @@ type tableDriver struct {
 
 	poolCfg  *pgxpool.Config // owned pool's config; nil with NewWithPool
 	ownsPool bool
-	poolMu   sync.Mutex
-	pool     *pgxpool.Pool
+	poolMu   sync.Mutex // creates and closes the pool
+	pool     atomic.Pointer[pgxpool.Pool]
 
 	watchers watchers     // waiting acquisitions, by key
 	reclaim  reclaim.Loop // deletes the rows no longer needed
@@ -51,7 +52,8 @@ type tableDriver struct {
 // newTable returns the table driver on the pool built from cfg, or on pool.
 func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool, txnSync bool) *tableDriver {
 	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, txnSync), id: rand.Text(),
-		poolCfg: cfg, ownsPool: pool == nil, pool: pool, watchers: watchers{byKey: map[string][]chan struct{}{}}}
+		poolCfg: cfg, ownsPool: pool == nil, watchers: watchers{byKey: map[string][]chan struct{}{}}}
+	d.pool.Store(pool)
 	b.schema = append(b.schema, tableSchema(b.names, b.opts)...)
 	b.channels = append(b.channels, pgx.Identifier{ownChannel(d.id)}.Sanitize())
 	b.heard = d.wake
@@ -222,13 +224,10 @@ func (d *tableDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
 // Ping pings the server on a pooled connection; nil before the first call
 // made the pool.
 func (d *tableDriver) Ping(ctx context.Context) error {
-	d.poolMu.Lock()
-	p := d.pool
-	d.poolMu.Unlock()
-	if p == nil {
-		return nil
+	if p := d.pool.Load(); p != nil {
+		return p.Ping(ctx)
 	}
-	return p.Ping(ctx)
+	return nil
 }
 
 // Close ends the subscriptions, the LISTEN connection and the reclaimer,
@@ -241,8 +240,8 @@ func (d *tableDriver) Close(ctx context.Context) error {
 		d.reclaim.Stop()
 		d.poolMu.Lock()
 		defer d.poolMu.Unlock()
-		if d.ownsPool && d.pool != nil {
-			d.pool.Close()
+		if p := d.pool.Load(); d.ownsPool && p != nil {
+			p.Close()
 		}
 		return nil
 	})

@@ -25,8 +25,8 @@ func (q querier) boot() bootState { return q.b }
 func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 	d.poolMu.Lock()
 	defer d.poolMu.Unlock()
-	if d.pool != nil {
-		return d.pool, nil
+	if p := d.pool.Load(); p != nil {
+		return p, nil
 	}
 	if d.life.Closed() {
 		return nil, ErrClosed
@@ -35,7 +35,7 @@ func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: pool: %w", err)
 	}
-	d.pool = p
+	d.pool.Store(p)
 	return p, nil
 }
 

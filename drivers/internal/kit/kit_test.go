@@ -1,6 +1,7 @@
 package kit_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -102,6 +103,30 @@ func TestCloseOnce(t *testing.T) {
 	if cleared != 1 || !errors.Is(kit.CheckOpen(&mu, &closed), drivers.ErrClosed) {
 		t.Fatalf("cleared %d times, CheckOpen = %v; want once, ErrClosed", cleared, kit.CheckOpen(&mu, &closed))
 	}
+}
+
+// TestLockOpen: an ended ctx and a closed driver are refused with mu
+// free; an open driver's mu is left held.
+func TestLockOpen(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		closed bool
+	)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := kit.LockOpen(ended, &mu, &closed); !errors.Is(err, context.Canceled) || !mu.TryLock() {
+		t.Fatalf("LockOpen with an ended ctx = %v, mu held; want context.Canceled, mu free", err)
+	}
+	mu.Unlock()
+	if err := kit.LockOpen(context.Background(), &mu, &closed); err != nil || mu.TryLock() {
+		t.Fatalf("LockOpen = %v, mu free; want nil, mu held", err)
+	}
+	closed = true
+	mu.Unlock()
+	if err := kit.LockOpen(context.Background(), &mu, &closed); !errors.Is(err, drivers.ErrClosed) || !mu.TryLock() {
+		t.Fatalf("LockOpen when closed = %v, mu held; want ErrClosed, mu free", err)
+	}
+	mu.Unlock()
 }
 
 // TestCAPool: a PEM CA file gives a pool; a missing file or one without a
