@@ -139,11 +139,10 @@ func (d *advisoryDriver) drop(ctx context.Context, s *session, h int64) bool {
 
 // releaseSlot takes s's slot for a release or a handover, and returns the
 // statement's context and the slot's release. An advisory lock never
-// expires: a release given up because another statement held the slot
-// would leave the lock held for the session's life. So when ctx ends
-// first, it waits on for the slot, and runs the statement, within
-// StallTimeout; when even that fails, it gives the session up (its locks
-// reported lost) and closes the connection, freeing them in the server.
+// expires: a release must not be given up because another statement held
+// the slot. When ctx ends first, it waits on, and runs the statement,
+// within StallTimeout; failing that, it gives the session up and closes
+// the connection, which frees its locks.
 func (d *advisoryDriver) releaseSlot(ctx context.Context, s *session) (context.Context, func(), error) {
 	if s.lock(ctx) == nil {
 		return ctx, s.unlock, nil

@@ -15,12 +15,10 @@ import (
 const notShown = "(the URL is not shown: it may hold a password)"
 
 // pgx reads a string as a URL only when it starts with "postgres://" or
-// "postgresql://" in lower case, else as key=value: a mistyped URL became a
-// startup parameter named by the whole URL, which the server's error
-// quoted. In a URL, pgx (v5.13, as libpq) ends the user info at the first @
-// before any /, even one in the query: an unescaped @ or / in the password,
-// or an @ in a query no / precedes, put a piece of it in the host, the
-// database or the user name, which connection errors show.
+// "postgresql://" in lower case (a mistyped URL became a startup parameter
+// the server's error quoted), and ends a URL's user info at the first @
+// before any /, even in the query: an unescaped @ or / in the password put
+// a piece of it where connection errors show it.
 
 // urlParts are the parts of a URL after "://" as pgx splits them
 // (splitURL), without their delimiters.

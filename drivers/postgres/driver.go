@@ -44,13 +44,9 @@ func New(opts Options) (Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	// the connections carry synchronousCommit from their startup
 	b := newBase(opts, n, cfg.ConnConfig)
 	cfg.ConnConfig.DialFunc = b.lifeDial(cfg.ConnConfig.DialFunc)
-	if opts.Mode == ModeAdvisory {
-		return newAdvisory(b), nil
-	}
-	return newTable(b, cfg, nil, false), nil
+	return b.build(cfg, nil), nil
 }
 
 // NewWithPool returns a Driver using pool, which it never closes. Table mode
@@ -71,13 +67,17 @@ func NewWithPool(pool *pgxpool.Pool, opts Options) (Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := newBase(opts, n, pool.Config().ConnConfig)
-	if opts.Mode == ModeAdvisory {
-		return newAdvisory(b), nil
+	return newBase(opts, n, pool.Config().ConnConfig).build(nil, pool), nil
+}
+
+// build returns the driver of b's mode: in table mode on the pool built
+// from cfg, or on pool, the application's, whose sessions it leaves alone
+// (synchronousCommit is set per transaction, not at startup).
+func (b *base) build(cfg *pgxpool.Config, pool *pgxpool.Pool) Driver {
+	if b.opts.Mode == ModeAdvisory {
+		return newAdvisory(b)
 	}
-	// the pool's sessions are the application's: synchronousCommit is set
-	// per transaction
-	return newTable(b, nil, pool, true), nil
+	return newTable(b, cfg, pool)
 }
 
 // Factory returns the "postgres" driver factory. Its configuration keys are
@@ -126,13 +126,11 @@ type base struct {
 	channels []string
 	heard    func(key string)
 
-	// The life ends when Close's ctx ends or Close is done, whichever comes
-	// first. Close must not wait longer than its ctx for a statement stuck
-	// on a stalled link, nor for pgx cancelling one (it sends a cancel
-	// request on a new connection and waits up to 15 s for it). So the
-	// table driver's statements end with the life (life.Bind), and the owned
-	// pool's connections, pgx's cancel connections included, are dialled to
-	// close with it (lifeDial, conns).
+	// The life ends when Close's ctx ends or Close is done. Close must not
+	// wait for a statement stuck on a stalled link, nor for pgx cancelling
+	// one (up to 15 s): statements end with the life (life.Bind), and the
+	// owned pool's connections, pgx's cancel ones too, close with it
+	// (lifeDial, conns).
 	life  sqlkit.Life
 	conns sqlkit.Conns
 }
@@ -191,16 +189,15 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 }
 
 // Subscribe calls fn with a Released event for every release notified on
-// the channel (by any driver on the database) or, in table mode, on this
-// driver's own (a release notifies there only the first driver queued for
-// the row), and a Lost event for every advisory lock whose connection
-// broke. The one LISTEN connection is opened in the background and
-// reopened after a failure (backoff.Default: 50 ms doubling to 1 s,
-// jittered; from 50 ms again after a connection that lasted a minute), so
-// Subscribe never fails for an unreachable server or a pooler refusing
-// LISTEN: waiters then poll. Keys longer than 7999 bytes are released
-// without a notification. In advisory mode only releases with MaxSessions
-// 1 notify (otherwise waiters wait in the server).
+// the channel (by any driver on the database) or, in table mode, on the
+// driver's own (where a release notifies the first driver queued for the
+// row), and a Lost event for every advisory lock whose connection broke.
+// The LISTEN connection is opened in the background and reopened after a
+// failure (backoff.Default, reset after a connection that lasted a
+// minute): Subscribe never fails for an unreachable server or a pooler
+// refusing LISTEN (waiters then poll). Keys longer than 7999 bytes are
+// released unnotified; in advisory mode only with MaxSessions 1 do
+// releases notify (otherwise waiters wait in the server).
 func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
 	if err := kit.LockOpen(ctx, &b.mu, &b.closed); err != nil {
 		return nil, err

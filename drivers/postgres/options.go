@@ -74,35 +74,30 @@ type Options struct {
 	// Mode is "advisory" (default) or "table".
 	Mode string `koanf:"mode"`
 	// Table is the lock table (table mode), optionally schema-qualified
-	// ("locks.mutex"). Each part must match [A-Za-z_][A-Za-z0-9_]* and is
-	// used quoted, so case matters. The fencing sequence, in both modes, is
-	// the table's name followed by "_fence". Default: "mutexfx_locks".
+	// ("locks.mutex"), each part [A-Za-z_][A-Za-z0-9_]*, used quoted. The
+	// fence sequence (both modes) is its name + "_fence".
+	// Default: "mutexfx_locks".
 	Table string `koanf:"table"`
 	// Channel is the LISTEN/NOTIFY channel for wake-ups; same rules as a
 	// table name part. Default: "mutexfx".
 	Channel string `koanf:"channel"`
 
-	// Unlogged creates the lock table UNLOGGED when it is missing (table
-	// mode): about 3× faster writes, but a server crash (not a clean
-	// restart) empties the table, freeing every lock at once. The fence
-	// sequence stays logged. Default: false.
+	// Unlogged creates the lock table UNLOGGED (table mode): about 3×
+	// faster writes, but a server crash empties it, freeing every lock. The
+	// fence sequence stays logged. Default: false.
 	Unlogged bool `koanf:"unlogged"`
-	// SynchronousCommit, when set, is the synchronous_commit setting of the
-	// driver's own transactions (table mode), for example "off": a server
-	// crash then forgets the last acquisitions and releases (up to ~0.6 s
-	// with the default wal_writer_delay): a lock taken may be free again
-	// while its holder works on, a released one held until its ttl. Fences
-	// stay increasing (the boot marker: docs/postgres.md). With New it is a
-	// startup parameter of the driver's connections (PgBouncer refuses it
-	// unless ignore_startup_parameters lists it, and then drops it); with
-	// NewWithPool each statement sets it for its own transaction, leaving
-	// the pool's sessions unchanged. Default: "" (the server's setting).
+	// SynchronousCommit, when set, is the synchronous_commit of the
+	// driver's transactions (table mode). With "off" a server crash forgets
+	// the last ~0.6 s of acquisitions (a lock may be free again while its
+	// holder works on) and releases (held until their ttl); fences stay
+	// increasing (docs/postgres.md). With New it is a startup parameter (PgBouncer
+	// needs it in ignore_startup_parameters, and drops it); with
+	// NewWithPool it is set per transaction. Default: "" (the server's).
 	SynchronousCommit string `koanf:"synchronousCommit"`
 
-	// MaxSessions is the number of connections the driver pins for advisory
-	// locks: one holds the locks taken without waiting, the others wait in
-	// the server (AcquireRequest.Wait) and then hold what they got. Default:
-	// 8. Minimum 1 (no server-side waits).
+	// MaxSessions is how many connections advisory mode pins: one takes
+	// locks without waiting, the others wait in the server and then hold
+	// what they got. Default: 8; 1: no server-side waits.
 	MaxSessions int `koanf:"maxSessions"`
 	// MaxConns is the size of the pool the driver creates for table mode.
 	// Ignored with NewWithPool. Default: 8.
@@ -110,9 +105,8 @@ type Options struct {
 	// ConnectTimeout bounds each connection attempt. Default: 5s.
 	ConnectTimeout time.Duration `koanf:"connectTimeout"`
 	// StallTimeout is how long a pinned advisory connection may stay silent
-	// after its statement's ctx ended (the server is first asked to cancel
-	// the statement) before the driver gives it up, losing its locks.
-	// Default: 3s.
+	// after its statement's ctx ended and a cancel was asked before the
+	// driver gives it up, losing its locks. Default: 3s.
 	StallTimeout time.Duration `koanf:"stallTimeout"`
 }
 

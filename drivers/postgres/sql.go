@@ -14,22 +14,14 @@ import (
 // The SQL is built from validated, quoted identifiers; lock names, tokens
 // and durations are always parameters.
 
-// sessionSetup pins, on the driver's own connections (advisory sessions,
-// LISTEN), the settings their locks depend on, over the server's, the
-// database's or the role's (pooled connections are left alone: a pooler
-// may share their sessions):
-//
-//   - statement_timeout 0: a wait in the server ends at its own
-//     lock_timeout, not a shorter global bound; ctx and StallTimeout bound
-//     the statements.
-//   - idle_session_timeout, idle_in_transaction_session_timeout 0: an
-//     advisory session idle between renewals must not be ended (freeing
-//     its locks under a live holder).
-//   - TCP keepalives (10 s, then every 5 s, 3 probes) and tcp_user_timeout
-//     (30 s): a holder whose host vanished loses its locks within about
-//     half a minute, not the operating system's two hours.
-//
-// A setting the server does not know (before PostgreSQL 14 or 12) is skipped.
+// sessionSetup pins, on the driver's own connections (not pooled ones: a
+// pooler may share their sessions), the settings their locks depend on:
+// statement_timeout 0 (a wait in the server ends at its own lock_timeout;
+// ctx and StallTimeout bound statements), idle_session_timeout and
+// idle_in_transaction_session_timeout 0 (an idle advisory session keeps
+// its locks), TCP keepalives and tcp_user_timeout (a vanished holder loses
+// its locks within about 30 s, not two hours). Unknown settings (before
+// PostgreSQL 14 or 12) are skipped.
 const sessionSetup = "SELECT count(set_config(name, value, false)) FROM (VALUES " +
 	"('statement_timeout', '0'), ('idle_session_timeout', '0'), ('idle_in_transaction_session_timeout', '0'), " +
 	"('tcp_keepalives_idle', '10'), ('tcp_keepalives_interval', '5'), ('tcp_keepalives_count', '3'), " +

@@ -40,19 +40,17 @@ type tableDriver struct {
 	sql tableStatements
 	id  string // this driver's id in the rows' waiter queues
 
-	poolCfg  *pgxpool.Config // owned pool's config; nil with NewWithPool
-	ownsPool bool
-	poolMu   sync.Mutex // creates and closes the pool
+	poolCfg  *pgxpool.Config // the owned pool's; nil with NewWithPool
+	poolMu   sync.Mutex      // creates and closes the pool
 	pool     atomic.Pointer[pgxpool.Pool]
 
 	watchers watchers     // waiting acquisitions, by key
 	reclaim  reclaim.Loop // deletes the rows no longer needed
 }
 
-// newTable returns the table driver on the pool built from cfg, or on pool.
-func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool, txnSync bool) *tableDriver {
-	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, txnSync), id: rand.Text(),
-		poolCfg: cfg, ownsPool: pool == nil, watchers: watchers{byKey: map[string][]chan struct{}{}}}
+func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool) *tableDriver {
+	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, pool != nil), id: rand.Text(),
+		poolCfg: cfg, watchers: watchers{byKey: map[string][]chan struct{}{}}}
 	d.pool.Store(pool)
 	b.schema = append(b.schema, tableSchema(b.names, b.opts)...)
 	b.channels = append(b.channels, pgx.Identifier{ownChannel(d.id)}.Sanitize())
@@ -240,7 +238,7 @@ func (d *tableDriver) Close(ctx context.Context) error {
 		d.reclaim.Stop()
 		d.poolMu.Lock()
 		defer d.poolMu.Unlock()
-		if p := d.pool.Load(); d.ownsPool && p != nil {
+		if p := d.pool.Load(); d.poolCfg != nil && p != nil {
 			p.Close()
 		}
 		return nil

@@ -97,23 +97,18 @@ func (d *tableDriver) fencing(q querier) (*fencedStatements, []any) {
 	return &d.sql.plain, nil
 }
 
-// Rows of names free and not queued for are deleted by a goroutine of each
-// driver that took locks, every half of the longest ttl it took one with
-// (internal/reclaim): per-request names do not grow the table.
+// Each driver that took locks deletes the rows free and not queued for,
+// every half of the longest ttl it took one with (internal/reclaim).
 //
-// Fences stay increasing across a deletion: every fence is drawn from the
-// one sequence, and a draw after the release of a name's last holder is
-// above that holder's fence. A draw for an existing row is made under its
-// lock (take, refence, handover, acquire's ON CONFLICT branch), after the
-// release it follows. A draw for a row acquire did not see is made before
-// its insert: had the row been inserted, released and deleted in between,
-// the insert would succeed with a fence older than the deleted row's. So
-// acquire draws it holding the row's reclaim lock (a transaction-level
-// advisory lock keyed by the row's id) shared, and the reclaimer deletes a
-// row only holding it exclusive, taken without waiting: a draw and its
-// insert happen wholly before a deletion commits (the insert meets the row:
-// ON CONFLICT) or wholly after (the draw follows the deleted holder's
-// release). The reclaimer never waits (it would queue every acquisition).
+// Fences stay increasing across a deletion: all come from one sequence. A
+// draw for an existing row is made under its lock, after the release it
+// follows. A draw for a row acquire did not see precedes its insert: had
+// the row been inserted, released and deleted in between, the insert would
+// get a fence older than the deleted row's. So acquire draws it holding
+// the row's reclaim lock (a transaction-level advisory lock on its id)
+// shared, and the reclaimer deletes a row only holding it exclusive, never
+// waiting for it: a draw and its insert happen wholly before a deletion
+// commits (ON CONFLICT) or wholly after it.
 
 // reclaimBatch is the most rows one reclaim statement deletes.
 const reclaimBatch = 256

@@ -107,7 +107,6 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 				", expires_at = " + fmt.Sprintf(ttl, 4) +
 				" WHERE l.id = $1 AND l.expires_at <= now() AND l.queue = '{}' RETURNING l.fence, " + synced,
 			// a new row's fence is drawn under the shared reclaim lock
-			// (table_reclaim.go)
 			acquire: "WITH " + s + ", g AS MATERIALIZED (SELECT " + reclaimLockSQL("pg_advisory_xact_lock_shared", "$1::bytea") + "), ins AS (" +
 				"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
 				"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + fence(9) + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
@@ -159,9 +158,8 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		list: "SELECT name, token, fence, extract(epoch FROM expires_at - now())::float8 * 1000 FROM " + n.table +
 			" WHERE expires_at > now() AND token <> '' AND left(name, length($1)) = $1",
 		// deletes up to $1 free rows nobody queues for, each under its
-		// reclaim lock, exclusive, if it can be had now (table_reclaim.go);
-		// tried last (equal-cost quals keep their order), so that one
-		// statement holds at most $1 of them
+		// reclaim lock, exclusive, if free now; tried last (equal-cost
+		// quals keep their order): one statement holds at most $1
 		reclaim: "DELETE FROM " + n.table + " WHERE id IN (SELECT c.id FROM " + n.table + " AS c" +
 			" WHERE c.expires_at <= now() AND c.queue = '{}' AND " + reclaimLockSQL("pg_try_advisory_xact_lock", "c.id") +
 			" LIMIT $1 FOR UPDATE SKIP LOCKED)",
