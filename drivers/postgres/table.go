@@ -40,9 +40,9 @@ type tableDriver struct {
 	sql tableStatements
 	id  string // this driver's id in the rows' waiter queues
 
-	poolCfg  *pgxpool.Config // the owned pool's; nil with NewWithPool
-	poolMu   sync.Mutex      // creates and closes the pool
-	pool     atomic.Pointer[pgxpool.Pool]
+	poolCfg *pgxpool.Config // the owned pool's; nil with NewWithPool
+	poolMu  sync.Mutex      // creates and closes the pool
+	pool    atomic.Pointer[pgxpool.Pool]
 
 	watchers watchers     // waiting acquisitions, by key
 	reclaim  reclaim.Loop // deletes the rows no longer needed
