@@ -214,7 +214,6 @@ func (d *advisoryDriver) Ping(ctx context.Context) error {
 	return d.life.ClosedErr(d.onMain(ctx, func(s *session) error { return s.conn.Ping(ctx) }))
 }
 
-// onMain runs f on the main session, opening it when needed.
 func (d *advisoryDriver) onMain(ctx context.Context, f func(s *session) error) error {
 	s, err := d.mainSession(ctx)
 	if err != nil {

@@ -72,7 +72,6 @@ func splitURL(rest string) urlParts {
 	return u
 }
 
-// indexOrLen returns the index of the first byte of s in chars, or len(s).
 func indexOrLen(s, chars string) int {
 	if i := strings.IndexAny(s, chars); i >= 0 {
 		return i

@@ -96,7 +96,6 @@ func Factory() drivers.Factory {
 // errors name them.
 var connectionKeys = []string{"url", "host", "port", "database", "username", "password", "sslMode"}
 
-// connectionKey names a connection option set in o, or "".
 func connectionKey(o Options) string { return kit.SetKey(o, connectionKeys...) }
 
 // base is what both drivers share: options, names, the connection
@@ -220,7 +219,6 @@ func (b *base) startListenerLocked() {
 	go b.listen(ctx, b.lisDone)
 }
 
-// listen keeps a LISTEN connection until ctx ends.
 func (b *base) listen(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	retry := backoff.Default.New()

@@ -11,7 +11,6 @@ import (
 	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
-// sqlState returns err's SQLSTATE, or "".
 func sqlState(err error) string {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

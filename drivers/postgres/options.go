@@ -130,7 +130,6 @@ func parseIdent(s string, qualified bool, maxLen int) (pgx.Identifier, error) {
 	return pgx.Identifier(parts), nil
 }
 
-// withDefaults returns o with defaults applied.
 func (o Options) withDefaults() Options {
 	o.Mode, o.Table, o.Channel = cmp.Or(o.Mode, ModeAdvisory), cmp.Or(o.Table, DefaultTable), cmp.Or(o.Channel, DefaultChannel)
 	o.MaxSessions, o.MaxConns = cmp.Or(o.MaxSessions, DefaultMaxSessions), cmp.Or(o.MaxConns, DefaultMaxConns)
@@ -261,7 +260,6 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 // plainOptions has Options' fields but not their methods: no recursion.
 type plainOptions Options
 
-// redacted returns o with its secrets replaced.
 func (o Options) redacted() Options {
 	o.Password = redact.Secret(o.Password)
 	if o.URL != "" {

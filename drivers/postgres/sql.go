@@ -31,7 +31,6 @@ const sessionSetup = "SELECT count(set_config(name, value, false)) FROM (VALUES 
 // start, as now() would), the clock of the locks' expiries.
 const serverTimeSQL = "SELECT clock_timestamp()"
 
-// nextvalSQL takes the next fence of n's sequence.
 func nextvalSQL(n names) string {
 	return fmt.Sprintf("nextval('%s')", strings.ReplaceAll(n.sequence, "'", "''")) // (never holds a ': validated)
 }
@@ -61,7 +60,6 @@ type schemaObject struct {
 	create  []string
 }
 
-// regclass is the SQL expression resolving the quoted, validated name.
 func regclass(name string) string {
 	return "to_regclass('" + strings.ReplaceAll(name, "'", "''") + "')" // (never holds a ': validated)
 }
@@ -122,14 +120,10 @@ func (b *base) ensureSchema(ctx context.Context, begin func(context.Context) (pg
 // a collision only makes two DDL transactions wait for each other).
 const ddlLockKey int64 = 0x6d75746578667800 // "mutexfx\x00"
 
-// Fences keep growing across a server crash (docs/postgres.md): the boot
-// marker and the crash mark.
-
 // bootState is what a connection's bootCheck found: the server's crash
 // mark, read before the check, and whether its commits may be asynchronous
-// (guard), when the table driver's fence-taking statements compare the
-// mark (guarded, in tableSQL). With synchronous commits a crash forgets no
-// fence and the plain statements save the comparison (≈ 8 µs each).
+// (guard): then the table driver's fence-taking statements compare the mark
+// (≈ 8 µs each; with synchronous commits a crash forgets no fence).
 type bootState struct {
 	mark  int64
 	guard bool
@@ -140,10 +134,8 @@ type bootState struct {
 const bootGap = 1 << 32
 
 // crashMarkSQL is the server's crash mark: when its shared statistics were
-// last reset, in µs. Crash recovery resets them (a clean restart keeps
-// them; a standby keeps its own until promoted); a function call, cheaper
-// than reading the marker. An administrator resetting them only makes
-// every connection check the marker once more.
+// last reset (µs), which crash recovery does, not a clean restart; cheaper
+// than reading the marker. A manual reset only causes extra checks.
 const crashMarkSQL = "coalesce((extract(epoch FROM pg_stat_get_bgwriter_stat_reset_time()) * 1000000)::bigint, 0)"
 
 // bootCheckSQL puts the marker's row back and, when it was missing, moves
@@ -154,14 +146,12 @@ func bootCheckSQL(n names) string {
 		fmt.Sprintf("SELECT setval('%s', %s + %d) FROM i", strings.ReplaceAll(n.sequence, "'", "''"), nextvalSQL(n), bootGap)
 }
 
-// bootCheck runs bootCheckSQL once per connection (pooled, or pinned): a
+// bootCheck runs bootCheckSQL once per connection (docs/postgres.md): a
 // crash empties the marker's unlogged table, so every fence taken after it
 // is taken on a connection checked after it, above those the crash made
-// the sequence forget (asynchronous commits, the driver's or the
-// server's). A crash ends the driver's own connections; for those that
-// outlive it (a pooler's), bootCheck returns the crash mark read before
-// the check, which table mode's fence-taking statements compare when
-// commits may be asynchronous. It keeps its result in CustomData.
+// the sequence forget. For connections that outlive a crash (a pooler's)
+// it returns the crash mark read before the check, which guarded
+// statements compare. It keeps its result in CustomData.
 func (b *base) bootCheck(ctx context.Context, c *pgconn.PgConn) (bootState, error) {
 	if bs, ok := c.CustomData()[b.bootKey].(bootState); ok {
 		return bs, nil

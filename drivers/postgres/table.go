@@ -245,7 +245,6 @@ func (d *tableDriver) Close(ctx context.Context) error {
 	})
 }
 
-// ignoreNoRows returns err, or nil for pgx.ErrNoRows.
 func ignoreNoRows(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil

@@ -206,7 +206,6 @@ func (d *tableDriver) unwatch(key string, ch chan struct{}) {
 	}
 }
 
-// wake wakes the waiting Acquire calls of key.
 func (d *tableDriver) wake(key string) {
 	d.watchers.mu.Lock()
 	defer d.watchers.mu.Unlock()

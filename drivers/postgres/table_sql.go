@@ -54,19 +54,16 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		return fmt.Sprintf("CASE WHEN %s = $%d::bigint THEN %s END", crashMarkSQL, i, nextval)
 	}
 	ttl := "now() + $%d::bigint * interval '1 millisecond'"
-	// Turns. A row's queue holds the drivers waiting for it (a blocking
-	// Acquire: $6), {driver id: [arrival ms, last attempt ms]} in the
-	// server's clock, live while its driver retried within $7 ms; the head
-	// is the live entry that arrived first. take(a): row a is free and no
-	// live waiter queued before the acquirer ($5). queued: the acquirer's
-	// entry, refreshed. pruned: the live entries but the acquirer's.
-	// fresh(a): the acquirer's entry is under a quarter of $7 old, so a
-	// failed attempt need not write. An attempt that neither takes the row
-	// nor refreshes its entry only reads it (ON CONFLICT DO UPDATE would
-	// lock the row, making every failed poll a durable commit). The insert's
-	// fence is drawn only when the row is missing (a logged sequence writes
-	// WAL every 32 values); else the update draws it under the row's lock,
-	// and a row deleted meanwhile is inserted with fence 0 (refence).
+	// Turns. A row's queue holds its waiting drivers ($6: blocking), {id:
+	// [arrival ms, last attempt ms]}, live while retried within $7 ms; the
+	// head is the live entry that arrived first. take(a): row a is free and
+	// no live waiter queued before the acquirer ($5). queued: its entry,
+	// refreshed; pruned: the live entries but its. fresh(a): its entry is
+	// under $7/4 old: a failed attempt need not write, and then only reads
+	// (ON CONFLICT DO UPDATE would lock the row: a durable commit per poll).
+	// The insert draws a fence (nextval writes WAL) only for a missing row,
+	// the update under the row's lock; a row deleted meanwhile gets fence 0
+	// (refence).
 	const nowMS = "(extract(epoch FROM now()) * 1000)"
 	live := "(e.v->>1)::float8 > " + nowMS + " - $7::bigint"
 	head := func(a string) string {
