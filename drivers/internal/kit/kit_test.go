@@ -2,6 +2,7 @@ package kit_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"os"
 	"path/filepath"
@@ -127,6 +128,23 @@ func TestLockOpen(t *testing.T) {
 		t.Fatalf("LockOpen when closed = %v, mu held; want ErrClosed, mu free", err)
 	}
 	mu.Unlock()
+}
+
+// TestTLSConfig: a nil configuration becomes a new TLS 1.2+ one; unset
+// options leave a given one's settings; a bad CA file is an invalid option.
+func TestTLSConfig(t *testing.T) {
+	ca := testutil.NewTestCA(t)
+	tc, err := kit.TLSConfig(nil, ca.CAFile, "db.example", true)
+	if err != nil || tc.MinVersion != tls.VersionTLS12 || tc.ServerName != "db.example" || !tc.InsecureSkipVerify || tc.RootCAs == nil {
+		t.Fatalf("TLSConfig(nil, ...) = %+v, %v; want TLS 1.2+, the name, no verification, the CAs", tc, err)
+	}
+	given := &tls.Config{ServerName: "url.example", InsecureSkipVerify: true} //nolint:gosec // a test value
+	if tc, err := kit.TLSConfig(given, "", "", false); err != nil || tc != given || tc.ServerName != "url.example" || !tc.InsecureSkipVerify {
+		t.Fatalf("TLSConfig(given, unset) = %+v, %v; want given unchanged", tc, err)
+	}
+	if _, err := kit.TLSConfig(nil, filepath.Join(t.TempDir(), "none.pem"), "", false); !errors.Is(err, drivers.ErrOptions) {
+		t.Fatalf("TLSConfig with a missing CA file = %v; want ErrOptions", err)
+	}
 }
 
 // TestCAPool: a PEM CA file gives a pool; a missing file or one without a
