@@ -46,11 +46,10 @@ func (d *advisoryDriver) Features() drivers.Features {
 		BlockingWait: d.opts.MaxSessions > 1, Scope: "server", MinTTL: 500 * time.Millisecond}
 }
 
-// Acquire makes one attempt to take req.Key for req.Token: without waiting
-// on the main session, or with a server-side wait (lock_timeout) for up to
-// req.Wait on a waiter session, which then holds the lock. The fence is
-// taken in the same statement. Errors that retrying cannot cure match
-// drivers.ErrPermanent.
+// Acquire makes one attempt to take req.Key, fence included: without
+// waiting on the main session, or waiting in the server up to req.Wait on
+// a waiter session, which then holds it. Errors that retrying cannot cure
+// match drivers.ErrPermanent.
 func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	if err := d.life.Check(ctx); err != nil {
 		return drivers.AcquireResult{}, err
@@ -168,9 +167,8 @@ func (d *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []dr
 	return out
 }
 
-// Inspect describes key's holder: a lock held through this driver in full;
-// one held by another session as held, with no token and the identity the
-// holding session shows (LockInfo.Holder: see identify).
+// Inspect describes key's holder: in full when it holds through this
+// driver, else by the identity its session shows (identify).
 func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	if err := d.life.Check(ctx); err != nil {
 		return drivers.LockInfo{}, false, err
@@ -227,11 +225,10 @@ func (d *advisoryDriver) onMain(ctx context.Context, f func(s *session) error) e
 	return err
 }
 
-// Close closes the pinned sessions, which frees their locks, and ends the
-// subscriptions and the LISTEN connection. Later calls fail with ErrClosed.
-// Calls in flight when Close is done, or ctx ends, are cut (an error
-// wrapping ErrClosed, or the lock reported not held). It returns ctx's
-// error when ctx ended first.
+// Close closes the pinned sessions, freeing their locks, and ends the
+// subscriptions. Later calls fail with ErrClosed; calls in flight when
+// Close is done, or ctx ends, are cut. It returns ctx's error when ctx
+// ended first.
 func (d *advisoryDriver) Close(ctx context.Context) error {
 	var sessions []*session
 	return d.shutdown(ctx, func() {

@@ -98,9 +98,8 @@ var connectionKeys = []string{"url", "host", "port", "database", "username", "pa
 
 func connectionKey(o Options) string { return kit.SetKey(o, connectionKeys...) }
 
-// base is what both drivers share: options, names, the connection
-// configuration, the schema, the subscriptions and their LISTEN
-// connection, and the driver's life.
+// base is what both drivers share: options, names, connection
+// configuration, schema, subscriptions and the driver's life.
 type base struct {
 	// A Driver prints, marshals and logs as its Options do, and nothing
 	// else: its connection configurations hold the password.
@@ -161,12 +160,10 @@ func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
 	}
 }
 
-// shutdown is Close: it marks the driver closed and ends the
-// subscriptions, calls detach under b.mu (the driver forgets what it
-// holds), stops the LISTEN goroutine and calls release (the driver closes
-// its connections). Calls in flight may finish until ctx ends; then they
-// are cut, so that closing does not wait for a statement on a stalled link.
-// A second call waits for the first, or its ctx.
+// shutdown is Close: it marks the driver closed, ends the subscriptions,
+// calls detach under b.mu (the driver forgets what it holds), stops the
+// LISTEN goroutine and calls release (the driver closes its connections);
+// calls in flight are cut when ctx ends. A second call waits for the first.
 func (b *base) shutdown(ctx context.Context, detach func(), release func(context.Context) error) error {
 	var lisStop context.CancelFunc
 	var lisDone chan struct{}

@@ -228,11 +228,10 @@ func (d *tableDriver) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close ends the subscriptions, the LISTEN connection and the reclaimer,
-// and closes the pool the driver created (not NewWithPool's). Later calls
-// fail with ErrClosed. Calls in flight when Close is done, or ctx ends, are
-// cut (an error wrapping ErrClosed). It returns ctx's error when ctx ended
-// first.
+// Close ends the subscriptions and the reclaimer, and closes the pool the
+// driver created (not NewWithPool's). Later calls fail with ErrClosed;
+// calls in flight when Close is done, or ctx ends, are cut. It returns
+// ctx's error when ctx ended first.
 func (d *tableDriver) Close(ctx context.Context) error {
 	return d.shutdown(ctx, func() {}, func(context.Context) error {
 		d.reclaim.Stop()
