@@ -51,3 +51,22 @@ func CloseCutsStalled(t *testing.T, d drivers.Driver, errClosed error, link Link
 	}
 	CloseCutsStalledCall(t, d, errClosed, link.Stall, link.Resume, link.Blocked)
 }
+
+// Outcome is what an Acquire started by AcquireAsync returned, and when.
+type Outcome struct {
+	Res drivers.AcquireResult
+	Err error
+	At  time.Time // when Acquire returned
+}
+
+// AcquireAsync runs d.Acquire(ctx, req) on its own goroutine and returns
+// the channel its Outcome arrives on (buffered: the goroutine ends even if
+// nobody reads it).
+func AcquireAsync(ctx context.Context, d drivers.Driver, req drivers.AcquireRequest) <-chan Outcome {
+	out := make(chan Outcome, 1)
+	go func() {
+		res, err := d.Acquire(ctx, req)
+		out <- Outcome{res, err, time.Now()}
+	}()
+	return out
+}

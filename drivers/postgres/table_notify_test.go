@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
 )
 
 // listenRaw opens a connection listening on channel.
@@ -144,16 +145,7 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 			return false
 		}
 	})
-	type result struct {
-		res drivers.AcquireResult
-		err error
-		at  time.Time
-	}
-	got := make(chan result, 1)
-	go func() {
-		res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute, Wait: 10 * time.Second})
-		got <- result{res, err, time.Now()}
-	}()
+	got := drivertest.AcquireAsync(ctx, b, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute, Wait: 10 * time.Second})
 	// the waiter queued and polled once: its next poll is
 	// WaitPollInterval away; release at once after seeing its entry fresh
 	within(t, 5*time.Second, "b queued", func() bool {
@@ -172,10 +164,10 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
 	r := <-got
-	if r.err != nil || !r.res.Acquired {
-		t.Fatalf("waiting Acquire = %+v, %v", r.res, r.err)
+	if r.Err != nil || !r.Res.Acquired {
+		t.Fatalf("waiting Acquire = %+v, %v", r.Res, r.Err)
 	}
-	if d := r.at.Sub(released); d > WaitPollInterval*3/4 {
+	if d := r.At.Sub(released); d > WaitPollInterval*3/4 {
 		t.Fatalf("the waiter got the lock %v after the release; want it woken, well before its next poll (%v)", d, WaitPollInterval)
 	}
 }

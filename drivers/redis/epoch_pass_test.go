@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -22,16 +23,7 @@ func TestNoHandoffDuringEpochWait(t *testing.T) {
 	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "x", Token: "a", TTL: 10 * time.Second}); err != nil || !res.Acquired {
 		t.Fatalf("Acquire(a) = %+v, %v", res, err)
 	}
-	type result struct {
-		res drivers.AcquireResult
-		err error
-		at  time.Time
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := w.Acquire(ctx, drivers.AcquireRequest{Key: "x", Token: "b", TTL: 10 * time.Second, Wait: 10 * time.Second})
-		done <- result{res, err, time.Now()}
-	}()
+	done := drivertest.AcquireAsync(ctx, w, drivers.AcquireRequest{Key: "x", Token: "b", TTL: 10 * time.Second, Wait: 10 * time.Second})
 	eventually(t, 5*time.Second, "the waiter is queued", func() bool {
 		n, err := s.Command("ZCARD", tag("x")+queueSuffix)
 		return err == nil && n == "1"
@@ -48,10 +40,10 @@ func TestNoHandoffDuringEpochWait(t *testing.T) {
 		t.Fatalf("after the release the lock is %q (%v); want free: no hand-off during the wait", v, err)
 	}
 	r := <-done
-	if r.err != nil || !r.res.Acquired {
-		t.Fatalf("the waiter's Acquire = %+v, %v; want acquired after the wait", r.res, r.err)
+	if r.Err != nil || !r.Res.Acquired {
+		t.Fatalf("the waiter's Acquire = %+v, %v; want acquired after the wait", r.Res, r.Err)
 	}
-	if got := r.at.Sub(started); got < wait {
+	if got := r.At.Sub(started); got < wait {
 		t.Fatalf("the waiter got the lock %v after the wait began; want no grant within %v", got, wait)
 	}
 }
