@@ -76,21 +76,18 @@ func knownSlots(t testing.TB, cc *goredis.ClusterClient) {
 	if err != nil {
 		t.Fatalf("knownStore: %v", err)
 	}
-	ranges, err := cc.ClusterSlots(ctx).Result()
-	if err != nil {
-		t.Fatalf("knownStore: %v", err)
-	}
 	pipe := cc.Pipeline()
-	for _, r := range ranges {
-		run := runs[r.Nodes[0].Addr]
+	for _, m := range slotMarks() {
+		c, err := cc.MasterForKey(ctx, m[0])
+		if err != nil {
+			t.Fatalf("knownStore: %v", err)
+		}
+		run := runs[c.Options().Addr]
 		if run == "" {
-			t.Fatalf("knownStore: no run_id for the master %s of slots %d-%d (masters: %v)", r.Nodes[0].Addr, r.Start, r.End, runs)
+			t.Fatalf("knownStore: no run_id for the master %s of %s (masters: %v)", c.Options().Addr, m[0], runs)
 		}
-		for s := r.Start; s <= r.End; s++ {
-			m := &slotMarks()[s]
-			pipe.SetNX(ctx, m[0], "0", 0)
-			pipe.SetNX(ctx, m[0]+runSuffix, run, 0)
-		}
+		pipe.SetNX(ctx, m[0], "0", 0)
+		pipe.SetNX(ctx, m[0]+runSuffix, run, 0)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatalf("knownStore: %v", err)
