@@ -30,11 +30,13 @@ const runSuffix = ":run"
 
 // slotEpochScript checks a slot on the master that runs it and returns the
 // wait it started in ms (0: none). A marker without a run_id record counts
-// as checked on another process: the record may have been written while
-// replication was cut, and be missing on a promoted replica. A slot
-// without a marker (brand new, or forgotten: the acquire script's epoch
-// then applies) just gets the record. A user refused INFO gets no check
-// (the markers still apply).
+// as checked on another process (the record may have been lost, or
+// written while replication was cut and be missing on a promoted replica),
+// except the marker "0" an operator writes to declare a new store that
+// holds no lock (see epoch.go): that slot is adopted. A slot without a
+// marker (brand new, or forgotten: the acquire script's epoch then
+// applies) just gets the record. A user refused INFO gets no check (the
+// markers still apply).
 //
 //	KEYS[1] epoch marker, KEYS[2] its wait key, KEYS[3] the run_id key
 //	ARGV[1] restart wait (ms)
@@ -43,7 +45,8 @@ local id = string.match(info('server'), 'run_id:(%x+)')
 local run = redis.call('GET', KEYS[3])
 if not id or run == id then return 0 end
 local left = 0
-if redis.call('EXISTS', KEYS[1]) == 1 then
+local mark = redis.call('GET', KEYS[1])
+if mark and (run or mark ~= '0') then
   left = epoch(KEYS[1], KEYS[2], tonumber(ARGV[1]), true)
 end
 redis.call('SET', KEYS[3], id)
