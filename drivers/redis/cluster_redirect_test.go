@@ -59,13 +59,13 @@ func TestClusterRedirectAfterFailover(t *testing.T) {
 // TestClusterSlotWithoutRunRecord: a slot whose marker has no run_id
 // record beside it (the record was written while replication was cut and
 // the replica holding the marker was promoted) counts as checked on
-// another process: a driver's first check there starts a new epoch
-// (unless the marker is an operator's "0": every other test's cluster).
+// another process: a driver's first check there starts a new epoch.
 func TestClusterSlotWithoutRunRecord(t *testing.T) {
-	c := testutil.StartRedisCluster(t) // not knownCluster: its markers are an operator's "0"
+	c := testutil.StartRedisCluster(t)
+	knownCluster(t, c)
 	d := clusterDriver(t, c, Options{})
 	x := byMaster(t, c, "redistest:norun:", 1)[victim][0]
-	_, before := grantedAfter(t, d, x, 20*time.Second) // a new cluster's first epoch may wait
+	_, before := grantedAfter(t, d, x, 20*time.Second)
 	if ok, err := d.Release(t.Context(), x, "new"); !ok || err != nil {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -19,10 +18,9 @@ import (
 // older copy of the slot. A master that no longer serves the slot answers
 // MOVED (the script did nothing there); the driver has go-redis reload its
 // slot map, waits up to movedWait for the map to name another master, and
-// runs the call again through the gate, which checks the slot there first.
-// ASK (a slot being migrated) is passed to the Cluster client, which sends
-// the script on to the importing master; a migration moves each key whole,
-// so that master holds no older copy of the ones it has.
+// runs the call again, after checking the slot there (onMaster). ASK (a
+// slot being migrated) fails the call with a retryable error: a waiting
+// Acquire retries until the migration ends.
 
 // movedWait bounds the wait for the slot map to follow a MOVED reply.
 const movedWait = 2 * time.Second
@@ -30,6 +28,35 @@ const movedWait = 2 * time.Second
 // movedBackoff is the pause between two looks at the reloaded slot map:
 // the one retry policy, from 10 ms (a reload is one round trip) to 200 ms.
 var movedBackoff = backoff.Policy{Start: 10 * time.Millisecond, Cap: 200 * time.Millisecond}
+
+// onMaster runs f on the master of key once key's slot is checked there
+// (through the health gate when gated, else past it), following one MOVED
+// reply to the slot's new master.
+func (d *Driver) onMaster(ctx context.Context, gated bool, key string, f func(*node) (any, error)) (any, error) {
+	for moved := false; ; moved = true {
+		n, err := d.checked(ctx, gated, key)
+		var v any
+		if err == nil {
+			v, err = f(n)
+		}
+		if moved || n == nil || !d.followMoved(ctx, n, key, err) {
+			return v, err
+		}
+	}
+}
+
+// checked returns the node of key's master, with key's slot checked on it
+// when due: through the health gate when gated, else past it.
+func (d *Driver) checked(ctx context.Context, gated bool, key string) (*node, error) {
+	if gated {
+		return d.gateChecked(ctx, key)
+	}
+	n, err := d.health.node(ctx, key)
+	if err != nil || !d.cluster {
+		return n, err
+	}
+	return n, d.checkSlots(ctx, []string{key}, []*node{n})[0]
+}
 
 // scripter is the client a script for n's server runs on: the driver's
 // client, or in a Cluster the client of n's master alone.
@@ -44,18 +71,14 @@ func (d *Driver) scripter(n *node) goredis.Scripter {
 
 // isRedirect reports whether err is a Cluster redirection (MOVED or ASK).
 func isRedirect(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+	return goredis.HasErrorPrefix(err, "MOVED ") || goredis.HasErrorPrefix(err, "ASK ")
 }
 
 // followMoved reports whether a call that n's master answered err should
 // run again: err is MOVED, and go-redis's reloaded slot map names another
 // master for key within movedWait.
 func (d *Driver) followMoved(ctx context.Context, n *node, key string, err error) bool {
-	if !d.cluster || err == nil || !strings.HasPrefix(err.Error(), "MOVED ") {
+	if !d.cluster || !goredis.HasErrorPrefix(err, "MOVED ") {
 		return false
 	}
 	d.health.cc.ReloadState(ctx)

@@ -40,16 +40,7 @@ func (d *Driver) replicaWait(n *node) int64 {
 // ReplicaTimeout return the script's reply with an error wrapping
 // ErrReplicas.
 func (d *Driver) runReplicated(ctx context.Context, s *goredis.Script, keys []string, args ...any) (any, error) {
-	for moved := false; ; moved = true {
-		n, err := d.gateChecked(ctx, keys[0])
-		if err != nil {
-			return nil, err
-		}
-		v, err := d.evalReplicated(ctx, n, s, keys, args)
-		if moved || !d.followMoved(ctx, n, keys[0], err) {
-			return v, err
-		}
-	}
+	return d.onMaster(ctx, true, keys[0], func(n *node) (any, error) { return d.evalReplicated(ctx, n, s, keys, args) })
 }
 
 // evalReplicated is runReplicated's one attempt on n's server.
