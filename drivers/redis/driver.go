@@ -49,6 +49,7 @@ type Driver struct {
 	set      settings
 	health   *health
 	id       string // waiter id in the stores' queues
+	args     fixedArgs
 	watchers watchers
 	longest  ttlSeen    // the longest ttl asked for (the default restart wait)
 	servers  servers    // the server processes seen (detect.go)
@@ -159,9 +160,36 @@ func nilClient(isNil bool) error {
 
 func newDriver(c goredis.UniversalClient, owned, cluster bool, set settings) *Driver {
 	d := &Driver{client: c, owned: owned, cluster: cluster, set: set, id: rand.Text()}
+	d.args = newFixedArgs(d)
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.health = newHealth(d)
 	return d
+}
+
+// fixedArgs are the script arguments that are the same on every call of a
+// driver, converted to interface values once: go-redis takes a script's
+// arguments as []any, and converting a string or an int64 to any
+// allocates, on every acquisition and release.
+type fixedArgs struct {
+	id         any // d.id, the waiter id
+	prefix     any // the channel prefix of the waiters' channels
+	live       any // WaiterLiveness in ms
+	fenceTTL   any // the fence counter's ttl in ms
+	fenceTTLms int64
+}
+
+func newFixedArgs(d *Driver) fixedArgs {
+	f := ttlMillis(d.set.fenceTTL)
+	return fixedArgs{id: d.id, prefix: d.set.channel + ":", live: WaiterLiveness.Milliseconds(), fenceTTL: f, fenceTTLms: f}
+}
+
+// fenceTTLFor returns ms (a counter ttl in ms) as an argument, without a
+// new conversion when it is the driver's fence ttl.
+func (a *fixedArgs) fenceTTLFor(ms int64) any {
+	if ms == a.fenceTTLms {
+		return a.fenceTTL
+	}
+	return ms
 }
 
 // Features reports expiring locks on the server's clock with fencing, and

@@ -32,6 +32,17 @@ const (
 	liveSuffix  = ":live"
 )
 
+// tagKeys returns the Redis keys of the lock whose tag is t: the lock,
+// its fence counter, its queue and the queue's hash. The last three share
+// one allocation (substrings of one string): a script's keys are built on
+// every call.
+func tagKeys(t string) (lock, fence, queue, live string) {
+	all := t + fenceSuffix + t + queueSuffix + t + liveSuffix
+	f := len(t) + len(fenceSuffix)
+	q := f + len(t) + len(queueSuffix)
+	return t, all[:f], all[f:q], all[q:]
+}
+
 // fenceKey is the Redis key of the lock's fence counter.
 func fenceKey(key string) string { return tag(key) + fenceSuffix }
 

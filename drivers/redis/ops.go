@@ -64,16 +64,16 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (res d
 // waiters' queue when not acquired.
 func (d *Driver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, queue bool) (drivers.AcquireResult, error) {
 	ttl := d.longest.see(req.TTL)
-	fenceTTL := max(ttlMillis(d.set.fenceTTL), ttl)
+	fenceTTL := max(d.args.fenceTTLms, ttl)
 	q := "0"
 	if queue {
 		q = "1"
 	}
 	t := tag(req.Key)
 	e, w := d.marks(t)
-	v, err := d.runReplicated(ctx, acquireScript,
-		[]string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix, e, w},
-		req.Token, ttl, fenceTTL, d.id, q, WaiterLiveness.Milliseconds(), d.restartWait(ttl))
+	l, f, qk, lv := tagKeys(t)
+	v, err := d.runReplicated(ctx, acquireScript, []string{l, f, qk, lv, e, w},
+		req.Token, ttl, d.args.fenceTTLFor(fenceTTL), d.args.id, q, d.args.live, d.restartWait(ttl))
 	if errors.Is(err, ErrReplicas) {
 		_, _ = d.Release(ctx, req.Key, req.Token) // whether it took the lock or not
 	}
@@ -105,7 +105,7 @@ func (d *Driver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, qu
 func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 	t := tag(key)
 	v, err := d.run(ctx, releaseScript, d.lockKeys(t),
-		token, d.set.channel+":", key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL))
+		token, d.args.prefix, key, d.args.live, d.args.fenceTTL)
 	if err != nil {
 		return false, fmt.Errorf("redis: release: %w", err)
 	}
@@ -121,7 +121,7 @@ func (d *Driver) Handover(ctx context.Context, key, token string, next drivers.A
 		return false, drivers.AcquireResult{}, fmt.Errorf("redis: ttl %v must be positive", next.TTL)
 	}
 	v, err := d.runReplicated(ctx, handoverScript, d.lockKeys(tag(key)),
-		token, d.set.channel+":", key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL), next.Token, d.longest.see(next.TTL))
+		token, d.args.prefix, key, d.args.live, d.args.fenceTTL, next.Token, d.longest.see(next.TTL))
 	a, ok := v.([]any)
 	ok = ok && len(a) == 2
 	var flag, n int64
@@ -168,7 +168,7 @@ func (d *Driver) leave(ctx context.Context, req drivers.AcquireRequest, release,
 		run = d.run
 	}
 	v, err := run(ctx, leaveScript, d.lockKeys(t),
-		req.Token, d.set.channel+":", req.Key, WaiterLiveness.Milliseconds(), ttlMillis(d.set.fenceTTL), d.id, r)
+		req.Token, d.args.prefix, req.Key, d.args.live, d.args.fenceTTL, d.args.id, r)
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: leaving the queue: %w", err)
 	}
@@ -230,5 +230,6 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 // marker's wait key (no hand-off during the wait).
 func (d *Driver) lockKeys(t string) []string {
 	e, w := d.marks(t)
-	return []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix, e, w}
+	l, f, q, lv := tagKeys(t)
+	return []string{l, f, q, lv, e, w}
 }
