@@ -26,11 +26,17 @@ import (
 // (MySQL's token column holds 255). Nothing secret is in it.
 
 const (
-	identSep     = '~'
-	randLen      = 26 // base32 of 16 bytes, unpadded
-	maxAppLen    = 32
-	maxHostLen   = 64
-	tokenTimeLen = 9 // base 36 digits of Unix ms until the year 5188
+	identSep   = '~'
+	randLen    = 26 // base32 of 16 bytes, unpadded
+	maxAppLen  = 32
+	maxHostLen = 64
+
+	// maxIdentLen bounds identSuffix: four separators, the application,
+	// the host and a pid (at most 20 digits).
+	maxIdentLen = 4 + maxAppLen + maxHostLen + 20
+	// maxTimeLen is the base 36 digits of any positive int64 (36^13 > 2^63).
+	maxTimeLen = 13
+	base36     = "0123456789abcdefghijklmnopqrstuvwxyz"
 )
 
 var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
@@ -136,17 +142,34 @@ func clean(s string, n int) string {
 }
 
 // newToken returns a fresh token naming this Mutex's process as holder, for
-// an attempt started at now.
+// an attempt started at now. It is built in a buffer on the stack, so the
+// token's string is its one allocation.
 func (m *Mutex) newToken(now time.Time) string {
 	var src [16]byte
 	_, _ = rand.Read(src[:]) // never fails (crypto/rand)
-	var b strings.Builder
-	b.Grow(randLen + len(m.ident) + tokenTimeLen)
-	var enc [randLen]byte
-	b32.Encode(enc[:], src[:])
-	b.Write(enc[:])
-	b.WriteString(m.ident)
-	var ms [16]byte
-	b.Write(strconv.AppendInt(ms[:0], now.UnixMilli(), 36))
-	return b.String()
+	var buf [randLen + maxIdentLen + maxTimeLen]byte
+	b32.Encode(buf[:randLen], src[:])
+	t := append(buf[:randLen], m.ident...)
+	t = appendMillis(t, now.UnixMilli())
+	return string(t)
+}
+
+// appendMillis appends ms in base 36, as strconv.AppendInt(dst, ms, 36)
+// does (ParseHolder reads it back with strconv.ParseInt), dividing by the
+// constant 36 (a multiplication) where strconv divides by a variable base.
+func appendMillis(dst []byte, ms int64) []byte {
+	if ms < 0 {
+		return strconv.AppendInt(dst, ms, 36)
+	}
+	var d [maxTimeLen]byte
+	i := len(d)
+	for u := uint64(ms); ; {
+		i--
+		q := u / 36
+		d[i] = base36[u-q*36]
+		if u = q; u == 0 {
+			break
+		}
+	}
+	return append(dst, d[i:]...)
 }
