@@ -85,7 +85,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 		return nil, res, fmt.Errorf("%w: %q: the store answered after the lock's ttl (%v), released", ErrTimeout, name, ttl)
 	}
 
-	l := &Lock{m: m, name: name, key: key, token: token, fence: res.Fence, acquiredAt: now, ttl: ttl}
+	l := &Lock{m: m, key: key, token: token, fence: res.Fence, acquiredAt: now, ttl: ttl}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()

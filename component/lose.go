@@ -23,7 +23,7 @@ func (m *Mutex) lose(l *Lock, cause, reason string) {
 	}
 	now := time.Now()
 	m.log.Warn("mutex lock lost",
-		zap.String("lock", l.name),
+		zap.String("lock", l.name()),
 		zap.String("key", l.key),
 		zap.Uint64("fence", l.fence),
 		zap.String("token_prefix", TokenPrefix(l.token)),
@@ -35,7 +35,7 @@ func (m *Mutex) lose(l *Lock, cause, reason string) {
 		zap.Duration("since_last_renewal", now.Sub(l.renewedAt)),
 	)
 	m.tel.lost(l, cause)
-	m.end(l, stateLost, fmt.Errorf("%w: %q: %s", ErrLost, l.name, reason))
+	m.end(l, stateLost, fmt.Errorf("%w: %q: %s", ErrLost, l.name(), reason))
 }
 
 // TokenHash returns the first 12 hex digits of the SHA-256 of a lock token:
