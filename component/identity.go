@@ -142,16 +142,35 @@ func clean(s string, n int) string {
 }
 
 // newToken returns a fresh token naming this Mutex's process as holder, for
-// an attempt started at now. It is built in a buffer on the stack, so the
-// token's string is its one allocation.
+// an attempt started at now.
 func (m *Mutex) newToken(now time.Time) string {
+	_, token := m.keyToken("", now)
+	return token
+}
+
+// keyToken returns the key of the lock name (with the Mutex's prefix; ""
+// when name is "") and a fresh token for an attempt started at now, as two
+// parts of one string: built in a buffer on the stack (unless the name is
+// long), it is the attempt's one allocation for both.
+func (m *Mutex) keyToken(name string, now time.Time) (key, token string) {
+	prefix := m.opts.Prefix
+	if name == "" {
+		prefix = ""
+	}
+	k := len(prefix) + len(name)
+	var buf [256]byte
+	b := buf[:0]
+	if n := k + randLen + len(m.ident) + maxTimeLen; n > len(buf) {
+		b = make([]byte, 0, n)
+	}
+	b = append(append(b, prefix...), name...)
 	var src [16]byte
 	_, _ = rand.Read(src[:]) // never fails (crypto/rand)
-	var buf [randLen + maxIdentLen + maxTimeLen]byte
-	b32.Encode(buf[:randLen], src[:])
-	t := append(buf[:randLen], m.ident...)
-	t = appendMillis(t, now.UnixMilli())
-	return string(t)
+	b = b32.AppendEncode(b, src[:])
+	b = append(b, m.ident...)
+	b = appendMillis(b, now.UnixMilli())
+	s := string(b)
+	return s[:k], s[k:]
 }
 
 // appendMillis appends ms in base 36, as strconv.AppendInt(dst, ms, 36)
