@@ -36,7 +36,10 @@ const (
 	maxIdentLen = 4 + maxAppLen + maxHostLen + 20
 	// maxTimeLen is the base 36 digits of any positive int64 (36^13 > 2^63).
 	maxTimeLen = 13
-	base36     = "0123456789abcdefghijklmnopqrstuvwxyz"
+	// stackKeyLen is the longest key (prefix and name) keyToken builds
+	// with its token on the stack.
+	stackKeyLen = 64
+	base36      = "0123456789abcdefghijklmnopqrstuvwxyz"
 )
 
 var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
@@ -158,7 +161,7 @@ func (m *Mutex) keyToken(name string, now time.Time) (key, token string) {
 		prefix = ""
 	}
 	k := len(prefix) + len(name)
-	var buf [256]byte
+	var buf [stackKeyLen + randLen + maxIdentLen + maxTimeLen]byte
 	b := buf[:0]
 	if n := k + randLen + len(m.ident) + maxTimeLen; n > len(buf) {
 		b = make([]byte, 0, n)
