@@ -17,7 +17,7 @@ import (
 // least attemptGrace to answer; a lock acquired after that, or after ctx
 // ended, is released in the background.
 func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now time.Time, deadline time.Time, w *waiter) (*Lock, drivers.AcquireResult, error) {
-	key, token := m.keyToken(name, now)
+	key, token := m.keyToken(m.opts.Prefix, name, now)
 
 	wait := m.blockingWait(now, deadline, ttl)
 	limit := now.Add(attemptGrace + wait)

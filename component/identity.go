@@ -147,19 +147,15 @@ func clean(s string, n int) string {
 // newToken returns a fresh token naming this Mutex's process as holder, for
 // an attempt started at now.
 func (m *Mutex) newToken(now time.Time) string {
-	_, token := m.keyToken("", now)
+	_, token := m.keyToken("", "", now)
 	return token
 }
 
-// keyToken returns the key of the lock name (with the Mutex's prefix; ""
-// when name is "") and a fresh token for an attempt started at now, as two
-// parts of one string: built in a buffer on the stack (unless the name is
-// long), it is the attempt's one allocation for both.
-func (m *Mutex) keyToken(name string, now time.Time) (key, token string) {
-	prefix := m.opts.Prefix
-	if name == "" {
-		prefix = ""
-	}
+// keyToken returns the key prefix+name and a fresh token for an attempt
+// started at now, as two parts of one string: built in a buffer on the
+// stack (unless the key is long), it is the attempt's one allocation for
+// both.
+func (m *Mutex) keyToken(prefix, name string, now time.Time) (key, token string) {
 	k := len(prefix) + len(name)
 	var buf [stackKeyLen + randLen + maxIdentLen + maxTimeLen]byte
 	b := buf[:0]

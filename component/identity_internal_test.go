@@ -76,15 +76,11 @@ func TestNewToken(t *testing.T) {
 // TestKeyToken: the key and the token made in one allocation are the
 // prefix and name, and a token of this process, for any length of name.
 func TestKeyToken(t *testing.T) {
-	m := &Mutex{ident: identSuffix("app"), opts: Options{Prefix: "p:"}}
+	m := &Mutex{ident: identSuffix("app")}
 	now := time.UnixMilli(time.Now().UnixMilli())
-	for _, name := range []string{"", "x", strings.Repeat("n", 200), strings.Repeat("n", 1000)} {
-		key, tok := m.keyToken(name, now)
-		want := "p:" + name
-		if name == "" {
-			want = ""
-		}
-		if key != want {
+	for _, name := range []string{"", "x", strings.Repeat("n", 60), strings.Repeat("n", 200), strings.Repeat("n", 1000)} {
+		key, tok := m.keyToken("p:", name, now)
+		if want := "p:" + name; key != want {
 			t.Errorf("keyToken(%d bytes): key %q; want %q", len(name), key, want)
 		}
 		if h, ok := ParseHolder(tok); !ok || h.Application != "app" || !h.AcquiredAt.Equal(now) {
