@@ -26,10 +26,14 @@ var permanentErrors = map[uint16]bool{
 }
 
 // permanent returns err marked drivers.Permanent when the server answered
-// with one of permanentErrors, else err unchanged.
+// with one of permanentErrors, else err unchanged. A nil err costs
+// nothing: me, which errors.As moves to the heap, is declared past it.
 func permanent(err error) error {
+	if err == nil || errors.Is(err, drivers.ErrPermanent) {
+		return err
+	}
 	var me *gomysql.MySQLError
-	if err == nil || errors.Is(err, drivers.ErrPermanent) || !errors.As(err, &me) || !permanentErrors[me.Number] {
+	if !errors.As(err, &me) || !permanentErrors[me.Number] {
 		return err
 	}
 	return drivers.Permanent(err)
