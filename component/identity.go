@@ -2,7 +2,6 @@ package component
 
 import (
 	"crypto/rand"
-	"encoding/base32"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,8 +17,9 @@ import (
 //
 //	<26 random base32 characters>~<application>~<host>~<pid>~<ms>
 //
-// The random part (128 bits) is what makes the token unique; the rest is
-// the application name, the host name, the process id and the Unix time in
+// The random part (130 bits: 26 base32 characters from crypto/rand, as
+// rand.Text makes them) is what makes the token unique; the rest is the
+// application name, the host name, the process id and the Unix time in
 // milliseconds (base 36) of the acquisition attempt. The names keep only
 // letters, digits, '.', '_' and '-' (others become '_'), the application
 // is cut to 32 bytes and the host to 64, so a token is at most 150 bytes
@@ -27,7 +27,7 @@ import (
 
 const (
 	identSep   = '~'
-	randLen    = 26 // base32 of 16 bytes, unpadded
+	randLen    = 26 // base32 characters, 130 random bits
 	maxAppLen  = 32
 	maxHostLen = 64
 
@@ -40,9 +40,8 @@ const (
 	// with its token on the stack.
 	stackKeyLen = 64
 	base36      = "0123456789abcdefghijklmnopqrstuvwxyz"
+	b32Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" // RFC 4648's, as rand.Text's
 )
-
-var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
 
 // Holder says who holds a lock, as its token tells.
 type Holder struct {
@@ -163,9 +162,14 @@ func (m *Mutex) keyToken(prefix, name string, now time.Time) (key, token string)
 		b = make([]byte, 0, n)
 	}
 	b = append(append(b, prefix...), name...)
-	var src [16]byte
-	_, _ = rand.Read(src[:]) // never fails (crypto/rand)
-	b = b32.AppendEncode(b, src[:])
+	// The random part as crypto/rand.Text makes it: 26 random bytes, each
+	// read as one base32 character (5 random bits: 256 is a multiple of 32).
+	r := b[len(b) : len(b)+randLen]
+	_, _ = rand.Read(r) // never fails (crypto/rand)
+	for i, c := range r {
+		r[i] = b32Alphabet[c%32]
+	}
+	b = b[:len(b)+randLen]
 	b = append(b, m.ident...)
 	b = appendMillis(b, now.UnixMilli())
 	s := string(b)

@@ -48,7 +48,7 @@ func TestAppendMillis(t *testing.T) {
 	}
 }
 
-// TestNewToken: a token is 128 random bits in base32, this process's
+// TestNewToken: a token is 130 random bits in base32, this process's
 // identity and the attempt's time, which ParseHolder reads back; no two
 // are alike.
 func TestNewToken(t *testing.T) {
@@ -61,8 +61,8 @@ func TestNewToken(t *testing.T) {
 			t.Fatalf("random part %q twice", tok[:randLen])
 		}
 		seen[tok[:randLen]] = true
-		if _, err := b32.DecodeString(tok[:randLen]); err != nil {
-			t.Fatalf("token %q: random part: %v", tok, err)
+		if i := strings.IndexFunc(tok[:randLen], func(c rune) bool { return !strings.ContainsRune(b32Alphabet, c) }); i >= 0 {
+			t.Fatalf("token %q: random part not base32 at %d", tok, i)
 		}
 		host, pid := process()
 		h, ok := ParseHolder(tok)

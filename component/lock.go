@@ -68,7 +68,7 @@ func (l *Lock) name() string {
 // Key returns the lock's key in the store: the Mutex's prefix and the name.
 func (l *Lock) Key() string { l.mustLock(); return l.key }
 
-// Token returns the token that identifies this holder in the store: 128
+// Token returns the token that identifies this holder in the store: 130
 // random bits and the holder's identity (see ParseHolder).
 func (l *Lock) Token() string { l.mustLock(); return l.token }
 

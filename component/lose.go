@@ -47,7 +47,7 @@ func TokenHash(token string) string {
 }
 
 // tokenPrefixLen is how much of a token TokenPrefix shows: 8 of its 26
-// random base32 characters (40 of 128 bits), leaving 88 bits unknown.
+// random base32 characters (40 of 130 bits), leaving 90 bits unknown.
 const tokenPrefixLen = 8
 
 // TokenPrefix returns the first 8 characters of a lock token: what logs
