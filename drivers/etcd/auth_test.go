@@ -24,11 +24,13 @@ func TestAuthPrefixRole(t *testing.T) {
 
 	d := open(t, Options{Endpoints: c.Endpoints(), Username: "app", Password: "S3cr3tPW", KeyPrefix: "app/"})
 	other := open(t, Options{Endpoints: c.Endpoints(), Username: "app", Password: "S3cr3tPW", KeyPrefix: "app/"})
-	res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Second})
+	// A 10 s ttl: nothing renews the lock while the test waits for the
+	// queue, which takes seconds on a loaded machine.
+	res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: 10 * time.Second})
 	if err != nil || !res.Acquired {
 		t.Fatalf("Acquire = %+v, %v", res, err)
 	}
-	if r := d.Renew(ctx, []drivers.Lease{{Key: "k", Token: "a", TTL: time.Second}}); r[0].Err != nil || !r[0].Held {
+	if r := d.Renew(ctx, []drivers.Lease{{Key: "k", Token: "a", TTL: 10 * time.Second}}); r[0].Err != nil || !r[0].Held {
 		t.Fatalf("Renew = %+v", r)
 	}
 	if info, ok, err := other.Inspect(ctx, "k"); err != nil || !ok || info.Token != "a" {
@@ -36,7 +38,7 @@ func TestAuthPrefixRole(t *testing.T) {
 	}
 	waited := make(chan drivers.AcquireResult, 1)
 	go func() {
-		r, err := other.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "b", TTL: time.Second, Wait: 5 * time.Second})
+		r, err := other.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "b", TTL: time.Second, Wait: 15 * time.Second})
 		if err != nil {
 			t.Errorf("waiting Acquire: %v", err)
 		}

@@ -150,14 +150,9 @@ func (o Options) tls(https bool) (*tls.Config, error) {
 		o.TLSServerName == "" && !o.TLSInsecureSkipVerify {
 		return nil, nil
 	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.TLSServerName}
-	tc.InsecureSkipVerify = o.TLSInsecureSkipVerify //nolint:gosec // explicit option
-	if o.TLSCAFile != "" {
-		pool, err := kit.CAPool(o.TLSCAFile)
-		if err != nil {
-			return nil, err
-		}
-		tc.RootCAs = pool
+	tc, err := kit.TLSConfig(nil, o.TLSCAFile, o.TLSServerName, o.TLSInsecureSkipVerify)
+	if err != nil {
+		return nil, err
 	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		return nil, fmt.Errorf("%w: tlsCertFile: set tlsCertFile and tlsKeyFile together", ErrOptions)

@@ -19,25 +19,25 @@ import (
 )
 
 // advisoryDriver holds GET_LOCK locks (ModeAdvisory), each on its own
-// pinned connection: a waiter blocking in GET_LOCK never delays another
-// lock's statements, and a broken connection loses only its own lock.
+// pinned connection: a waiter blocking in GET_LOCK delays no other lock,
+// and a broken connection loses only its own lock.
 type advisoryDriver struct {
 	core
 
-	fence   string       // the resolved fence source (ensureSchema)
-	holders bool         // holders are kept (advisory_holder.go); under ddl, with fence
-	noIdent atomic.Bool  // the server refused a holder table write: write no more (advisory_holder.go)
-	advSQL  [2][2]string // its acquire statement [without, with a timeout][alone, also reading the session]
+	fence   string       // resolved fence source; fence, holders, advSQL under ddl (ensureSchema)
+	holders bool         // holders are kept (advisory_holder.go)
+	noIdent atomic.Bool  // a holder row write was refused: write no more
+	advSQL  [2][2]string // acquire statement [no timeout, timeout][alone, reading the session]
 
 	mu   sync.Mutex
 	held map[string]*heldLock // by key
 	idle []idleConn           // connections kept between acquisitions, most recent last
 
 	idleTimer *time.Timer    // returns kept connections to the pool (advisory_conn.go)
-	idleWG    sync.WaitGroup // the timer's function, armed or running
+	idleWG    sync.WaitGroup // idleTimer's function, armed or running
 
-	bootSQL []string     // the expressions of the server's boot time, tried in order (advisory_boot.go)
-	bootSrc atomic.Int32 // index in bootSQL of the one in use
+	bootSQL []string     // boot time expressions, tried in order (advisory_boot.go)
+	bootSrc atomic.Int32 // index of the one in use
 
 	monitorOnce sync.Once
 	monitorWG   sync.WaitGroup
@@ -71,7 +71,7 @@ func (a *advisoryDriver) Features() drivers.Features {
 }
 
 // Acquire makes one attempt to take req.Key for req.Token, blocking in
-// the server up to req.Wait. Errors that retrying cannot cure match
+// the server up to req.Wait. Errors retrying cannot cure match
 // drivers.ErrPermanent.
 func (a *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	return a.acquireWith(ctx, req, a.ensureSchema, a.acquire)
@@ -85,9 +85,28 @@ func (a *advisoryDriver) Release(ctx context.Context, key, token string) (bool, 
 	return ok, a.life.ClosedErr(err)
 }
 
-// Extend checks that the lock's connection still holds it; ttl is ignored.
+// Extend checks on the lock's own connection that it still holds it (ttl
+// is ignored); any failure drops the connection and reports the lock lost.
 func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
-	return call(&a.core, ctx, func(ctx context.Context) (bool, error) { return a.extend(ctx, key, token) })
+	return call(&a.core, ctx, func(ctx context.Context) (bool, error) {
+		h := a.get(key, token)
+		if h == nil {
+			return false, nil
+		}
+		if err := h.mu.LockContext(ctx, a.bg); err != nil {
+			return false, err
+		}
+		defer a.unlock(h)
+		start := time.Now()
+		if h.done {
+			return false, nil
+		} else if ok, _ := h.check(ctx); ok {
+			h.confirm(start)
+			return true, nil
+		}
+		a.loseLocked(h)
+		return false, nil
+	})
 }
 
 // Renew checks many leases, with one statement per RenewBatch leases.
@@ -95,11 +114,9 @@ func (a *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []dr
 	return a.core.renew(ctx, leases, a.renew)
 }
 
-// Close drops the connections it pinned (the server then frees their
-// locks), stops the driver's goroutines and closes its own pool. A pool
-// given to NewWithDB stays open. Calls still in flight when Close is done,
-// or when ctx ends, are cut (they fail, with ErrClosed, or report the lock
-// not held): Close does not wait for statements on a stalled link. It
+// Close drops the pinned connections (the server frees their locks), stops
+// the driver's goroutines and closes its own pool (one given to NewWithDB
+// stays open). Calls in flight when Close is done or ctx ends are cut; it
 // returns ctx's error when ctx ended first.
 func (a *advisoryDriver) Close(ctx context.Context) error {
 	return a.core.close(ctx, a.close)
@@ -110,20 +127,19 @@ type heldLock struct {
 	key, token, name string
 	fence            uint64
 	connID           int64         // its connection's CONNECTION_ID()
-	takenAt          int64         // the server's clock (takenSQL) during its connection's session, at or before the acquire statement
-	boot             atomic.Int64  // the server's boot time read with its session, or first seen by a probe finding it held; 0: none yet
+	takenAt          int64         // the server's clock (takenSQL) in its session, at or before the acquire
+	boot             atomic.Int64  // the boot time read with its session or first probed; 0: none yet
 	idle             time.Duration // its session's wait_timeout (0: unknown): advisory_idle.go
 
-	used      atomic.Int64 // UnixNano: when the last statement on conn started (or the acquire statement ended)
-	confirmed atomic.Int64 // UnixNano: when the last acquire, renewal or Extend that found it held started
-	dropAt    atomic.Int64 // UnixNano: when the monitor drops it, a renewal having failed (advisory_idle.go); 0: never
+	used      atomic.Int64 // UnixNano: last statement on conn started (or the acquire ended)
+	confirmed atomic.Int64 // UnixNano: last acquire, renewal or Extend that found it held started
+	dropAt    atomic.Int64 // UnixNano: when the monitor drops it after a failed renewal; 0: never
 
 	mu   sqlkit.Slot // serialises the use of conn
 	conn pinned
-	// A release gave up waiting for conn, busy, or the lock was lost
-	// meanwhile: whoever uses it drops it when done (unlock), and a check
-	// of the driver's own running on it is ended (abort) — the server then
-	// frees the lock.
+	// A release gave up waiting for the busy conn, or the lock was lost:
+	// its user drops conn when done (unlock), a check of the driver's own
+	// on it is ended (abort), and the server frees the lock.
 	giveUp   atomic.Bool
 	abort    atomic.Pointer[context.CancelFunc]
 	lostSent atomic.Bool // the Lost event went out
@@ -142,8 +158,8 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	}
 	fence, id, err := a.take(ctx, conn, req, name)
 	if cached && ctx.Err() == nil && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
-		// A kept connection died while idle (whatever it may have taken
-		// ended with its session): once more on one from the pool.
+		// A kept connection died idle (its session, and anything it took,
+		// ended): once more on one from the pool.
 		discard(conn.conn)
 		if conn, err = a.poolConn(ctx); err != nil {
 			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
@@ -151,8 +167,8 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 		fence, id, err = a.take(ctx, conn, req, name)
 	}
 	if err != nil {
-		// The statement may have taken the lock before failing: drop the
-		// connection so that the server frees whatever it holds.
+		// The statement may have taken the lock: drop the connection, so
+		// that the server frees it.
 		discard(conn.conn)
 		if missingTable(err) {
 			a.ddl.Lost()
@@ -172,17 +188,13 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	old := a.held[req.Key]
 	a.held[req.Key] = h
 	a.mu.Unlock()
-	// Told at once when the server ends the connection (and with it the
-	// lock), not at the next probe.
+	// Told at once when the server ends the connection, not at a probe.
 	conn.armHangup(func() { a.lose(h) })
 	a.wakeFor(h)
 	if old != nil {
-		// GET_LOCK granted the key to another connection: the earlier
-		// holder's connection lost it (killed, broken) before the monitor
-		// noticed. Drop that connection and report the loss now, or
-		// nobody would — unless a statement runs on it (a probe, its
-		// release): that one finds the lock gone and drops it, and this
-		// acquisition does not wait for it.
+		// The earlier holder's connection lost the key (killed, broken)
+		// before the monitor noticed: report it now, or nobody would —
+		// unless a statement runs on it, which will find it gone.
 		if old.mu.TryLock() {
 			a.loseLocked(old)
 			old.mu.Unlock()
@@ -190,20 +202,17 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	}
 	a.monitorOnce.Do(a.startMonitor)
 	if a.life.Closed() { // raced with Close, which may have missed h
-		h.mu.Lock()
-		a.dropLocked(h)
-		h.mu.Unlock()
+		a.drop(h)
 		return drivers.AcquireResult{}, ErrClosed
 	}
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
 }
 
-// take runs the acquire statement of name on conn, blocking in the server
-// up to req.Wait, and returns the fence (0: not acquired) and the
-// connection's session: the one known for conn (advisory_session.go), else read in
-// the same round trip (a separate one for the counter fence, once
-// acquired). It first writes the holder's identity for conn when it
-// changed (advisory_holder.go).
+// take runs name's acquire statement on conn, blocking in the server up to
+// req.Wait, and returns the fence (0: not acquired) and conn's session:
+// known (advisory_session.go), or read in the same round trip (in another
+// for the counter fence, once acquired). It first writes the holder's
+// identity when it changed (advisory_holder.go).
 func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.AcquireRequest, name string) (fence uint64, s session, err error) {
 	known, ok, err := a.session(ctx, conn)
 	if err != nil {
@@ -212,9 +221,8 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 	if err := a.identify(ctx, conn, req.Token); err != nil {
 		return 0, s, err
 	}
-	// Block in the server at most req.Wait, and never past ctx's deadline
-	// (a statement cancelled by ctx costs its connection): computed after
-	// the session's and the identity's round trips, if any.
+	// At most req.Wait, never past ctx's deadline (a statement cancelled by
+	// ctx costs its connection), after the round trips above.
 	wait := max(req.Wait, 0)
 	if dl, has := ctx.Deadline(); has {
 		wait = max(min(wait, time.Until(dl)-20*time.Millisecond), 0)
@@ -234,12 +242,9 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 			err = conn.queryRow(ctx, qs, args, &f, &s.conn, &s.at, &s.wait)
 		}
 		if !f.Valid {
-			// NULL: GET_LOCK neither got the lock nor timed out — its wait
-			// was interrupted (a statement timeout: MariaDB's
-			// max_statement_time, MySQL's max_execution_time; or KILL
-			// QUERY). Nothing is held: not acquired, and the component
-			// waits on as after a short wait (the counter fence's
-			// statement inserts nothing then, the same answer).
+			// NULL: GET_LOCK's wait was interrupted (max_statement_time,
+			// max_execution_time, KILL QUERY): nothing is held, not
+			// acquired (as the counter fence's statement answers).
 			f.V = 0
 		}
 		if err == nil && !ok {
@@ -280,42 +285,18 @@ func (a *advisoryDriver) get(key, token string) *heldLock {
 	return nil
 }
 
-// lockHeld returns token's lock of key with its mutex held (the caller
-// unlocks it), or nil — with ctx's error, if any — when it is not held
-// here (any more).
-func (a *advisoryDriver) lockHeld(ctx context.Context, key, token string) (*heldLock, error) {
-	h := a.get(key, token)
-	if h == nil {
-		return nil, nil
-	}
-	if err := h.mu.LockContext(ctx, a.bg); err != nil {
-		return nil, err
-	}
-	if h.done {
-		h.mu.Unlock()
-		return nil, nil
-	}
-	return h, nil
-}
-
 // release runs RELEASE_LOCK on the lock's connection. Whenever it cannot
-// tell that RELEASE_LOCK ran (ctx already ended, a failed statement), it
-// drops the connection instead, which makes the server free the lock: an
-// advisory lock never expires, so one left on a connection nobody tracks
-// would stay held until Close.
+// tell that it ran (ctx ended, the statement failed), it drops the
+// connection instead, so that the server frees the lock: an advisory lock
+// never expires, and one on an untracked connection would stay until Close.
 func (a *advisoryDriver) release(ctx context.Context, key, token string) (bool, error) {
 	h := a.get(key, token)
 	if h == nil {
 		return false, nil
 	}
 	if err := h.mu.LockContext(ctx, a.bg); err != nil {
-		// ctx ended while a statement runs on the connection (a check
-		// stalled on the link, an Extend): give the lock up instead.
-		h.giveUp.Store(true)
-		if stop := h.abort.Load(); stop != nil {
-			(*stop)()
-		}
-		if h.mu.TryLock() { // its user was done before it saw giveUp
+		// ctx ended while a statement runs on the connection: give up.
+		if h.abandon() {
 			a.unlock(h)
 		}
 		a.forget(h)
@@ -333,8 +314,6 @@ func (a *advisoryDriver) release(ctx context.Context, key, token string) (bool, 
 	}
 	r, valid, err := h.conn.queryUint(ctx, "SELECT RELEASE_LOCK(?)", []any{h.name})
 	if err != nil {
-		// Dropping the connection frees the lock in the server, but
-		// whether it was still held is unknown.
 		discard(h.conn.conn)
 		return false, fmt.Errorf("mysql: release: %w", err)
 	}
@@ -347,26 +326,15 @@ func (a *advisoryDriver) release(ctx context.Context, key, token string) (bool, 
 	return true, nil
 }
 
-// extend checks, on the lock's own connection, that the server still
-// counts it as the holder. Any failure on that connection drops it (so the
-// server frees the lock) and reports the lock lost.
-func (a *advisoryDriver) extend(ctx context.Context, key, token string) (bool, error) {
-	h, err := a.lockHeld(ctx, key, token)
-	if h == nil {
-		return false, err
-	}
-	defer a.unlock(h)
-	start := time.Now()
-	if ok, _ := h.check(ctx); ok {
-		h.confirm(start)
-		return true, nil
-	}
-	a.loseLocked(h)
-	return false, nil
+// drop ends h unless it ended: forgets it and drops its connection, so that
+// the server frees the lock.
+func (a *advisoryDriver) drop(h *heldLock) {
+	h.mu.Lock()
+	a.dropLocked(h)
+	h.mu.Unlock()
 }
 
-// dropLocked ends h, unless it ended already (h.mu held): forgets it and
-// drops its connection, so that the server frees the lock.
+// dropLocked is drop with h.mu held.
 func (a *advisoryDriver) dropLocked(h *heldLock) {
 	if !h.done {
 		h.done = true
@@ -383,9 +351,8 @@ func (a *advisoryDriver) forget(h *heldLock) {
 	a.mu.Unlock()
 }
 
-// close drops every pinned connection (the server frees their locks) and
-// waits for the monitor, which ends when Close starts, and for the statements
-// on held locks' connections, which it ends.
+// close waits for the monitor, ends the statements on held locks'
+// connections, and drops every pinned connection.
 func (a *advisoryDriver) close() {
 	a.monitorOnce.Do(func() {}) // no monitor after close
 	a.monitorWG.Wait()
@@ -396,8 +363,6 @@ func (a *advisoryDriver) close() {
 	a.mu.Unlock()
 	a.closeIdle()
 	for _, h := range hs {
-		h.mu.Lock()
-		a.dropLocked(h)
-		h.mu.Unlock()
+		a.drop(h)
 	}
 }

@@ -13,12 +13,11 @@ type idleConn struct {
 	at   time.Time
 }
 
-// Connections kept between acquisitions, instead of a round through the
-// pool, whose liveness check (a read system call at every hand-out) costs
-// about 4% of an acquire+release pair: at most keepConns, each for at most
-// keepFor, then back to the pool — at the next acquisition, or by a timer
-// (expireIdle) when none comes. A kept connection found dead is replaced
-// by one from the pool.
+// Up to keepConns connections are kept between acquisitions, each for up
+// to keepFor, rather than go through the pool, whose liveness check (a read
+// system call per hand-out) costs about 4% of an acquire+release pair. They
+// go back at the next acquisition or by a timer (expireIdle); one found
+// dead is replaced from the pool.
 const (
 	keepConns = 2
 	keepFor   = time.Second
@@ -77,15 +76,14 @@ func (a *advisoryDriver) putConn(conn pinned) {
 	}
 }
 
-// armIdleLocked starts the timer that runs expireIdle after d. a.mu held;
-// close stops the timer or waits for its function.
+// armIdleLocked runs expireIdle after d (a.mu held).
 func (a *advisoryDriver) armIdleLocked(d time.Duration) {
 	a.idleWG.Add(1)
 	a.idleTimer = time.AfterFunc(d, a.expireIdle)
 }
 
-// expireIdle returns the connections kept for keepFor to the pool (with
-// NewWithDB, to the application) and arms the timer again for the others.
+// expireIdle returns the connections kept for keepFor and arms the timer
+// again for the others.
 func (a *advisoryDriver) expireIdle() {
 	defer a.idleWG.Done()
 	now := time.Now()
@@ -111,9 +109,8 @@ func (a *advisoryDriver) expireIdle() {
 	}
 }
 
-// closeIdle returns the kept connections to the pool and stops the timer,
-// waiting for its function if it runs. The driver is closing: nothing is kept
-// any more.
+// closeIdle returns the kept connections and stops the timer, waiting for
+// its function (the driver is closing: nothing is kept any more).
 func (a *advisoryDriver) closeIdle() {
 	a.mu.Lock()
 	idle := a.idle

@@ -2,61 +2,44 @@ package mysql
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// Who holds an advisory lock another process took. The server tells only
-// the holding connection's id (IS_USED_LOCK); the driver keeps, for that
-// id, the identity of the holder's token (sqlkit.Identity), the id itself and the
-// server's clock when it was written:
+// Who holds an advisory lock another process took: the server tells only
+// the holding connection's id (IS_USED_LOCK), so the driver writes, for
+// that id, the holder's identity (sqlkit.Identity), the id and the server's
+// clock:
 //
-//   - fence counter: in the key's counter row, written by the acquire
-//     statement that takes the lock (no statement or write of its own);
-//   - fences sequence and uuid_short: in the row of the connection's slot
-//     (its id modulo holderSlots) of the holder table (fenceTable +
-//     "_holder"), written before the acquire statement when the
-//     connection's identity changes: once per connection for a process
-//     whose tokens all name the same holder. Each lock has its own
-//     connection, so the row names the holder of the lock it holds. Only
-//     on the driver's own pool, whose connections are known by their
-//     sockets; with a pool given to NewWithDB these locks' holder is
-//     unknown.
+//   - fence counter: in the key's counter row, by the acquire statement;
+//   - sequence and uuid_short: in the holder table (fenceTable + "_holder")
+//     row of the connection's slot (id modulo holderSlots), before the
+//     acquire statement, when the connection's identity changed. Only on
+//     the driver's own pool, whose connections' sockets are known.
 //
-// Inspect reads IS_USED_LOCK, the server's boot time and the row in one
-// statement (holderSQL), and shows the identity only when the row names
-// the connection holding the lock and was written after the server's boot
-// (bootSlack): ids start again from 1 after a restart. A lock taken
-// without writing the row (a driver of an earlier version, a GET_LOCK by
-// hand) is shown held by an unknown holder, since the row then names
-// another connection (or an earlier life of the server); so is one whose
-// row was not written yet, and all locks when the boot time cannot be
-// read.
+// Inspect reads IS_USED_LOCK, the boot time and the row in one statement
+// (holderSQL) and shows the identity only when the row names the holding
+// connection and was written after the boot (ids restart from 1). Any other
+// lock (taken by hand, row not written yet, boot time unreadable) is shown
+// held by an unknown holder.
 
-// holderColumns are the counter table's holder columns, added by ALTER
-// TABLE to counter tables created by earlier versions.
+// holderColumns are the counter table's holder columns (added to older
+// tables by addColumns).
 var holderColumns = []column{
 	{"holder", "holder VARBINARY(255) NOT NULL DEFAULT ''"},
 	{"conn_id", "conn_id BIGINT UNSIGNED NOT NULL DEFAULT 0"},
 	{"taken_at", "taken_at BIGINT NOT NULL DEFAULT 0"},
 }
 
-// errNoHolders says that the driver keeps no holders.
-var errNoHolders = errors.New("mysql: holders not kept")
-
 // holderSuffix names the holder table after the fence table.
 const holderSuffix = "_holder"
 
-// holderSlots bounds the holder table's rows: connections whose ids are
-// equal modulo it share a row, and the last one to write it is told.
+// holderSlots bounds the holder table's rows: ids equal modulo it share a
+// row, and its last writer is told.
 const holderSlots = 65536
 
-// holderTableDDL is the holder table of the sequence and uuid_short
-// fences: the identity of each slot's connection.
+// holderTableDDL is the holder table of the sequence and uuid_short fences.
 var holderTableDDL = `CREATE TABLE IF NOT EXISTS %s (
   slot INT UNSIGNED NOT NULL,
   ` + holderColumns[0].def + `,
@@ -71,17 +54,15 @@ var identifySQL = `INSERT INTO %s (slot, holder, conn_id, taken_at) VALUES (CONN
 	`, ?, CONNECTION_ID(), ` + takenSQL + `) ON DUPLICATE KEY UPDATE holder = ?, conn_id = CONNECTION_ID(), taken_at = ` + takenSQL
 
 // holderSQL reads IS_USED_LOCK of the name (the last parameter), the boot
-// time (%[2]s) and the identity the row of table %[1]s that %[3]s selects
-// keeps, when it names that holder and was written after the boot
-// (bootSlack: %[4]d).
+// time (%[2]s) and the identity in the row of %[1]s that %[3]s selects, if
+// it names that holder and was written after the boot (+%[4]d s).
 const holderSQL = `SELECT u.id, u.boot, (SELECT f.holder FROM %[1]s AS f WHERE %[3]s AND f.conn_id = u.id
  AND f.taken_at > u.boot + %[4]d) FROM (SELECT IS_USED_LOCK(?) AS id, %[2]s AS boot) AS u`
 
-// ensureHolders adds the holder's columns to the counter table, or
-// creates the holder table (other fences), and reports whether the driver
-// keeps holders: not when the server refuses (no ALTER or CREATE grant,
-// a read-only server), so that an upgrade never stops acquisitions; their
-// holders are then unknown.
+// ensureHolders adds the holder columns to the counter table, or creates
+// the holder table, and reports whether holders are kept: not when the
+// server refuses (no grant, read-only), so that an upgrade never stops
+// acquisitions.
 func (a *advisoryDriver) ensureHolders(ctx context.Context, fence string) (bool, error) {
 	var err error
 	if fence == FenceCounter {
@@ -89,14 +70,10 @@ func (a *advisoryDriver) ensureHolders(ctx context.Context, fence string) (bool,
 	} else if _, err = a.db.ExecContext(ctx, fmt.Sprintf(holderTableDDL, a.s.holderTable)); err != nil {
 		err = fmt.Errorf("mysql: create holder table %s: %w", a.s.holderTable, err)
 	}
-	var me *gomysql.MySQLError
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &me):
+	if errNumber(err) != 0 {
 		return false, nil
 	}
-	return false, err
+	return err == nil, err
 }
 
 // holderQuery returns the statement reading key's holder with the boot
@@ -109,9 +86,8 @@ func (a *advisoryDriver) holderQuery(counter bool, key, boot string) (string, []
 	return fmt.Sprintf(holderSQL, a.s.holderTable, boot, row, bootSlack), []any{lockName(key)}
 }
 
-// identify writes the identity of token in the holder table for conn,
-// when it is not the one written last for conn (sequence and uuid_short
-// fences, on the driver's own pool).
+// identify writes token's identity in conn's holder row when it changed
+// (sequence and uuid_short fences, own pool).
 func (a *advisoryDriver) identify(ctx context.Context, conn pinned, token string) error {
 	id := sqlkit.Identity(token, 0)
 	if conn.sock == nil || conn.sock.ident == id || a.noIdent.Load() {
@@ -121,19 +97,12 @@ func (a *advisoryDriver) identify(ctx context.Context, conn pinned, token string
 		return nil
 	}
 	_, err := conn.exec(ctx, fmt.Sprintf(identifySQL, a.s.holderTable), []any{id, id})
-	var me *gomysql.MySQLError
-	switch {
-	case err == nil:
-	case missingTable(err): // created again by the next acquisition
-		return err
-	case errors.As(err, &me):
-		// Refused (no INSERT grant, a read-only server): holders unknown
-		// from now on.
+	if errNumber(err) != 0 && !missingTable(err) { // refused: no grant, read-only
 		a.noIdent.Store(true)
 		return nil
-	default:
-		return err
 	}
-	conn.sock.ident = id
-	return nil
+	if err == nil {
+		conn.sock.ident = id
+	}
+	return err
 }

@@ -12,15 +12,11 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// startMonitor starts the goroutine that, every ProbeInterval while locks
-// are held, checks them all (probe) and reports those whose connection no
-// longer holds them; and that keeps each lock's connection from idling
-// past its session's wait_timeout and drops the locks whose renewals failed
-// up to their expiry (upkeep, advisory_idle.go), at their time. It ends with Close.
+// startMonitor starts the goroutine that probes the held locks every
+// ProbeInterval, reporting those lost, and runs upkeep (advisory_idle.go)
+// when due. It ends with Close.
 func (a *advisoryDriver) startMonitor() {
-	a.monitorWG.Add(1)
-	go func() {
-		defer a.monitorWG.Done()
+	a.monitorWG.Go(func() {
 		ctx := a.life.Closing()
 		t := time.NewTimer(a.s.probe)
 		defer t.Stop()
@@ -38,9 +34,7 @@ func (a *advisoryDriver) startMonitor() {
 			next := a.upkeep(hs)
 			if now := time.Now(); !now.Before(nextProbe) {
 				nextProbe = now.Add(a.s.probe)
-				if a.poolFull() {
-					// No connection to spare: each lock on its own, never
-					// waiting for one in use (advisory_own.go).
+				if a.poolFull() { // each lock on its own connection (advisory_own.go)
 					for _, h := range hs {
 						a.checkOwn(h, nil)
 					}
@@ -58,12 +52,11 @@ func (a *advisoryDriver) startMonitor() {
 			}
 			t.Reset(time.Until(next)) // (Go 1.23+: no stale tick to drain)
 		}
-	}()
+	})
 }
 
-// probe reports whether each of hs is still held by its connection, with
-// one query per RenewBatch locks on a connection of the pool. timeout, when
-// positive, bounds each query.
+// probe reports whether each of hs is still held, with one query per
+// RenewBatch locks on a pooled connection, each bounded by timeout if > 0.
 func (a *advisoryDriver) probe(ctx context.Context, hs []*heldLock, timeout time.Duration) (held []bool, errs []error) {
 	held = make([]bool, len(hs))
 	errs = make([]error, len(hs))
@@ -79,9 +72,8 @@ func (a *advisoryDriver) probe(ctx context.Context, hs []*heldLock, timeout time
 	return held, errs
 }
 
-// probeChunk asks the server, in one query on a pooled connection, its
-// boot time and which connection holds each lock of chunk, and sets held
-// for those still held by their own session (heldLock.holds).
+// probeChunk reads the boot time and IS_USED_LOCK of each of chunk in one
+// query and sets held for those still held (heldLock.holds).
 func (a *advisoryDriver) probeChunk(ctx context.Context, chunk []*heldLock, held []bool, timeout time.Duration) error {
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -109,16 +101,14 @@ func (a *advisoryDriver) probeChunk(ctx context.Context, chunk []*heldLock, held
 	return nil
 }
 
-// poolFull reports whether the pool has no connection to give at once:
-// all of its maxOpenConns are in use.
+// poolFull reports whether all of the pool's maxOpenConns are in use.
 func (a *advisoryDriver) poolFull() bool {
 	st := a.db.Stats()
 	return st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections
 }
 
-// renew checks many advisory leases with probe and reports the lost ones.
-// These locks do not expire: ttl only serves when a renewal fails
-// (renewFailed).
+// renew checks advisory leases with probe; ttl serves only when it fails
+// (renewFailed): these locks do not expire.
 func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
 	var hs []*heldLock
@@ -135,10 +125,7 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 	start := time.Now()
 	var held []bool
 	var errs []error
-	if a.poolFull() {
-		// No connection to spare (held locks, waiters and kept connections
-		// fill maxOpenConns): each lock on its own connection, rather
-		// than wait for one until the lock's ttl (advisory_own.go).
+	if a.poolFull() { // rather than wait for a connection until the ttl
 		held, errs = a.probeOwnAll(ctx, hs)
 	} else {
 		held, errs = a.probe(ctx, hs, 0)
@@ -147,9 +134,8 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 		i := idx[j]
 		switch {
 		case errs[j] != nil:
-			// No answer (the component bounds a renewal well before the
-			// lock's expiry, to retry): the lock stays, dropped only if no
-			// renewal confirms it by its expiry (advisory_idle.go).
+			// The lock stays, dropped only if no renewal confirms it by its
+			// expiry (advisory_idle.go).
 			a.renewFailed(ctx, h, leases[i].TTL)
 			out[i].Err = errs[j]
 		case held[j]:
@@ -162,38 +148,35 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 	return out
 }
 
-// Inspect asks the server whether anyone holds key. A lock held through
-// this driver is told in full, as a probe tells it (heldLock.holds, from
-// the same statement, which reads the server's boot time too); one held
-// by another connection with no token nor fence, and its holder's
-// identity (LockInfo.Holder) when the driver's holder rows tell it
-// (advisory_holder.go). TTL is zero: advisory locks do not expire.
+// Inspect asks the server whether anyone holds key: a lock held through
+// this driver in full (as a probe tells it), another with only its
+// holder's identity when the holder rows tell it (advisory_holder.go). TTL
+// is zero: advisory locks do not expire.
 func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
-	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) {
-		if err := a.ddl.Ensure(ctx, a.ensureSchema); err != nil {
-			return drivers.LockInfo{}, false, err
-		}
-		return a.inspect(ctx, key)
-	})
+	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) { return a.inspect(ctx, key) })
 }
 
 func (a *advisoryDriver) inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
+	if err := a.ddl.Ensure(ctx, a.ensureSchema); err != nil {
+		return drivers.LockInfo{}, false, err
+	}
 	var id, boot sql.NullInt64
 	var holder sql.NullString
-	// With the boot time source in use, without trying the next: a missing
-	// fence or holder table's error is also one of a missing source's.
-	err := errNoHolders
+	// With the boot source in use, not the next: a missing holder table's
+	// error is also a missing source's.
+	read := false
 	if fence, holders, _, _ := a.advisorySQL(false); holders {
 		q, args := a.holderQuery(fence == FenceCounter, key, a.bootSQL[a.bootSrc.Load()])
-		err = a.db.QueryRowContext(ctx, q, args...).Scan(&id, &boot, &holder)
+		err := a.db.QueryRowContext(ctx, q, args...).Scan(&id, &boot, &holder)
 		if missingTable(err) {
 			a.ddl.Lost()
 		}
 		if err != nil && !noBootSource(err) {
 			return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
 		}
+		read = err == nil
 	}
-	if err != nil { // who holds it alone
+	if !read { // who holds it alone
 		q := func(boot string) string { return "SELECT IS_USED_LOCK(?), " + boot }
 		if err := a.queryBoot(ctx, q, []any{lockName(key)}, &id, &boot); err != nil {
 			return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
@@ -205,7 +188,7 @@ func (a *advisoryDriver) inspect(ctx context.Context, key string) (drivers.LockI
 	a.mu.Lock()
 	h := a.held[key]
 	a.mu.Unlock()
-	if h != nil && h.holds(id, boot) { // the id alone may be a restarted server's
+	if h != nil && h.holds(id, boot) {
 		return drivers.LockInfo{Token: h.token, Fence: h.fence}, true, nil
 	}
 	return drivers.LockInfo{Holder: holder.String}, true, nil

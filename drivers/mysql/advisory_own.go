@@ -8,24 +8,17 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// Statements the driver runs by itself on a held lock's own connection —
-// the monitor's checks when the pool is full, its touches (advisory_idle.go), a
-// renewal's checks when the pool is full — run in goroutines of their own,
-// with a context that ends only with Close (advisory.bg). Ending a
-// statement on the holder's connection closes it, which frees the lock:
-// so neither a caller's deadline (a renewal's, bounded well before the
-// lock's expiry) nor a stall ends it, and the monitor and the renewal do
-// not wait for it either: a stall on one lock's connection holds up
-// nothing else, and a renewal returns by its deadline. A renewal that gets
-// no answer in time fails (renewFailed); the check goes on, and reports
-// the lock lost if it finds it so. A release that cannot wait for the
-// connection any longer ends such a check (heldLock.abort), or has
-// whoever else uses the connection drop it when done (unlock); so does a
-// lock found lost meanwhile (lose), whose Lost event goes out at once.
+// The driver's own statements on a held lock's connection (checks when the
+// pool is full, idle touches) run in goroutines with a context that ends
+// only with Close (advisory.bg): ending one closes the connection, which
+// frees the lock, so no caller's deadline ends it, and nobody waits for
+// it: a stall holds up nothing else, and a renewal returns by its deadline
+// (failing: renewFailed) while the check goes on. A release that cannot
+// wait longer, or a lock found lost (lose), ends such a check
+// (heldLock.abort) or has the connection's user drop it when done (unlock).
 
-// check asks h's own connection whether it still holds h (h.mu held). Any
-// statement on that connection also restarts the server's count of its
-// idle time (advisory_idle.go).
+// check asks h's own connection whether it still holds h (h.mu held),
+// which also restarts its idle time (advisory_idle.go).
 func (h *heldLock) check(ctx context.Context) (bool, error) {
 	h.used.Store(time.Now().UnixNano())
 	var ok sql.NullBool
@@ -33,21 +26,16 @@ func (h *heldLock) check(ctx context.Context) (bool, error) {
 	return err == nil && ok.Valid && ok.Bool, err
 }
 
-// ownAnswer is what checkOwn found: whether the lock is held, or why it
-// could not ask.
+// ownAnswer is checkOwn's answer: held, or why it could not ask.
 type ownAnswer struct {
 	held bool
 	err  error
 }
 
-// checkOwn asks h's own connection, in a goroutine, whether it still holds
-// h (heldLock.check, which also counts as the connection's use), and
-// reports h lost when it does not (unless the driver is closing). With
-// wait nil it asks only if nobody uses the connection now, and returns nil
-// otherwise (a statement runs there, or is about to); else it waits for
-// the connection until wait ends (the answer then is wait's error). It
-// returns nil too when the driver is closing. The answer comes on the
-// channel returned.
+// checkOwn checks h on its own connection in a goroutine (heldLock.check)
+// and reports h lost when not held. With wait nil it asks only if the
+// connection is free, else returns nil; otherwise it waits for it until
+// wait ends (answering wait's error). Nil too when the driver is closing.
 func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownAnswer {
 	if wait == nil && !h.mu.TryLock() {
 		return nil
@@ -89,10 +77,19 @@ func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownA
 	return out
 }
 
-// unlock frees h.mu, held by a call that used h's connection. When a
-// release gave up waiting for it meanwhile, it drops the connection first
-// (the server frees the lock), without a Lost event: the holder let the
-// lock go.
+// abandon has h's busy connection dropped by its user when done (unlock)
+// or at once for a check of the driver's own (abort), and reports whether
+// h.mu was freed meanwhile: the caller then holds it.
+func (h *heldLock) abandon() bool {
+	h.giveUp.Store(true)
+	if stop := h.abort.Load(); stop != nil {
+		(*stop)()
+	}
+	return h.mu.TryLock()
+}
+
+// unlock frees h.mu after a use of h's connection, dropping it first (no
+// Lost event: the holder let go) when a release gave up meanwhile.
 func (a *advisoryDriver) unlock(h *heldLock) {
 	if h.giveUp.Load() {
 		a.dropLocked(h)
@@ -100,9 +97,8 @@ func (a *advisoryDriver) unlock(h *heldLock) {
 	h.mu.Unlock()
 }
 
-// probeOwnAll asks each of hs on its own connection (checkOwn), all at
-// once, and waits for their answers until ctx ends: a renewal when the
-// pool has no connection to spare.
+// probeOwnAll checks each of hs on its own connection (checkOwn) at once
+// and waits for the answers until ctx ends: a renewal on a full pool.
 func (a *advisoryDriver) probeOwnAll(ctx context.Context, hs []*heldLock) (held []bool, errs []error) {
 	held = make([]bool, len(hs))
 	errs = make([]error, len(hs))
@@ -125,8 +121,7 @@ func (a *advisoryDriver) probeOwnAll(ctx context.Context, hs []*heldLock) (held 
 	return held, errs
 }
 
-// stopBackground ends the statements checkOwn runs (closing their
-// connections, whose locks Close drops anyway) and waits for them.
+// stopBackground ends checkOwn's statements and waits for them.
 func (a *advisoryDriver) stopBackground() {
 	a.mu.Lock()
 	a.bgClosed = true
@@ -135,24 +130,16 @@ func (a *advisoryDriver) stopBackground() {
 	a.bgWG.Wait()
 }
 
-// lose marks h lost (its connection broke or no longer holds the lock, or
-// the driver gives it up): forgets it, tells the subscribers, then drops
-// its connection — in that order, so that when the server still holds the
-// lock its holder is told before anyone else can get it.
-//
-// It never waits for the connection: when a statement runs there (one
-// stalled on the link), the Lost event goes out now, and the connection
-// is dropped when that statement ends (unlock), or at once if it is a
-// check of the driver's own (abort).
+// lose marks h lost: forgets it, tells the subscribers, then drops its
+// connection, in that order, so that its holder is told before anyone else
+// can get the lock. It never waits for a busy connection: the event goes
+// out now, the connection is dropped when its statement ends (unlock), or
+// at once for a check of the driver's own (abort).
 func (a *advisoryDriver) lose(h *heldLock) {
 	if !h.mu.TryLock() {
 		a.forget(h)
 		a.tellLost(h)
-		h.giveUp.Store(true)
-		if stop := h.abort.Load(); stop != nil {
-			(*stop)()
-		}
-		if !h.mu.TryLock() { // its user drops it when done (unlock)
+		if !h.abandon() { // its user drops it when done (unlock)
 			return
 		}
 	}

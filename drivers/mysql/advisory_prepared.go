@@ -8,41 +8,26 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-
-	gomysql "github.com/go-sql-driver/mysql"
 )
 
-// The advisory acquire statement (sequence and uuid_short fences, on a
-// connection whose session is kept: advisory_session.go) and the release statement
-// run, on the driver's own pool, as server-side prepared statements kept
-// for the life of each connection (with its socket): prepared at a
-// connection's first use of each, then one execute round trip each time.
-// The server then parses nothing, and MariaDB, which caches a prepared
-// statement's result metadata for a client that says it can (go-sql-driver
-// does), sends no column definitions either. Measured on MariaDB 10.11
-// here, an advisory acquire+release costs 0.99–1.02 × a bare text
-// GET_LOCK + RELEASE_LOCK pair this way, against 1.17–1.21 × with the same
-// statements sent as text with interpolated arguments. Without kept
-// statements a prepared statement costs two round trips and a close
-// (prepare, execute, close), which is why go-sql-driver interpolates
-// arguments instead.
+// On the own pool, the advisory acquire statement (sequence and uuid_short
+// fences, session known) and the release run as server-side prepared
+// statements kept with each connection's socket: one execute round trip,
+// nothing parsed, and no column definitions from MariaDB (metadata cache).
+// On MariaDB 10.11 an acquire+release pair so costs 0.99–1.02 × a bare text
+// GET_LOCK + RELEASE_LOCK pair, against 1.17–1.21 × as interpolated text.
 //
-// Each connection keeps at most one statement per statement text the
-// driver runs this way (acquire with and without a timeout, release): up
-// to three, freed by the server with the connection, and counted against
-// the server-wide max_prepared_stmt_count (16382 by default). A connection
-// whose prepare the server refuses for good (that limit reached, error
-// 1461; or a server or proxy without prepared statements, 1295, 1047)
-// sends them as text from then on; after another refusal, that call sends
-// its statement as text and the next prepares again. A missing fence
-// sequence fails the call, and the next creates it again. With a pool
-// given to NewWithDB (sockets unknown) they are sent as text.
+// A connection keeps up to three (acquire with and without timeout,
+// release), counted against max_prepared_stmt_count. One whose prepare is
+// refused for good (1461: that limit; 1295, 1047: no prepared statements)
+// sends text from then on; after another refusal only that call does. With
+// NewWithDB's pool (sockets unknown) they are text.
 
 // errNoPrepare makes queryUint run its statement as text.
 var errNoPrepare = errors.New("mysql: statement not prepared")
 
-// queryUint runs q, whose one row has one non-negative integer column, on
-// p's connection and returns that value (valid false: NULL).
+// queryUint runs q, one row of one non-negative integer, on p's connection
+// and returns it (valid false: NULL).
 func (p pinned) queryUint(ctx context.Context, q string, args []any) (v uint64, valid bool, err error) {
 	if p.sock != nil && !p.sock.noPrepare {
 		err = p.run(ctx, func(ctx context.Context) error {
@@ -60,10 +45,9 @@ func (p pinned) queryUint(ctx context.Context, q string, args []any) (v uint64, 
 	return n.V, n.Valid, err
 }
 
-// execute runs q as a statement kept prepared on the connection dc (the
-// socket's), preparing it at its first use. A statement the server no
-// longer knows (error 1243: its session was reset under the driver) is
-// prepared once more; nothing ran.
+// execute runs q kept prepared on dc, the socket's connection, preparing it
+// at first use, and once more if the server forgot it (1243: session
+// reset; nothing ran).
 func (s *socket) execute(ctx context.Context, dc any, q string, args []any) (uint64, bool, error) {
 	nv := make([]driver.NamedValue, len(args))
 	for i, a := range args {
@@ -79,8 +63,7 @@ func (s *socket) execute(ctx context.Context, dc any, q string, args []any) (uin
 			return 0, false, err
 		}
 		v, valid, err := queryOne(ctx, st, nv)
-		var me *gomysql.MySQLError
-		if attempt == 0 && errors.As(err, &me) && me.Number == 1243 {
+		if attempt == 0 && errNumber(err) == 1243 {
 			delete(s.stmts, q)
 			continue
 		}
@@ -88,8 +71,8 @@ func (s *socket) execute(ctx context.Context, dc any, q string, args []any) (uin
 	}
 }
 
-// prepared returns q's statement kept on the connection dc, preparing it
-// if need be; errNoPrepare when it is to run as text.
+// prepared returns q's statement kept on dc, preparing it if need be;
+// errNoPrepare when it is to run as text.
 func (s *socket) prepared(ctx context.Context, dc any, q string) (driver.StmtQueryContext, error) {
 	if st := s.stmts[q]; st != nil {
 		return st.(driver.StmtQueryContext), nil
@@ -100,21 +83,15 @@ func (s *socket) prepared(ctx context.Context, dc any, q string) (driver.StmtQue
 		return nil, errNoPrepare
 	}
 	st, err := pc.PrepareContext(ctx, q)
-	var me *gomysql.MySQLError
-	switch {
+	switch n := errNumber(err); {
 	case err == nil:
-	case missingTable(err) || !errors.As(err, &me):
-		// The fence sequence was dropped (the acquisition's error makes
-		// the driver create it again), or the connection failed.
+	case missingTable(err) || n == 0: // the sequence is created again; or the connection failed
 		return nil, err
-	case me.Number == 1461 || me.Number == 1295 || me.Number == 1047:
-		// Too many prepared statements on the server, a statement that
-		// cannot be prepared, a server (proxy) without prepared
-		// statements: text from now on.
+	case n == 1461 || n == 1295 || n == 1047: // refused for good
 		s.noPrepare = true
 		return nil, errNoPrepare
 	default:
-		return nil, errNoPrepare // this time as text; prepared again next time
+		return nil, errNoPrepare // this time as text
 	}
 	sq, ok := st.(driver.StmtQueryContext)
 	if !ok {

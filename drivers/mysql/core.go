@@ -13,22 +13,17 @@ import (
 
 // core is what both mechanisms share: the pool and its sockets, the
 // settings, the subscribers, the schema's state and the driver's life.
-//
-// Calls in flight when Close is called are cut when Close's ctx ends or
-// Close is done, whichever comes first (sqlkit.Life): the owned pool's
-// sockets are closed under them (and no new one is dialled), and with a
-// pool given to NewWithDB each call's context ends (bind), which
-// go-sql-driver honours by closing that connection.
+// Calls in flight are cut when Close's ctx ends or Close is done
+// (sqlkit.Life): the own pool's sockets are closed under them, and with
+// NewWithDB's pool their contexts end (bind).
 type core struct {
 	db    *sql.DB
 	ownDB bool
 	socks *sockets // the own pool's sockets (socket.go); nil with NewWithDB
 	s     settings
 	life  sqlkit.Life
-
-	ddl sqlkit.Schema // the mechanism's tables (ensureSchema)
-
-	subs kit.Listeners
+	ddl   sqlkit.Schema // the mechanism's tables (ensureSchema)
+	subs  kit.Listeners
 }
 
 func (c *core) init(db *sql.DB, own bool, socks *sockets, s settings) {
@@ -38,9 +33,8 @@ func (c *core) init(db *sql.DB, own bool, socks *sockets, s settings) {
 
 // Subscribe calls fn with the driver's events until cancel is called or
 // the driver is closed: Released (a lock released through this driver; in
-// table mode also a key this driver found held that became free, seen by
-// polling every PollInterval), and in advisory mode Lost (a held lock's
-// connection broke or was killed).
+// table mode also a key found held that became free, polled every
+// PollInterval), and in advisory mode Lost (a held lock's connection broke).
 func (c *core) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
 	if c.life.Closed() {
 		return nil, ErrClosed
@@ -49,11 +43,9 @@ func (c *core) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 	return func() { remove() }, nil
 }
 
-// close closes the driver once (a second call waits for the first, or
-// its ctx): stop (the mechanism's goroutines and
-// pinned connections), then the subscribers and the own pool. Calls still
-// in flight are cut when ctx ends, or at the end; it returns ctx's error
-// when ctx ended first.
+// close closes the driver once (a second call waits for the first): stop
+// (the mechanism's goroutines and connections), the subscribers, the own
+// pool; calls in flight are cut when ctx ends, or at the end.
 func (c *core) close(ctx context.Context, stop func()) error {
 	if !c.life.Begin() {
 		return c.life.Wait(ctx, "mysql")
@@ -75,10 +67,8 @@ func (c *core) close(ctx context.Context, stop func()) error {
 	})
 }
 
-// bind returns ctx, also cancelled (cause ErrClosed) when Close cuts calls
-// in flight, and the function to call when done with it. With the driver's
-// own pool it returns ctx as is: cutting closes the sockets instead, at no
-// cost per call.
+// bind returns ctx, also cancelled (cause ErrClosed) when Close cuts calls,
+// and its stop. With the own pool, ctx as is: cutting closes the sockets.
 func (c *core) bind(ctx context.Context) (context.Context, func()) {
 	if c.socks != nil {
 		return ctx, func() {}
@@ -86,9 +76,8 @@ func (c *core) bind(ctx context.Context) (context.Context, func()) {
 	return c.life.Bind(ctx)
 }
 
-// call runs f, a call of the driver's on the store, unless the driver is
-// closed: with ctx bound to the driver's life and f's error marked
-// (closedErr).
+// call runs f, a call on the store, unless the driver is closed, with ctx
+// bound (bind) and f's error marked (sqlkit.Life.ClosedErr).
 func call[T any](c *core, ctx context.Context, f func(context.Context) (T, error)) (res T, err error) {
 	if c.life.Closed() {
 		return res, ErrClosed
@@ -100,8 +89,7 @@ func call[T any](c *core, ctx context.Context, f func(context.Context) (T, error
 }
 
 // acquireWith is a mechanism's Acquire: take, once ensure made the schema,
-// run as call does, with the errors that retrying cannot cure marked
-// (permanent).
+// run as call does, errors marked permanent.
 func (c *core) acquireWith(ctx context.Context, req drivers.AcquireRequest, ensure func(context.Context) error,
 	take func(context.Context, drivers.AcquireRequest) (drivers.AcquireResult, error)) (drivers.AcquireResult, error) {
 	res, err := call(c, ctx, func(ctx context.Context) (drivers.AcquireResult, error) {
@@ -126,8 +114,7 @@ func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B
 	return r.a, r.b, err
 }
 
-// renew runs f, a Renew, unless the driver is closed (every lease fails
-// with ErrClosed), as call does.
+// renew runs f, a Renew, as call does.
 func (c *core) renew(ctx context.Context, leases []drivers.Lease, f func(context.Context, []drivers.Lease) []drivers.RenewResult) []drivers.RenewResult {
 	if c.life.Closed() {
 		return drivers.RenewFailed(len(leases), ErrClosed)
@@ -146,21 +133,18 @@ type querier interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 }
 
-// queryRows runs q on db and scans each row's columns into the values
-// dest returns for it, then calls row, if any.
-func queryRows(ctx context.Context, db querier, q string, args []any, dest func() []any, row func()) error {
+// queryRows runs q on db and scans each row into dest, then calls row.
+func queryRows(ctx context.Context, db querier, q string, args []any, dest []any, row func()) error {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		if err := rows.Scan(dest()...); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		if row != nil {
-			row()
-		}
+		row()
 	}
 	return rows.Err()
 }
@@ -170,9 +154,8 @@ func (c *core) Ping(ctx context.Context) error {
 	return c.db.PingContext(ctx)
 }
 
-// serverTimeSQL reads the server's clock as microseconds since the Unix
-// epoch, in UTC arithmetic throughout: neither the session's time_zone nor
-// the DSN's parseTime and loc can shift it.
+// serverTimeSQL reads the server's clock in µs since the Unix epoch, in UTC
+// throughout: neither time_zone nor the DSN's parseTime and loc shift it.
 const serverTimeSQL = "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
 
 // ServerTime returns the server's clock (UTC_TIMESTAMP(6), microseconds),

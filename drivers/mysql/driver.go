@@ -7,14 +7,11 @@
 package mysql
 
 import (
-	"context"
 	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
 	"time"
-
-	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
@@ -30,6 +27,13 @@ var ErrClosed = drivers.ErrClosed
 // drivers.Handoverer and drivers.Lister.
 type Driver interface {
 	drivers.SQLDriver
+}
+
+// Factory returns the "mysql" driver factory. The driver block's keys are
+// the koanf tags of Options; with driver.client naming a *sql.DB of the fx
+// graph, the driver uses that pool (see NewWithDB) and never closes it.
+func Factory() drivers.Factory {
+	return kit.NewFactory("a *sql.DB", New, NewWithDB).Of("mysql")
 }
 
 // New validates opts and returns a driver with its own connection pool. It
@@ -83,8 +87,7 @@ func NewWithDB(db *sql.DB, opts Options) (Driver, error) {
 	return newDriver(db, false, nil, s), nil
 }
 
-// newDriver builds the mechanism s.mode names: the one place the mode is
-// looked at.
+// newDriver builds the mechanism s.mode names: the one mode branch.
 func newDriver(db *sql.DB, own bool, socks *sockets, s settings) Driver {
 	if s.mode == ModeTable {
 		return newTable(db, own, socks, s)
@@ -92,9 +95,8 @@ func newDriver(db *sql.DB, own bool, socks *sockets, s settings) Driver {
 	return newAdvisory(db, own, socks, s)
 }
 
-// prefixed puts "mysql: " before non-configuration errors; a *config.Error
-// becomes an invalid option (matching drivers.ErrOptions) that reads and
-// unwraps as it, so that the factory can put the key path in front.
+// prefixed puts "mysql: " before an error, but makes a *config.Error an
+// invalid option (drivers.OptionsError) for the factory to put its path on.
 func prefixed(err error) error {
 	var ce *config.Error
 	if errors.As(err, &ce) {
@@ -103,35 +105,11 @@ func prefixed(err error) error {
 	return fmt.Errorf("mysql: %w", err)
 }
 
-// keyHash is the SHA-256 of a key: the table's primary key and the source
-// of advisory lock names, so that any key (any length, any case) maps to a
-// fixed-size, case-exact value.
+// keyHash is the SHA-256 of key: the table's primary key and the source of
+// advisory lock names, fixed-size and case-exact for any key.
 func keyHash(key string) []byte {
 	h := sha256.Sum256([]byte(key))
 	return h[:]
-}
-
-// retryable reports deadlocks (1213) and lock wait timeouts (1205).
-func retryable(err error) bool {
-	var me *gomysql.MySQLError
-	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
-}
-
-// interrupted reports a statement the server interrupted (1317, "Query
-// execution was interrupted": an operator's KILL QUERY) while ctx, the
-// call's, lives: the driver ends statements by closing their connection,
-// never so. The statement was rolled back, so it can run again.
-func interrupted(ctx context.Context, err error) bool {
-	var me *gomysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1317 && ctx.Err() == nil
-}
-
-// missingTable reports "table doesn't exist" (1146) or, for the fence
-// sequence, "unknown sequence" (MariaDB 4091), after which the schema is
-// created again.
-func missingTable(err error) bool {
-	var me *gomysql.MySQLError
-	return errors.As(err, &me) && (me.Number == 1146 || me.Number == 4091)
 }
 
 // checkToken rejects tokens the token column cannot hold.
@@ -140,4 +118,16 @@ func checkToken(token string) error {
 		return fmt.Errorf("mysql: token of %d bytes: must be 1 to 255", len(token))
 	}
 	return nil
+}
+
+// checkTake rejects a table-mode request the row cannot hold.
+func checkTake(req drivers.AcquireRequest) error {
+	if err := checkToken(req.Token); err != nil || req.TTL > 0 {
+		return err
+	}
+	return errTTL(req.TTL)
+}
+
+func errTTL(ttl time.Duration) error {
+	return fmt.Errorf("mysql: ttl %v must be positive in table mode", ttl)
 }

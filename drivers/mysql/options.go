@@ -3,8 +3,10 @@ package mysql
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,20 +31,17 @@ const (
 const (
 	// FenceAuto picks FenceSequence on MariaDB and FenceCounter elsewhere.
 	FenceAuto = "auto"
-	// FenceSequence takes fences from a MariaDB SEQUENCE (10.3+) in the same
-	// SELECT as GET_LOCK: no row write, no fsync per acquisition.
+	// FenceSequence takes fences from a MariaDB SEQUENCE (10.3+) in the
+	// GET_LOCK statement: no row write per acquisition.
 	FenceSequence = "sequence"
-	// FenceCounter keeps one counter row per key, incremented by the same
-	// INSERT … SELECT … WHERE GET_LOCK(…) statement (MySQL 8 has no
-	// sequences). Costs a commit per acquisition.
+	// FenceCounter keeps a counter row per key, incremented by the GET_LOCK
+	// statement (MySQL 8 has no sequences): a commit per acquisition.
 	FenceCounter = "counter"
-	// FenceUUIDShort takes fences from UUID_SHORT() in the same SELECT as
-	// GET_LOCK: no table at all, the cheapest. UUID_SHORT is (server_id &
-	// 255) << 56 + server start time in seconds << 24 + a counter, so fences
-	// only grow while server_id stays and the server's clock does not go
-	// back across a restart, and the whole server makes fewer than 2^24
-	// UUID_SHORT calls per second of uptime on average. Opt-in for that
-	// reason.
+	// FenceUUIDShort takes fences from UUID_SHORT() in the GET_LOCK
+	// statement: no table, the cheapest. UUID_SHORT is (server_id & 255) <<
+	// 56 + start time in seconds << 24 + a counter: fences only grow while
+	// server_id stays, the clock does not go back across a restart, and the
+	// server averages under 2^24 calls per second of uptime. Opt-in.
 	FenceUUIDShort = "uuid_short"
 )
 
@@ -61,68 +60,59 @@ const (
 
 // Options configure a Driver. The zero value connects as root without
 // password to 127.0.0.1:3306 in advisory mode. Configuration keys are the
-// koanf tags, camelCase as every store's; the snake_case spellings of
-// earlier versions are refused with the new name (renamedKeys).
+// koanf tags (an unknown key, such as a snake_case spelling, is refused
+// with the nearest one suggested).
 type Options struct {
 	// DSN is a go-sql-driver/mysql data source name
-	// ("user:pass@tcp(host:3306)/db?tls=true"). When set, Host, Port,
-	// Database, Username, Password and TLS must be empty. Default "": built
-	// from those fields.
+	// ("user:pass@tcp(host:3306)/db?tls=true"); when set, Host, Port,
+	// Database, Username, Password and TLS must be empty. Default "".
 	DSN string `koanf:"dsn"`
 	// Host is the server's host name or address. Default "127.0.0.1".
 	Host string `koanf:"host"`
 	// Port is the server's TCP port. Default 3306.
 	Port int `koanf:"port"`
-	// Database is the database holding the driver's tables and sequence.
-	// Default "": the user's default database (needed for fences and
-	// table mode, so set it).
+	// Database holds the driver's tables and sequence. Default "": the
+	// user's default (needed by fences and table mode).
 	Database string `koanf:"database"`
 	// Username to connect as. Default "root".
 	Username string `koanf:"username"`
 	// Password of Username. Never logged nor put in errors. Default "".
 	Password string `koanf:"password"`
-	// TLS is go-sql-driver's tls parameter: "" or "false" (plain),
-	// "true" (verified), "skip-verify", "preferred", or the name of a
-	// config registered with mysql.RegisterTLSConfig. Default "".
+	// TLS is go-sql-driver's tls parameter: "" or "false", "true",
+	// "skip-verify", "preferred", or a mysql.RegisterTLSConfig name.
 	TLS string `koanf:"tls"`
 
 	// Mode is ModeAdvisory (default) or ModeTable.
 	Mode string `koanf:"mode"`
-	// Table is the lock table of table mode (an identifier: letters,
-	// digits, _ and $, at most 64 characters, optionally "db.table").
-	// Created if missing. Default "mutexfx_locks".
+	// Table is table mode's lock table ("t" or "db.t"; letters, digits, _
+	// and $, up to 64 each), created if missing. Default "mutexfx_locks".
 	Table string `koanf:"table"`
-	// FenceTable names the advisory mode's fence sequence or counter table
-	// (same rules as Table). Created if missing. Default "mutexfx_fence".
+	// FenceTable names advisory mode's fence sequence or counter table (as
+	// Table), created if missing. Default "mutexfx_fence".
 	FenceTable string `koanf:"fenceTable"`
 	// Fence is the advisory mode's fence source: FenceAuto (default),
 	// FenceSequence, FenceCounter or FenceUUIDShort.
 	Fence string `koanf:"fence"`
-	// ProbeInterval is how often the advisory mode checks, in one round
-	// trip for all held locks, that each is still held by its connection
-	// (a KILLed connection or a restarted server is reported lost within
-	// about this time). When the pool has no connection to spare (see
-	// MaxOpenConns), each lock is checked on its own connection instead.
-	// Default 500ms.
+	// ProbeInterval is how often advisory mode checks, in one round trip,
+	// that each held lock is still held (a KILLed connection or a restart
+	// is reported within about this time); on a full pool each lock on its
+	// own connection. Default 500ms.
 	ProbeInterval time.Duration `koanf:"probeInterval"`
 	// PollInterval is how often table mode checks, in one query, whether
-	// the keys its waiters found held became free, to wake them at once
-	// (only while a component is subscribed and someone waits). A driver
-	// queued for a key (see WaiterLiveness) polls it faster the nearer it
-	// is to the head: every 2 × place × PollInterval/10 (at least 1ms), at
-	// most PollInterval; at the head its own attempts poll, every
-	// PollInterval/10 (at least 1ms). Default 10ms.
+	// keys its waiters found held became free, to wake them (while a
+	// component is subscribed and someone waits). A queued driver (see
+	// WaiterLiveness) polls every 2 × place × PollInterval/10, at most
+	// PollInterval; at the head its attempts poll every PollInterval/10
+	// (at least 1ms). Default 10ms.
 	PollInterval time.Duration `koanf:"pollInterval"`
-	// WaiterLiveness turns on fair hand-off in table mode and is how long
-	// a waiter keeps its place without asking again. Each lock's row holds
-	// a FIFO queue of the drivers whose attempts failed; a free lock can be
-	// taken only by the first live one (or by anyone when nobody live is
-	// queued), so a process that releases and asks again at once goes to
-	// the end instead of overtaking the waiters of other processes. A
-	// waiter's entry is stamped again (one small write) WaiterLiveness/2
-	// after its last stamp; one that crashed or gave up delays the others
-	// by at most WaiterLiveness, once it is at the head. Negative turns
-	// fair hand-off off. Default 100ms.
+	// WaiterLiveness turns on table mode's fair hand-off and is how long a
+	// waiter keeps its place without asking again. Each row holds a FIFO
+	// queue of the drivers whose attempts failed; a free lock goes only to
+	// the first live one (anyone if none), so a process that releases and
+	// asks again queues behind other processes' waiters. An entry is
+	// stamped again (a small write) WaiterLiveness/2 after its last stamp; a
+	// dead head delays the others by at most WaiterLiveness. Negative: off.
+	// Default 100ms.
 	WaiterLiveness time.Duration `koanf:"waiterLiveness"`
 	// RenewBatch is the most leases renewed by one statement in table
 	// mode (and probed by one query in advisory mode). Default 1000.
@@ -133,29 +123,23 @@ type Options struct {
 	Retries int `koanf:"retries"`
 	// DialTimeout bounds each connection attempt. Default 5s.
 	DialTimeout time.Duration `koanf:"dialTimeout"`
-	// MaxOpenConns caps the driver's own pool. In advisory mode every held
-	// lock and every waiting Acquire pins one connection, so this caps
-	// them too. Default 0: no cap (the server's max_connections).
+	// MaxOpenConns caps the own pool, and so in advisory mode the held
+	// locks and waiting Acquires, each pinning one. Default 0: no cap.
 	MaxOpenConns int `koanf:"maxOpenConns"`
 	// MaxIdleConns is how many idle connections the pool keeps. Default 16.
 	MaxIdleConns int `koanf:"maxIdleConns"`
 	// PreparedStatements sends parameters with server-side prepared
-	// statements (prepare, execute: 2 round trips per statement, and a
-	// close) instead of go-sql-driver's client-side interpolation (1 round
-	// trip, still escaped by the driver, never concatenated by mutexfx).
-	// Only for connections the driver opens. Whatever this says, the
-	// advisory release statement, and the acquire statement with the
-	// sequence or uuid_short fence, are server-side prepared statements on
-	// those connections, prepared once per connection and kept (1 round
-	// trip each; advisory_prepared.go). Default false.
+	// statements (2 round trips and a close) instead of go-sql-driver's
+	// escaped interpolation (1 round trip); own pool only. Advisory release
+	// and sequence/uuid_short acquire are kept prepared per connection
+	// regardless (advisory_prepared.go). Default false.
 	PreparedStatements bool `koanf:"preparedStatements"`
 }
 
 var identRe = regexp.MustCompile(`^[A-Za-z0-9_$]{1,64}$`)
 
-// quoteIdent validates a table name ("t" or "db.t") and returns it quoted
-// with backticks. Identifiers are the only text mutexfx puts in SQL; they
-// come from configuration and are validated, never from lock names.
+// quoteIdent validates a table name ("t" or "db.t") and quotes it: the only
+// text mutexfx puts in SQL, from configuration, never from lock names.
 func quoteIdent(name string) (string, error) {
 	parts := strings.Split(name, ".")
 	if len(parts) > 2 {
@@ -174,8 +158,7 @@ func quoteIdent(name string) (string, error) {
 type settings struct {
 	mode, fence              string
 	table, fenceTable        string // quoted
-	floorTable               string // quoted: table mode's fence floor (table_reclaim.go)
-	holderTable              string // quoted: advisory mode's holders by connection (advisory_holder.go)
+	floorTable, holderTable  string // quoted (table_reclaim.go, advisory_holder.go)
 	probe, poll, dialTimeout time.Duration
 	liveness                 time.Duration // 0: fair hand-off off
 	batch, retries           int
@@ -183,26 +166,18 @@ type settings struct {
 	prepared                 bool
 }
 
-// validate checks o and applies defaults. Its errors are *config.Error
-// whose Path is the offending key, relative to the driver block.
+// validate checks o and applies defaults; errors are *config.Error at the
+// key.
 func (o Options) validate() (settings, error) {
 	s := settings{
-		mode: o.Mode, fence: o.Fence, probe: o.ProbeInterval, poll: o.PollInterval, dialTimeout: o.DialTimeout,
-		batch: o.RenewBatch, retries: o.Retries, maxOpen: o.MaxOpenConns, maxIdle: o.MaxIdleConns,
+		mode: cmp.Or(o.Mode, ModeAdvisory), fence: cmp.Or(o.Fence, FenceAuto), probe: o.ProbeInterval, poll: o.PollInterval,
+		dialTimeout: o.DialTimeout, batch: o.RenewBatch, retries: o.Retries, maxOpen: o.MaxOpenConns, maxIdle: o.MaxIdleConns,
 		prepared: o.PreparedStatements, liveness: o.WaiterLiveness,
 	}
-	switch s.mode {
-	case "":
-		s.mode = ModeAdvisory
-	case ModeAdvisory, ModeTable:
-	default:
+	if !slices.Contains([]string{ModeAdvisory, ModeTable}, s.mode) {
 		return s, config.Errorf("mode", "must be %q or %q, not %q", ModeAdvisory, ModeTable, o.Mode)
 	}
-	switch s.fence {
-	case "":
-		s.fence = FenceAuto
-	case FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort:
-	default:
+	if !slices.Contains([]string{FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort}, s.fence) {
 		return s, config.Errorf("fence", "must be %q, %q, %q or %q, not %q", FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort, o.Fence)
 	}
 	table, fenceTable := cmp.Or(o.Table, DefaultTable), cmp.Or(o.FenceTable, DefaultFenceTable)
@@ -250,8 +225,8 @@ func (o Options) validate() (settings, error) {
 	return s, nil
 }
 
-// mysqlConfig builds the go-sql-driver configuration of a pool the driver
-// owns. Errors never contain the password.
+// mysqlConfig builds the own pool's go-sql-driver configuration; errors
+// never contain the password.
 func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	var cfg *gomysql.Config
 	if o.DSN != "" {
@@ -260,9 +235,7 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 		}
 		c, err := parseDSN(o.DSN)
 		if err != nil {
-			// go-sql-driver's message may quote any piece of the DSN, and
-			// which piece is the password depends on how it split the
-			// DSN: quote nothing, say only what kind of problem it is.
+			// its message may quote the password: quote nothing
 			return nil, config.Errorf("dsn", "%s (the DSN is not shown: it may hold a password)", dsnProblem(o.DSN, err))
 		}
 		cfg = c
@@ -278,8 +251,7 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 		cfg.DBName = o.Database
 		if o.TLS != "" {
 			cfg.TLSConfig = o.TLS
-			// validate now (connects nothing) so that a bad value is a
-			// configuration error naming the key.
+			// checked now: a bad value is an error at the key
 			if _, err := gomysql.NewConnector(cfg); err != nil {
 				msg := scrubPassword(err.Error(), "invalid", o.Password)
 				if strings.HasPrefix(err.Error(), unknownTLS) {
@@ -293,31 +265,22 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 		cfg.Timeout = s.dialTimeout
 	}
 	cfg.InterpolateParams = !s.prepared
-	// Affected rows must count changed rows; the statements rely on it.
-	cfg.ClientFoundRows = false
-	// A connection idle for wait_timeout is closed by the server, and its
-	// advisory locks with it. The monitor runs a statement on each held
-	// lock's connection once it has idled for half its wait_timeout
-	// (advisory_idle.go); a year makes that once in six months unless the DSN sets
-	// wait_timeout, to bound how long a partitioned holder's locks stay.
+	cfg.ClientFoundRows = false // the statements rely on counts of changed rows
+	// The server closes a connection idle for wait_timeout, and its locks
+	// with it: held locks' connections are touched at half of it
+	// (advisory_idle.go). A year, unless the DSN sets it.
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
 	if _, ok := cfg.Params["wait_timeout"]; !ok {
 		cfg.Params["wait_timeout"] = "31536000"
 	}
-	// Every statement must commit on its own, whatever the server's
-	// default (autocommit=0 in its configuration or init_connect) or the
-	// DSN say: in a transaction left open a released table-mode lock would
-	// stay row-locked, and fences would roll back.
-	for k := range cfg.Params {
-		if strings.EqualFold(k, "autocommit") {
-			delete(cfg.Params, k)
-		}
-	}
+	// Every statement must commit on its own, whatever the server or DSN
+	// say: in an open transaction a released row would stay locked, and
+	// fences would roll back.
+	maps.DeleteFunc(cfg.Params, func(k, _ string) bool { return strings.EqualFold(k, "autocommit") })
 	cfg.Params["autocommit"] = "1"
-	// The driver reports its errors itself; go-sql-driver's own log lines
-	// (to stderr) would only duplicate them.
+	// the driver reports its errors; go-sql-driver's log would repeat them
 	cfg.Logger = &gomysql.NopLogger{}
 	return cfg, nil
 }
@@ -332,34 +295,4 @@ func orDefault[T int | time.Duration](key string, v *T, def T) error {
 		*v = def
 	}
 	return nil
-}
-
-// renamedKeys are the snake_case keys of earlier versions and their
-// camelCase names: the factory refuses them, naming the new key, rather
-// than let a renamed setting be ignored or reported as merely unknown.
-var renamedKeys = map[string]string{
-	"fence_table":         "fenceTable",
-	"probe_interval":      "probeInterval",
-	"poll_interval":       "pollInterval",
-	"waiter_liveness":     "waiterLiveness",
-	"renew_batch":         "renewBatch",
-	"dial_timeout":        "dialTimeout",
-	"max_open_conns":      "maxOpenConns",
-	"max_idle_conns":      "maxIdleConns",
-	"prepared_statements": "preparedStatements",
-}
-
-// checkRenamed refuses a key of in that renamedKeys lists (the first in
-// sorted order), naming its path under path and its new name.
-func checkRenamed(path string, in map[string]any) error {
-	var old string
-	for k := range in {
-		if _, ok := renamedKeys[strings.ToLower(k)]; ok && (old == "" || k < old) {
-			old = k
-		}
-	}
-	if old == "" {
-		return nil
-	}
-	return config.Errorf(config.Join(path, old), "unknown key: did you mean %q? (MySQL keys are camelCase)", renamedKeys[strings.ToLower(old)])
 }

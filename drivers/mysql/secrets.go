@@ -15,35 +15,30 @@ import (
 // plainOptions is Options without methods: printed, it does not call back.
 type plainOptions Options
 
-// printed is the options as they print: the password, and the password of
-// the DSN, as xxxxx when set.
+// printed is the options as they print: passwords (own and the DSN's) as
+// xxxxx when set.
 func (o Options) printed() redact.Value {
 	o.Password = redact.Secret(o.Password)
 	o.DSN = redactDSN(o.DSN)
 	return redact.Value{Name: "mysql.Options", Plain: plainOptions(o)}
 }
 
-// String describes the options with the password, and the password of the
-// DSN, shown as xxxxx when set, so that what it returns never holds it.
+// String describes the options, passwords (own and the DSN's) as xxxxx.
 func (o Options) String() string { return o.printed().String() }
 
-// GoString is String in Go syntax, for %#v (also when the options are
-// printed inside another value).
+// GoString is String in Go syntax, for %#v.
 func (o Options) GoString() string { return o.printed().GoString() }
 
 // Format prints the options as String does (GoString for %#v): see
 // redact.Format for the verbs fmt does not pass to it.
 func (o Options) Format(f fmt.State, verb rune) { o.printed().Format(f, verb) }
 
-// MarshalJSON encodes the options with their secrets redacted as in String
-// (encoding/json, and zap's JSON encoder).
+// MarshalJSON encodes the options, secrets redacted as in String.
 func (o Options) MarshalJSON() ([]byte, error) { return o.printed().MarshalJSON() }
 
-// redactDSN replaces the password of a DSN with xxxxx: what lies between
-// the first : and the last @ (go-sql-driver takes the last @ before the
-// last /; taking the last @ hides more when a parameter holds one). A DSN
-// without an @ has no password, unless it is malformed: then it is hidden
-// whole.
+// redactDSN replaces a DSN's password, between the first : and the last @
+// (go-sql-driver takes the last @ before the last /: this hides more), with
+// xxxxx. A malformed DSN without an @ is hidden whole.
 func redactDSN(dsn string) string {
 	if dsn == "" {
 		return ""
@@ -62,10 +57,9 @@ func redactDSN(dsn string) string {
 	return user + ":" + redact.Mask + dsn[at:]
 }
 
-// scrubPassword returns msg, or, when it contains the password (as is, or
-// query- or path-escaped), what (what failed) followed by a note that the
-// message is withheld: masking each occurrence would show a short password
-// where it matches the message's own words, and garble the message.
+// scrubPassword returns msg, or, when it holds the password (as is, query-
+// or path-escaped), what failed and a note that it is withheld: masking
+// would reveal a short password where it matches the message's words.
 func scrubPassword(msg, what, password string) string {
 	if password != "" && (strings.Contains(msg, password) || strings.Contains(msg, url.QueryEscape(password)) ||
 		strings.Contains(msg, url.PathEscape(password))) {
@@ -74,16 +68,14 @@ func scrubPassword(msg, what, password string) string {
 	return msg
 }
 
-// parseDSN is gomysql.ParseDSN, which panics on a strict parameter (and
-// perhaps on other input): a panic is returned as an error that shows
-// neither the DSN nor the panic's value.
+// parseDSN is gomysql.ParseDSN, with a panic (on a strict parameter, or
+// else) returned as an error showing neither the DSN nor the panic's value.
 func parseDSN(dsn string) (c *gomysql.Config, err error) { return parseDSNWith(gomysql.ParseDSN, dsn) }
 
 func parseDSNWith(parse func(string) (*gomysql.Config, error), dsn string) (c *gomysql.Config, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c, err = nil, errPanicked
-			// go-sql-driver's own words, v1.10 (dsn.go): no piece of the DSN
 			if s, ok := r.(string); ok && strings.HasPrefix(s, strictPanic) {
 				err = errStrict
 			}
@@ -95,27 +87,23 @@ func parseDSNWith(parse func(string) (*gomysql.Config, error), dsn string) (c *g
 // strictPanic starts go-sql-driver's panic on a strict parameter.
 const strictPanic = "strict mode has been removed"
 
-// The errors of a DSN on which go-sql-driver panicked: which, and with
-// what value, is not told (the value may quote the DSN).
+// The errors of a DSN on which go-sql-driver panicked.
 var (
 	errStrict   = errors.New(strictPanic)
 	errPanicked = errors.New("go-sql-driver/mysql panicked while parsing the DSN")
 )
 
 const (
-	// unknownTLS starts go-sql-driver's message of an unknown tls value,
-	// which goes on with the value.
+	// unknownTLS starts go-sql-driver's message of an unknown tls value.
 	unknownTLS = "invalid value / unknown config name: "
 	tlsHint    = "tls: unknown value or config name (true, false, skip-verify, preferred, or a name registered with " +
 		"mysql.RegisterTLSConfig)"
 	durationHint = "a duration parameter (timeout, readTimeout, writeTimeout, timeTruncate) is not a Go duration such as 5s"
 )
 
-// dsnHints map go-sql-driver's DSN parse errors (ParseDSN in dsn.go, v1.10)
-// to what is said of them. The first four are fixed texts; the others go on
-// to quote a piece of the DSN, which may be a piece of the password (a
-// password holding a / or @ shifts how the DSN is split), and only their
-// fixed beginning is matched: the piece is never shown.
+// dsnHints map go-sql-driver's DSN parse errors (v1.10) to what is said of
+// them, matching only their fixed beginning: the rest may quote a piece of
+// the password.
 var dsnHints = []struct{ prefix, hint string }{
 	{"invalid DSN: missing the slash separating the database name", "missing the / before the database name: " +
 		"user:password@tcp(host:3306)/dbname (the name may be empty)"},

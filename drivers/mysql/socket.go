@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,31 +18,25 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// Statements on the connections the driver pins (advisory mode) run with a
-// context that cannot be cancelled, and the caller's context is enforced by
-// closing the connection's socket when it ends (context.AfterFunc).
+// Statements on pinned connections run with a context that cannot be
+// cancelled, and the caller's context is enforced by closing the socket
+// when it ends (context.AfterFunc). A cancellable context costs two
+// goroutine wake-ups per statement in go-sql-driver's watcher (20–25 µs on
+// loopback, a sixth of an advisory acquire+release pair); an AfterFunc costs
+// nothing unless it fires. The watcher too closes the socket, so a
+// cancelled statement costs its connection either way.
 //
-// Why: for a statement whose context can be cancelled, go-sql-driver hands
-// the context to the connection's watcher goroutine and back again, two
-// goroutine wake-ups per statement: measured 20–25 µs per statement on a
-// loopback connection, a sixth of an advisory acquire+release pair. An
-// AfterFunc costs no goroutine unless the context ends. Cancelling this way
-// is what go-sql-driver's watcher does too (it closes the socket), so a
-// cancelled statement still costs its connection, and with it any lock the
-// connection holds.
-//
-// This needs each pinned connection's socket, which only a pool the driver
-// opened itself can give (its connector dials through sockets.dial); with a
-// pool given to NewWithDB, or a DSN naming a network registered with
-// go-sql-driver, statements take the caller's context as is.
+// This needs the socket, known only on the own pool (its connector dials
+// through sockets.dial); with NewWithDB's pool, or a network registered
+// with go-sql-driver, statements take the caller's context as is.
 
 // sockets maps the driver pool's connections to their sockets.
 type sockets struct {
 	mu sync.Mutex
 	m  map[driver.Conn]*socket
 
-	conns sqlkit.Conns   // every open socket, connected or connecting: Close cuts them
-	hup   hangup.Watcher // tells when the sockets holding locks hang up
+	conns sqlkit.Conns   // every open socket: Close cuts them
+	hup   hangup.Watcher // tells when sockets holding locks hang up
 }
 
 // socket is a connection's network connection; cut closes it.
@@ -50,17 +45,13 @@ type socket struct {
 	owner *sockets
 	key   driver.Conn // set once the connection is made
 
-	sess atomic.Pointer[session] // the connection's session, once known (advisory_session.go)
-	boot atomic.Int64            // the server's boot time, when the session was read in its first seconds
+	sess atomic.Pointer[session] // the session, once known (advisory_session.go)
+	boot atomic.Int64            // bootUnread, bootNoCache, or the boot time of a session read in its first seconds
 
-	// Statements kept prepared on the connection (advisory_prepared.go); used only
-	// by whoever holds the connection, one at a time.
-	stmts     map[string]driver.Stmt
-	noPrepare bool // the server refused a prepare: run them as text
-
-	// The identity last written for the connection in the holder table
-	// (advisory_holder.go); used only by whoever holds the connection.
-	ident string
+	// Used only by the connection's holder, one at a time:
+	stmts     map[string]driver.Stmt // kept prepared (advisory_prepared.go)
+	noPrepare bool                   // prepares refused: run as text
+	ident     string                 // identity last written (advisory_holder.go)
 
 	hup hangup.Conn // its registration with owner.hup
 }
@@ -83,21 +74,15 @@ func (s *socket) cut() {
 	_ = s.Conn.Close()
 }
 
-// dialSlot receives, through the context of a connector's Connect, the
-// socket its dial made.
-type dialSlot struct{ sock *socket }
-
+// dialSlotKey keys the *(*socket) through which dial hands Connect its
+// socket.
 type dialSlotKey struct{}
 
-// dialNetworks are the networks go-sql-driver dials itself (with a plain
-// net.Dialer, as dial does); other names are dial functions registered by
-// the application, left alone.
-var dialNetworks = map[string]bool{"tcp": true, "tcp4": true, "tcp6": true, "unix": true}
-
-// connector makes cfg's connections, recording their sockets in s. It
-// returns cfg's own connector when the socket cannot be had (see above).
+// connector makes cfg's connections, recording their sockets in s, or is
+// cfg's own when the socket cannot be had: a network go-sql-driver does
+// not dial with a plain net.Dialer, as dial does, is the application's.
 func (s *sockets) connector(cfg *gomysql.Config) (driver.Connector, error) {
-	if cfg.DialFunc == nil && dialNetworks[cfg.Net] {
+	if cfg.DialFunc == nil && slices.Contains([]string{"tcp", "tcp4", "tcp6", "unix"}, cfg.Net) {
 		cfg.DialFunc = s.dial
 		inner, err := gomysql.NewConnector(cfg)
 		if err != nil {
@@ -117,15 +102,15 @@ func (s *sockets) dial(ctx context.Context, network, addr string) (net.Conn, err
 		return nil, err
 	}
 	sock.Conn = c
-	if slot, ok := ctx.Value(dialSlotKey{}).(*dialSlot); ok {
-		slot.sock = sock
+	if slot, ok := ctx.Value(dialSlotKey{}).(**socket); ok {
+		*slot = sock
 	}
 	return sock, nil
 }
 
 // of returns conn's socket, or nil when it is not known.
 func (s *sockets) of(conn *sql.Conn) *socket {
-	if s == nil || s.m == nil {
+	if s == nil {
 		return nil
 	}
 	var sock *socket
@@ -154,15 +139,15 @@ var (
 
 // Connect makes a connection and records its socket.
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
-	slot := &dialSlot{}
-	dc, err := c.inner.Connect(context.WithValue(ctx, dialSlotKey{}, slot))
+	var sock *socket
+	dc, err := c.inner.Connect(context.WithValue(ctx, dialSlotKey{}, &sock))
 	if err != nil {
 		return nil, err
 	}
-	if slot.sock != nil {
+	if sock != nil {
 		c.s.mu.Lock()
-		slot.sock.key = dc
-		c.s.m[dc] = slot.sock
+		sock.key = dc
+		c.s.m[dc] = sock
 		c.s.mu.Unlock()
 	}
 	return dc, nil
@@ -177,9 +162,8 @@ type pinned struct {
 	sock *socket
 }
 
-// armHangup has fn called when the server closes or resets p's
-// connection (package hangup); with its socket unknown, the probes find
-// out instead.
+// armHangup has fn called when the server closes or resets p's connection
+// (package hangup); without a socket, the probes find out.
 func (p pinned) armHangup(fn func()) {
 	if p.sock != nil {
 		p.sock.owner.hup.Arm(&p.sock.hup, p.sock, fn)
@@ -193,10 +177,8 @@ func (p pinned) disarmHangup() {
 	}
 }
 
-// queryRow runs q on p's connection and scans its one row into dest. With
-// the socket known, ctx's end closes it (see above) instead of go-sql-driver
-// watching ctx; the connection is then unusable, and the error wraps ctx's
-// cause.
+// queryRow runs q on p's connection and scans its one row into dest (see
+// run).
 func (p pinned) queryRow(ctx context.Context, q string, args []any, dest ...any) error {
 	return p.run(ctx, func(ctx context.Context) error {
 		return p.conn.QueryRowContext(ctx, q, args...).Scan(dest...)
@@ -213,7 +195,8 @@ func (p pinned) exec(ctx context.Context, q string, args []any) (res sql.Result,
 }
 
 // run runs f, a statement on p's connection, with ctx, or with a context
-// that cannot be cancelled while ctx's end closes the socket.
+// that cannot be cancelled while ctx's end closes the socket: the error
+// then wraps ctx's cause.
 func (p pinned) run(ctx context.Context, f func(context.Context) error) error {
 	if p.sock == nil || ctx.Done() == nil {
 		return f(ctx)
@@ -224,20 +207,14 @@ func (p pinned) run(ctx context.Context, f func(context.Context) error) error {
 	stop := context.AfterFunc(ctx, p.sock.cut)
 	err := f(context.WithoutCancel(ctx))
 	if !stop() {
-		// The socket is closed or closing: whatever the statement did,
-		// the connection is done.
 		return fmt.Errorf("%w (statement: %v)", context.Cause(ctx), err)
 	}
 	return err
 }
 
-// exec runs q on a connection of the pool: when ctx can be cancelled and
-// the pool is the driver's own, on a connection taken for the statement,
-// cancelled by its socket (see above); else as database/sql does. Like
-// database/sql, it tries again on another connection when go-sql-driver
-// reports that the statement was not sent (driver.ErrBadConn); a
-// connection whose socket was closed is dropped by the pool (go-sql-driver
-// reports it invalid).
+// exec runs q on the pool: with a cancellable ctx on the own pool, on a
+// connection taken for it and cancelled by its socket, retried as
+// database/sql does when the statement was not sent (driver.ErrBadConn).
 func (c *core) exec(ctx context.Context, q string, args []any) (sql.Result, error) {
 	if c.socks == nil || ctx.Done() == nil {
 		return c.db.ExecContext(ctx, q, args...)

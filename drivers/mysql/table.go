@@ -18,11 +18,9 @@ import (
 type tableDriver struct {
 	core
 
-	id          []byte // random: this driver in waiter queues (table_fair.go)
-	retakeSQL   string // tableRetakeSQL
-	handoverSQL string // tableHandoverSQL
-	takeSQL     string // the short acquire statement
-	acquireSQL  string // the queueing acquire statement
+	id                     []byte // random: this driver in waiter queues (table_fair.go)
+	retakeSQL, handoverSQL string
+	takeSQL, acquireSQL    string // the short and the queueing acquire statements
 
 	watch   watcher      // wake-ups and queue places (table_watch.go)
 	reclaim reclaim.Loop // deletes the rows no longer needed (table_reclaim.go)
@@ -44,20 +42,38 @@ func (d *tableDriver) Features() drivers.Features {
 	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, Scope: "cluster", MinTTL: 500 * time.Millisecond}
 }
 
-// Acquire makes one attempt to take req.Key for req.Token. Errors that
-// retrying cannot cure match drivers.ErrPermanent.
+// Acquire makes one attempt to take req.Key for req.Token. Errors retrying
+// cannot cure match drivers.ErrPermanent.
 func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	return d.acquireWith(ctx, req, d.ensureSchema, d.acquire)
 }
 
 // Release frees key if token holds it.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	return call(&d.core, ctx, func(ctx context.Context) (bool, error) { return d.release(ctx, key, token) })
+	return call(&d.core, ctx, func(ctx context.Context) (bool, error) {
+		id, _, err := d.tableExec(ctx, fmt.Sprintf(tableReleaseSQL, d.s.table), keyHash(key), token)
+		if err != nil {
+			return false, fmt.Errorf("mysql: release: %w", err)
+		}
+		if id >= 1 {
+			d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
+		}
+		return id >= 1, nil
+	})
 }
 
 // Extend renews key for token for ttl.
 func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return call(&d.core, ctx, func(ctx context.Context) (bool, error) { return d.extend(ctx, key, token, ttl) })
+	return call(&d.core, ctx, func(ctx context.Context) (bool, error) {
+		if ttl <= 0 {
+			return false, errTTL(ttl)
+		}
+		id, _, err := d.tableExec(ctx, fmt.Sprintf(tableExtendSQL, d.s.table), ttl.Microseconds(), keyHash(key), token)
+		if err != nil {
+			return false, fmt.Errorf("mysql: extend: %w", err)
+		}
+		return id >= 1, nil
+	})
 }
 
 // Renew extends many leases, with one statement per RenewBatch leases.
@@ -65,10 +81,9 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 	return d.core.renew(ctx, leases, d.renew)
 }
 
-// Close stops the driver's goroutines and closes its own pool (a pool
-// given to NewWithDB stays open). Calls still in flight when Close is
-// done, or when ctx ends, are cut; it returns ctx's error when ctx ended
-// first.
+// Close stops the driver's goroutines and closes its own pool (one given
+// to NewWithDB stays open). Calls in flight when Close is done or ctx ends
+// are cut; it returns ctx's error when ctx ended first.
 func (d *tableDriver) Close(ctx context.Context) error {
 	return d.core.close(ctx, func() {
 		d.watch.close()
@@ -76,15 +91,14 @@ func (d *tableDriver) Close(ctx context.Context) error {
 	})
 }
 
-// heldMark offsets the holder's remaining microseconds that a failed
-// acquisition returns through LAST_INSERT_ID, so that they cannot be taken
-// for a fence (fences stay below 2^50: see table_fair.go).
+// heldMark offsets what a failed acquisition returns in LAST_INSERT_ID (the
+// holder's remaining µs) above any fence (< 2^50: table_fair.go).
 const heldMark = 1 << 62
 
-// Table mode statements (acquire: table_fair.go). The clock is always the
-// database's (UTC_TIMESTAMP(6): the same for every session whatever its
-// time_zone); a lock is expired when expires_at < now. %s is the validated,
-// quoted table name; every value is a parameter.
+// Table mode statements (acquire: table_fair.go). The clock is the
+// database's UTC_TIMESTAMP(6), whatever the session's time_zone; a lock is
+// expired when expires_at < now. %s is the quoted table; values are
+// parameters.
 const (
 	// tableReleaseSQL frees the row if token holds it, keeping the row
 	// (and its fence). LAST_INSERT_ID(fence) >= 1 tells that it matched.
@@ -95,13 +109,10 @@ WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 	tableExtendSQL = `UPDATE %s SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, fence = LAST_INSERT_ID(fence)
 WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 
-	// tableRetakeSQL takes an existing row that is free (released or
-	// expired) and that nobody queues for, or whose queue this driver
-	// heads (it then leaves the queue), in a plain UPDATE; the new fence
-	// is in LAST_INSERT_ID. It matches nothing, and writes nothing, when
-	// the row is missing, held or queued for by another driver.
-	// Assignments run left to right, each seeing the ones before: fence is
-	// first, expires_at (which WHERE reads) after the others.
+	// tableRetakeSQL takes an existing free row that nobody queues for, or
+	// whose queue this driver heads (and leaves), in a plain UPDATE: the new
+	// fence in LAST_INSERT_ID; it writes nothing otherwise. Assignments run
+	// left to right: fence first, expires_at (which WHERE reads) last.
 	// Parameters: token, ttl µs, driver id, name_hash, driver id.
 	tableRetakeSQL = `UPDATE %s SET fence = LAST_INSERT_ID(fence + 1), token = ?, queue = SUBSTRING(queue, 30),
  expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, taken_by = ?
@@ -109,21 +120,16 @@ WHERE name_hash = ? AND expires_at < UTC_TIMESTAMP(6) AND (queue = '' OR LEFT(qu
 )
 
 func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
-	if err := checkToken(req.Token); err != nil {
+	if err := checkTake(req); err != nil {
 		return drivers.AcquireResult{}, err
-	}
-	if req.TTL <= 0 {
-		return drivers.AcquireResult{}, fmt.Errorf("mysql: ttl %v must be positive in table mode", req.TTL)
 	}
 	d.noteTTL(req.TTL)
 	var id int64
 	var err error
 	if !d.watch.watching(req.Key) {
-		// Not waiting for this key: most likely its row exists and is
-		// free. A plain UPDATE takes it; an INSERT … ON DUPLICATE KEY
-		// UPDATE of an existing row costs the server far more (1.3-1.4×
-		// a bare upsert-if-expired + DELETE pair against 1.05-1.09×,
-		// measured side by side).
+		// Not waited for: its row most likely exists and is free. A plain
+		// UPDATE costs 1.05-1.09× a bare upsert-if-expired + DELETE pair,
+		// an upsert of an existing row 1.3-1.4×.
 		var n int64
 		id, n, err = d.tableExec(ctx, d.retakeSQL, req.Token, req.TTL.Microseconds(), d.id, keyHash(req.Key), d.id)
 		if err != nil {
@@ -135,9 +141,8 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 		}
 	}
 	args := []any{keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
-	// The short statement first: it takes a free row nobody else queues
-	// for (or inserts a missing one) and changes nothing otherwise; then,
-	// with fair hand-off, the queueing statement.
+	// The short statement (takes a free row nobody else queues for, or
+	// inserts it; changes nothing otherwise), then the queueing one.
 	id, _, err = d.tableExec(ctx, d.takeSQL, args...)
 	if err == nil && id >= heldMark && d.s.liveness > 0 && !d.watch.queued(req.Key) {
 		id, _, err = d.tableExec(ctx, d.acquireSQL, args...)
@@ -160,31 +165,8 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	}
 }
 
-func (d *tableDriver) release(ctx context.Context, key, token string) (bool, error) {
-	id, _, err := d.tableExec(ctx, fmt.Sprintf(tableReleaseSQL, d.s.table), keyHash(key), token)
-	if err != nil {
-		return false, fmt.Errorf("mysql: release: %w", err)
-	}
-	if id >= 1 {
-		d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
-	}
-	return id >= 1, nil
-}
-
-func (d *tableDriver) extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if ttl <= 0 {
-		return false, fmt.Errorf("mysql: ttl %v must be positive in table mode", ttl)
-	}
-	id, _, err := d.tableExec(ctx, fmt.Sprintf(tableExtendSQL, d.s.table), ttl.Microseconds(), keyHash(key), token)
-	if err != nil {
-		return false, fmt.Errorf("mysql: extend: %w", err)
-	}
-	return id >= 1, nil
-}
-
-// tableExec runs one statement with retries, creating the table again if
-// it was dropped, and returns the OK packet's LAST_INSERT_ID and rows
-// affected.
+// tableExec runs a statement with retries, creating the table again if it
+// was dropped, and returns LAST_INSERT_ID and the rows affected.
 func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) (id, n int64, err error) {
 	recreated := false
 	err = d.retry(ctx, func() error {
@@ -209,14 +191,12 @@ func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) 
 	return id, n, err
 }
 
-// retryPolicy spaces the retries of a table-mode statement: 5 ms doubling
-// to 20 ms (jittered, so that the two sides of a deadlock do not collide
-// again), short beside any ttl.
+// retryPolicy spaces a statement's retries: 5 ms doubling to 20 ms,
+// jittered so that the two sides of a deadlock do not collide again.
 var retryPolicy = backoff.Policy{Start: 5 * time.Millisecond, Cap: 20 * time.Millisecond}
 
-// retry runs f again while it fails with a deadlock, a lock wait timeout or
-// an interruption not its own (interrupted), at most d.s.retries more
-// times.
+// retry runs f again, up to d.s.retries times, while it fails retryable
+// or interrupted.
 func (d *tableDriver) retry(ctx context.Context, f func() error) error {
 	b := retryPolicy.New()
 	for attempt := 0; ; attempt++ {

@@ -6,33 +6,25 @@ import (
 	"time"
 )
 
-// Fair hand-off in table mode.
-//
-// MySQL cannot push a release to the waiters of other processes: they poll.
-// Without help, a process that releases and asks again at once finds the row
-// free before any other process's next poll and takes it again ("barging"),
-// and waiters polling at random moments are served in random order. So each
-// row also holds a FIFO queue of the drivers waiting for it: a driver whose
-// attempt fails is appended (once per wait), and a free row may be taken
-// only by the first live driver of the queue (or by anyone when the queue
-// has no live entry). An entry is live while its driver asked within the
-// last WaiterLiveness: a waiter asks again WaiterLiveness/2 after its entry
-// was last stamped, which stamps it again (an attempt stamps the entry when
-// its stamp is older than 3/8 WaiterLiveness: every write costs a commit). The taker leaves the queue in the same statement.
-// Dead entries at the head are pruned, up to pruneDepth per statement, by
-// whichever attempt meets them.
+// Fair hand-off in table mode. Waiters of other processes poll: without
+// help a process that releases and asks again at once takes the row again
+// before their next poll, and pollers are served in random order. So each
+// row holds a FIFO queue of waiting drivers: a driver whose attempt fails
+// is appended (once per wait), and a free row goes only to the first live
+// entry (to anyone if none is live); the taker leaves the queue in the
+// same statement. An entry is live while its driver asked within
+// WaiterLiveness: a waiter asks again WaiterLiveness/2 after its last
+// stamp, and an attempt stamps its entry when older than 3/8 of it (each
+// write is a commit). Attempts prune up to pruneDepth dead head entries.
 //
 // The queue is a VARBINARY of fixed-width entries: the driver's 16-byte
-// random id and the time of its last attempt as 13 ASCII digits of
-// milliseconds since 2000-01-01 in the database's clock (UTC). Its position
-// tells each waiter's driver how soon its turn comes, and so how often to
-// poll (table_watch.go): the head polls every PollInterval/10.
+// random id and its last attempt as 13 ASCII digits of ms since 2000-01-01
+// (database clock, UTC). A waiter's position sets how often its driver
+// polls (table_watch.go).
 //
-// Every decision is made by the one acquire statement: its first assignment
-// computes the outcome from the row as it was and stores it in
-// LAST_INSERT_ID (which the client reads from the OK packet); the later
-// assignments read it back with LAST_INSERT_ID(), so that the order in
-// which they change columns does not matter.
+// The acquire statement decides all: its first assignment computes the
+// outcome from the row as it was into LAST_INSERT_ID (read from the OK
+// packet), and the later ones read it back, in whatever order.
 //
 // The outcome, a BIGINT:
 //
@@ -56,11 +48,10 @@ const (
 const nowMS = `(TIMESTAMPDIFF(MICROSECOND, '2000-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)`
 
 // tableAcquireSQL inserts the row or takes over an expired one, honouring
-// the queue; see the comment above. Parameters: name_hash, token, ttl µs,
-// name, driver id. %[1]s is the quoted table, %[2]s the outcome, %[3]s the
-// new queue, %[4]d heldMark, %[5]s the floor table. expires_at, which
-// every condition reads, is assigned last. A new row's fence is one above
-// the floor, read with a shared lock (table_reclaim.go).
+// the queue. Parameters: name_hash, token, ttl µs, name, driver id. %[1]s
+// the table, %[2]s the outcome, %[3]s the new queue, %[4]d heldMark, %[5]s
+// the floor table (a new row's fence is one above it: table_reclaim.go).
+// expires_at, which every condition reads, is assigned last.
 const tableAcquireSQL = `INSERT INTO %[1]s (name_hash, token, fence, expires_at, name, taken_by)
 VALUES (?, ?, LAST_INSERT_ID(COALESCE((SELECT fence FROM %[5]s WHERE id = 1 LOCK IN SHARE MODE), 0) + 1),
  UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?, ?)
@@ -72,15 +63,15 @@ ON DUPLICATE KEY UPDATE
  taken_by = IF(LAST_INSERT_ID() < %[4]d, VALUES(taken_by), taken_by),
  expires_at = IF(LAST_INSERT_ID() < %[4]d, VALUES(expires_at), expires_at)`
 
-// queueSQL holds the SQL expressions on the queue column q of a row, for
-// the driver whose id is the expression me, with liveness L ms.
+// queueSQL makes the SQL expressions on the queue column q, for the driver
+// whose id is the expression me, with liveness l ms.
 type queueSQL struct {
 	q, me string
 	l     int64
 }
 
-// dead is true when entry k exists, is not me and is older than L (the
-// stamps are fixed-width digits: compared as strings, never converted).
+// dead is true when entry k exists, is not me and is older than l (stamps
+// are fixed-width digits, compared as strings).
 func (s queueSQL) dead(k int) string {
 	return fmt.Sprintf("(LENGTH(%[1]s) >= %[2]d AND SUBSTRING(%[1]s, %[3]d, 16) <> %[4]s AND SUBSTRING(%[1]s, %[5]d, 13) < %[6]s)",
 		s.q, (k+1)*entryWidth, k*entryWidth+1, s.me, k*entryWidth+17, stampSQL(s.l))
@@ -114,8 +105,8 @@ func (s queueSQL) outcome() string {
 	free := "expires_at < UTC_TIMESTAMP(6)"
 	may := fmt.Sprintf("(%s AND %s <= %s)", free, s.before(), s.lead())
 	mine := fmt.Sprintf("INSTR(%s, %s)", s.q, s.me)
-	// Not queued: append, unless the queue is full, or empty while my own
-	// driver holds the row (its process's waiters queue in the component).
+	// Not queued: append, unless the queue is full, or empty while my
+	// driver holds the row (its own waiters queue in the component).
 	app := fmt.Sprintf("(%[1]s = 0 AND LENGTH(%[2]s) < %[3]d AND NOT (%[2]s = '' AND NOT %[4]s AND taken_by = %[5]s))",
 		mine, s.q, maxQueue*entryWidth, free, s.me)
 	refresh := fmt.Sprintf("(%[1]s > 0 AND SUBSTRING(%[2]s, %[1]s + 16, 13) < %[3]s)", mine, s.q, stampSQL(s.l*3/8))
@@ -125,9 +116,8 @@ func (s queueSQL) outcome() string {
 		may, heldMark, free, s.l*1000, app, appendBit, refresh, refreshBit, s.lead(), leadShift)
 }
 
-// newQueue is the queue after the statement whose outcome is in
-// LAST_INSERT_ID(): the dead head pruned, then me removed (taken), appended
-// or refreshed.
+// newQueue is the queue after the outcome in LAST_INSERT_ID(): the dead
+// head pruned, then me removed (taken), appended or refreshed.
 func (s queueSQL) newQueue() string {
 	if s.l == 0 {
 		return s.q
@@ -141,11 +131,10 @@ func (s queueSQL) newQueue() string {
 		heldMark, at, base, entryWidth, appendBit, s.me, stamp, refreshBit)
 }
 
-// takeSQL is tableAcquireSQL that takes the row only when it is free and
-// its queue empty or headed by this driver (which then leaves it), and
-// changes nothing otherwise: short, hence cheap, it serves the uncontended
-// path and the queue head's take. Without fair hand-off it is the whole
-// acquisition.
+// takeSQL is tableAcquireSQL that takes the row only when free and its
+// queue empty or headed by this driver (which leaves it), and changes
+// nothing otherwise: the cheap uncontended path and the head's take.
+// Without fair hand-off it is acquireSQL.
 func (s settings) takeSQL() string {
 	if s.liveness == 0 {
 		return s.acquireSQL()
@@ -162,12 +151,9 @@ func (s settings) acquireSQL() string {
 	return fmt.Sprintf(tableAcquireSQL, s.table, q.outcome(), q.newQueue(), heldMark, s.floorTable)
 }
 
-// pollSQL reads the watched keys' rows (table_watch.go): per row its hash, free,
-// held by this driver, this driver's queue position (-1: not queued),
-// queue length, dead head entries. Parameters: driver id, then the hashes.
-// The id is CAST to BINARY: a prepared statement's parameter is text in
-// the connection's character set, and a derived table's text column would
-// turn its bytes that are no valid UTF-8 into '?'.
+// pollSQL reads the watched rows (keyState). Parameters: driver id, then
+// the hashes. The id is CAST to BINARY: as a text column of a derived table
+// its bytes that are no valid UTF-8 would turn into '?'.
 func (s settings) pollSQL(keys int) string {
 	q := queueSQL{q: "queue", me: "m.me", l: s.liveness.Milliseconds()}
 	marks := strings.TrimSuffix(strings.Repeat("?,", keys), ",")
@@ -176,16 +162,13 @@ func (s settings) pollSQL(keys int) string {
 FROM %[3]s, (SELECT CAST(? AS BINARY) AS me) AS m WHERE name_hash IN (%[4]s)`, entryWidth, q.lead(), s.table, marks)
 }
 
-// fastPoll is how often a driver polls the keys whose queue it heads: the
-// hand-off's race is this short.
+// fastPoll is how often a driver polls the keys whose queue it heads.
 func (s settings) fastPoll() time.Duration {
 	return max(s.poll/10, time.Millisecond)
 }
 
-// pollEvery is how often a driver polls a key it is queued for at pos (0:
-// the head): fastPoll at the head, then 2, 4, 6 … × fastPoll, at most
-// PollInterval, so that a waiter polls fast by the time its turn comes
-// without every waiter flooding the server.
+// pollEvery is how often a driver polls a key it is queued for at pos:
+// fastPoll at the head, then 2, 4, 6 … × fastPoll, at most PollInterval.
 func (s settings) pollEvery(pos int) time.Duration {
 	if pos <= 0 {
 		return s.fastPoll()

@@ -3,43 +3,33 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// Table mode keeps a row per name only while it is needed: rows of names
-// released or expired, that no driver queues for, are deleted by a
-// goroutine of each driver that took locks in table mode, every half of
-// the longest ttl it took one with (internal/reclaim), so that
-// per-request names do not grow the table with traffic.
+// Rows of names released or expired that no driver queues for are deleted
+// by a goroutine of each table-mode driver, every half of the longest ttl
+// it took a lock with (internal/reclaim): per-request names do not grow the
+// table.
 //
-// A row's fence counts its name's acquisitions; a deleted row's count must
-// not start again from 1. So the table has a one-row floor table (its name
-// and floorSuffix): the reclaimer raises the floor to the highest fence of
-// the rows it deletes, in the same transaction, and a new row starts one
-// above the floor. Fences of a name stay increasing:
+// A deleted row's fence must not start again from 1: the one-row floor
+// table (name + floorSuffix) is raised to the highest fence deleted, in the
+// deleting transaction, and a new row starts one above it. Fences of a name
+// stay increasing because:
 //
-//   - an existing row's next fence is its own plus one, taken under its
-//     row lock (every path that takes a row);
-//   - a new row's fence is read from the floor before its insert meets (or
-//     not) a row of the same name, under a shared lock on the floor row held
-//     to its commit; the reclaimer takes the floor row's exclusive lock
-//     (NOWAIT: it never makes acquisitions queue behind it) before it
-//     reads or deletes a row, and holds it to its commit. So a
-//     read of the floor and its insert happen either wholly before a
-//     deletion commits (the insert then meets the row, and takes its fence
-//     plus one) or wholly after it (the floor then is at least the deleted
-//     row's fence).
+//   - an existing row's next fence is its own plus one, under its row lock;
+//   - a new row reads the floor under a shared lock held to its commit, and
+//     the reclaimer takes the floor row's exclusive lock (NOWAIT: never
+//     queueing acquisitions) before it reads or deletes a row, to its
+//     commit. So a floor read and its insert happen wholly before a
+//     deletion commits (the insert meets the row: its fence plus one) or
+//     wholly after (the floor is at least the deleted fence).
 //
-// On Galera or Group Replication in multi-primary use, row locks are not
-// shared between nodes: the argument holds for acquisitions on the node
-// the reclaimer uses (single-primary set-ups, or one writer node).
+// Multi-primary Galera or Group Replication shares no row locks between
+// nodes: this holds for acquisitions on the reclaimer's node.
 
 // floorSuffix names a lock table's floor table.
 const floorSuffix = "_floor"
@@ -56,22 +46,21 @@ const (
 // reclaimBatch is the most rows one reclaim transaction deletes.
 const reclaimBatch = 1000
 
-// noteTTL starts the reclaimer at the first table acquisition, or makes it
-// run at least every ttl/2.
+// noteTTL starts the reclaimer, or makes it run at least every ttl/2.
 func (d *tableDriver) noteTTL(ttl time.Duration) {
 	d.reclaim.Note(ttl, func(ctx context.Context) { _, _ = d.reclaimRows(ctx) })
 }
 
 // reclaimRows deletes the reclaimable rows, reclaimBatch per transaction,
-// until one deletes fewer or ctx ends; it returns how many.
+// and returns how many.
 func (d *tableDriver) reclaimRows(ctx context.Context) (int64, error) {
 	return sqlkit.Drain(ctx, reclaimBatch, d.reclaimBatch)
 }
 
 // reclaimBatch deletes up to reclaimBatch reclaimable rows, found by a
-// plain read, in one transaction (READ COMMITTED: a locking read locks only
-// the rows it returns) that locks the floor, then the rows, raises the
-// floor to their highest fence and deletes them.
+// plain read, in one READ COMMITTED transaction (a locking read locks only
+// the rows it returns): lock the floor, then the rows, raise the floor to
+// their highest fence, delete them.
 func (d *tableDriver) reclaimBatch(ctx context.Context) (int64, error) {
 	const free = "expires_at < UTC_TIMESTAMP(6) AND queue = ''"
 	// the candidates, before the floor is locked: new rows wait for it
@@ -85,9 +74,8 @@ func (d *tableDriver) reclaimBatch(ctx context.Context) (int64, error) {
 	}
 	defer tx.Rollback()
 	var floor uint64
-	// NOWAIT: an acquisition holding the floor's shared lock may itself
-	// wait for a row lock; waiting for it would queue every other new
-	// row behind this transaction. The floor is tried again next round.
+	// NOWAIT: waiting behind an acquisition's shared lock would queue every
+	// new row behind this transaction; try again next round.
 	if err := tx.QueryRowContext(ctx, fmt.Sprintf("SELECT fence FROM %s WHERE id = 1 FOR UPDATE NOWAIT", d.s.floorTable)).Scan(&floor); err != nil {
 		if lockBusy(err) {
 			return 0, nil
@@ -137,16 +125,9 @@ type hashFence struct {
 func queryHashes(ctx context.Context, db querier, q string, args ...any) ([]hashFence, error) {
 	var out []hashFence
 	var h hashFence
-	err := queryRows(ctx, db, q, args, func() []any { return []any{&h.hash, &h.fence} }, func() { out = append(out, h) })
+	err := queryRows(ctx, db, q, args, []any{&h.hash, &h.fence}, func() { out = append(out, h) })
 	if err != nil {
 		return nil, fmt.Errorf("mysql: reclaim: %w", err)
 	}
 	return out, nil
-}
-
-// lockBusy reports a lock NOWAIT could not have: MariaDB answers a lock
-// wait timeout (1205), MySQL ER_LOCK_NOWAIT (3572).
-func lockBusy(err error) bool {
-	var me *gomysql.MySQLError
-	return errors.As(err, &me) && (me.Number == 1205 || me.Number == 3572)
 }

@@ -3,22 +3,22 @@ package mysql
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// tableRenew extends leases with one UPDATE per RenewBatch leases of the
-// same ttl. When the UPDATE changed fewer rows than it was given, one
-// SELECT tells which leases are still held.
+// renew extends leases with one UPDATE per RenewBatch leases of one ttl;
+// when it changed fewer rows than given, a SELECT tells which are held.
 func (d *tableDriver) renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
 	byTTL := map[time.Duration][]int{}
 	var order []time.Duration
 	for i, l := range leases {
 		if l.TTL <= 0 {
-			out[i].Err = fmt.Errorf("mysql: ttl %v must be positive in table mode", l.TTL)
+			out[i].Err = errTTL(l.TTL)
 			continue
 		}
 		if _, ok := byTTL[l.TTL]; !ok {
@@ -27,9 +27,7 @@ func (d *tableDriver) renew(ctx context.Context, leases []drivers.Lease) []drive
 		byTTL[l.TTL] = append(byTTL[l.TTL], i)
 	}
 	for _, ttl := range order {
-		idx := byTTL[ttl]
-		for start := 0; start < len(idx); start += d.s.batch {
-			chunk := idx[start:min(start+d.s.batch, len(idx))]
+		for chunk := range slices.Chunk(byTTL[ttl], d.s.batch) {
 			d.renewChunk(ctx, leases, chunk, ttl, out)
 		}
 	}
@@ -75,9 +73,7 @@ WHERE name_hash IN (%s) AND (name_hash, token) IN (%s) AND expires_at >= UTC_TIM
 		}
 		return
 	}
-	// Some leases were not renewed: read who holds what. A row renewed
-	// above has expires_at in the future; one that was not is expired or
-	// held by another token.
+	// Some were not renewed: read who holds what.
 	type state struct {
 		token string
 		live  bool
@@ -87,7 +83,7 @@ WHERE name_hash IN (%s) AND (name_hash, token) IN (%s) AND expires_at >= UTC_TIM
 	var st state
 	if err := queryRows(ctx, d.db, fmt.Sprintf(
 		`SELECT name_hash, token, expires_at >= UTC_TIMESTAMP(6) FROM %s WHERE name_hash IN (%s)`, d.s.table, marks),
-		args[1:1+len(chunk)], func() []any { return []any{&h, &st.token, &st.live} }, func() { found[string(h)] = st }); err != nil {
+		args[1:1+len(chunk)], []any{&h, &st.token, &st.live}, func() { found[string(h)] = st }); err != nil {
 		fail(err)
 		return
 	}

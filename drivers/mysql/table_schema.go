@@ -3,20 +3,14 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
-
-	gomysql "github.com/go-sql-driver/mysql"
 )
 
-// lockTableDDL is the table mode's table (documented in docs/mysql.md).
-// name_hash is SHA-256(key): a fixed-size, case-exact primary key for keys
-// of any length; name keeps the key for people reading the table. A
-// release keeps the row (token emptied, expiry in the past), for the next
-// acquisition's plain UPDATE; the reclaimer deletes it later, raising the
-// fence floor (table_reclaim.go). taken_by (the driver that took the lock last) and queue
-// (the drivers waiting for it) serve fair hand-off (see table_fair.go).
+// lockTableDDL is table mode's table (docs/mysql.md): name_hash is keyHash,
+// name the key for people. A release keeps the row for the next plain
+// UPDATE; the reclaimer deletes it (table_reclaim.go). taken_by (the last
+// taker) and queue serve fair hand-off (table_fair.go).
 const lockTableDDL = `CREATE TABLE IF NOT EXISTS %s (
   name_hash BINARY(32) NOT NULL,
   token VARBINARY(255) NOT NULL,
@@ -28,20 +22,17 @@ const lockTableDDL = `CREATE TABLE IF NOT EXISTS %s (
   PRIMARY KEY (name_hash)
 ) ENGINE=InnoDB`
 
-// fairColumns are the fair hand-off columns, added by ALTER TABLE to
-// tables created by earlier versions (whose reservation columns wanted_by,
-// wanted_since and wanted_until are then left unused).
+// fairColumns are the fair hand-off columns (added to older tables by
+// addColumns; their wanted_by, wanted_since, wanted_until stay unused).
 var fairColumns = []column{
 	{"taken_by", "taken_by VARBINARY(16) NOT NULL DEFAULT ''"},
 	{"queue", fmt.Sprintf("queue VARBINARY(%d) NOT NULL DEFAULT ''", maxQueue*entryWidth)},
 }
 
-// column is a column added to tables created by earlier versions: its
-// name and its definition.
+// column is a column's name and definition.
 type column struct{ name, def string }
 
-// ensureSchema creates the lock table and its fence floor (run by
-// core.schema).
+// ensureSchema creates the lock table and its fence floor.
 func (d *tableDriver) ensureSchema(ctx context.Context) error {
 	if _, err := d.db.ExecContext(ctx, fmt.Sprintf(lockTableDDL, d.s.table, fairColumns[0].def, fairColumns[1].def)); err != nil {
 		return fmt.Errorf("mysql: create table %s: %w", d.s.table, err)
@@ -57,9 +48,8 @@ func (d *tableDriver) ensureSchema(ctx context.Context) error {
 	return nil
 }
 
-// addColumns adds the columns cols missing from table, created by an
-// earlier version (MySQL 8 has no ADD COLUMN IF NOT EXISTS, hence the
-// look-up; a concurrent driver adding them first is fine).
+// addColumns adds those of cols missing from table (MySQL 8 has no ADD
+// COLUMN IF NOT EXISTS; another driver adding them first is fine).
 func addColumns(ctx context.Context, db *sql.DB, table string, cols []column) error {
 	parts := strings.Split(strings.ReplaceAll(table, "`", ""), ".")
 	var schema any // NULL: the connection's database
@@ -77,8 +67,7 @@ WHERE TABLE_SCHEMA = IFNULL(?, DATABASE()) AND TABLE_NAME = ?`,
 			continue
 		}
 		_, err := db.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s", table, c.def))
-		var me *gomysql.MySQLError
-		if err != nil && !(errors.As(err, &me) && me.Number == 1060) { // 1060: duplicate column
+		if err != nil && errNumber(err) != 1060 { // 1060: duplicate column
 			return fmt.Errorf("mysql: add column %s to %s: %w", c.name, table, err)
 		}
 	}

@@ -10,21 +10,17 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// watchInterest is how long a key stays watched after this driver's last
-// failed table-mode acquisition of it; the component retries at least
-// every second while it waits.
+// watchInterest is how long a key stays watched after its last failed
+// acquisition (a waiting component retries at least every second).
 const watchInterest = 2 * time.Second
 
 // watcher gives table mode its wake-ups and its waiters' places. MySQL
-// has no push channel, so while Acquire calls of this driver find keys held
-// and someone is subscribed, one goroutine reads all those keys in one
-// query and sends Released (a prompt to ask again) when a key became free
-// for this driver (it heads the key's queue, see table_fair.go), when it should
-// join the queue, and WaiterLiveness/2 after its entry was last stamped,
-// to keep it live. It polls every PollInterval, faster the nearer this driver is to
-// the head of a queue (settings.pollEvery): the head every PollInterval/10
-// (at least 1ms), so that it takes a released lock within a few
-// milliseconds.
+// pushes nothing, so while someone is subscribed one goroutine reads the
+// keys this driver found held, in one query, and sends Released (a prompt
+// to ask again) when a key became free for this driver (table_fair.go),
+// when it should join the queue, and WaiterLiveness/2 after its last
+// stamp. It polls every PollInterval, faster nearer the head
+// (settings.pollEvery).
 type watcher struct {
 	d *tableDriver
 
@@ -43,11 +39,9 @@ type interest struct {
 	pos     int       // place in the key's queue when last polled, -1: none
 }
 
-// failed records a failed acquisition of key, which stamped this driver's
-// queue entry or not, and watches it. It returns how soon to ask again: a
-// fast poll's time when this driver heads the key's queue (its attempts
-// then are the fast poll: one statement that takes the key the moment it
-// is free), else 0 (no hint).
+// failed records and watches a failed acquisition of key (stamped: it
+// stamped the queue entry). It returns how soon to ask again: fastPoll at
+// the head (its attempts are then the polls), else 0.
 func (w *watcher) failed(key string, stamped bool) (retry time.Duration) {
 	now := time.Now()
 	w.mu.Lock()
@@ -73,9 +67,8 @@ func (w *watcher) failed(key string, stamped bool) (retry time.Duration) {
 	return retry
 }
 
-// queued reports whether this driver's entry in key's queue, as last
-// polled, is at the head and fresh, so that a failed short attempt need
-// not be followed by the queueing one.
+// queued reports whether this driver's entry, as last polled, heads key's
+// queue and is fresh: a failed short attempt needs no queueing one.
 func (w *watcher) queued(key string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -83,8 +76,8 @@ func (w *watcher) queued(key string) bool {
 	return in != nil && in.pos == 0 && time.Since(in.stamped) < w.d.s.liveness/2
 }
 
-// watching reports whether an acquisition of key through this driver
-// failed recently (within watchInterest): it is being waited for.
+// watching reports whether an acquisition of key failed within
+// watchInterest: it is being waited for.
 func (w *watcher) watching(key string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -92,8 +85,8 @@ func (w *watcher) watching(key string) bool {
 	return in != nil && time.Since(in.asked) < watchInterest
 }
 
-// pruneLocked forgets the keys not asked for within watchInterest of now
-// (w.mu held).
+// pruneLocked forgets the keys not asked for within watchInterest (w.mu
+// held).
 func (w *watcher) pruneLocked(now time.Time) {
 	for k, in := range w.keys {
 		if now.Sub(in.asked) >= watchInterest {
@@ -109,10 +102,9 @@ func (w *watcher) remove(key string) {
 	w.mu.Unlock()
 }
 
+// start starts the polling goroutine; it ends with Close.
 func (w *watcher) start() {
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
+	w.wg.Go(func() {
 		t := time.NewTimer(w.d.s.poll)
 		defer t.Stop()
 		for {
@@ -123,7 +115,7 @@ func (w *watcher) start() {
 			}
 			t.Reset(w.poll(w.d.life.Closing()))
 		}
-	}()
+	})
 }
 
 // keyState is a watched key's row as poll reads it.
@@ -135,8 +127,8 @@ type keyState struct {
 	lead     int  // dead entries at its head (up to pruneDepth)
 }
 
-// poll reads the watched keys and prompts their waiters; it returns when
-// to poll next.
+// poll reads the watched keys, prompts their waiters and returns when to
+// poll next.
 func (w *watcher) poll(ctx context.Context) (next time.Duration) {
 	next = w.d.s.poll
 	now := time.Now()
@@ -149,8 +141,7 @@ func (w *watcher) poll(ctx context.Context) (next time.Duration) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, max(w.d.s.poll, time.Second))
 	defer cancel()
-	for start := 0; start < len(keys); start += w.d.s.batch {
-		chunk := keys[start:min(start+w.d.s.batch, len(keys))]
+	for chunk := range slices.Chunk(keys, w.d.s.batch) {
 		states, err := w.read(pctx, chunk)
 		if err != nil {
 			return next // the waiters poll on their own meanwhile
@@ -166,8 +157,7 @@ func (w *watcher) poll(ctx context.Context) (next time.Duration) {
 	return next
 }
 
-// judge decides, for key in state st, whether to prompt its waiter to ask
-// again now, and how soon to poll the key again.
+// judge decides whether to prompt key's waiter now, and when to poll again.
 func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Duration) {
 	now := time.Now()
 	s := w.d.s
@@ -203,9 +193,8 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 	default:
 		every = s.poll
 	}
-	// Prompt again once the waiter answered the last prompt (or, if it did
-	// not ask, two fast polls later: a component no longer waiting ignores
-	// prompts, and its entry dies).
+	// Prompt again once the waiter answered the last prompt, or two fast
+	// polls later (a component no longer waiting ignores it).
 	if (allowed || refresh || join || headed) && (in.asked.After(in.prompt) || now.Sub(in.prompt) >= 2*s.fastPoll()) {
 		in.prompt = now
 		return true, every
@@ -213,8 +202,7 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 	return false, every
 }
 
-// read returns the state of chunk's keys; a missing row is free with an
-// empty queue.
+// read returns the state of chunk's keys (a missing row: free, no queue).
 func (w *watcher) read(ctx context.Context, chunk []string) ([]keyState, error) {
 	args := make([]any, 0, 1+len(chunk))
 	args = append(args, w.d.id)
@@ -225,7 +213,7 @@ func (w *watcher) read(ctx context.Context, chunk []string) ([]keyState, error) 
 	var h []byte
 	var st keyState
 	if err := queryRows(ctx, w.d.db, w.d.s.pollSQL(len(chunk)), args,
-		func() []any { return []any{&h, &st.free, &st.mineHeld, &st.pos, &st.n, &st.lead} },
+		[]any{&h, &st.free, &st.mineHeld, &st.pos, &st.n, &st.lead},
 		func() { found[string(h)] = st }); err != nil {
 		return nil, err
 	}

@@ -12,14 +12,14 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/hangup"
 )
 
-// the advisory driver has every capability of Driver (which embeds them),
-// and no other: advisory locks cannot be listed (drivers.Lister)
+// the capabilities of Driver, not drivers.Lister: advisory locks cannot be
+// listed
 var _ Driver = (*advisoryDriver)(nil)
 
 // advisoryDriver keeps each lock as a session-level advisory lock on a
-// connection it pins (advisory_session.go): locks taken without waiting on
-// the main session, waits in the server on waiter sessions, which then
-// hold what they got. Locks do not expire; they end with their session.
+// connection it pins: taken without waiting on the main session, or by a
+// wait in the server on a waiter session, which then holds it. Locks do not
+// expire; they end with their session.
 type advisoryDriver struct {
 	*base
 	sql advisoryStatements
@@ -29,11 +29,10 @@ type advisoryDriver struct {
 	main    *session           // takes locks without waiting
 	waiters []*session         // blocking waits, then hold
 	dialing int                // waiter sessions being opened
-	noDial  time.Time          // no waiter session is opened before this (a dial failed)
+	noDial  time.Time          // no waiter session is opened before this
 
-	dialSem chan struct{} // one connect of the main session at a time
-
-	hup hangup.Watcher // tells when a session's server ends it (advisory_session.go)
+	dialSem chan struct{}  // one connect of the main session at a time
+	hup     hangup.Watcher // tells when the server ends a session
 }
 
 func newAdvisory(b *base) *advisoryDriver {
@@ -47,13 +46,12 @@ func (d *advisoryDriver) Features() drivers.Features {
 		BlockingWait: d.opts.MaxSessions > 1, Scope: "server", MinTTL: 500 * time.Millisecond}
 }
 
-// Acquire makes one attempt to take req.Key for req.Token: without waiting
-// on the main session, or with a server-side wait (lock_timeout) for up to
-// req.Wait on a waiter session, which then holds the lock. The fence is
-// taken in the same statement. Errors that retrying cannot cure match
-// drivers.ErrPermanent.
+// Acquire makes one attempt to take req.Key, fence included: without
+// waiting on the main session, or waiting in the server up to req.Wait on
+// a waiter session, which then holds it. Errors that retrying cannot cure
+// match drivers.ErrPermanent.
 func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return drivers.AcquireResult{}, err
 	}
 	h := advisoryKey(req.Key)
@@ -62,9 +60,7 @@ func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 		d.mu.Unlock()
 		return drivers.AcquireResult{}, ErrClosed
 	}
-	if _, busy := d.held[h]; busy {
-		// held (or being taken) through this driver: its session would
-		// re-enter the lock, so answer here.
+	if _, busy := d.held[h]; busy { // its session would re-enter the lock
 		d.mu.Unlock()
 		return drivers.AcquireResult{}, nil
 	}
@@ -82,47 +78,42 @@ func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 	}
 	d.mu.Unlock()
 	if err != nil || !ok {
-		return drivers.AcquireResult{}, permanent(d.closedErr(err))
+		return drivers.AcquireResult{}, permanent(d.life.ClosedErr(err))
 	}
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
 }
 
-// Release unlocks key on the session holding it for token. With
-// server-side waits (MaxSessions > 1) the server hands the lock to its
-// queued waiters, so the unlock is the bare statement; without them it
-// notifies in the same statement, for the waiters that poll.
+// Release unlocks key on the session holding it for token; without
+// server-side waits (MaxSessions 1) it notifies the waiters that poll in
+// the same statement.
 func (d *advisoryDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return false, err
 	}
-	var n int64
-	var err error
-	if d.opts.MaxSessions > 1 {
-		n, err = d.unlock(ctx, key, token, "", d.sql.unlock)
-	} else {
-		n, err = d.unlock(ctx, key, token, "", d.sql.unlockNotify, payload(key))
+	stmt, args := d.sql.unlock, []any(nil)
+	if d.opts.MaxSessions <= 1 {
+		stmt, args = d.sql.unlockNotify, []any{payload(key)}
 	}
-	return n > 0, d.closedErr(err)
+	n, err := d.unlock(ctx, key, token, "", stmt, args...)
+	return n > 0, d.life.ClosedErr(err)
 }
 
-// Handover passes the lock from token to next.Token on the session that
-// holds it, with a new fence, in one statement: it unlocks and locks again.
-// The server grants a released advisory lock to the sessions waiting for it
-// in the server as it unlocks, so with one waiting the lock goes to that
-// waiter instead, and a process that hands a lock among its own goroutines
-// cannot keep it from the others. Without server-side waits (MaxSessions
-// 1) other drivers' waiters poll, unseen: it releases as Release does.
+// Handover passes the lock from token to next.Token, with a new fence, in
+// one statement that unlocks and locks again: the server grants the lock to
+// a session waiting for it as it unlocks, so a process handing a lock among
+// its goroutines cannot keep it from the others. Without server-side waits
+// (MaxSessions 1) other drivers' waiters poll, unseen: it releases.
 func (d *advisoryDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
 	if d.opts.MaxSessions <= 1 {
 		ok, err := d.Release(ctx, key, token)
 		return ok, drivers.AcquireResult{}, err
 	}
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return false, drivers.AcquireResult{}, err
 	}
 	fence, err := d.unlock(ctx, key, token, next.Token, d.sql.handover)
 	if err != nil || fence <= 0 {
-		return fence < 0, drivers.AcquireResult{}, d.closedErr(err)
+		return fence < 0, drivers.AcquireResult{}, d.life.ClosedErr(err)
 	}
 	return true, drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
 }
@@ -130,7 +121,7 @@ func (d *advisoryDriver) Handover(ctx context.Context, key, token string, next d
 // Extend checks that the session holding key for token still holds it
 // (advisory locks do not expire).
 func (d *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return false, err
 	}
 	h, l := d.ownLock(key, token)
@@ -139,7 +130,7 @@ func (d *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.D
 	}
 	s := l.s
 	if err := s.lock(ctx); err != nil {
-		return false, d.closedErr(err)
+		return false, d.life.ClosedErr(err)
 	}
 	defer s.unlock()
 	var ok bool
@@ -147,14 +138,14 @@ func (d *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.D
 		if d.settle(s) {
 			return false, nil
 		}
-		return false, d.closedErr(err)
+		return false, d.life.ClosedErr(err)
 	}
 	return ok && d.alive(s), nil
 }
 
 // Renew checks many leases, with one statement per holding session.
 func (d *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return drivers.RenewFailed(len(leases), err)
 	}
 	out := make([]drivers.RenewResult, len(leases))
@@ -170,17 +161,16 @@ func (d *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []dr
 	for s, idx := range bySession {
 		held, err := d.heldOn(ctx, s)
 		for _, i := range idx {
-			out[i] = drivers.RenewResult{Held: held[keys[i]], Err: d.closedErr(err)}
+			out[i] = drivers.RenewResult{Held: held[keys[i]], Err: d.life.ClosedErr(err)}
 		}
 	}
 	return out
 }
 
-// Inspect describes key's holder: a lock held through this driver in full;
-// one held by another session as held, with no token and the identity the
-// holding session shows (LockInfo.Holder: see identify).
+// Inspect describes key's holder: in full when it holds through this
+// driver, else by the identity its session shows (identify).
 func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return drivers.LockInfo{}, false, err
 	}
 	h := advisoryKey(key)
@@ -199,32 +189,29 @@ func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 	if errors.Is(err, pgx.ErrNoRows) {
 		return drivers.LockInfo{}, false, nil
 	}
-	return info, err == nil, d.closedErr(err)
+	return info, err == nil, d.life.ClosedErr(err)
 }
 
-// ServerTime returns the server's clock (microseconds), read on the main
-// session. It connects at first use.
+// ServerTime returns the server's clock (µs), read on the main session.
 func (d *advisoryDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return time.Time{}, err
 	}
 	err = d.onMain(ctx, func(s *session) error { return s.conn.QueryRow(ctx, serverTimeSQL).Scan(&t) })
 	if err != nil {
-		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.closedErr(err)))
+		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.life.ClosedErr(err)))
 	}
 	return t, nil
 }
 
-// Ping pings the server on the main session, opening it when needed (the
-// component pings only a store it has used).
+// Ping pings the server on the main session, opening it when needed.
 func (d *advisoryDriver) Ping(ctx context.Context) error {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return err
 	}
-	return d.closedErr(d.onMain(ctx, func(s *session) error { return s.conn.Ping(ctx) }))
+	return d.life.ClosedErr(d.onMain(ctx, func(s *session) error { return s.conn.Ping(ctx) }))
 }
 
-// onMain runs f on the main session, opening it when needed.
 func (d *advisoryDriver) onMain(ctx context.Context, f func(s *session) error) error {
 	s, err := d.mainSession(ctx)
 	if err != nil {
@@ -238,12 +225,10 @@ func (d *advisoryDriver) onMain(ctx context.Context, f func(s *session) error) e
 	return err
 }
 
-// Close closes the pinned sessions, which frees their advisory locks, and
-// ends the subscriptions and the LISTEN connection. Later calls fail with
-// ErrClosed. Calls still in flight when Close is done, or when ctx ends,
-// are cut (they fail with an error wrapping ErrClosed, or report the lock
-// not held): Close does not wait for statements on a stalled link. It
-// returns ctx's error when ctx ended first.
+// Close closes the pinned sessions, freeing their locks, and ends the
+// subscriptions. Later calls fail with ErrClosed; calls in flight when
+// Close is done, or ctx ends, are cut. It returns ctx's error when ctx
+// ended first.
 func (d *advisoryDriver) Close(ctx context.Context) error {
 	var sessions []*session
 	return d.shutdown(ctx, func() {

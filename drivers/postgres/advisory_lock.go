@@ -2,8 +2,12 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,8 +16,8 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// take runs the lock statement for h and, on success, registers the lock
-// on its session (l.s set) under d.mu.
+// take runs the lock statement for h and registers the lock it took on its
+// session.
 func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireRequest) (uint64, bool, error) {
 	wait := req.Wait
 	if dl, ok := ctx.Deadline(); ok && wait > 0 {
@@ -26,7 +30,7 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireR
 			return 0, false, err
 		}
 	}
-	if s == nil { // no waiter session free: one attempt without waiting
+	if s == nil { // no waiter session: one attempt without waiting
 		wait = 0
 		if s, err = d.mainSession(ctx); err != nil {
 			return 0, false, err
@@ -40,11 +44,10 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireR
 	var fence int64
 	if wait > 0 {
 		err = s.conn.QueryRow(ctx, d.sql.waitLock, h, lockTimeout(wait)).Scan(&fence)
-		// lock_timeout, deadlock, a cancel not this call's: not acquired...
+		// lock_timeout, deadlock, a cancel not ours: not acquired, unless
+		// granted as the timeout fired (a session lock outlives the
+		// statement's error): then drop it
 		if state := sqlState(err); state == "55P03" || state == "40P01" || cancelledByOthers(ctx, err) {
-			// ...unless the server granted the lock as the timeout fired:
-			// a session lock outlives the statement's error, so this
-			// session must not keep it unseen
 			var held bool
 			herr := s.conn.QueryRow(ctx, d.sql.heldKey, h).Scan(&held)
 			if herr != nil || (held && !d.drop(ctx, s, h)) {
@@ -80,12 +83,9 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireR
 }
 
 // identify makes s show the identity of the token it takes a lock for
-// (see identity) at the end of its application_name (after the one the
-// connection configuration sets, cut to fit), so that other sessions can
-// tell who holds the locks on s (Inspect). It costs a statement only when
-// the identity changes: once per session for a process of one Mutex. A
-// session's locks are all shown as held by its last acquisition's token
-// (none when that token names no holder).
+// (sqlkit.Identity) at the end of its application_name (the configured one
+// cut to fit), for Inspect in other sessions: one statement when it
+// changes. All of a session's locks show its last acquisition's identity.
 func (d *advisoryDriver) identify(ctx context.Context, s *session, token string) error {
 	id := sqlkit.Identity(token, maxIdentity)
 	if id == s.ident {
@@ -99,10 +99,10 @@ func (d *advisoryDriver) identify(ctx context.Context, s *session, token string)
 	return nil
 }
 
-// failed restores a session after a failed lock statement: the lock may
-// have been taken before the failure (session locks survive the statement's
-// rollback), so it is unlocked until the session no longer holds it. A
-// waiter session holds nothing else and is simply closed.
+// failed restores s after a failed lock statement, which may have taken
+// the lock (session locks survive the rollback): it unlocks h until s no
+// longer holds it, or closes s (a waiter session holding nothing else, or
+// when that fails).
 func (d *advisoryDriver) failed(ctx context.Context, s *session, h int64) {
 	if d.settle(s) {
 		return
@@ -117,12 +117,11 @@ func (d *advisoryDriver) failed(ctx context.Context, s *session, h int64) {
 		}
 	}
 	if !d.drop(ctx, s, h) {
-		d.kill(ctx, s) // could not clean up: give the session up
+		d.kill(ctx, s)
 	}
 }
 
-// drop unlocks h on s until s no longer holds it, and reports whether it
-// got there.
+// drop unlocks h on s until s no longer holds it; false if it could not.
 func (d *advisoryDriver) drop(ctx context.Context, s *session, h int64) bool {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.StallTimeout)
 	defer cancel()
@@ -138,15 +137,12 @@ func (d *advisoryDriver) drop(ctx context.Context, s *session, h int64) bool {
 	return false
 }
 
-// releaseSlot takes s's statement slot for a release or a handover, and
-// returns the context for its statement and the func that gives the slot
-// back. An advisory lock never expires: a release given up while another
-// statement held the slot (a renewal on a slow link) when the caller's ctx
-// ended would leave the lock held for the session's whole life. So when
-// ctx ends first, it waits on for the slot, bounded by StallTimeout, and
-// the statement runs in that bound; when even that fails, it gives the
-// session up (its locks are lost, reported as such) and closes the
-// connection under the stuck statement, which frees them in the server.
+// releaseSlot takes s's slot for a release or a handover, and returns the
+// statement's context and the slot's release. An advisory lock never
+// expires: a release must not be given up because another statement held
+// the slot. When ctx ends first, it waits on, and runs the statement,
+// within StallTimeout; failing that, it gives the session up and closes
+// the connection, which frees its locks.
 func (d *advisoryDriver) releaseSlot(ctx context.Context, s *session) (context.Context, func(), error) {
 	if s.lock(ctx) == nil {
 		return ctx, s.unlock, nil
@@ -173,10 +169,10 @@ func (d *advisoryDriver) ownLock(key, token string) (int64, *advLock) {
 	return h, l
 }
 
-// unlock runs stmt, a release or a handover, with h (key's advisory key)
-// and args on the session holding key for token, and returns its answer: 0 when token did not hold key; else
-// 1 for a release; for a handover the new fence (> 0: the lock is kept,
-// now for the token next) or -1 (released: a waiting session took it).
+// unlock runs stmt, a release or a handover, with key's advisory key and
+// args on the session holding key for token, and returns its answer: 0
+// when token did not hold key; 1 for a release; for a handover the new
+// fence (the lock kept, for next) or -1 (a waiting session took it).
 func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt string, args ...any) (int64, error) {
 	h, l := d.ownLock(key, token)
 	if l == nil {
@@ -196,8 +192,7 @@ func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt stri
 		if d.settle(s) {
 			err = nil // the session ended: the lock is gone
 		} else {
-			// unknown outcome: make sure it is unlocked before forgetting it
-			d.failed(ctx, s, h)
+			d.failed(ctx, s, h) // unknown outcome: unlock before forgetting
 		}
 	}
 	d.mu.Lock()
@@ -214,8 +209,7 @@ func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt stri
 	return n, err
 }
 
-// heldOn returns the advisory keys session s holds in the server; none when
-// the session broke.
+// heldOn returns the advisory keys s holds in the server; none when s broke.
 func (d *advisoryDriver) heldOn(ctx context.Context, s *session) (map[int64]bool, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
@@ -238,3 +232,59 @@ func (d *advisoryDriver) heldOn(ctx context.Context, s *session) (map[int64]bool
 	}
 	return held, nil
 }
+
+// advisoryStatements are the advisory driver's SQL texts.
+type advisoryStatements struct {
+	tryLock, waitLock, unlock, unlockNotify, handover, heldKeys, heldKey, holder, identify string
+}
+
+func advisorySQL(n names) advisoryStatements {
+	nextval := nextvalSQL(n)
+	notify := fmt.Sprintf("CASE WHEN octet_length($2) BETWEEN 1 AND %d THEN pg_notify('%s', $2) END",
+		maxPayload, strings.Trim(n.channel, `"`))
+	// pg_locks shows the one-bigint form as classid (high), objid (low),
+	// objsubid 1
+	const lockKey = "((classid::bigint << 32) | objid::bigint)"
+	const advisory = "FROM pg_locks AS l WHERE locktype = 'advisory' AND objsubid = 1 AND granted"
+	const own = advisory + " AND l.pid = pg_backend_pid()"
+	return advisoryStatements{
+		// the fence (never 0) when the lock was free, else 0
+		tryLock: "SELECT CASE WHEN pg_try_advisory_lock($1) THEN " + nextval + " ELSE 0 END",
+		waitLock: "WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2, false) AS v), " +
+			"l AS MATERIALIZED (SELECT pg_advisory_lock($1) FROM t) " +
+			"SELECT " + nextval + " FROM l",
+		// 1 when unlocked, else 0; unlockNotify also notifies $2, the key
+		unlock: "SELECT pg_advisory_unlock($1)::int",
+		unlockNotify: "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock($1) AS ok) " +
+			"SELECT CASE WHEN NOT ok THEN 0 WHEN " + notify + " IS NULL THEN 1 ELSE 1 END FROM u",
+		// unlocks, then locks again with a new fence unless a waiting
+		// session was granted it as it unlocked (ProcLockWakeup): -1; 0
+		// when it was not held
+		handover: "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock($1) AS ok) " +
+			"SELECT CASE WHEN NOT ok THEN 0 WHEN pg_try_advisory_lock($1) THEN " + nextval + " ELSE -1 END FROM u",
+		heldKeys: "SELECT " + lockKey + " " + own,
+		heldKey:  "SELECT EXISTS (SELECT 1 " + own + " AND " + lockKey + " = $1)",
+		// the holding session's identity (identify), one row when the
+		// lock is held in this database
+		holder: "SELECT coalesce((SELECT substring(a.application_name FROM '(~[^~]*~[^~]*~[0-9]+)$') " +
+			"FROM pg_stat_activity AS a WHERE a.pid = l.pid), '') " +
+			advisory + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND " +
+			lockKey + " = $1 LIMIT 1",
+		identify: "SELECT set_config('application_name', $1, false)",
+	}
+}
+
+// advisoryKey is the advisory lock key of a lock key: the first 8 bytes of
+// its SHA-256 (two keys with the same hash exclude each other, no worse).
+func advisoryKey(key string) int64 {
+	sum := sha256.Sum256([]byte(key))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// lockTimeout is a wait as lock_timeout, in ms, at least 1 (0: no limit).
+func lockTimeout(d time.Duration) string {
+	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+}
+
+// maxIdentity is how much of application_name PostgreSQL keeps.
+const maxIdentity = 63

@@ -18,35 +18,29 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// session is a connection the advisory driver pins for its locks. Its
-// statements run one at a time (slot). Its locks (guarded by the driver's
-// mu) end with it.
+// session is a connection the advisory driver pins for its locks, which
+// end with it. Its statements run one at a time (slot).
 //
-// The driver's hang-up watch (package hangup) tells it at once that the
-// server ended the session (pg_terminate_backend, shutdown, crash, a reset
-// link), so that its locks are reported lost then rather than at the next
-// probe. While no statement runs, the watch also looks at the first byte
-// the server sends unasked: a terminated backend sends its FATAL
+// The hang-up watch (package hangup) reports its locks lost as soon as the
+// server ends it. While no statement runs, the watch also reads the first
+// byte the server sends unasked: a terminated backend sends its FATAL
 // ErrorResponse ('E') before it releases its locks, and closes the socket
-// only when its process exits, after, so the ErrorResponse is the one
-// signal that comes before another session can be granted the locks.
-// While a statement runs (its reply would wake the watch), it watches for
-// hang-ups only.
+// only after, so that byte is the one signal that comes before another
+// session can be granted them. While a statement runs (its reply would
+// wake the watch), it watches for hang-ups only.
 type session struct {
 	conn   *pgx.Conn
 	slot   sqlkit.Slot // held while a statement runs
 	waiter bool        // may run blocking waits (not the main session)
-	ident  string      // the session's application_name, when identify set it (guarded by slot)
+	ident  string      // what identify set (guarded by slot)
 
 	hup    *hangup.Watcher // the driver's
 	hupC   hangup.Conn     // the connection's registration with hup
-	sc     syscall.Conn    // the connection's socket; nil: not watched (probes find the break)
+	sc     syscall.Conn    // the socket; nil: not watched (probes find the break)
 	hungUp func()          // what hup calls: the driver's hungUp
 
-	// guarded by the driver's mu
-	locks map[int64]*advLock
-	dead  atomic.Bool // written under the driver's mu
-
+	locks     map[int64]*advLock // guarded by the driver's mu
+	dead      atomic.Bool        // written under the driver's mu
 	closeOnce sync.Once
 }
 
@@ -58,7 +52,6 @@ type advLock struct {
 	pending    bool
 }
 
-// lock takes the session's statement slot, or fails with ctx.
 func (s *session) lock(ctx context.Context) error {
 	if s.slot.LockContext(ctx, nil) != nil {
 		return ctx.Err()
@@ -67,7 +60,6 @@ func (s *session) lock(ctx context.Context) error {
 	return nil
 }
 
-// tryLock takes the session's statement slot if it is free.
 func (s *session) tryLock() bool {
 	if !s.slot.TryLock() {
 		return false
@@ -76,17 +68,15 @@ func (s *session) tryLock() bool {
 	return true
 }
 
-// busy watches s for hang-ups only: a statement is about to run, whose
-// reply must not wake the watch.
+// busy watches s for hang-ups only: a statement's reply must not wake it.
 func (s *session) busy() {
 	if s.sc != nil && !s.dead.Load() {
 		s.hup.Arm(&s.hupC, s.sc, s.hungUp)
 	}
 }
 
-// unlock gives the statement slot back, the session idle: the watch now
-// also looks at what the server sends unasked (an ErrorResponse ends the
-// session). The last statement on a dead session closes its connection.
+// unlock gives the slot back: the watch now also reads what the server
+// sends unasked. The last statement on a dead session closes it.
 func (s *session) unlock() {
 	if s.sc != nil && !s.dead.Load() {
 		s.hup.ArmPeek(&s.hupC, s.sc, s.hungUp, func(first byte) bool { return first == 'E' })
@@ -97,8 +87,8 @@ func (s *session) unlock() {
 	}
 }
 
-// reap closes a dead session's connection unless a statement runs on it:
-// whoever runs it does when done (unlock), having seen it dead.
+// reap closes a dead session's connection unless a statement runs on it
+// (whose unlock then does).
 func (s *session) reap() {
 	if s.slot.TryLock() {
 		s.closeConn(context.Background())
@@ -106,22 +96,18 @@ func (s *session) reap() {
 	}
 }
 
-// closeConn closes the connection (once), its registration with the watch
-// dropped first. The caller holds the slot.
+// closeConn closes the connection; the caller holds the slot.
 func (s *session) closeConn(ctx context.Context) {
 	s.hup.Forget(&s.hupC)
 	s.closeOnce.Do(func() { _ = s.conn.Close(context.WithoutCancel(ctx)) })
 }
 
-// cut closes the connection's socket under a stuck statement (pgx
-// tolerates it).
+// cut closes the socket under a stuck statement (pgx tolerates it).
 func (s *session) cut() {
 	s.hup.Forget(&s.hupC)
 	s.closeOnce.Do(func() { _ = s.conn.PgConn().Conn().Close() })
 }
 
-// socketOf returns the socket under c, which the watch needs; nil when it
-// has none.
 func socketOf(c net.Conn) syscall.Conn {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
@@ -131,12 +117,11 @@ func socketOf(c net.Conn) syscall.Conn {
 }
 
 // dial opens a pinned connection. A ctx ending during a statement makes pgx
-// ask the server to cancel it, and only StallTimeout later close the
-// connection, so that a caller's deadline does not drop every lock.
+// ask the server to cancel it, and close the connection only StallTimeout
+// later: a caller's deadline does not drop every lock.
 func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error) {
-	// a dial stuck on a stalled link ends with the driver's life, whoever
-	// built the connection config (NewWithPool: not lifeDial)
-	ctx, stop := d.bind(ctx)
+	// a dial on a stalled link ends with the life (NewWithPool: no lifeDial)
+	ctx, stop := d.life.Bind(ctx)
 	defer stop()
 	cfg := d.connCfg.Copy()
 	stall := d.opts.StallTimeout
@@ -165,15 +150,13 @@ func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error
 	return s, nil
 }
 
-// hungUp is the watch's call when the server ended s: its locks are lost
-// now, and its connection is closed unless a statement runs on it.
 func (d *advisoryDriver) hungUp(s *session) {
 	d.broken(s)
 	s.reap()
 }
 
-// broken marks s dead: every lock on it is lost at once and reported to the
-// subscribers. Idempotent.
+// broken marks s dead: its locks are lost, reported to the subscribers.
+// Idempotent.
 func (d *advisoryDriver) broken(s *session) {
 	d.mu.Lock()
 	if s.dead.Load() {
@@ -199,11 +182,11 @@ func (d *advisoryDriver) broken(s *session) {
 	}
 	s.locks = map[int64]*advLock{}
 	d.mu.Unlock()
-	d.publish(lost...)
+	d.subs.Publish(lost...)
 }
 
-// settle is called, holding s's slot, after a statement failed: when the
-// connection is gone the session is broken; it reports whether it is.
+// settle, after a statement on s failed (slot held), breaks s when its
+// connection is gone; it reports whether s is dead.
 func (d *advisoryDriver) settle(s *session) bool {
 	if s.conn.IsClosed() {
 		d.broken(s)
@@ -213,18 +196,16 @@ func (d *advisoryDriver) settle(s *session) bool {
 	return s.dead.Load()
 }
 
-// kill gives a session up (its locks are lost) and closes it; the caller
-// holds its slot.
 func (d *advisoryDriver) kill(ctx context.Context, s *session) {
 	d.broken(s)
 	s.closeConn(ctx)
 }
 
-// close closes the connection once its statement ends (bounded by ctx),
-// which frees its advisory locks in the server.
+// close closes the connection (freeing its locks in the server) once its
+// statement ends, or under it when ctx ends.
 func (s *session) close(ctx context.Context) error {
 	if s.slot.LockContext(ctx, nil) != nil {
-		s.cut() // a statement is stuck: close under it
+		s.cut()
 		return ctx.Err()
 	}
 	defer s.slot.Unlock()
@@ -234,8 +215,7 @@ func (s *session) close(ctx context.Context) error {
 	return err
 }
 
-// mainSession returns the main session with its slot taken, opening it at
-// first use or after it broke.
+// mainSession returns the main session, slot taken, opening it if needed.
 func (d *advisoryDriver) mainSession(ctx context.Context) (*session, error) {
 	for {
 		d.mu.Lock()
@@ -277,13 +257,11 @@ func (d *advisoryDriver) mainSession(ctx context.Context) (*session, error) {
 	}
 }
 
-// waiterRedial is how long, after a waiter session could not be opened,
-// the driver makes do without opening one.
+// waiterRedial is how long no waiter session is opened after one failed to.
 const waiterRedial = time.Second
 
-// waiterSession returns, with its slot taken, a session holding no lock on
-// which a blocking wait may run; nil when all MaxSessions are in use or
-// one cannot be opened now.
+// waiterSession returns, slot taken, a session holding no lock for a
+// blocking wait; nil when all MaxSessions are in use or none opens now.
 func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 	d.mu.Lock()
 	if d.closed {
@@ -306,17 +284,14 @@ func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 	d.mu.Lock()
 	d.dialing--
 	if err != nil && ctx.Err() == nil {
-		// the server refused a connection more (max_connections, the
-		// role's CONNECTION LIMIT) or failed: callers wait without a
-		// session of their own (one attempt on the main session, then the
-		// component's retries) rather than fail, and no dial is tried
-		// again for waiterRedial
+		// refused (max_connections, the role's limit) or failed: callers
+		// make one attempt on the main session, then the component
+		// retries, rather than fail
 		d.noDial = time.Now().Add(waiterRedial)
-		d.mu.Unlock()
-		return nil, nil
+		err = nil
 	}
 	d.mu.Unlock()
-	if err != nil {
+	if s == nil {
 		return nil, err
 	}
 	s.slot.Lock()

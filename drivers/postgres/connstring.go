@@ -10,38 +10,28 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// notShown ends the errors about the connection string: it is never
-// quoted, nor any part of it, since which part is the password depends on
-// how a parser split it.
+// notShown ends the errors about the connection string, never quoted, nor
+// any part of it: which part is the password depends on the parser.
 const notShown = "(the URL is not shown: it may hold a password)"
 
-// Connection string checks. pgx reads a string as a URL only when it starts
-// with "postgres://" or "postgresql://" in lower case, and as key=value
-// otherwise: a mistyped URL became one startup parameter whose name, the
-// whole URL, the server's error quoted. In a URL, pgx (v5.13, as libpq)
-// ends the user name and password at the first @ that comes before any /,
-// even one in the query; the hosts end at the next / or ?, the database
-// name at the ? after that. An unescaped @ in the password put the rest of
-// it in the host, an unescaped / in it the rest in the database name, and
-// an @ in a query that no / precedes made a user name and password of the
-// query: connection errors show the host, the database and the user name.
+// pgx reads a string as a URL only when it starts with "postgres://" or
+// "postgresql://" in lower case (a mistyped URL became a startup parameter
+// the server's error quoted), and ends a URL's user info at the first @
+// before any /, even in the query: an unescaped @ or / in the password put
+// a piece of it where connection errors show it.
 
-// urlParts are the parts of a URL after "://" as pgx splits them (see
-// splitURL); each excludes its delimiters.
+// urlParts are the parts of a URL after "://" as pgx splits them
+// (splitURL), without their delimiters.
 type urlParts struct {
-	userinfo        string // before the @, when hasUser
-	hosts           string // the host list, ports included
-	database, query string // after the / (when hasDB), after the ? (when hasQuery)
-	hasUser         bool
-	hasDB, hasQuery bool
+	userinfo, hosts, database, query string // hosts: ports included
+	hasUser, hasDB, hasQuery         bool
 }
 
-// splitURL splits a URL's rest (what follows "://") as pgx's
-// parseURLSettings does: the user info ends at the first @ that comes
-// before any /; each host of the list ends at the first : / ? or , (a
-// bracketed IPv6 address at its ]), its port at the first / ? or ,; a /
-// then starts the database name, which ends at the first ?, and the query
-// follows the ?. What pgx would refuse after a ] is kept in hosts.
+// splitURL splits what follows "://" as pgx's parseURLSettings does: the
+// user info ends at the first @ before any /; each host ends at the first
+// : / ? or , (a bracketed IPv6 address at its ]), its port at the first
+// / ? or ,; a / starts the database name, a ? the query. What pgx would
+// refuse after a ] is kept in hosts.
 func splitURL(rest string) urlParts {
 	var u urlParts
 	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
@@ -82,7 +72,6 @@ func splitURL(rest string) urlParts {
 	return u
 }
 
-// indexOrLen returns the index of the first byte of s in chars, or len(s).
 func indexOrLen(s, chars string) int {
 	if i := strings.IndexAny(s, chars); i >= 0 {
 		return i
@@ -90,15 +79,12 @@ func indexOrLen(s, chars string) int {
 	return len(s)
 }
 
-// checkURL returns raw with the scheme of a URL lower-cased, and whether
-// raw is a URL: it has "://" with no "=" before it (a key=value string
-// starts with a key and "="). It refuses a URL that pgx would split with a
-// piece of the password outside the password (see splitURL): an @ in the
-// hosts or the database name, an @ in the query after a password (which
-// reads the same as an unencoded @ in the password), and user info holding
-// a ? with an = after it, which pgx reads from a query when no / precedes
-// the query's @ (a password holding "?" and "=" must encode one of them).
-// Its errors name the url key.
+// checkURL returns raw with a URL's scheme lower-cased, and whether raw is
+// a URL ("://" with no "=" before it). It refuses, at the url key, a URL
+// that pgx would split with a piece of the password outside it: an @ in the
+// hosts or the database name, an @ in the query after a password (the same
+// to pgx as an unencoded @ in the password), and user info holding a ?
+// with an = after it (a query read as user info: no / before its @).
 func checkURL(raw string) (string, bool, error) {
 	i := strings.Index(raw, "://")
 	if i < 0 || strings.Contains(raw[:i], "=") {
@@ -118,9 +104,8 @@ func checkURL(raw string) (string, bool, error) {
 		return "", true, urlError("an @ in the user name or password must be percent-encoded as %%40")
 	}
 	if strings.Contains(u.userinfo, ":") && strings.Contains(u.query, "@") {
-		// postgres://u:S3cr@h?x=1@realhost/db is the password
-		// "S3cr@h?x=1" to pgx's eyes a host "h" and a parameter "x":
-		// the same as an @ in the query after user info
+		// postgres://u:S3cr@h?x=1@realhost/db: the password "S3cr@h?x=1",
+		// or a host "h" and a parameter "x"?
 		return "", true, urlError("an @ in the query after a user name and password must be percent-encoded as %%40 " +
 			"(it cannot be told from an unencoded @ in the password, which pgx would split there)")
 	}
@@ -134,9 +119,8 @@ func checkURL(raw string) (string, bool, error) {
 // paramName is what a runtime parameter's name must look like.
 var paramName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
 
-// checkParsed checks what pgx parsed out of the connection string: the
-// hosts have no @ and the runtime parameters (the keys pgx does not know,
-// sent to the server at startup) are plain names.
+// checkParsed checks what pgx parsed: the hosts have no @ and the runtime
+// parameters (keys pgx does not know, sent at startup) are plain names.
 func checkParsed(cfg *pgxpool.Config, key string) error {
 	cc := cfg.ConnConfig
 	hosts := []string{cc.Host}
@@ -158,8 +142,8 @@ func checkParsed(cfg *pgxpool.Config, key string) error {
 }
 
 // parseError describes an error of pgxpool.ParseConfig by its kind alone:
-// its message quotes the connection string, masking only the passwords
-// pgx recognizes, and may quote pieces of it.
+// its message quotes the connection string (masking only the passwords pgx
+// recognizes) or pieces of it.
 func parseError(err error, key string) error {
 	msg := err.Error()
 	var pe *pgconn.ParseConfigError
@@ -182,9 +166,8 @@ func parseError(err error, key string) error {
 	return connError(key, "%s", kind)
 }
 
-// parseProblems are the kinds of pgx's parse errors, by a phrase of the
-// message; the first that matches applies, else the first of parseParams
-// the message names.
+// parseProblems are the kinds of pgx's parse errors by a phrase of their
+// message; the first match applies, else the first of parseParams named.
 var parseProblems = []struct{ phrase, kind string }{
 	{"IPv6 host address", "invalid IPv6 host"},
 	{"unexpected spaces", "a space must be percent-encoded as %20"},
@@ -222,10 +205,9 @@ func connError(key, format string, args ...any) error {
 func urlError(format string) error { return connError("url", format) }
 
 // redactURL returns a URL the driver accepts with its passwords (the
-// user's and any query parameter whose name holds "pass", "secret" or
-// "token") replaced by xxxxx, and "(not shown)" for anything else: a URL
-// whose password's end cannot be told, or a key=value string. It splits
-// the URL as pgx does (splitURL).
+// user's, and query parameters named with "pass", "secret" or "token") as
+// xxxxx; anything else (a URL whose password's end cannot be told, a
+// key=value string) as "(not shown)".
 func redactURL(raw string) string {
 	const hidden = "(not shown)"
 	norm, isURL, err := checkURL(raw)

@@ -3,24 +3,28 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
+	"github.com/mutexfx/mutexfx/internal/backoff"
+	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
 // ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
 var ErrClosed = drivers.ErrClosed
 
-// Driver keeps locks in PostgreSQL, as advisory locks (ModeAdvisory: the
-// advisory driver, advisory*.go) or as rows of a table (ModeTable: the
-// table driver, table*.go); New picks one by Options.Mode. Both are safe
-// for concurrent use. Capabilities only one of them has are found by type
-// assertion: drivers.Lister (table mode).
+// Driver keeps locks in PostgreSQL, as advisory locks (ModeAdvisory,
+// advisory*.go) or as rows of a table (ModeTable, table*.go), as
+// Options.Mode picks. Both are safe for concurrent use. A capability of one
+// mode only is found by type assertion: drivers.Lister (table mode).
 type Driver interface {
 	drivers.SQLDriver
 	drivers.Handoverer
@@ -33,20 +37,16 @@ type Driver interface {
 func New(opts Options) (Driver, error) {
 	opts = opts.withDefaults()
 	n, err := opts.validate()
+	var cfg *pgxpool.Config
+	if err == nil {
+		cfg, err = opts.poolConfig()
+	}
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := opts.poolConfig()
-	if err != nil {
-		return nil, err
-	}
-	// the connections carry synchronousCommit from their startup
 	b := newBase(opts, n, cfg.ConnConfig)
 	cfg.ConnConfig.DialFunc = b.lifeDial(cfg.ConnConfig.DialFunc)
-	if opts.Mode == ModeAdvisory {
-		return newAdvisory(b), nil
-	}
-	return newTable(b, cfg, nil, false), nil
+	return b.build(cfg, nil), nil
 }
 
 // NewWithPool returns a Driver using pool, which it never closes. Table mode
@@ -67,57 +67,75 @@ func NewWithPool(pool *pgxpool.Pool, opts Options) (Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := newBase(opts, n, pool.Config().ConnConfig)
-	if opts.Mode == ModeAdvisory {
-		return newAdvisory(b), nil
-	}
-	// the pool's sessions are the application's: synchronousCommit is set
-	// per transaction
-	return newTable(b, nil, pool, true), nil
+	return newBase(opts, n, pool.Config().ConnConfig).build(nil, pool), nil
 }
 
-// base is what both drivers share: options, names, the connection
-// configuration, the schema, the subscriptions and their LISTEN
-// connection, and the driver's life.
+// build returns the driver of b's mode: in table mode on the pool built
+// from cfg, or on pool, the application's, whose sessions it leaves alone
+// (synchronousCommit is set per transaction, not at startup).
+func (b *base) build(cfg *pgxpool.Config, pool *pgxpool.Pool) Driver {
+	if b.opts.Mode == ModeAdvisory {
+		return newAdvisory(b)
+	}
+	return newTable(b, cfg, pool)
+}
+
+// Factory returns the "postgres" driver factory. Its configuration keys are
+// Options' koanf tags; with driver.client naming a *pgxpool.Pool, the
+// connection keys must be absent. Each invalid option (an unknown key and a
+// value of the wrong type included) is a *config.Error at its full key path
+// ("mutex.orders.driver.mode: ...") that also wraps ErrOptions, as the
+// errors of New do.
+func Factory() drivers.Factory {
+	f := kit.NewFactory("a *pgxpool.Pool", New, NewWithPool)
+	f.ConnectionKeys, f.ClientOptions = connectionKeys, "the pool's own configuration applies"
+	return f.Of("postgres")
+}
+
+// connectionKeys are the keys of the connection options, in the order
+// errors name them.
+var connectionKeys = []string{"url", "host", "port", "database", "username", "password", "sslMode"}
+
+func connectionKey(o Options) string { return kit.SetKey(o, connectionKeys...) }
+
+// base is what both drivers share: options, names, connection
+// configuration, schema, subscriptions and the driver's life.
 type base struct {
+	// A Driver prints, marshals and logs as its Options do, and nothing
+	// else: its connection configurations hold the password.
+	redact.Owner
+
 	opts    Options
 	names   names
 	connCfg *pgx.ConnConfig // pinned and LISTEN connections
-	// bootKey marks, in a connection's CustomData, that bootCheck passed
-	bootKey string
-	boot    string // the bootCheck statement
+	bootKey string          // marks, in a connection's CustomData, that bootCheck passed
+	boot    string          // the bootCheck statement
 
 	ddl    sqlkit.Schema
-	schema []schemaObject // what ensureSchema creates (schema.go)
+	schema []schemaObject // what ensureSchema creates
 
-	mu     sync.Mutex
-	closed bool
-	subs   kit.Listeners // added and cleared under mu, with closed
-	// the LISTEN goroutine (subscribe.go), from its first use to Close
-	lisStop context.CancelFunc
+	mu      sync.Mutex
+	closed  bool
+	subs    kit.Listeners      // added and cleared under mu, with closed
+	lisStop context.CancelFunc // the LISTEN goroutine, from its first use to Close
 	lisDone chan struct{}
-	// channels are the channels the LISTEN connection listens on; heard,
-	// when set, is called with each notification's key before the
-	// subscribers
+	// the channels the LISTEN connection listens on; heard, when set, gets
+	// each notification's key before the subscribers
 	channels []string
 	heard    func(key string)
 
-	// life ends when Close gives up waiting (its ctx ended) or is done
-	// (life.go)
+	// The life ends when Close's ctx ends or Close is done. Close must not
+	// wait for a statement stuck on a stalled link, nor for pgx cancelling
+	// one (up to 15 s): statements end with the life (life.Bind), and the
+	// owned pool's connections, pgx's cancel ones too, close with it
+	// (lifeDial, conns).
 	life  sqlkit.Life
-	conns sqlkit.Conns // the connections lifeDial made
+	conns sqlkit.Conns
 }
 
 func newBase(opts Options, n names, cc *pgx.ConnConfig) *base {
-	b := &base{
-		bootKey:  "mutexfx.boot:" + n.boot,
-		boot:     bootCheckSQL(n),
-		opts:     opts,
-		names:    n,
-		schema:   baseSchema(n),
-		connCfg:  cc,
-		channels: []string{n.channel},
-	}
+	b := &base{Owner: redact.Owner{Name: "postgres.Driver", Options: opts}, opts: opts, names: n, connCfg: cc, bootKey: "mutexfx.boot:" + n.boot, boot: bootCheckSQL(n),
+		schema: baseSchema(n), channels: []string{n.channel}}
 	b.life.Init()
 	return b
 }
@@ -125,15 +143,27 @@ func newBase(opts Options, n names, cc *pgx.ConnConfig) *base {
 // Mode returns the driver's mode, ModeAdvisory or ModeTable.
 func (b *base) Mode() string { return b.opts.Mode }
 
-// check returns ctx's error, or ErrClosed once Close was called.
-func (b *base) check(ctx context.Context) error { return b.life.Check(ctx) }
+// lifeDial wraps dial: connections fail to open once the driver's life has
+// ended, and those open then are closed (Close cuts b.conns).
+func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, stop := b.life.Bind(ctx)
+		defer stop()
+		c, err := b.conns.Dial(ctx, dial, network, addr, nil)
+		if err != nil {
+			if context.Cause(ctx) == ErrClosed {
+				return nil, ErrClosed
+			}
+			return nil, err
+		}
+		return c, nil
+	}
+}
 
-// shutdown is Close: it marks the driver closed and ends the
-// subscriptions, calls detach under b.mu (the driver forgets what it
-// holds), stops the LISTEN goroutine and calls release (the driver closes
-// its connections). Calls in flight may finish until ctx ends; then they
-// are cut, so that closing does not wait for a statement on a stalled link.
-// A second call waits for the first, or its ctx.
+// shutdown is Close: it marks the driver closed, ends the subscriptions,
+// calls detach under b.mu (the driver forgets what it holds), stops the
+// LISTEN goroutine and calls release (the driver closes its connections);
+// calls in flight are cut when ctx ends. A second call waits for the first.
 func (b *base) shutdown(ctx context.Context, detach func(), release func(context.Context) error) error {
 	var lisStop context.CancelFunc
 	var lisDone chan struct{}
@@ -152,4 +182,85 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 		}
 		return release(ctx)
 	}, b.conns.Cut)
+}
+
+// Subscribe calls fn with a Released event for every release notified on
+// the channel (by any driver on the database) or, in table mode, on the
+// driver's own (where a release notifies the first driver queued for the
+// row), and a Lost event for every advisory lock whose connection broke.
+// The LISTEN connection is opened in the background and reopened after a
+// failure (backoff.Default, reset after a connection that lasted a
+// minute): Subscribe never fails for an unreachable server or a pooler
+// refusing LISTEN (waiters then poll). Keys longer than 7999 bytes are
+// released unnotified; in advisory mode only with MaxSessions 1 do
+// releases notify (otherwise waiters wait in the server).
+func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
+	if err := kit.LockOpen(ctx, &b.mu, &b.closed); err != nil {
+		return nil, err
+	}
+	remove := b.subs.Add(fn)
+	b.startListenerLocked()
+	b.mu.Unlock()
+	return func() { remove() }, nil
+}
+
+// startListenerLocked starts, with b.mu held, the LISTEN goroutine shared
+// by the subscriptions and the waiting acquisitions, unless it runs or the
+// driver is closed. It runs until Close.
+func (b *base) startListenerLocked() {
+	if b.closed || b.lisDone != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.lisStop, b.lisDone = cancel, make(chan struct{})
+	go b.listen(ctx, b.lisDone)
+}
+
+func (b *base) listen(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	retry := backoff.Default.New()
+	for {
+		start := time.Now()
+		b.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(start) > time.Minute {
+			retry.Reset()
+		}
+		if !backoff.Sleep(ctx, retry.Next()) {
+			return
+		}
+	}
+}
+
+// listenOnce connects, listens and delivers notifications (to heard, then
+// the subscribers) until the connection fails or ctx ends.
+func (b *base) listenOnce(ctx context.Context) {
+	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
+	if err != nil {
+		return
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	if _, err := conn.Exec(ctx, sessionSetup); err != nil {
+		return
+	}
+	for _, ch := range b.channels {
+		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
+			return
+		}
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return
+		}
+		if n.Payload == "" {
+			continue
+		}
+		if b.heard != nil {
+			b.heard(n.Payload)
+		}
+		b.subs.Publish(drivers.Event{Kind: drivers.Released, Key: n.Payload})
+	}
 }

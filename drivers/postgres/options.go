@@ -3,9 +3,12 @@ package postgres
 import (
 	"cmp"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net/url"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
 // Modes of the driver (Options.Mode).
@@ -70,40 +74,30 @@ type Options struct {
 	// Mode is "advisory" (default) or "table".
 	Mode string `koanf:"mode"`
 	// Table is the lock table (table mode), optionally schema-qualified
-	// ("locks.mutex"). Each part must match [A-Za-z_][A-Za-z0-9_]* and is
-	// used quoted, so case matters. The fencing sequence, in both modes, is
-	// the table's name followed by "_fence". Default: "mutexfx_locks".
+	// ("locks.mutex"), each part [A-Za-z_][A-Za-z0-9_]*, used quoted. The
+	// fence sequence (both modes) is its name + "_fence".
+	// Default: "mutexfx_locks".
 	Table string `koanf:"table"`
 	// Channel is the LISTEN/NOTIFY channel for wake-ups; same rules as a
 	// table name part. Default: "mutexfx".
 	Channel string `koanf:"channel"`
 
-	// Unlogged creates the lock table UNLOGGED when it is missing (table
-	// mode): about 3× faster writes, but a server crash (not a clean
-	// restart) empties the table, freeing every lock at once. The fence
-	// sequence stays logged. Default: false.
+	// Unlogged creates the lock table UNLOGGED (table mode): about 3×
+	// faster writes, but a server crash empties it, freeing every lock. The
+	// fence sequence stays logged. Default: false.
 	Unlogged bool `koanf:"unlogged"`
-	// SynchronousCommit, when set, is the synchronous_commit setting of the
-	// driver's own transactions (table mode), for example "off": a server
-	// crash then forgets the last acquisitions and releases (up to ~0.6 s
-	// with the default wal_writer_delay): a lock taken may be free again
-	// after the crash while its holder works on, a released one held until
-	// its ttl. Fences stay increasing: the first connection after a crash
-	// moves the fence sequence 2^32 ahead (see the boot marker in
-	// docs/postgres.md).
-	// With New, it is a startup parameter of every connection the driver
-	// opens (PgBouncer refuses it unless its ignore_startup_parameters lists
-	// it, and then drops it: the server's setting applies). With
-	// NewWithPool, each statement sets it for its own transaction only
-	// (set_config(…, true)), leaving the pool's sessions unchanged; this
-	// costs a little per call but works through any pooler.
-	// Default: "" (the server's setting).
+	// SynchronousCommit, when set, is the synchronous_commit of the
+	// driver's transactions (table mode). With "off" a server crash forgets
+	// the last ~0.6 s of acquisitions (a lock may be free again while its
+	// holder works on) and releases (held until their ttl); fences stay
+	// increasing (docs/postgres.md). With New it is a startup parameter (PgBouncer
+	// needs it in ignore_startup_parameters, and drops it); with
+	// NewWithPool it is set per transaction. Default: "" (the server's).
 	SynchronousCommit string `koanf:"synchronousCommit"`
 
-	// MaxSessions is the number of connections the driver pins for advisory
-	// locks: one holds the locks taken without waiting, the others wait in
-	// the server (AcquireRequest.Wait) and then hold what they got. Default:
-	// 8. Minimum 1 (no server-side waits).
+	// MaxSessions is how many connections advisory mode pins: one takes
+	// locks without waiting, the others wait in the server and then hold
+	// what they got. Default: 8; 1: no server-side waits.
 	MaxSessions int `koanf:"maxSessions"`
 	// MaxConns is the size of the pool the driver creates for table mode.
 	// Ignored with NewWithPool. Default: 8.
@@ -111,16 +105,15 @@ type Options struct {
 	// ConnectTimeout bounds each connection attempt. Default: 5s.
 	ConnectTimeout time.Duration `koanf:"connectTimeout"`
 	// StallTimeout is how long a pinned advisory connection may stay silent
-	// after its statement's ctx ended (the server is first asked to cancel
-	// the statement) before the driver gives it up, losing its locks.
-	// Default: 3s.
+	// after its statement's ctx ended and a cancel was asked before the
+	// driver gives it up, losing its locks. Default: 3s.
 	StallTimeout time.Duration `koanf:"stallTimeout"`
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// parseIdent checks a possibly schema-qualified identifier and returns its
-// parts.
+// parseIdent checks an identifier, schema-qualified if qualified, and
+// returns its parts.
 func parseIdent(s string, qualified bool, maxLen int) (pgx.Identifier, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) > 2 || (!qualified && len(parts) > 1) {
@@ -137,7 +130,6 @@ func parseIdent(s string, qualified bool, maxLen int) (pgx.Identifier, error) {
 	return pgx.Identifier(parts), nil
 }
 
-// withDefaults returns o with defaults applied.
 func (o Options) withDefaults() Options {
 	o.Mode, o.Table, o.Channel = cmp.Or(o.Mode, ModeAdvisory), cmp.Or(o.Table, DefaultTable), cmp.Or(o.Channel, DefaultChannel)
 	o.MaxSessions, o.MaxConns = cmp.Or(o.MaxSessions, DefaultMaxSessions), cmp.Or(o.MaxConns, DefaultMaxConns)
@@ -145,17 +137,13 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// names are the SQL identifiers the driver uses, quoted.
-type names struct {
-	table, sequence, channel string
-	// boot is the boot marker: an unlogged one-row table that a server
-	// crash empties (see bootCheck)
-	boot string
-}
+// names are the SQL identifiers the driver uses, quoted; boot is the boot
+// marker, an unlogged one-row table that a server crash empties (bootCheck).
+type names struct{ table, sequence, channel, boot string }
 
 // optionError is an invalid option: it wraps ErrOptions and a
-// *config.Error whose Path is the option's key (relative to the driver
-// block; "" for the block), which the factory joins to the block's path.
+// *config.Error at the option's key ("" for the driver block), which the
+// factory joins to the block's path.
 type optionError struct{ ce *config.Error }
 
 func newOptionError(key, format string, args ...any) error {
@@ -180,7 +168,7 @@ func (o Options) validate() (names, error) {
 	default:
 		return n, newOptionError("mode", "must be %q or %q, not %q", ModeAdvisory, ModeTable, o.Mode)
 	}
-	// The sequence appends "_fence" (6 bytes) to the table's last part.
+	// "_fence" (6 bytes) is appended to the table's last part
 	table, err := parseIdent(o.Table, true, 63-6)
 	if err != nil {
 		return n, newOptionError("table", "%v", err)
@@ -189,10 +177,6 @@ func (o Options) validate() (names, error) {
 	if err != nil {
 		return n, newOptionError("channel", "%v", err)
 	}
-	seq := append(pgx.Identifier{}, table...)
-	seq[len(seq)-1] += "_fence"
-	boot := append(pgx.Identifier{}, table...)
-	boot[len(boot)-1] += "_boot"
 	if o.MaxSessions < 1 {
 		return n, newOptionError("maxSessions", "must be at least 1")
 	}
@@ -210,8 +194,12 @@ func (o Options) validate() (names, error) {
 	default:
 		return n, newOptionError("synchronousCommit", "must be on, off, local, remote_write or remote_apply, not %q", o.SynchronousCommit)
 	}
-	n.table, n.sequence, n.channel, n.boot = table.Sanitize(), seq.Sanitize(), ch.Sanitize(), boot.Sanitize()
-	return n, nil
+	suffixed := func(s string) string {
+		id := slices.Clone(table)
+		id[len(id)-1] += s
+		return id.Sanitize()
+	}
+	return names{table.Sanitize(), suffixed("_fence"), ch.Sanitize(), suffixed("_boot")}, nil
 }
 
 // poolConfig builds the connection configuration without connecting. Its
@@ -229,18 +217,12 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 		return nil, newOptionError("host", "must not contain @ (set the user name and password with username and password)")
 	}
 	conn, key := o.URL, "url"
-	if conn == "" {
-		u := url.URL{Scheme: "postgres", Host: "localhost:5432"}
-		q := url.Values{}
-		q.Set("sslmode", "prefer")
-		if o.SSLMode != "" {
-			q.Set("sslmode", o.SSLMode)
-		}
-		u.RawQuery = q.Encode()
-		conn, key = u.String(), ""
-	} else if o.SSLMode != "" {
+	switch {
+	case conn == "":
+		conn, key = "postgres://localhost:5432?sslmode="+url.QueryEscape(cmp.Or(o.SSLMode, "prefer")), ""
+	case o.SSLMode != "":
 		return nil, newOptionError("sslMode", "not allowed with url (set sslmode in the url)")
-	} else {
+	default:
 		var err error
 		if conn, _, err = checkURL(conn); err != nil {
 			return nil, err
@@ -265,11 +247,59 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 	}
 	cc.ConnectTimeout = o.ConnectTimeout
 	if o.Mode == ModeTable && o.SynchronousCommit != "" {
-		// a startup parameter: set once per connection, at no cost, and
-		// never sent to a session the driver does not own (see
-		// SynchronousCommit for PgBouncer)
+		// set once per connection, at no cost (see SynchronousCommit)
 		cc.RuntimeParams["synchronous_commit"] = o.SynchronousCommit
 	}
 	cfg.MaxConns = o.MaxConns
 	return cfg, nil
+}
+
+// Options print (every verb that reaches Format), marshal to JSON and log
+// with the password as xxxxx when set, and the URL as redactURL shows it.
+
+// plainOptions has Options' fields but not their methods: no recursion.
+type plainOptions Options
+
+func (o Options) redacted() Options {
+	o.Password = redact.Secret(o.Password)
+	if o.URL != "" {
+		o.URL = redactURL(o.URL)
+	}
+	return o
+}
+
+// printed is the options with their secrets redacted, as they print.
+func (o Options) printed() redact.Value {
+	return redact.Value{Name: "postgres.Options", Plain: plainOptions(o.redacted())}
+}
+
+// String describes the options, secrets redacted, as %+v would.
+func (o Options) String() string { return o.printed().String() }
+
+// GoString describes the options, secrets redacted, as %#v would.
+func (o Options) GoString() string { return o.printed().GoString() }
+
+// Format prints the options as String does (GoString for %#v): see
+// redact.Format for the verbs fmt does not pass to it.
+func (o Options) Format(f fmt.State, verb rune) { o.printed().Format(f, verb) }
+
+// MarshalJSON gives the options' JSON form, secrets redacted: the
+// configuration keys of the fields that are set, durations as Go duration
+// strings, TLS as "tls": true when one is set.
+func (o Options) MarshalJSON() ([]byte, error) {
+	v := reflect.ValueOf(o.redacted())
+	m := map[string]any{}
+	for i := range v.NumField() {
+		f, key := v.Field(i), v.Type().Field(i).Tag.Get("koanf")
+		switch d, isDuration := f.Interface().(time.Duration); {
+		case f.IsZero():
+		case key == "-": // TLS
+			m["tls"] = true
+		case isDuration:
+			m[key] = d.String()
+		default:
+			m[key] = f.Interface()
+		}
+	}
+	return json.Marshal(m)
 }

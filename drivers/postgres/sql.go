@@ -1,54 +1,45 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// The SQL both drivers build from validated, quoted identifiers. Lock
-// names, tokens and durations are always parameters.
+// The SQL is built from validated, quoted identifiers; lock names, tokens
+// and durations are always parameters.
 
-// sessionSetup pins, on the connections the driver opens for itself (its
-// advisory sessions and its LISTEN connection), the settings that their
-// locks depend on, over whatever the server, the database or the role
-// sets (a pooled table-mode connection is left alone: its session may be
-// shared through a pooler):
-//
-//   - statement_timeout 0: a wait in the server (pg_advisory_lock with
-//     lock_timeout) ends at its own bound, not at a shorter global one
-//     that would fail the Acquire; the driver bounds its statements with
-//     their ctx (the server is asked to cancel) and StallTimeout.
-//   - idle_session_timeout and idle_in_transaction_session_timeout 0: an
-//     advisory session is idle between renewals while it holds its locks;
-//     the server must not end it (freeing them under a live holder).
-//   - TCP keepalives (10 s idle, then every 5 s, 3 probes) and
-//     tcp_user_timeout (30 s): a holder whose host vanished (power loss,
-//     partition) loses its locks in the server within about half a
-//     minute, not after the operating system's two hours.
-//
-// A setting the server does not know (idle_session_timeout before
-// PostgreSQL 14, tcp_user_timeout before 12) is skipped.
+// sessionSetup pins, on the driver's own connections (not pooled ones: a
+// pooler may share their sessions), the settings their locks depend on:
+// statement_timeout 0 (a wait in the server ends at its own lock_timeout;
+// ctx and StallTimeout bound statements), idle_session_timeout and
+// idle_in_transaction_session_timeout 0 (an idle advisory session keeps
+// its locks), TCP keepalives and tcp_user_timeout (a vanished holder loses
+// its locks within about 30 s, not two hours). Unknown settings (before
+// PostgreSQL 14 or 12) are skipped.
 const sessionSetup = "SELECT count(set_config(name, value, false)) FROM (VALUES " +
 	"('statement_timeout', '0'), ('idle_session_timeout', '0'), ('idle_in_transaction_session_timeout', '0'), " +
 	"('tcp_keepalives_idle', '10'), ('tcp_keepalives_interval', '5'), ('tcp_keepalives_count', '3'), " +
 	"('tcp_user_timeout', '30000')) AS v(name, value) WHERE name IN (SELECT name FROM pg_settings)"
 
-// serverTimeSQL reads the server's wall clock now (clock_timestamp, not the
-// transaction's start as now() would), the clock the locks' expiries use.
+// serverTimeSQL reads the server's clock now (not at the transaction's
+// start, as now() would), the clock of the locks' expiries.
 const serverTimeSQL = "SELECT clock_timestamp()"
 
-// nextvalSQL takes the next fence of n's sequence.
 func nextvalSQL(n names) string {
 	return fmt.Sprintf("nextval('%s')", strings.ReplaceAll(n.sequence, "'", "''")) // (never holds a ': validated)
 }
 
-// maxPayload is the longest key sent as a NOTIFY payload (PostgreSQL refuses
-// 8000 bytes and more); longer keys are released without a wake-up.
+// maxPayload is the longest NOTIFY payload (PostgreSQL refuses 8000 bytes).
 const maxPayload = 7999
 
-// payload is the NOTIFY payload for key: the key, or "" (no wake-up) when
-// it is too long.
+// payload is the NOTIFY payload for key: the key, or "" (no wake-up: its
+// waiters poll) when it is too long or not text.
 func payload(key string) string {
 	if len(key) > maxPayload || !isText(key) {
 		return ""
@@ -57,8 +48,132 @@ func payload(key string) string {
 }
 
 // isText reports whether key can be sent as PostgreSQL text: valid UTF-8
-// without NUL. Keys are any bytes; one that is not text goes unnotified
-// (its waiters poll) and is shown in the table's name column by shownName.
+// without NUL.
 func isText(key string) bool {
 	return utf8.ValidString(key) && strings.IndexByte(key, 0) < 0
+}
+
+// schemaObject is an object of the driver's schema: a SQL boolean telling
+// whether it is present, and the statements that create it.
+type schemaObject struct {
+	present string
+	create  []string
+}
+
+func regclass(name string) string {
+	return "to_regclass('" + strings.ReplaceAll(name, "'", "''") + "')" // (never holds a ': validated)
+}
+
+// baseSchema is what both drivers need: the fence sequence and the boot
+// marker, whose row a crash removes (bootCheck).
+func baseSchema(n names) []schemaObject {
+	return []schemaObject{
+		{regclass(n.sequence) + " IS NOT NULL", []string{"CREATE SEQUENCE IF NOT EXISTS " + n.sequence}},
+		{regclass(n.boot) + " IS NOT NULL", []string{
+			"CREATE UNLOGGED TABLE IF NOT EXISTS " + n.boot + " (id boolean PRIMARY KEY)",
+			"INSERT INTO " + n.boot + " VALUES (true) ON CONFLICT DO NOTHING",
+		}},
+	}
+}
+
+// ensureSchema creates the missing objects of b.schema (only those: a role
+// may use them without the right to create them), once per driver,
+// serialised between drivers by a transaction-level advisory lock.
+func (b *base) ensureSchema(ctx context.Context, begin func(context.Context) (pgx.Tx, error)) error {
+	return b.ddl.Ensure(ctx, func(ctx context.Context) error {
+		tx, err := begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+		// it waits for the other drivers and the tables' locks: ctx bounds it,
+		// not the role's timeouts
+		if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', '0', true), set_config('statement_timeout', '0', true)"); err != nil {
+			return err
+		}
+		// a synchronous commit: a sequence a crash forgets starts again at 1
+		q := "SELECT pg_advisory_xact_lock($1), set_config('synchronous_commit', 'on', true)"
+		present := make([]bool, len(b.schema))
+		dest := []any{nil, nil}
+		for i, o := range b.schema {
+			q += ", " + o.present
+			dest = append(dest, &present[i])
+		}
+		if err := tx.QueryRow(ctx, q, ddlLockKey).Scan(dest...); err != nil {
+			return err
+		}
+		for i, o := range b.schema {
+			if present[i] {
+				continue
+			}
+			for _, s := range o.create {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Commit(ctx)
+	})
+}
+
+// ddlLockKey serialises the drivers' CREATE statements (any constant works:
+// a collision only makes two DDL transactions wait for each other).
+const ddlLockKey int64 = 0x6d75746578667800 // "mutexfx\x00"
+
+// bootState is what a connection's bootCheck found: the server's crash
+// mark, read before the check, and whether its commits may be asynchronous
+// (guard): then the table driver's fence-taking statements compare the mark
+// (≈ 8 µs each; with synchronous commits a crash forgets no fence).
+type bootState struct {
+	mark  int64
+	guard bool
+}
+
+// bootGap is how far the fence sequence moves ahead after a crash: more
+// fences than a crash can forget (commits still in the WAL buffers).
+const bootGap = 1 << 32
+
+// crashMarkSQL is the server's crash mark: when its shared statistics were
+// last reset (µs), which crash recovery does, not a clean restart; cheaper
+// than reading the marker. A manual reset only causes extra checks.
+const crashMarkSQL = "coalesce((extract(epoch FROM pg_stat_get_bgwriter_stat_reset_time()) * 1000000)::bigint, 0)"
+
+// bootCheckSQL puts the marker's row back and, when it was missing, moves
+// the fence sequence bootGap ahead, in one durable commit.
+func bootCheckSQL(n names) string {
+	return "WITH s AS MATERIALIZED (SELECT set_config('synchronous_commit', 'on', true)), " +
+		"i AS (INSERT INTO " + n.boot + " (id) SELECT true FROM s ON CONFLICT (id) DO NOTHING RETURNING id) " +
+		fmt.Sprintf("SELECT setval('%s', %s + %d) FROM i", strings.ReplaceAll(n.sequence, "'", "''"), nextvalSQL(n), bootGap)
+}
+
+// bootCheck runs bootCheckSQL once per connection (docs/postgres.md): a
+// crash empties the marker's unlogged table, so every fence taken after it
+// is taken on a connection checked after it, above those the crash made
+// the sequence forget. For connections that outlive a crash (a pooler's)
+// it returns the crash mark read before the check, which guarded
+// statements compare. It keeps its result in CustomData.
+func (b *base) bootCheck(ctx context.Context, c *pgconn.PgConn) (bootState, error) {
+	if bs, ok := c.CustomData()[b.bootKey].(bootState); ok {
+		return bs, nil
+	}
+	// the mark first: a crash between the two leaves a stale mark (checked
+	// again), never a stale check under a fresh mark
+	rr := c.ExecParams(ctx, "SELECT "+crashMarkSQL+", current_setting('synchronous_commit') = 'off'", nil, nil, nil, nil).Read()
+	if rr.Err == nil && (len(rr.Rows) != 1 || len(rr.Rows[0]) != 2) {
+		rr.Err = fmt.Errorf("unexpected reply: %d rows", len(rr.Rows))
+	}
+	var bs bootState
+	if rr.Err == nil {
+		bs.mark, rr.Err = strconv.ParseInt(string(rr.Rows[0][0]), 10, 64)
+		// asynchronous in the session, or in the driver's transactions
+		bs.guard = string(rr.Rows[0][1]) == "t" || b.opts.SynchronousCommit == "off"
+	}
+	if rr.Err != nil {
+		return bootState{}, fmt.Errorf("postgres: crash mark: %w", rr.Err)
+	}
+	if err := c.ExecParams(ctx, b.boot, nil, nil, nil, nil).Read().Err; err != nil {
+		return bootState{}, fmt.Errorf("postgres: boot marker %s: %w", b.names.boot, err)
+	}
+	c.CustomData()[b.bootKey] = bs
+	return bs, nil
 }

@@ -1,14 +1,15 @@
 package postgres
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,8 +19,7 @@ import (
 	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
 
-// the table driver has every capability of Driver (which embeds them), and
-// drivers.Lister
+// the capabilities of Driver, and drivers.Lister
 var (
 	_ Driver         = (*tableDriver)(nil)
 	_ drivers.Lister = (*tableDriver)(nil)
@@ -32,35 +32,34 @@ var ErrTTL = errors.New("postgres: ttl must be at least 1ms")
 // maxRenewBatch is the largest number of leases renewed by one statement.
 const maxRenewBatch = 10000
 
-// tableDriver keeps each lock as a row with an expiry computed with the
-// server's clock, its waiters queued in the row and woken by NOTIFY
-// (table_wait.go), on a pool: its own, or the application's.
+// tableDriver keeps each lock as a row with an expiry in the server's
+// clock, its waiters queued in the row and woken by NOTIFY, on a pool: its
+// own, or the application's.
 type tableDriver struct {
 	*base
 	sql tableStatements
 	id  string // this driver's id in the rows' waiter queues
 
-	poolCfg  *pgxpool.Config // owned pool's config; nil with NewWithPool
-	ownsPool bool
-	poolMu   sync.Mutex
-	pool     *pgxpool.Pool
+	poolCfg *pgxpool.Config // the owned pool's; nil with NewWithPool
+	poolMu  sync.Mutex      // creates and closes the pool
+	pool    atomic.Pointer[pgxpool.Pool]
 
 	watchers watchers     // waiting acquisitions, by key
-	reclaim  reclaim.Loop // deletes the rows no longer needed (table_reclaim.go)
+	reclaim  reclaim.Loop // deletes the rows no longer needed
 }
 
-// newTable returns the table driver on the pool built from cfg, or on pool.
-func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool, txnSync bool) *tableDriver {
-	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, txnSync), id: rand.Text(),
-		poolCfg: cfg, ownsPool: pool == nil, pool: pool, watchers: watchers{byKey: map[string][]chan struct{}{}}}
+func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool) *tableDriver {
+	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, pool != nil), id: rand.Text(),
+		poolCfg: cfg, watchers: watchers{byKey: map[string][]chan struct{}{}}}
+	d.pool.Store(pool)
 	b.schema = append(b.schema, tableSchema(b.names, b.opts)...)
 	b.channels = append(b.channels, pgx.Identifier{ownChannel(d.id)}.Sanitize())
 	b.heard = d.wake
 	return d
 }
 
-// Features reports expiring locks with waits in the driver (queued in the
-// row, woken by NOTIFY), the server's clock and fences.
+// Features reports expiring locks with waits queued in the row, the
+// server's clock and fences.
 func (d *tableDriver) Features() drivers.Features {
 	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server", MinTTL: 500 * time.Millisecond}
 }
@@ -69,7 +68,7 @@ func (d *tableDriver) Features() drivers.Features {
 // turn (acquireWaiting). Errors that retrying cannot cure match
 // drivers.ErrPermanent.
 func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return drivers.AcquireResult{}, err
 	}
 	d.reclaim.Note(req.TTL, func(ctx context.Context) { _, _ = d.reclaimRows(ctx) })
@@ -78,16 +77,14 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 	} else {
 		res, _, err = d.acquireOnce(ctx, req, attemptOpts{fast: true})
 	}
-	return res, permanent(d.closedErr(err))
+	return res, permanent(d.life.ClosedErr(err))
 }
 
-// Release marks the row free if token holds it, in one UPDATE, and when
-// drivers are queued for it notifies the first live one (queueHead), in a
-// second statement. The row is kept, for the next acquisition's one UPDATE
-// (its fence taken under the row's lock); the reclaimer deletes it later
-// (table_reclaim.go).
+// Release marks the row free if token holds it, and then notifies the
+// first live driver queued for it (queueHead), if any. The row is kept for
+// the next acquisition's one UPDATE; the reclaimer deletes it later.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return false, err
 	}
 	var live bool
@@ -98,7 +95,7 @@ func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, err
 		return ignoreNoRows(p.QueryRow(ctx, d.sql.release, rowID(key), token).Scan(&live, &queue, &now))
 	})
 	if err != nil || !live {
-		return live, d.closedErr(err)
+		return live, d.life.ClosedErr(err)
 	}
 	d.wakeQueued(ctx, key, queue, now)
 	return true, nil
@@ -106,7 +103,7 @@ func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, err
 
 // Extend moves the row's expiry to now() + ttl if token holds it.
 func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return false, err
 	}
 	ms, err := ttlMillis(ttl)
@@ -119,7 +116,7 @@ func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Du
 		n = tag.RowsAffected()
 		return err
 	})
-	return n == 1, d.closedErr(err)
+	return n == 1, d.life.ClosedErr(err)
 }
 
 func ttlMillis(ttl time.Duration) (int64, error) {
@@ -130,35 +127,28 @@ func ttlMillis(ttl time.Duration) (int64, error) {
 	return ms, nil
 }
 
-// Renew renews every lease with one UPDATE … FROM unnest(…) per
-// maxRenewBatch leases, in name order to keep concurrent renewals from
-// deadlocking.
+// Renew renews the leases with one UPDATE per maxRenewBatch, in id order
+// (concurrent renewals must not deadlock).
 func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
 	order := make([]int, len(leases))
 	ids := make([][]byte, len(leases))
 	for i, l := range leases {
-		order[i] = i
-		ids[i] = rowID(l.Key)
+		order[i], ids[i] = i, rowID(l.Key)
 	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(string(ids[a]), string(ids[b])) })
-	checked := d.check(ctx)
-	for start := 0; start < len(order); start += maxRenewBatch {
-		batch := order[start:min(start+maxRenewBatch, len(order))]
-		bid := make([][]byte, 0, len(batch))
-		btok := make([]string, 0, len(batch))
-		bttl := make([]int64, 0, len(batch))
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(ids[a], ids[b]) })
+	checked := d.life.Check(ctx)
+	for batch := range slices.Chunk(order, maxRenewBatch) {
+		bid, btok, bttl := make([][]byte, len(batch)), make([]string, len(batch)), make([]int64, len(batch))
 		err := checked
-		for _, i := range batch {
-			ms, terr := ttlMillis(leases[i].TTL)
-			err = cmp.Or(err, terr)
-			bid = append(bid, ids[i])
-			btok = append(btok, leases[i].Token)
-			bttl = append(bttl, ms)
+		for j, i := range batch {
+			var terr error
+			bttl[j], terr = ttlMillis(leases[i].TTL)
+			bid[j], btok[j], err = ids[i], leases[i].Token, cmp.Or(err, terr)
 		}
 		renewed := map[string]bool{}
 		if err == nil {
-			err = d.closedErr(d.run(ctx, func(ctx context.Context, p querier) error {
+			err = d.life.ClosedErr(d.run(ctx, func(ctx context.Context, p querier) error {
 				clear(renewed)
 				var id []byte
 				var tok string
@@ -179,7 +169,7 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 
 // Inspect reads the live row of key.
 func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.LockInfo, ok bool, err error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return drivers.LockInfo{}, false, err
 	}
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
@@ -191,12 +181,12 @@ func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.Loc
 		info.TTL = time.Duration(left * float64(time.Millisecond))
 		return ignoreNoRows(err)
 	})
-	return info, ok, d.closedErr(err)
+	return info, ok, d.life.ClosedErr(err)
 }
 
 // List returns the held locks whose keys start with prefix.
 func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.ListedLock, err error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return nil, err
 	}
 	err = d.run(ctx, func(ctx context.Context, p querier) (err error) {
@@ -210,61 +200,84 @@ func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.Li
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list: %w", d.closedErr(err))
+		return nil, fmt.Errorf("postgres: list: %w", d.life.ClosedErr(err))
 	}
 	return out, nil
 }
 
-// ServerTime returns the server's clock (microseconds), read on the pool.
-// It connects at first use.
+// ServerTime returns the server's clock (µs), read on the pool.
 func (d *tableDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
-	if err := d.check(ctx); err != nil {
+	if err := d.life.Check(ctx); err != nil {
 		return time.Time{}, err
 	}
 	err = d.run(ctx, func(ctx context.Context, q querier) error {
 		return q.QueryRow(ctx, serverTimeSQL).Scan(&t)
 	})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.closedErr(err)))
+		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.life.ClosedErr(err)))
 	}
 	return t, nil
 }
 
-// Ping pings the server on one of the pool's connections. Before the pool
-// exists (the driver connects at its first call) there is nothing to
-// check: it returns nil.
+// Ping pings the server on a pooled connection; nil before the first call
+// made the pool.
 func (d *tableDriver) Ping(ctx context.Context) error {
-	d.poolMu.Lock()
-	p := d.pool
-	d.poolMu.Unlock()
-	if p == nil {
-		return nil
+	if p := d.pool.Load(); p != nil {
+		return p.Ping(ctx)
 	}
-	return p.Ping(ctx)
+	return nil
 }
 
-// Close ends the subscriptions, the LISTEN connection and the reclaimer,
-// and closes the pool the driver created (not a pool given to
-// NewWithPool). Later calls fail with ErrClosed. Calls still in flight
-// when Close is done, or when ctx ends, are cut (they fail with an error
-// wrapping ErrClosed): Close does not wait for statements on a stalled
-// link. It returns ctx's error when ctx ended first.
+// Close ends the subscriptions and the reclaimer, and closes the pool the
+// driver created (not NewWithPool's). Later calls fail with ErrClosed;
+// calls in flight when Close is done, or ctx ends, are cut. It returns
+// ctx's error when ctx ended first.
 func (d *tableDriver) Close(ctx context.Context) error {
 	return d.shutdown(ctx, func() {}, func(context.Context) error {
 		d.reclaim.Stop()
 		d.poolMu.Lock()
 		defer d.poolMu.Unlock()
-		if d.ownsPool && d.pool != nil {
-			d.pool.Close()
+		if p := d.pool.Load(); d.poolCfg != nil && p != nil {
+			p.Close()
 		}
 		return nil
 	})
 }
 
-// ignoreNoRows returns err, or nil for pgx.ErrNoRows.
 func ignoreNoRows(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
 	return err
+}
+
+// Handover passes key from token to next.Token in one statement when no
+// driver queues for it; else it releases key as Release does.
+func (d *tableDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
+	if err := d.life.Check(ctx); err != nil {
+		return false, drivers.AcquireResult{}, err
+	}
+	ms, err := ttlMillis(next.TTL)
+	if err != nil {
+		return false, drivers.AcquireResult{}, err
+	}
+	var held, handed bool
+	var fence int64
+	var queue []byte
+	var now *float64
+	err = d.run(ctx, func(ctx context.Context, p querier) error {
+		held, handed, queue, now = false, false, nil, nil
+		fs, mark := d.fencing(p)
+		err := p.QueryRow(ctx, fs.handover, append([]any{rowID(key), token, next.Token, ms}, mark...)...).Scan(nil, &handed, &fence, &queue, &now)
+		held = err == nil
+		return ignoreNoRows(err)
+	})
+	if err != nil || !held {
+		return false, drivers.AcquireResult{}, d.life.ClosedErr(err)
+	}
+	if handed {
+		return true, drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
+	}
+	d.wakeQueued(ctx, key, queue, now)
+	return true, drivers.AcquireResult{}, nil
 }

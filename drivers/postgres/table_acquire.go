@@ -4,30 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
-// attemptOpts are the ways acquireOnce tries.
-type attemptOpts struct {
-	// queue: a failed attempt queues this driver for the row, or proves
-	// its entry alive.
-	queue bool
-	// fast: try take first.
-	fast bool
-	// deferQueue: a driver not queued yet does not queue while the row is
-	// free for a queued driver (acquireOnce then reports deferred).
-	deferQueue bool
-}
+// attemptOpts are the ways acquireOnce tries: queue, a failed attempt
+// queues this driver in the row (or refreshes its entry); fast, try take
+// first; deferQueue, a driver not queued yet does not queue while the row
+// is free for a queued driver (acquireOnce then reports deferred).
+type attemptOpts struct{ queue, fast, deferQueue bool }
 
 // take is the uncontended path: one bare UPDATE takes the row when it is
-// free (released or expired) and no driver is queued for it. It answers
-// false, having written nothing, when the row is held, queued for or
-// missing: acquireOnce's statement then decides.
+// free and nobody queues for it; else it writes nothing and answers false.
 func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms int64) (uint64, bool, error) {
 	var fence int64
 	var took bool
@@ -40,12 +35,11 @@ func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms i
 	return uint64(fence), took, err
 }
 
-// acquireOnce inserts the row, or takes over a free or expired one when no
-// live waiter queued before this driver, in one statement that returns the
-// fence, or the holder's remaining ttl. With o.fast, it first tries take,
-// which costs about what a bare UPDATE does: an uncontended acquisition is
-// then one round trip, a contended one two. deferred reports an attempt
-// that did not queue, as o.deferQueue asked.
+// acquireOnce inserts the row, or takes over a free one when no live waiter
+// queued before this driver, in one statement that returns the fence, or
+// the holder's remaining ttl. With o.fast it tries take first: one round
+// trip uncontended, two contended. deferred reports an attempt that did not
+// queue, as o.deferQueue asked.
 func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, o attemptOpts) (res drivers.AcquireResult, deferred bool, err error) {
 	ms, err := ttlMillis(req.TTL)
 	if err != nil {
@@ -65,8 +59,8 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 		err := p.QueryRow(ctx, fs.acquire, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue}, mark...)...).
 			Scan(&res.Acquired, &fence, &left, &deferred)
 		if errors.Is(err, pgx.ErrNoRows) {
-			// the holder's row is not visible to the statement's snapshot
-			// (inserted concurrently): taken, remaining ttl unknown
+			// the holder's row, inserted concurrently, is not in the
+			// snapshot: taken, remaining ttl unknown
 			res, deferred = drivers.AcquireResult{}, false
 			return nil
 		}
@@ -78,8 +72,8 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 		return err
 	})
 	if err == nil && res.Acquired && res.Fence == 0 {
-		// the row was deleted between the statement's snapshot and its
-		// insert: the new row needs its fence
+		// the row was deleted between the snapshot and the insert: the new
+		// row needs its fence
 		err = d.run(ctx, func(ctx context.Context, p querier) error {
 			var fence int64
 			fs, mark := d.fencing(p)
@@ -94,9 +88,9 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 	return res, deferred, nil
 }
 
-// wakeQueued notifies the first live driver of queue, the queue of the row
-// of key just released (nil: nobody queued), at now (ms, the server's
-// clock), or, with none live, whoever listens on the shared channel.
+// wakeQueued notifies the first live driver of queue, the queue of key's
+// row just released (nil: nobody queued), at now (ms, the server's clock),
+// or, with none live, the shared channel.
 func (d *tableDriver) wakeQueued(ctx context.Context, key string, queue []byte, now *float64) {
 	if queue == nil || now == nil || payload(key) == "" {
 		return
@@ -112,8 +106,8 @@ func (d *tableDriver) wakeQueued(ctx context.Context, key string, queue []byte, 
 	})
 }
 
-// queueHead returns the first live driver of a row's queue (see
-// tableSQL) at now (ms, the server's clock), or "".
+// queueHead returns the first live driver of a row's queue (tableSQL) at
+// now, or "".
 func queueHead(queue []byte, now float64) string {
 	var entries map[string][2]float64
 	if json.Unmarshal(queue, &entries) != nil {
@@ -130,4 +124,95 @@ func queueHead(queue []byte, now float64) string {
 		}
 	}
 	return head
+}
+
+// Waiting in table mode: queued in the row, woken by a release's NOTIFY.
+const (
+	// WaitPollInterval is drivers.WaitPollInterval: how often a waiting
+	// Acquire retries when no NOTIFY wakes it, keeping its place in the
+	// row's queue.
+	WaitPollInterval = drivers.WaitPollInterval
+	// WaiterLiveness is drivers.WaiterLiveness: how long a queued waiter
+	// keeps its turn without retrying.
+	WaiterLiveness = drivers.WaiterLiveness
+	deferRetry     = 300 * time.Microsecond // see queueDeferral
+)
+
+// queueDeferral is how long a waiting Acquire that finds the row free for a
+// queued driver puts off queueing (retrying every deferRetry): a driver
+// that released a lock and waits for it again at once would queue as the
+// next driver takes the row, making it wait for its commit. A variable for
+// the tests.
+var queueDeferral = 10 * time.Millisecond
+
+// watchers wakes the waiting Acquire calls of a key when its release is
+// heard.
+type watchers struct {
+	mu    sync.Mutex
+	byKey map[string][]chan struct{}
+}
+
+// acquireWaiting retries the acquisition, queued in the row, until it gets
+// the lock, req.Wait passes or ctx ends (then: not acquired, the last
+// result, no error). It watches for wake-ups before its first attempt, not
+// to miss a release between that attempt and the wait.
+func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	pace := kit.NewPacer(req.Wait)
+	defer pace.Stop()
+	wake := d.watch(req.Key)
+	defer d.unwatch(req.Key, wake)
+	deferUntil := time.Now().Add(queueDeferral)
+	for fast := true; ; fast = false {
+		o := attemptOpts{queue: true, fast: fast, deferQueue: time.Now().Before(deferUntil)}
+		res, deferred, err := d.acquireOnce(ctx, req, o)
+		if err != nil || res.Acquired {
+			return res, err
+		}
+		delay := kit.PollDelay(res.HolderTTL)
+		if deferred {
+			delay = deferRetry
+		}
+		tick, ok := pace.After(delay)
+		if !ok {
+			return res, nil
+		}
+		select {
+		case <-wake:
+		case <-tick:
+		case <-ctx.Done():
+			return res, nil
+		}
+	}
+}
+
+// watch registers a wake-up channel for key; the driver listens from then.
+func (d *tableDriver) watch(key string) chan struct{} {
+	d.mu.Lock()
+	d.startListenerLocked()
+	d.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	d.watchers.mu.Lock()
+	defer d.watchers.mu.Unlock()
+	d.watchers.byKey[key] = append(d.watchers.byKey[key], ch)
+	return ch
+}
+
+func (d *tableDriver) unwatch(key string, ch chan struct{}) {
+	w := &d.watchers
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byKey[key] = slices.DeleteFunc(w.byKey[key], func(c chan struct{}) bool { return c == ch }); len(w.byKey[key]) == 0 {
+		delete(w.byKey, key)
+	}
+}
+
+func (d *tableDriver) wake(key string) {
+	d.watchers.mu.Lock()
+	defer d.watchers.mu.Unlock()
+	for _, ch := range d.watchers.byKey[key] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }

@@ -5,35 +5,28 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// querier runs the table statements: a pooled connection bootCheck passed.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	// boot is what the connection's bootCheck found.
-	boot() bootState
-}
-
-// checkedConn is a pooled connection and what its bootCheck found.
-type checkedConn struct {
+// querier runs the table statements: a pooled connection bootCheck
+// passed, and what it found.
+type querier struct {
 	*pgxpool.Conn
 	b bootState
 }
 
-func (c checkedConn) boot() bootState { return c.b }
+func (q querier) boot() bootState { return q.b }
 
-// getPool returns the pool, creating the owned one at first use. Creating a
-// pool connects nothing.
+// getPool returns the pool, creating the owned one (connecting nothing) at
+// first use.
 func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 	d.poolMu.Lock()
 	defer d.poolMu.Unlock()
-	if d.pool != nil {
-		return d.pool, nil
+	if p := d.pool.Load(); p != nil {
+		return p, nil
 	}
 	if d.life.Closed() {
 		return nil, ErrClosed
@@ -42,16 +35,15 @@ func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: pool: %w", err)
 	}
-	d.pool = p
+	d.pool.Store(p)
 	return p, nil
 }
 
-// run runs f on a connection of the pool, with the schema in place,
-// retrying serialization failures and deadlocks, and recreating the schema
-// once if it was dropped. Close cuts it when Close's own ctx ends (the
-// public calls then wrap its error with ErrClosed: closedErr).
+// run runs f on a pooled connection, with the schema in place, retrying
+// (retry), and recreating the schema once if it was dropped. Close cuts it
+// (life.Bind).
 func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q querier) error) error {
-	ctx, stop := d.bind(ctx)
+	ctx, stop := d.life.Bind(ctx)
 	defer stop()
 	p, err := d.getPool()
 	if err != nil {
@@ -68,22 +60,18 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 			}
 			defer c.Release()
 			pc := c.Conn().PgConn()
-			b, err := d.bootCheck(ctx, pc)
-			if err != nil {
-				return err
-			}
-			err = f(ctx, checkedConn{c, b})
-			if crashedSince(err) {
-				// The server recovered from a crash since this
-				// connection's check (it outlived the crash: a pooler's):
-				// check again, then take the fence.
-				delete(pc.CustomData(), d.bootKey)
-				if b, err = d.bootCheck(ctx, pc); err != nil {
+			for checked := false; ; checked = true {
+				b, err := d.bootCheck(ctx, pc)
+				if err != nil {
 					return err
 				}
-				err = f(ctx, checkedConn{c, b})
+				if err = f(ctx, querier{c, b}); checked || !crashedSince(err) {
+					return err
+				}
+				// a crash since this connection's check (a pooler's):
+				// check again, then take the fence
+				delete(pc.CustomData(), d.bootKey)
 			}
-			return err
 		})
 		if again && sqlState(err) == "42P01" {
 			d.ddl.Lost()
@@ -93,19 +81,59 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 	}
 }
 
-// crashedSince reports the failure of a fence-taking table statement whose
-// guarded fence was NULL: the server's crash mark changed since the
-// connection's bootCheck.
+// crashedSince reports a guarded fence that was NULL: the crash mark
+// changed since the connection's bootCheck.
 func crashedSince(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23502" && pe.ColumnName == "fence"
 }
 
-// fencing returns the fence-taking statements q must use, and the
-// argument to append to theirs (the crash mark) when guarded.
+// fencing returns the fence-taking statements for q, and the crash mark
+// to append to their arguments when guarded.
 func (d *tableDriver) fencing(q querier) (*fencedStatements, []any) {
 	if b := q.boot(); b.guard {
 		return &d.sql.guarded, []any{b.mark}
 	}
 	return &d.sql.plain, nil
+}
+
+// Each driver that took locks deletes the rows free and not queued for,
+// every half of the longest ttl it took one with (internal/reclaim).
+//
+// Fences stay increasing across a deletion: all come from one sequence. A
+// draw for an existing row is made under its lock, after the release it
+// follows. A draw for a row acquire did not see precedes its insert: had
+// the row been inserted, released and deleted in between, the insert would
+// get a fence older than the deleted row's. So acquire draws it holding
+// the row's reclaim lock (a transaction-level advisory lock on its id)
+// shared, and the reclaimer deletes a row only holding it exclusive, never
+// waiting for it: a draw and its insert happen wholly before a deletion
+// commits (ON CONFLICT) or wholly after it.
+
+// reclaimBatch is the most rows one reclaim statement deletes.
+const reclaimBatch = 256
+
+// reclaimClass is the first key of a row's reclaim lock, the first four
+// bytes of its id the second (two keys: apart from advisory mode's locks).
+const reclaimClass = 0x6d757478 // "mutx"
+
+// reclaimLockSQL takes the reclaim lock of the row of id for the
+// transaction with fn: pg_advisory_xact_lock_shared (acquire) or
+// pg_try_advisory_xact_lock (the reclaimer: a row it cannot lock now waits
+// for its next round).
+func reclaimLockSQL(fn, id string) string {
+	return fmt.Sprintf("%s(%d, ('x' || encode(substring(%s FROM 1 FOR 4), 'hex'))::bit(32)::int)", fn, reclaimClass, id)
+}
+
+// reclaimRows deletes the reclaimable rows, reclaimBatch a statement; it
+// returns how many.
+func (d *tableDriver) reclaimRows(ctx context.Context) (int64, error) {
+	return sqlkit.Drain(ctx, reclaimBatch, func(ctx context.Context) (n int64, err error) {
+		err = d.run(ctx, func(ctx context.Context, p querier) error {
+			tag, err := p.Exec(ctx, d.sql.reclaim, reclaimBatch)
+			n = tag.RowsAffected()
+			return err
+		})
+		return n, err
+	})
 }

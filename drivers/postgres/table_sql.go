@@ -6,91 +6,64 @@ import (
 	"strings"
 )
 
-// tableStatements are the table driver's SQL texts.
+// tableStatements are the table driver's SQL texts: the fence-taking ones
+// in two forms (fencing).
 type tableStatements struct {
-	// the fence-taking statements in two forms (fencing)
-	plain, guarded                          fencedStatements
-	release, notify, extend, renew, inspect string
-	list                                    string
-	reclaim                                 string // table_reclaim.go
+	plain, guarded                                         fencedStatements
+	release, notify, extend, renew, inspect, list, reclaim string
 }
 
 // fencedStatements are the table driver's statements that take a fence.
-type fencedStatements struct {
-	take, acquire, refence, handover string
-}
+type fencedStatements struct{ take, acquire, refence, handover string }
 
-// driverChannel is the prefix of a driver's own NOTIFY channel (followed by
-// its id): a table release notifies there the driver first in the row's
-// queue, so that its listener alone wakes, not every listener of the
-// database. Releases without a live queued driver, and advisory ones,
-// notify the shared channel.
-const driverChannel = "mutexfx_"
+// ownChannel is the NOTIFY channel of the driver with this id: a release
+// notifies there the first live driver of the row's queue, so that its
+// listener alone wakes. Other releases notify the shared channel.
+func ownChannel(id string) string { return "mutexfx_" + id }
 
-// ownChannel is the channel a driver with this id listens on for the
-// releases it is next for.
-func ownChannel(id string) string { return driverChannel + id }
-
-// asyncHint makes a table statement's commit asynchronous, in its
-// RETURNING list (evaluated only for a row it writes, before its commit).
-// It is for the writes whose loss in a crash is safe: a release (the row
-// stays held until its ttl, as a crashed holder's) and a failed attempt's
-// queue entry (its driver queues again at its next retry). Their commits
-// then no longer wait for the WAL flush in a logged table, whatever
-// synchronousCommit says: a hand-off across processes waited for two
-// flushes, the release's and the next holder's take, whose synchronous
-// commit flushes the release's record too (bench/postgres -phases).
+// asyncHint, in a RETURNING list (evaluated only for a row the statement
+// writes, before its commit), makes the commit asynchronous. It is for the
+// writes whose loss in a crash is safe: a release (the row stays held until
+// its ttl, as a crashed holder's) and a failed attempt's queue entry (its
+// driver queues again at its next retry). A hand-off across processes then
+// waits for one WAL flush, the next holder's (bench/postgres -phases).
 const asyncHint = "set_config('synchronous_commit', 'off', true)"
 
 func tableSQL(n names, o Options, txnSync bool) tableStatements {
-	// s is a one-row CTE every table statement joins: it sets
-	// synchronous_commit for the statement's own transaction when asked
-	// (txnSync).
+	// s, a one-row CTE every statement joins, sets synchronous_commit for
+	// the transaction when asked (txnSync); synced does so in the RETURNING
+	// list of the uncontended path's statements, where it costs far less.
 	s := "s AS (SELECT)"
-	// synced is true, and sets synchronous_commit when asked, in the
-	// RETURNING list of the uncontended path's statements: evaluated only
-	// for a row they write, before their commit, it costs there far less
-	// than joining s.
 	synced := "true"
 	if txnSync && o.SynchronousCommit != "" {
 		s = fmt.Sprintf("s AS MATERIALIZED (SELECT set_config('synchronous_commit', '%s', true))", o.SynchronousCommit)
 		synced = fmt.Sprintf("set_config('synchronous_commit', '%s', true) IS NOT NULL", o.SynchronousCommit)
 	}
-	// released and tookOrQueued are the RETURNING columns of a release
-	// and of an acquisition attempt: with asyncHint, where commits would
-	// wait for the WAL flush (setting it costs ~8 µs a release)
+	// the RETURNING columns of a release and of an attempt: with asyncHint
+	// where commits would wait for the WAL flush (~8 µs a release)
 	released, tookOrQueued := synced, "l.token = $3"
 	if !o.Unlogged && o.SynchronousCommit != "off" {
 		released, tookOrQueued = asyncHint+" IS NOT NULL", "CASE WHEN l.token = $3 THEN true ELSE "+asyncHint+" IS NULL END"
 	}
 	nextval := nextvalSQL(n)
-	// guarded(i) is table mode's fence: NULL, which the NOT NULL fence
-	// column refuses (the statement fails, writing nothing), when the
-	// server's crash mark differs from $i, the mark this connection read
-	// just before its bootCheck: the server recovered from a crash since.
-	// A connection that outlived the crash (a client connection of a pooler
-	// such as PgBouncer) then runs the check again before it takes a fence
-	// (see tableDriver.run).
+	// guarded(i) is NULL, which the NOT NULL fence column refuses (writing
+	// nothing), when the server's crash mark differs from $i, the one this
+	// connection read before its bootCheck: a connection that outlived a
+	// crash (a pooler's) checks again before it takes a fence (run).
 	guarded := func(i int) string {
 		return fmt.Sprintf("CASE WHEN %s = $%d::bigint THEN %s END", crashMarkSQL, i, nextval)
 	}
 	ttl := "now() + $%d::bigint * interval '1 millisecond'"
-	// Table-mode turns. A row's queue holds the drivers waiting for it (a
-	// blocking Acquire: $6 true), as {driver id: [arrival ms, last attempt
-	// ms]} in the server's clock. An entry is live while its driver retried
-	// within the last $7 ms; the head is the live entry that arrived first.
-	// take(a): the row a is free and no live waiter queued before the
-	// acquirer ($5). queued(a): the acquirer's entry, refreshed. pruned(a):
-	// the live entries but the acquirer's. fresh(a): the acquirer's entry
-	// was refreshed within the last quarter of $7, so a failed attempt need
-	// not write. An attempt that can neither take the row nor needs to
-	// refresh its entry only reads it: ON CONFLICT DO UPDATE would lock the
-	// row even when its WHERE is false, making every failed poll a durable
-	// commit. The inserted row's fence is taken only when the row is
-	// missing (a wasted nextval costs: a logged sequence writes WAL every
-	// 32 values, and that commit then waits for the flush); when it exists
-	// the update takes the fence under the row's lock, and a row deleted
-	// meanwhile is inserted with fence 0, which refence replaces.
+	// Turns. A row's queue holds its waiting drivers ($6: blocking), {id:
+	// [arrival ms, last attempt ms]}, live while retried within $7 ms; the
+	// head is the live entry that arrived first. take(a): row a is free and
+	// no live waiter queued before the acquirer ($5). queued: its entry,
+	// refreshed; pruned: the live entries but its. fresh(a): its entry is
+	// under $7/4 old: a failed attempt need not write, and then only reads
+	// (ON CONFLICT DO UPDATE would lock the row: a durable commit per poll).
+	// The insert draws a fence (nextval writes WAL) only for a missing row,
+	// the update under the row's lock; a row deleted meanwhile gets fence 0
+	// (refence).
 	const nowMS = "(extract(epoch FROM now()) * 1000)"
 	live := "(e.v->>1)::float8 > " + nowMS + " - $7::bigint"
 	head := func(a string) string {
@@ -104,12 +77,11 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	fresh := func(a string) string {
 		return "coalesce((" + a + ".queue->$5::text->>1)::float8 > " + nowMS + " - $7::bigint / 4, false)"
 	}
-	// deferred(a): the acquirer is not queued yet and the row is free, for
-	// a queued driver to take; asked to ($8), it queues only after that
-	// take: writing now could make the taker wait for its commit. An
-	// attempt reports itself deferred, to be retried soon, also when the
-	// statement's snapshot meant to write but the row, once locked, had
-	// changed (released meanwhile: deferred then, or taken).
+	// deferred(a): the acquirer is not queued and the row is free for a
+	// queued driver; asked to ($8), it queues only after that one's take,
+	// which its write could make wait. An attempt is also reported deferred
+	// (retried soon) when its snapshot meant to write but the locked row
+	// had changed.
 	deferred := func(a string) string {
 		return "($8::bool AND " + a + ".expires_at <= now() AND " + a + ".queue->$5::text IS NULL)"
 	}
@@ -123,19 +95,15 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		"FROM jsonb_each(l.queue) AS e(k, v) WHERE " + live + " AND e.k <> $5::text), '{}') END"
 	left := func(ts string) string { return "extract(epoch FROM " + ts + " - now())::float8 * 1000" }
 	// tableFenced builds the fence-taking statements with fence(i) as the
-	// fence, $i its parameter if it has one.
+	// fence ($i its parameter, if any).
 	tableFenced := func(fence func(i int) string) fencedStatements {
 		return fencedStatements{
 			// the uncontended path: a bare UPDATE of a free row nobody queues
-			// for, its fence taken under the row's lock. It writes nothing when
-			// its WHERE is false (an UPDATE locks only the rows it changes);
-			// then, or when the row is missing, acquire decides.
+			// for (it locks only a row it changes); else acquire decides
 			take: "UPDATE " + n.table + " AS l SET name = $2, token = $3, fence = " + fence(5) +
 				", expires_at = " + fmt.Sprintf(ttl, 4) +
 				" WHERE l.id = $1 AND l.expires_at <= now() AND l.queue = '{}' RETURNING l.fence, " + synced,
-			// A new row's fence is drawn before its insert meets (or not)
-			// a row of the same id: under the shared reclaim lock, so that
-			// no row is reclaimed in between (table_reclaim.go).
+			// a new row's fence is drawn under the shared reclaim lock
 			acquire: "WITH " + s + ", g AS MATERIALIZED (SELECT " + reclaimLockSQL("pg_advisory_xact_lock_shared", "$1::bytea") + "), ins AS (" +
 				"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
 				"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + fence(9) + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
@@ -153,9 +121,8 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 				"SELECT false, 0, " + left("expires_at") + ", " + deferred("r") + " OR " + write("r") + " FROM " + n.table +
 				" AS r WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
 			refence: "UPDATE " + n.table + " SET fence = " + fence(3) + " WHERE id = $1 AND token = $2 RETURNING fence",
-			// passes the row from token $2 to $3 for $4 ms with the next
-			// fence when nobody queues for it, else releases it as release
-			// does (and returns the queue for the wake-up)
+			// passes the row from $2 to $3 for $4 ms with a new fence when
+			// nobody queues for it, else releases it (returning the queue)
 			handover: "UPDATE " + n.table + " SET " +
 				"token = CASE WHEN queue = '{}' THEN $3 ELSE '' END, " +
 				"fence = CASE WHEN queue = '{}' THEN " + fence(5) + " ELSE fence END, " +
@@ -168,21 +135,15 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	return tableStatements{
 		plain:   tableFenced(func(int) string { return nextval }),
 		guarded: tableFenced(guarded),
-		// notifies only when drivers are queued for the row: every waiting
-		// acquisition is, and an uncontended release then writes no NOTIFY
-		// (which every listening backend of the database has to read)
-		// and then only the queue's head when it has a live one: it returns
-		// the queue, when not empty, and the server's clock, for
-		// Release to pick the head and notify it (computed here, in
-		// a subquery, it slowed every uncontended release by 10-20 µs: the
-		// subquery's plan is set up at each execution, even when skipped)
+		// returns the queue, when not empty, and the server's clock, for
+		// Release to notify the head (an uncontended release notifies
+		// nobody); picking the head here, in a subquery, slowed every
+		// release by 10-20 µs (its plan is set up even when skipped)
 		release: "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" +
 			" WHERE id = $1 AND token = $2 AND expires_at > now() " +
 			"RETURNING " + released + ", CASE WHEN queue <> '{}' THEN queue END, " +
 			"CASE WHEN queue <> '{}' THEN " + nowMS + " END",
-		// the release's NOTIFY: a hint, whose commit need not wait for
-		// the WAL flush (pg_notify assigns the transaction an id, so its
-		// commit writes a record)
+		// a hint: its commit (pg_notify writes one) need not be flushed
 		notify: "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)",
 		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +
 			" FROM s WHERE id = $1 AND token = $2 AND expires_at > now()",
@@ -193,19 +154,17 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 			" WHERE id = $1 AND expires_at > now()",
 		list: "SELECT name, token, fence, extract(epoch FROM expires_at - now())::float8 * 1000 FROM " + n.table +
 			" WHERE expires_at > now() AND token <> '' AND left(name, length($1)) = $1",
-		// deletes up to $1 rows free (released or expired) that nobody
-		// queues for, each under its reclaim lock, exclusive, if it can be
-		// had now (table_reclaim.go); the lock is tried last, only for a row that
-		// qualifies (equal-cost quals keep their order), so that one
-		// statement holds at most $1 of them
+		// deletes up to $1 free rows nobody queues for, each under its
+		// reclaim lock, exclusive, if free now; tried last (equal-cost
+		// quals keep their order): one statement holds at most $1
 		reclaim: "DELETE FROM " + n.table + " WHERE id IN (SELECT c.id FROM " + n.table + " AS c" +
 			" WHERE c.expires_at <= now() AND c.queue = '{}' AND " + reclaimLockSQL("pg_try_advisory_xact_lock", "c.id") +
 			" LIMIT $1 FOR UPDATE SKIP LOCKED)",
 	}
 }
 
-// tableSchema is what the table driver needs besides the base schema: the
-// table, and its queue column when the table was created without one.
+// tableSchema is the table, and its queue column when an older table
+// lacks it.
 func tableSchema(n names, o Options) []schemaObject {
 	unlogged := ""
 	if o.Unlogged {
@@ -226,16 +185,14 @@ func tableSchema(n names, o Options) []schemaObject {
 	}
 }
 
-// rowID is a lock's primary key in table mode: the SHA-256 of its key, so
-// that keys of any length fit a btree index.
+// rowID is a lock's primary key: its key's SHA-256 (any key fits an index).
 func rowID(key string) []byte {
 	sum := sha256.Sum256([]byte(key))
 	return sum[:]
 }
 
-// shownName is key as the table's name column shows it: key itself when it
-// is text, else with U+FFFD for NUL and invalid bytes. The column is for
-// people reading the table; a row is found by its id, the key's SHA-256.
+// shownName is key as the name column shows it, for people: U+FFFD for NUL
+// and invalid bytes.
 func shownName(key string) string {
 	if isText(key) {
 		return key

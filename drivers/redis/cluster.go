@@ -29,10 +29,12 @@ import (
 const runSuffix = ":run"
 
 // slotEpochScript checks a slot on the master that runs it and returns the
-// wait it started in ms (0: none). A slot without a run_id record (never
-// checked: its marker, if any, was written by an operator or a driver
-// without this check) is adopted: it gets the record and no wait. A user
-// refused INFO gets no check (the markers still apply).
+// wait it started in ms (0: none). A marker without a run_id record counts
+// as checked on another process: the record may have been lost, or
+// written while replication was cut and be missing on a promoted replica.
+// A slot without a marker (brand new, or forgotten: the acquire script's
+// epoch then applies) just gets the record. A user refused INFO gets no
+// check (the markers still apply).
 //
 //	KEYS[1] epoch marker, KEYS[2] its wait key, KEYS[3] the run_id key
 //	ARGV[1] restart wait (ms)
@@ -41,7 +43,7 @@ local id = string.match(info('server'), 'run_id:(%x+)')
 local run = redis.call('GET', KEYS[3])
 if not id or run == id then return 0 end
 local left = 0
-if run and redis.call('EXISTS', KEYS[1]) == 1 then
+if redis.call('EXISTS', KEYS[1]) == 1 then
   left = epoch(KEYS[1], KEYS[2], tonumber(ARGV[1]), true)
 end
 redis.call('SET', KEYS[3], id)
@@ -165,18 +167,28 @@ func (d *Driver) checkSlots(ctx context.Context, keys []string, nodes []*node) [
 	if len(todo) == 0 {
 		return errs
 	}
-	pipe := d.client.Pipeline()
+	// One pipeline per master, on its own connection (not redirected: the
+	// check must run on the master it is recorded for; see moved.go).
+	pipes := map[*node]goredis.Pipeliner{}
 	for _, t := range todo {
+		pipe := pipes[t.n]
+		if pipe == nil {
+			pipe = d.pipeline(t.n)
+			pipes[t.n] = pipe
+		}
 		m := &slotMarks()[t.slot]
 		t.cmd = slotEpochScript.Eval(ctx, pipe, []string{m[0], m[1], m[0] + runSuffix}, wait)
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command
+	for _, pipe := range pipes {
+		_, _ = pipe.Exec(ctx) // errors are read per command
+	}
 	for _, t := range todo {
 		err := t.cmd.Err()
 		if err == nil {
 			d.slots.done(t.slot, t.n, t.gen)
 			continue
 		}
+		d.redirected(err)
 		err = fmt.Errorf("redis: checking the slot's master: %w", d.explain(t.n.observe(ctx, err)))
 		for i, k := range keys {
 			if errs[i] == nil && slot(k) == t.slot {

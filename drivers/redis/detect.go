@@ -104,6 +104,10 @@ func (d *Driver) explain(err error) error {
 		return &causeError{msg: fmt.Sprintf("redis: sentinels at %s know no master named %q", at, d.set.masterName), err: err, is: errUnknownMaster}
 	case !d.cluster && (strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")):
 		return &causeError{msg: ErrClusterNode.Error(), err: err, is: ErrClusterNode}
+	case d.cluster && strings.HasPrefix(msg, "MOVED "):
+		return &causeError{msg: "redis: the key's slot has another master (a fail-over or resharding) and the slot map is not reloaded yet (" + msg + "); retry", err: err}
+	case d.cluster && strings.HasPrefix(msg, "ASK "):
+		return &causeError{msg: "redis: the key's slot is being migrated (" + msg + "); retry when the migration ends", err: err}
 	}
 	return err
 }

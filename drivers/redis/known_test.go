@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -12,18 +13,13 @@ import (
 // knownStore writes the epoch markers of a store the test knows to have
 // granted no lock yet (a throwaway server it just started), as an operator
 // may: its first acquisitions then wait for nothing (the brand-new-store
-// wait has its own tests in epoch_test.go). Cluster: every slot's marker.
+// wait has its own tests in epoch_test.go). Cluster: every slot's marker,
+// and beside it its master's run_id (see slotEpochScript).
 func knownStore(t testing.TB, c goredis.UniversalClient) {
 	t.Helper()
 	ctx := context.Background()
 	if cc, ok := c.(*goredis.ClusterClient); ok {
-		pipe := cc.Pipeline()
-		for _, m := range slotMarks() {
-			pipe.SetNX(ctx, m[0], "0", 0)
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			t.Fatalf("knownStore: %v", err)
-		}
+		knownSlots(t, cc)
 		return
 	}
 	if err := c.SetNX(ctx, epochKey, "0", 0).Err(); err != nil {
@@ -57,5 +53,46 @@ func knownSentinel(t testing.TB, s *testutil.RedisSentinel) {
 			v, err := s.Replica.Command("GET", epochKey)
 			return err == nil && v != ""
 		})
+	}
+}
+
+// knownSlots is knownStore for a Cluster: each slot's marker "0" and its
+// master's run_id record.
+func knownSlots(t testing.TB, cc *goredis.ClusterClient) {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	runs := map[string]string{}
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *goredis.Client) error {
+		info, err := m.Info(ctx, "server").Result()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		runs[m.Options().Addr] = infoField(info, "run_id")
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("knownStore: %v", err)
+	}
+	ranges, err := cc.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatalf("knownStore: %v", err)
+	}
+	pipe := cc.Pipeline()
+	for _, r := range ranges {
+		run := runs[r.Nodes[0].Addr]
+		if run == "" {
+			t.Fatalf("knownStore: no run_id for the master %s of slots %d-%d (masters: %v)", r.Nodes[0].Addr, r.Start, r.End, runs)
+		}
+		for s := r.Start; s <= r.End; s++ {
+			m := &slotMarks()[s]
+			pipe.SetNX(ctx, m[0], "0", 0)
+			pipe.SetNX(ctx, m[0]+runSuffix, run, 0)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatalf("knownStore: %v", err)
 	}
 }

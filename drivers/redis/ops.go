@@ -17,32 +17,27 @@ import (
 // round trip (two the first time a server sees the script; one more the
 // first time a Cluster driver uses a slot on a master: see cluster.go).
 func (d *Driver) run(ctx context.Context, s *goredis.Script, keys []string, args ...any) (any, error) {
-	n, err := d.gateChecked(ctx, keys[0])
-	if err != nil {
-		return nil, err
-	}
-	return d.eval(ctx, n, s, keys, args...)
+	return d.onMaster(ctx, true, keys[0], func(n *node) (any, error) { return d.eval(ctx, n, s, keys, args...) })
 }
 
 // exec runs a script past the health gate (for the cleanups that must try
-// even while the server reconnects); it still fails on a closed driver.
+// even while the server reconnects); it still fails on a closed driver,
+// and in a Cluster still checks the slot first.
 func (d *Driver) exec(ctx context.Context, s *goredis.Script, keys []string, args ...any) (any, error) {
 	if d.isClosed() {
 		return nil, ErrClosed
 	}
-	n, err := d.health.node(ctx, keys[0])
-	if err != nil {
-		return nil, err
-	}
-	return d.eval(ctx, n, s, keys, args...)
+	return d.onMaster(ctx, false, keys[0], func(n *node) (any, error) { return d.eval(ctx, n, s, keys, args...) })
 }
 
-// eval runs a script on n's server; a network error marks n down.
+// eval runs a script on n's server (in a Cluster on its master's own
+// connection: see moved.go); a network error marks n down.
 func (d *Driver) eval(ctx context.Context, n *node, s *goredis.Script, keys []string, args ...any) (any, error) {
-	v, err := s.Run(ctx, d.client, keys, args...).Result()
+	v, err := s.Run(ctx, d.scripter(n), keys, args...).Result()
 	if err == goredis.Nil {
 		return nil, nil
 	}
+	d.redirected(err)
 	return v, d.explain(n.observe(ctx, err))
 }
 
@@ -231,8 +226,9 @@ func (d *Driver) Inspect(ctx context.Context, key string) (drivers.LockInfo, boo
 }
 
 // lockKeys are the keys of the scripts that may pass a lock on: the lock's
-// keys (t is its tag) and its epoch marker (for the fence floor).
+// keys (t is its tag), its epoch marker (for the fence floor) and the
+// marker's wait key (no hand-off during the wait).
 func (d *Driver) lockKeys(t string) []string {
-	e, _ := d.marks(t)
-	return []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix, e}
+	e, w := d.marks(t)
+	return []string{t, t + fenceSuffix, t + queueSuffix, t + liveSuffix, e, w}
 }

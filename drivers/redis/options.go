@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"crypto/tls"
 	"fmt"
 	"strings"
 	"time"
@@ -323,21 +322,11 @@ func (o Options) tls(u *goredis.UniversalOptions) error {
 	if !o.TLS && u.TLSConfig == nil && o.TLSCAFile == "" && !o.TLSInsecureSkipVerify && o.TLSServerName == "" {
 		return nil
 	}
-	if u.TLSConfig == nil {
-		u.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	// TLSInsecureSkipVerify false leaves a URL's skip_verify
+	tc, err := kit.TLSConfig(u.TLSConfig, o.TLSCAFile, o.TLSServerName, o.TLSInsecureSkipVerify)
+	if err != nil {
+		return err
 	}
-	if o.TLSServerName != "" {
-		u.TLSConfig.ServerName = o.TLSServerName
-	}
-	if o.TLSInsecureSkipVerify { // false leaves a URL's skip_verify
-		u.TLSConfig.InsecureSkipVerify = true //nolint:gosec // explicit option
-	}
-	if o.TLSCAFile != "" {
-		pool, err := kit.CAPool(o.TLSCAFile)
-		if err != nil {
-			return err
-		}
-		u.TLSConfig.RootCAs = pool
-	}
+	u.TLSConfig = tc
 	return nil
 }

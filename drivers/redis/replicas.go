@@ -40,10 +40,11 @@ func (d *Driver) replicaWait(n *node) int64 {
 // ReplicaTimeout return the script's reply with an error wrapping
 // ErrReplicas.
 func (d *Driver) runReplicated(ctx context.Context, s *goredis.Script, keys []string, args ...any) (any, error) {
-	n, err := d.gateChecked(ctx, keys[0])
-	if err != nil {
-		return nil, err
-	}
+	return d.onMaster(ctx, true, keys[0], func(n *node) (any, error) { return d.evalReplicated(ctx, n, s, keys, args) })
+}
+
+// evalReplicated is runReplicated's one attempt on n's server.
+func (d *Driver) evalReplicated(ctx context.Context, n *node, s *goredis.Script, keys []string, args []any) (any, error) {
 	want := d.replicaWait(n)
 	if want == 0 {
 		return d.eval(ctx, n, s, keys, args...)
@@ -104,15 +105,6 @@ func (d *Driver) pipeline(n *node) goredis.Pipeliner {
 	c := n.client
 	n.mu.Unlock()
 	return c.Pipeline()
-}
-
-// redirected has go-redis reload its Cluster slot map when err is a
-// redirection answered to a pipeline sent to one master (see pipeline):
-// that master no longer serves the slot.
-func (d *Driver) redirected(err error) {
-	if msg := err.Error(); d.cluster && (strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")) {
-		d.health.reloadSlots()
-	}
 }
 
 // confirmHandoff makes a lock handed to a waiting call (res) count only

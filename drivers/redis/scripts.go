@@ -59,6 +59,12 @@ import goredis "github.com/redis/go-redis/v9"
 //     ended for good also left the queue), and a crashed process has no
 //     subscription, so neither is handed a lock.
 //   - else the lock is deleted and the message "w<key>" wakes it to retry.
+//
+// While an epoch's wait runs (wk exists: the server may have forgotten a
+// grant, see epoch.go) nothing is handed over: the lock is deleted and the
+// first waiter woken, to meet the wait in its acquire script. A holder
+// releasing there may hold a copy the server kept from before a
+// replication cut, after the lock went to another holder on the old master.
 const queueLua = `
 local function now()
   local t = redis.call('TIME')
@@ -97,7 +103,12 @@ local function head(queue, seen, ms, live)
     forget(queue, seen, h)
   end
 end
-local function pass(lock, fkey, queue, seen, prefix, key, live, fttl, h, ek)
+local function pass(lock, fkey, queue, seen, prefix, key, live, fttl, h, ek, wk)
+  if redis.call('EXISTS', wk) == 1 then
+    redis.call('DEL', lock)
+    redis.pcall('PUBLISH', prefix .. h, 'w' .. key)
+    return
+  end
   local ms = now()
   local w
   while true do
@@ -211,7 +222,8 @@ return {0, redis.call('PTTL', KEYS[1])}
 // DEL: EXISTS costs the server less than reading the queue's first member);
 // when waiters are queued, the lock is passed on (see queueLua).
 //
-//	KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue, KEYS[4] queue hash, KEYS[5] epoch marker
+//	KEYS[1] lock, KEYS[2] fence counter, KEYS[3] queue, KEYS[4] queue hash, KEYS[5] epoch marker,
+//	KEYS[6] its wait key
 //	ARGV[1] token, ARGV[2] channel prefix (the waiter id is appended),
 //	ARGV[3] the component's key, ARGV[4] waiter liveness (ms), ARGV[5] counter ttl (ms)
 var releaseScript = goredis.NewScript(`
@@ -265,7 +277,7 @@ return {1, 0}
 // (releaseScript, handoverScript, leaveScript: each defines first, the
 // queue's first member).
 const passLua = `
-pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), first, KEYS[5])`
+pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), first, KEYS[5], KEYS[6])`
 
 // leaveScript ends a waiting attempt that got no lock in time. It first
 // unregisters the attempt's token, so that no later release hands it the

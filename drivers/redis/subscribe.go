@@ -31,13 +31,8 @@ type subscription struct {
 // wait for the network), and closed with the last cancel or Close. Events
 // are hints: messages published while the connection is down are lost.
 func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
-	if err := ctx.Err(); err != nil {
+	if err := kit.LockOpen(ctx, &d.mu, &d.closed); err != nil {
 		return nil, err
-	}
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return nil, ErrClosed
 	}
 	if d.sub == nil {
 		d.sub = d.startSubscription()

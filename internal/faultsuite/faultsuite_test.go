@@ -22,20 +22,6 @@ func runTestChild(role string) int {
 	return RunChild()
 }
 
-// knownMisses are the modes where today's drivers are known to miss the
-// goals of issue 18, with why. Their misses are logged, not failed, unless
-// MUTEXFX_FAULTS_STRICT=1 — which is how the goals are checked once the
-// fixes land; then the mode leaves this list.
-var knownMisses = map[string]string{
-	// Seen in two of about nine short runs: after a lagfailover a process
-	// got the lock on the promoted replica 75 ms after the promotion, with a
-	// fence below the old holder's, which was told lost 212 ms later. The
-	// old holder's acquisition was not replica-confirmed (its connection's
-	// default minReplicas was 0), and the run_id check that should start a
-	// new epoch on the promoted replica did not hold the grant back.
-	"cluster": "a grant on a promoted Cluster replica right after a lag fail-over (run_id epoch check missed)",
-}
-
 // shortRun is a mode's duration in the suite: MUTEXFX_FAULTS_DURATION, or
 // 10 s and 3 s per fault of the mode, so that each fault happens at least
 // once (25 s for Sentinel and Cluster: Sentinel's fail-overs come at least
@@ -58,7 +44,6 @@ func shortRun(t *testing.T, m Mode) time.Duration {
 // TestModes runs every store mode for a short while under every fault of
 // the mode, and fails when the history misses a goal of issue 18.
 func TestModes(t *testing.T) {
-	strict := os.Getenv("MUTEXFX_FAULTS_STRICT") == "1"
 	for _, m := range Modes {
 		t.Run(m.Name, func(t *testing.T) {
 			cfg := Config{Store: m.Name, Duration: shortRun(t, m), Procs: 3, Workers: 3, Locks: 2, TTL: time.Second}
@@ -83,15 +68,8 @@ func TestModes(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			missed := m.Missed(res.Report)
-			why, known := knownMisses[m.Name]
-			switch {
-			case len(missed) > 0 && known && !strict:
-				t.Logf("KNOWN MISS (%s), not failed without MUTEXFX_FAULTS_STRICT=1:\n%s", why, strings.Join(missed, "\n"))
-			case len(missed) > 0:
+			if missed := m.Missed(res.Report); len(missed) > 0 {
 				t.Errorf("goals missed:\n%s", strings.Join(missed, "\n"))
-			case known:
-				t.Logf("no miss this run for a known-miss mode (%s): drop it from knownMisses once fixed", why)
 			}
 		})
 	}

@@ -1,6 +1,8 @@
 package kit_test
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"os"
 	"path/filepath"
@@ -101,6 +103,47 @@ func TestCloseOnce(t *testing.T) {
 	}
 	if cleared != 1 || !errors.Is(kit.CheckOpen(&mu, &closed), drivers.ErrClosed) {
 		t.Fatalf("cleared %d times, CheckOpen = %v; want once, ErrClosed", cleared, kit.CheckOpen(&mu, &closed))
+	}
+}
+
+// TestLockOpen: an ended ctx and a closed driver are refused with mu
+// free; an open driver's mu is left held.
+func TestLockOpen(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		closed bool
+	)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := kit.LockOpen(ended, &mu, &closed); !errors.Is(err, context.Canceled) || !mu.TryLock() {
+		t.Fatalf("LockOpen with an ended ctx = %v, mu held; want context.Canceled, mu free", err)
+	}
+	mu.Unlock()
+	if err := kit.LockOpen(context.Background(), &mu, &closed); err != nil || mu.TryLock() {
+		t.Fatalf("LockOpen = %v, mu free; want nil, mu held", err)
+	}
+	closed = true
+	mu.Unlock()
+	if err := kit.LockOpen(context.Background(), &mu, &closed); !errors.Is(err, drivers.ErrClosed) || !mu.TryLock() {
+		t.Fatalf("LockOpen when closed = %v, mu held; want ErrClosed, mu free", err)
+	}
+	mu.Unlock()
+}
+
+// TestTLSConfig: a nil configuration becomes a new TLS 1.2+ one; unset
+// options leave a given one's settings; a bad CA file is an invalid option.
+func TestTLSConfig(t *testing.T) {
+	ca := testutil.NewTestCA(t)
+	tc, err := kit.TLSConfig(nil, ca.CAFile, "db.example", true)
+	if err != nil || tc.MinVersion != tls.VersionTLS12 || tc.ServerName != "db.example" || !tc.InsecureSkipVerify || tc.RootCAs == nil {
+		t.Fatalf("TLSConfig(nil, ...) = %+v, %v; want TLS 1.2+, the name, no verification, the CAs", tc, err)
+	}
+	given := &tls.Config{ServerName: "url.example", InsecureSkipVerify: true} //nolint:gosec // a test value
+	if tc, err := kit.TLSConfig(given, "", "", false); err != nil || tc != given || tc.ServerName != "url.example" || !tc.InsecureSkipVerify {
+		t.Fatalf("TLSConfig(given, unset) = %+v, %v; want given unchanged", tc, err)
+	}
+	if _, err := kit.TLSConfig(nil, filepath.Join(t.TempDir(), "none.pem"), "", false); !errors.Is(err, drivers.ErrOptions) {
+		t.Fatalf("TLSConfig with a missing CA file = %v; want ErrOptions", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"context"
 	"sync"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -25,6 +26,21 @@ func CloseOnce(mu sync.Locker, closed *bool, clear func()) bool {
 	*closed = true
 	clear()
 	return true
+}
+
+// LockOpen takes mu for a call that registers state under it (a
+// subscription): it returns ctx's error, or drivers.ErrClosed once closed
+// is set, without mu; nil with mu held.
+func LockOpen(ctx context.Context, mu sync.Locker, closed *bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	mu.Lock()
+	if *closed {
+		mu.Unlock()
+		return drivers.ErrClosed
+	}
+	return nil
 }
 
 // CheckOpen returns drivers.ErrClosed once closed is set, else nil, read
