@@ -17,8 +17,7 @@ import (
 // least attemptGrace to answer; a lock acquired after that, or after ctx
 // ended, is released in the background.
 func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now time.Time, deadline time.Time, w *waiter) (*Lock, drivers.AcquireResult, error) {
-	token := m.newToken(now)
-	key := m.opts.Prefix + name
+	key, token := m.keyToken(m.opts.Prefix, name, now)
 
 	wait := m.blockingWait(now, deadline, ttl)
 	limit := now.Add(attemptGrace + wait)
@@ -85,7 +84,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 		return nil, res, fmt.Errorf("%w: %q: the store answered after the lock's ttl (%v), released", ErrTimeout, name, ttl)
 	}
 
-	l := &Lock{m: m, name: name, key: key, token: token, fence: res.Fence, acquiredAt: now, ttl: ttl}
+	l := &Lock{m: m, key: key, token: token, fence: res.Fence, acquiredAt: now, ttl: ttl}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()

@@ -57,11 +57,12 @@ var testHookWall func(time.Time) time.Time
 type lockContext struct {
 	context.Context // cancelled with the cause when the lock ends
 	l               *Lock
+	cancel          context.CancelCauseFunc // Context's
 }
 
 // Err returns nil while the lock is held and not past its expiry, then
 // context.Canceled (context.Cause tells why the lock ended).
-func (c lockContext) Err() error { return expiringErr(c.Context, c.l) }
+func (c *lockContext) Err() error { return expiringErr(c.Context, c.l) }
 
 // expiringErr is the Err of ctx, a context that ends with lock l (its own,
 // or Run's): before it answers nil, it ends l as lost if l is past its

@@ -22,7 +22,7 @@ func (m *Mutex) handoverTarget(l *Lock) *waiter {
 	if m.handoff == nil || m.closed {
 		return nil
 	}
-	q := m.queues[l.name]
+	q := m.queues[l.name()]
 	if q == nil || len(q.waiters) == 0 {
 		return nil
 	}
@@ -49,7 +49,7 @@ func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) 
 
 	m.mu.Lock()
 	w.handing = false
-	q := m.queues[l.name]
+	q := m.queues[l.name()]
 	waiting := q != nil && len(q.waiters) > 0 && q.waiters[0] == w
 	if err != nil || !res.Acquired || !waiting || m.closed || overdue {
 		// Not handed, or handed to a waiter that gave up meanwhile, or
@@ -69,21 +69,21 @@ func (m *Mutex) handover(ctx context.Context, l *Lock, w *waiter) (bool, error) 
 			cancel()
 		}
 		if err != nil {
-			return false, m.driverError("release", l.name, err)
+			return false, m.driverError("release", l.name(), err)
 		}
 		return released, nil
 	}
 
 	// Handed: l ends without waking anyone, and w's lock takes its place.
-	next := &Lock{m: m, name: l.name, key: l.key, token: token, fence: res.Fence, acquiredAt: start, ttl: w.ttl}
+	next := &Lock{m: m, key: l.key, token: token, fence: res.Fence, acquiredAt: start, ttl: w.ttl}
 	l.finish(stateReleased, ErrReleased)
 	m.seq++
 	next.seq = m.seq
-	m.held[l.name] = next
+	m.held[l.name()] = next
 	m.renewed(next, start)
 	q.waiters = slices.Delete(q.waiters, 0, 1)
 	if len(q.waiters) == 0 {
-		m.forgetQueue(l.name, q)
+		m.forgetQueue(l.name(), q)
 	}
 	w.handed, next.handedTo = next, w
 	m.loseIfLostEarly(next, nil) // w then goes back first in line

@@ -2,7 +2,6 @@ package component
 
 import (
 	"crypto/rand"
-	"encoding/base32"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,22 +17,31 @@ import (
 //
 //	<26 random base32 characters>~<application>~<host>~<pid>~<ms>
 //
-// The random part (128 bits) is what makes the token unique; the rest is
-// the application name, the host name, the process id and the Unix time in
+// The random part (130 bits: 26 base32 characters from crypto/rand, as
+// rand.Text makes them) is what makes the token unique; the rest is the
+// application name, the host name, the process id and the Unix time in
 // milliseconds (base 36) of the acquisition attempt. The names keep only
 // letters, digits, '.', '_' and '-' (others become '_'), the application
 // is cut to 32 bytes and the host to 64, so a token is at most 150 bytes
 // (MySQL's token column holds 255). Nothing secret is in it.
 
 const (
-	identSep     = '~'
-	randLen      = 26 // base32 of 16 bytes, unpadded
-	maxAppLen    = 32
-	maxHostLen   = 64
-	tokenTimeLen = 9 // base 36 digits of Unix ms until the year 5188
-)
+	identSep   = '~'
+	randLen    = 26 // base32 characters, 130 random bits
+	maxAppLen  = 32
+	maxHostLen = 64
 
-var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
+	// maxIdentLen bounds identSuffix: four separators, the application,
+	// the host and a pid (at most 20 digits).
+	maxIdentLen = 4 + maxAppLen + maxHostLen + 20
+	// maxTimeLen is the base 36 digits of any positive int64 (36^13 > 2^63).
+	maxTimeLen = 13
+	// stackKeyLen is the longest key (prefix and name) keyToken builds
+	// with its token on the stack.
+	stackKeyLen = 64
+	base36      = "0123456789abcdefghijklmnopqrstuvwxyz"
+	b32Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" // RFC 4648's, as rand.Text's
+)
 
 // Holder says who holds a lock, as its token tells.
 type Holder struct {
@@ -138,15 +146,52 @@ func clean(s string, n int) string {
 // newToken returns a fresh token naming this Mutex's process as holder, for
 // an attempt started at now.
 func (m *Mutex) newToken(now time.Time) string {
-	var src [16]byte
-	_, _ = rand.Read(src[:]) // never fails (crypto/rand)
-	var b strings.Builder
-	b.Grow(randLen + len(m.ident) + tokenTimeLen)
-	var enc [randLen]byte
-	b32.Encode(enc[:], src[:])
-	b.Write(enc[:])
-	b.WriteString(m.ident)
-	var ms [16]byte
-	b.Write(strconv.AppendInt(ms[:0], now.UnixMilli(), 36))
-	return b.String()
+	_, token := m.keyToken("", "", now)
+	return token
+}
+
+// keyToken returns the key prefix+name and a fresh token for an attempt
+// started at now, as two parts of one string: built in a buffer on the
+// stack (unless the key is long), it is the attempt's one allocation for
+// both.
+func (m *Mutex) keyToken(prefix, name string, now time.Time) (key, token string) {
+	k := len(prefix) + len(name)
+	var buf [stackKeyLen + randLen + maxIdentLen + maxTimeLen]byte
+	b := buf[:0]
+	if n := k + randLen + len(m.ident) + maxTimeLen; n > len(buf) {
+		b = make([]byte, 0, n)
+	}
+	b = append(append(b, prefix...), name...)
+	// The random part as crypto/rand.Text makes it: 26 random bytes, each
+	// read as one base32 character (5 random bits: 256 is a multiple of 32).
+	r := b[len(b) : len(b)+randLen]
+	_, _ = rand.Read(r) // never fails (crypto/rand)
+	for i, c := range r {
+		r[i] = b32Alphabet[c%32]
+	}
+	b = b[:len(b)+randLen]
+	b = append(b, m.ident...)
+	b = appendMillis(b, now.UnixMilli())
+	s := string(b)
+	return s[:k], s[k:]
+}
+
+// appendMillis appends ms in base 36, as strconv.AppendInt(dst, ms, 36)
+// does (ParseHolder reads it back with strconv.ParseInt), dividing by the
+// constant 36 (a multiplication) where strconv divides by a variable base.
+func appendMillis(dst []byte, ms int64) []byte {
+	if ms < 0 {
+		return strconv.AppendInt(dst, ms, 36)
+	}
+	var d [maxTimeLen]byte
+	i := len(d)
+	for u := uint64(ms); ; {
+		i--
+		q := u / 36
+		d[i] = base36[u-q*36]
+		if u = q; u == 0 {
+			break
+		}
+	}
+	return append(dst, d[i:]...)
 }

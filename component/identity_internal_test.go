@@ -1,7 +1,11 @@
 package component
 
 import (
+	"math"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
@@ -31,5 +35,56 @@ func TestStatusFromStoreHolder(t *testing.T) {
 	st := status("n", drivers.LockInfo{Token: "plain", Holder: "~orders~db-1~1"})
 	if st.HolderKnown {
 		t.Errorf("a foreign token with a store holder: %+v; want unknown", st)
+	}
+}
+
+// TestAppendMillis: the token's time is written as strconv writes it in
+// base 36, so ParseHolder (and tokens of earlier versions) read it alike.
+func TestAppendMillis(t *testing.T) {
+	for _, ms := range []int64{0, 1, 35, 36, 1295, 1296, time.Now().UnixMilli(), 101559956668415, math.MaxInt64, -1, -36, math.MinInt64} {
+		if got, want := string(appendMillis([]byte("x"), ms)), "x"+strconv.FormatInt(ms, 36); got != want {
+			t.Errorf("appendMillis(%d) = %q; want %q", ms, got, want)
+		}
+	}
+}
+
+// TestNewToken: a token is 130 random bits in base32, this process's
+// identity and the attempt's time, which ParseHolder reads back; no two
+// are alike.
+func TestNewToken(t *testing.T) {
+	m := &Mutex{ident: identSuffix(strings.Repeat("a", 40))}
+	now := time.UnixMilli(time.Now().UnixMilli())
+	seen := map[string]bool{}
+	for range 1000 {
+		tok := m.newToken(now)
+		if seen[tok[:randLen]] {
+			t.Fatalf("random part %q twice", tok[:randLen])
+		}
+		seen[tok[:randLen]] = true
+		if i := strings.IndexFunc(tok[:randLen], func(c rune) bool { return !strings.ContainsRune(b32Alphabet, c) }); i >= 0 {
+			t.Fatalf("token %q: random part not base32 at %d", tok, i)
+		}
+		host, pid := process()
+		h, ok := ParseHolder(tok)
+		want := Holder{Application: strings.Repeat("a", maxAppLen), Host: clean(host, maxHostLen), PID: pid, AcquiredAt: now}
+		if !ok || h != want {
+			t.Fatalf("ParseHolder(%q) = %+v, %v; want %+v", tok, h, ok, want)
+		}
+	}
+}
+
+// TestKeyToken: the key and the token made in one allocation are the
+// prefix and name, and a token of this process, for any length of name.
+func TestKeyToken(t *testing.T) {
+	m := &Mutex{ident: identSuffix("app")}
+	now := time.UnixMilli(time.Now().UnixMilli())
+	for _, name := range []string{"", "x", strings.Repeat("n", 60), strings.Repeat("n", 200), strings.Repeat("n", 1000)} {
+		key, tok := m.keyToken("p:", name, now)
+		if want := "p:" + name; key != want {
+			t.Errorf("keyToken(%d bytes): key %q; want %q", len(name), key, want)
+		}
+		if h, ok := ParseHolder(tok); !ok || h.Application != "app" || !h.AcquiredAt.Equal(now) {
+			t.Errorf("keyToken(%d bytes): token %q reads as %+v, %v", len(name), tok, h, ok)
+		}
 	}
 }

@@ -25,8 +25,7 @@ const (
 // does not interrupt anything by itself.
 type Lock struct {
 	m          *Mutex
-	name       string
-	key        string
+	key        string // the Mutex's prefix and the name (Lock.name)
 	token      string
 	fence      uint64
 	acquiredAt time.Time
@@ -44,8 +43,7 @@ type Lock struct {
 	// lock ends; nil when none is. One at a time: the store applies them
 	// in the order they were sent, so the last one's ttl is the store's.
 	inflight chan struct{}
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
+	ctx      *lockContext              // Context's, made on first use
 	runs     []context.CancelCauseFunc // fn contexts of Run, ended with ctx
 	// handedTo is the waiter a handover gave this lock to, until it
 	// takes it (handover.go).
@@ -56,12 +54,21 @@ type Lock struct {
 }
 
 // Name returns the lock's name, without the store's prefix.
-func (l *Lock) Name() string { l.mustLock(); return l.name }
+func (l *Lock) Name() string { l.mustLock(); return l.name() }
+
+// name is the lock's name: its key without the Mutex's prefix, not kept
+// apart, which keeps a Lock in a smaller allocation class.
+func (l *Lock) name() string {
+	if l.m == nil { // a Lock not made by a Mutex, printed
+		return l.key
+	}
+	return l.key[len(l.m.opts.Prefix):]
+}
 
 // Key returns the lock's key in the store: the Mutex's prefix and the name.
 func (l *Lock) Key() string { l.mustLock(); return l.key }
 
-// Token returns the token that identifies this holder in the store: 128
+// Token returns the token that identifies this holder in the store: 130
 // random bits and the holder's identity (see ParseHolder).
 func (l *Lock) Token() string { l.mustLock(); return l.token }
 
@@ -102,9 +109,9 @@ func (l *Lock) Context() context.Context {
 		// Created on first use: most locks are released without anyone
 		// asking for their context.
 		ctx, cancel := context.WithCancelCause(context.Background())
-		l.ctx, l.cancel = lockContext{ctx, l}, cancel
+		l.ctx = &lockContext{Context: ctx, l: l, cancel: cancel}
 		if l.cause != nil {
-			l.cancel(l.cause)
+			cancel(l.cause)
 		}
 	}
 	return l.ctx
@@ -145,7 +152,7 @@ func (l *Lock) Release(ctx context.Context) (bool, error) {
 	if span.IsRecording() {
 		span.SetAttributes(AttrFence.Int64(int64(l.fence)), attribute.Bool("mutexfx.released", ok))
 	}
-	l.m.tel.endSpan(span, l.name, err)
+	l.m.tel.endSpan(span, l.name(), err)
 	return ok, err
 }
 
@@ -173,7 +180,7 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 	m.endCallLocked()
 	m.mu.Unlock()
 	if err != nil {
-		return false, m.driverError("release", l.name, err)
+		return false, m.driverError("release", l.name(), err)
 	}
 	return ok, nil
 }
@@ -201,8 +208,8 @@ func (l *Lock) finish(state lockState, cause error) bool {
 // cancelContexts ends the lock's context and those of Run, for cause;
 // m.mu held.
 func (l *Lock) cancelContexts(cause error) {
-	if l.cancel != nil {
-		l.cancel(cause)
+	if l.ctx != nil {
+		l.ctx.cancel(cause)
 	}
 	for _, cancel := range l.runs {
 		cancel(cause)
@@ -279,7 +286,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
 	}
 	m.mu.Unlock()
 	if err != nil {
-		return false, m.driverError("extend", l.name, err)
+		return false, m.driverError("extend", l.name(), err)
 	}
 	return ok, nil
 }

@@ -23,7 +23,7 @@ func (m *Mutex) lose(l *Lock, cause, reason string) {
 	}
 	now := time.Now()
 	m.log.Warn("mutex lock lost",
-		zap.String("lock", l.name),
+		zap.String("lock", l.name()),
 		zap.String("key", l.key),
 		zap.Uint64("fence", l.fence),
 		zap.String("token_prefix", TokenPrefix(l.token)),
@@ -35,7 +35,7 @@ func (m *Mutex) lose(l *Lock, cause, reason string) {
 		zap.Duration("since_last_renewal", now.Sub(l.renewedAt)),
 	)
 	m.tel.lost(l, cause)
-	m.end(l, stateLost, fmt.Errorf("%w: %q: %s", ErrLost, l.name, reason))
+	m.end(l, stateLost, fmt.Errorf("%w: %q: %s", ErrLost, l.name(), reason))
 }
 
 // TokenHash returns the first 12 hex digits of the SHA-256 of a lock token:
@@ -47,7 +47,7 @@ func TokenHash(token string) string {
 }
 
 // tokenPrefixLen is how much of a token TokenPrefix shows: 8 of its 26
-// random base32 characters (40 of 128 bits), leaving 88 bits unknown.
+// random base32 characters (40 of 130 bits), leaving 90 bits unknown.
 const tokenPrefixLen = 8
 
 // TokenPrefix returns the first 8 characters of a lock token: what logs

@@ -381,8 +381,8 @@ func (m *Mutex) end(l *Lock, state lockState, cause error) {
 	if !l.finish(state, cause) {
 		return
 	}
-	if m.held[l.name] == l {
-		delete(m.held, l.name)
+	if m.held[l.name()] == l {
+		delete(m.held, l.name())
 	}
 	if w := l.handedTo; w != nil {
 		l.handedTo = nil
@@ -391,10 +391,10 @@ func (m *Mutex) end(l *Lock, state lockState, cause error) {
 			// first in line again (and woken below), not the waiter
 			// after it, which would talk to the store at the same time.
 			w.handed = nil
-			m.requeue(l.name, w)
+			m.requeue(l.name(), w)
 		}
 	}
-	m.wakeHead(l.name)
+	m.wakeHead(l.name())
 }
 
 // renewed records a successful acquire/extend/renew call started at start;

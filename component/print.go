@@ -50,7 +50,7 @@ func (l *Lock) view() lockView {
 	if l == nil {
 		return lockView{}
 	}
-	return lockView{Name: l.name, Key: l.key, Fence: l.fence}
+	return lockView{Name: l.name(), Key: l.key, Fence: l.fence}
 }
 
 // String describes the lock: its name, key and fence.

@@ -155,7 +155,7 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 			retry := backoff.Draw(d, u) // between d/2 and d
 			l.due = time.Now().Add(retry)
 			m.log.Warn("mutex renewal failed, retrying until the lock's expiry",
-				zap.String("lock", l.name), zap.Int("failures", l.failures),
+				zap.String("lock", l.name()), zap.Int("failures", l.failures),
 				zap.Duration("expires_in", time.Until(l.expiry)), zap.Error(r.Err))
 		case !r.Held:
 			m.lose(l, CauseGoneOrTaken, "renewal found it gone or taken")

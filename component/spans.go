@@ -70,13 +70,13 @@ func (t *telemetry) ended(l *Lock, how string) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	t.hold.Record(ctx, seconds(time.Since(l.acquiredAt)), t.opts(AttrOutcome, how, l.name).rec...)
+	t.hold.Record(ctx, seconds(time.Since(l.acquiredAt)), t.opts(AttrOutcome, how, l.name()).rec...)
 }
 
 // lost counts the loss of l, for cause (a Cause constant).
 func (t *telemetry) lost(l *Lock, cause string) {
 	if t != nil {
-		t.losses.Add(context.Background(), 1, t.opts(AttrCause, cause, l.name).add...)
+		t.losses.Add(context.Background(), 1, t.opts(AttrCause, cause, l.name()).add...)
 	}
 }
 
@@ -91,7 +91,7 @@ func (t *telemetry) storeError(op, name string) {
 // renewFailed counts a failed renewal of l.
 func (t *telemetry) renewFailed(l *Lock) {
 	if t != nil {
-		t.failures.Add(context.Background(), 1, t.plain(l.name).add...)
+		t.failures.Add(context.Background(), 1, t.plain(l.name()).add...)
 	}
 }
 

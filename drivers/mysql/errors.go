@@ -11,7 +11,12 @@ import (
 )
 
 // errNumber returns the number of the server error err holds, 0 for none.
+// A nil err costs nothing: me, which errors.As moves to the heap, is
+// declared past it (permanent runs on every acquire and release).
 func errNumber(err error) uint16 {
+	if err == nil {
+		return 0
+	}
 	var me *gomysql.MySQLError
 	if errors.As(err, &me) {
 		return me.Number
