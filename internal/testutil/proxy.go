@@ -12,15 +12,35 @@ import (
 	"testing"
 )
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// handedOut are the ports FreePort returned in this process.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
+// that it never returned before in this process: the kernel may hand the
+// same free port out twice in a row, and a server given it twice (an etcd
+// member's client and peer ports) fails to start.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
+	}
 }
 
 // Proxy forwards TCP connections from Addr to a target. Stall makes it stop
