@@ -7,12 +7,15 @@ import (
 	"time"
 )
 
-// acq, lost, rel, kill, stop, cont and write build hand-made histories.
+// acq, lost, rel, ended, kill, stop, cont and write build hand-made histories.
 func acq(t int64, h, proc, lock string, fence uint64) Event {
 	return Event{T: t, Kind: Acquired, Holder: h, Proc: proc, Lock: lock, Fence: fence}
 }
 func lost(t int64, h string) Event { return Event{T: t, Kind: Lost, Holder: h} }
 func rel(t int64, h string) Event  { return Event{T: t, Kind: Releasing, Holder: h} }
+func ended(t int64, proc, lock string, fence uint64) Event {
+	return Event{T: t, Kind: Ended, Proc: proc, Lock: lock, Fence: fence}
+}
 func kill(t int64, p string) Event { return Event{T: t, Kind: Killed, Proc: p} }
 func stop(t int64, p string) Event { return Event{T: t, Kind: Stopped, Proc: p} }
 func cont(t int64, p string) Event { return Event{T: t, Kind: Continued, Proc: p} }
@@ -48,6 +51,28 @@ func TestCheck(t *testing.T) {
 			name:    "told lost before the next grant",
 			history: []Event{acq(0, "a", "p1", "x", 1), lost(90, "a"), acq(100, "b", "p2", "x", 2), rel(150, "b")},
 			margins: []time.Duration{10},
+		},
+		{
+			name: "ended by its Mutex before the next grant, seen late by a starved holder",
+			history: []Event{acq(0, "a", "p1", "x", 1), write(20, 1, "a", "x", 1, true), ended(40, "p1", "x", 1),
+				acq(50, "b", "p2", "x", 2), lost(80, "a"), rel(200, "b")},
+			margins: []time.Duration{10},
+		},
+		{
+			name: "ended, but a write checked just before lands after the next grant",
+			history: []Event{acq(0, "a", "p1", "x", 1), ended(40, "p1", "x", 1), acq(50, "b", "p2", "x", 2),
+				write(60, 1, "a", "x", 1, true), lost(80, "a"), rel(200, "b")},
+			overlaps:   []time.Duration{10},
+			margins:    []time.Duration{-10},
+			violations: 1,
+		},
+		{
+			name: "another grant's end (other fence, other process) is not this one's",
+			history: []Event{acq(0, "a", "p1", "x", 1), ended(40, "p1", "x", 9), ended(41, "p2", "x", 1),
+				acq(50, "b", "p2", "x", 2), lost(80, "a"), rel(200, "b")},
+			overlaps:   []time.Duration{30},
+			margins:    []time.Duration{-30},
+			violations: 1,
 		},
 		{
 			name:       "paused past the loss: belief ends at SIGSTOP, the lag after SIGCONT is reported",

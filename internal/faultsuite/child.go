@@ -64,7 +64,14 @@ func runChild(s spec, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := component.New(component.Options{Driver: d, Prefix: "faults:", TTL: s.TTL})
+	var mu sync.Mutex
+	enc := json.NewEncoder(out)
+	emit := func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = enc.Encode(e) // unbuffered: in the pipe even if we are killed next
+	}
+	m, err := component.New(component.Options{Driver: d, Prefix: "faults:", TTL: s.TTL, Logger: endedLogger(s.Proc, emit)})
 	if err != nil {
 		return err
 	}
@@ -74,13 +81,6 @@ func runChild(s spec, in io.Reader, out io.Writer) error {
 		_, _ = io.Copy(io.Discard, in)
 		cancel()
 	}()
-	var mu sync.Mutex
-	enc := json.NewEncoder(out)
-	emit := func(e Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		_ = enc.Encode(e) // unbuffered: in the pipe even if we are killed next
-	}
 	errs := make(chan error, s.Workers)
 	for i := range s.Workers {
 		rc, err := dialRegister(s.Register)

@@ -17,6 +17,11 @@ const (
 	// Lost: the holder was told the lock was lost (its context ended or
 	// Lock.Err returned an error).
 	Lost Kind = "lost"
+	// Ended: the child's Mutex ended a lock as lost (Proc, Lock, Fence;
+	// Detail: the cause), stamped before the lock's context is cancelled
+	// and under the Mutex's lock: from then on Lock.Err returns an error.
+	// A holder's Lost comes later, when its goroutine next runs.
+	Ended Kind = "ended"
 	// Releasing: the holder stops using the lock and calls Release.
 	Releasing Kind = "releasing"
 	// Released: Release returned (OK: it released the lock in the store).

@@ -16,9 +16,13 @@ import (
 // one's last event, times relative to the first acquisition.
 func Explain(h []Event, o Overlap) string {
 	var mine []Event
+	theirs := map[fenceKey]bool{} // their Ended events have no Holder
 	for _, e := range h {
 		if e.Holder == o.Earlier || e.Holder == o.Later {
 			mine = append(mine, e)
+			if e.Kind == Acquired {
+				theirs[fenceKey{e.Proc, e.Lock, e.Fence}] = true
+			}
 		}
 	}
 	if len(mine) == 0 {
@@ -33,6 +37,8 @@ func Explain(h []Event, o Overlap) string {
 			if e.Kind != Write {
 				out = append(out, e)
 			}
+		case e.Kind == Ended && theirs[fenceKey{e.Proc, e.Lock, e.Fence}]:
+			out = append(out, e)
 		case e.Kind == Killed || e.Kind == Stopped || e.Kind == Continued || e.Kind == Fault:
 			if e.T >= from-int64(time.Second) && e.T <= to {
 				out = append(out, e)

@@ -13,6 +13,8 @@ type grant struct {
 	fence              uint64
 	start              int64 // Acquired
 	lost               int64 // told lost; 0 if never
+	ended              int64 // its Mutex ended it as lost (Ended); 0 if never
+	lastWrite          int64 // the register took its last write (or refused it)
 	end                int64 // when it stopped believing it holds (see believed)
 	killed             bool  // its process was killed while it held
 	believed           []span
@@ -42,6 +44,7 @@ func grants(h []Event) (map[string][]*grant, map[string]*procLife) {
 		return procs[p]
 	}
 	byHolder := map[string]*grant{}
+	byFence := map[fenceKey]*grant{}
 	var order []*grant
 	var last int64
 	for _, e := range h {
@@ -62,10 +65,19 @@ func grants(h []Event) (map[string][]*grant, map[string]*procLife) {
 		case Acquired:
 			g := &grant{holder: e.Holder, proc: e.Proc, lock: e.Lock, fence: e.Fence, start: e.T, resumeLag: -1}
 			byHolder[e.Holder] = g
+			byFence[fenceKey{e.Proc, e.Lock, e.Fence}] = g
 			order = append(order, g)
 		case Lost:
 			if g := byHolder[e.Holder]; g != nil && g.lost == 0 {
 				g.lost = e.T
+			}
+		case Ended:
+			if g := byFence[fenceKey{e.Proc, e.Lock, e.Fence}]; g != nil && g.ended == 0 {
+				g.ended = e.T
+			}
+		case Write:
+			if g := byHolder[e.Holder]; g != nil {
+				g.lastWrite = max(g.lastWrite, e.T)
 			}
 		case Releasing:
 			if g := byHolder[e.Holder]; g != nil && g.end == 0 {
@@ -75,6 +87,7 @@ func grants(h []Event) (map[string][]*grant, map[string]*procLife) {
 	}
 	out := map[string][]*grant{}
 	for _, g := range order {
+		g.lost = told(g)
 		l := life(g.proc)
 		end := last
 		if g.end != 0 {
@@ -109,6 +122,29 @@ func grants(h []Event) (map[string][]*grant, map[string]*procLife) {
 		sort.Slice(gs, func(i, j int) bool { return gs[i].start < gs[j].start })
 	}
 	return out, procs
+}
+
+// fenceKey names a grant by its process, lock and fence, as an Ended
+// event does.
+type fenceKey struct {
+	proc, lock string
+	fence      uint64
+}
+
+// told is when g's holder was told lost: when its Mutex ended the lock
+// (from then on Lock.Err, which the holder asks before each write, returns
+// an error), or after its last write if that came later (a write checked
+// just before), or when the holder saw it (Lost) if sooner; 0 if never. A
+// holder starved of CPU sees its loss late, but writes nothing meanwhile.
+func told(g *grant) int64 {
+	if g.ended == 0 {
+		return g.lost
+	}
+	t := max(g.ended, g.lastWrite)
+	if g.lost != 0 {
+		t = min(t, g.lost)
+	}
+	return t
 }
 
 // minus returns s less the spans cut (sorted by from, not overlapping).
