@@ -176,7 +176,7 @@ func TestStoppedHolder(t *testing.T) {
 	if res.Fence != c.fence+1 {
 		t.Fatalf("Acquire after the ttl: %+v, want acquired with fence %d", res, c.fence+1)
 	}
-	if early := expires.Sub(time.Now()); early > 0 {
+	if early := time.Until(expires); early > 0 {
 		t.Fatalf("taken %v before the stopped holder's lock expired (ttl %v)", early, ttl)
 	}
 	c.signal(t, syscall.SIGCONT)
