@@ -125,19 +125,6 @@ func (c *slotChecks) done(s int, n *node, gen uint64) {
 	c.seen[s] = checked{n, gen}
 }
 
-// gateChecked is health.gate followed, in a Cluster, by the check of
-// redisKey's slot on its master when it is due.
-func (d *Driver) gateChecked(ctx context.Context, redisKey string) (*node, error) {
-	n, err := d.health.gate(ctx, redisKey)
-	if err != nil || !d.cluster {
-		return n, err
-	}
-	if _, due := d.slots.need(slot(redisKey), n); !due {
-		return n, nil
-	}
-	return n, d.checkSlots(ctx, []string{redisKey}, []*node{n})[0]
-}
-
 // checkSlots checks the slots of keys (served by nodes) that are due, in
 // one pipeline, and returns an error per key (nil when checked or not due).
 // A driver that was asked for no ttl yet (the restart wait would be 0)

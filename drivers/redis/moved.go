@@ -45,15 +45,22 @@ func (d *Driver) onMaster(ctx context.Context, gated bool, key string, f func(*n
 	}
 }
 
-// checked returns the node of key's master, with key's slot checked on it
-// when due: through the health gate when gated, else past it.
+// checked returns the node of key's master (through the health gate when
+// gated, else past it), in a Cluster with key's slot checked on it when
+// due (see cluster.go).
 func (d *Driver) checked(ctx context.Context, gated bool, key string) (*node, error) {
+	var n *node
+	var err error
 	if gated {
-		return d.gateChecked(ctx, key)
+		n, err = d.health.gate(ctx, key)
+	} else {
+		n, err = d.health.node(ctx, key)
 	}
-	n, err := d.health.node(ctx, key)
 	if err != nil || !d.cluster {
 		return n, err
+	}
+	if _, due := d.slots.need(slot(key), n); !due {
+		return n, nil
 	}
 	return n, d.checkSlots(ctx, []string{key}, []*node{n})[0]
 }
