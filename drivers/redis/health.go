@@ -68,6 +68,10 @@ type node struct {
 	// replicas is the number of replicas the server had at the driver's
 	// last new connection to it (INFO connected_slaves; see replicaWait).
 	replicas atomic.Int64
+	// counted says a connection to the server was opened (so replicas was
+	// read, unless INFO was refused): until then the default MinReplicas
+	// is not known (see evalReplicated).
+	counted atomic.Bool
 	// gen counts the times a Cluster master may have become another
 	// server process: its connections found a new run_id, or it answered
 	// again after a network error. A slot checked on an older gen is

@@ -45,6 +45,15 @@ func (d *Driver) runReplicated(ctx context.Context, s *goredis.Script, keys []st
 
 // evalReplicated is runReplicated's one attempt on n's server.
 func (d *Driver) evalReplicated(ctx context.Context, n *node, s *goredis.Script, keys []string, args []any) (any, error) {
+	if !n.counted.Load() && d.set.minReplicas == 0 && (d.set.masterName != "" || d.cluster) {
+		// The default counts the server's replicas at a new connection:
+		// before the first one, open it (one PING, once per server), or
+		// the first write would go without WAIT.
+		if err := n.ping(ctx); err != nil {
+			return nil, d.explain(n.observe(ctx, err))
+		}
+		n.counted.Store(true)
+	}
 	want := d.replicaWait(n)
 	if want == 0 {
 		return d.eval(ctx, n, s, keys, args...)
