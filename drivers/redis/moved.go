@@ -103,8 +103,10 @@ func (d *Driver) followMoved(ctx context.Context, n *node, key string, err error
 }
 
 // redirected has go-redis reload its Cluster slot map when err is a
-// redirection answered to a call sent to one master (scripter, pipeline):
-// that master no longer serves the slot.
+// redirection answered to a pipeline sent to one master: that master no
+// longer serves the slot. Scripts need not call it: onMaster reloads the
+// map itself on MOVED (a second request while go-redis reloads would only
+// queue another reload).
 func (d *Driver) redirected(err error) {
 	if d.cluster && isRedirect(err) {
 		d.health.reloadSlots()

@@ -31,13 +31,13 @@ func (d *Driver) exec(ctx context.Context, s *goredis.Script, keys []string, arg
 }
 
 // eval runs a script on n's server (in a Cluster on its master's own
-// connection: see moved.go); a network error marks n down.
+// connection: see moved.go); a network error marks n down. Its callers run
+// it through onMaster, which reloads the slot map on MOVED.
 func (d *Driver) eval(ctx context.Context, n *node, s *goredis.Script, keys []string, args ...any) (any, error) {
 	v, err := s.Run(ctx, d.scripter(n), keys, args...).Result()
 	if err == goredis.Nil {
 		return nil, nil
 	}
-	d.redirected(err)
 	return v, d.explain(n.observe(ctx, err))
 }
 

@@ -66,7 +66,6 @@ func (d *Driver) evalReplicated(ctx context.Context, n *node, s *goredis.Script,
 		v, err = nil, nil
 	}
 	if err != nil {
-		d.redirected(err)
 		return nil, d.explain(n.observe(ctx, err))
 	}
 	if got < want {
