@@ -61,8 +61,8 @@ func (t *telemetry) traceHold(l *Lock, span trace.Span) {
 	l.m.mu.Unlock()
 }
 
-// ended records the end of l's hold, as how (an Outcome); m.mu held.
-func (t *telemetry) ended(l *Lock, how string) {
+// ended records the end of l's hold, for cause; m.mu held.
+func (t *telemetry) ended(l *Lock, cause error) {
 	if t == nil || !t.hold.Enabled(context.Background()) {
 		return
 	}
@@ -70,7 +70,7 @@ func (t *telemetry) ended(l *Lock, how string) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	t.hold.Record(ctx, seconds(time.Since(l.acquiredAt)), t.opts(AttrOutcome, how, l.name()).rec...)
+	t.hold.Record(ctx, seconds(time.Since(l.acquiredAt)), t.opts(AttrOutcome, holdOutcome(cause), l.name()).rec...)
 }
 
 // lost counts the loss of l, for cause (a Cause constant).
