@@ -20,15 +20,6 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	key, token := m.keyToken(m.opts.Prefix, name, now)
 
 	wait := m.blockingWait(now, deadline, ttl)
-	limit := now.Add(attemptGrace + wait)
-	switch {
-	case deadline.IsZero():
-		// No deadline: the attempt still ends if the store never answers.
-		limit = now.Add(max(attemptGrace, ttl) + wait)
-	case deadline.After(limit):
-		limit = deadline
-	}
-
 	req := drivers.AcquireRequest{Key: key, Token: token, TTL: ttl, Wait: wait}
 	var res drivers.AcquireResult
 	var err error
@@ -37,6 +28,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	if m.feat.InProcess {
 		res, err = m.drv.Acquire(ctx, req)
 	} else {
+		limit := attemptLimit(now, deadline, ttl, wait)
 		// ctx's end and Close cancel the attempt too; the wait's deadline
 		// does not: the attempt has its grace.
 		actx = m.beginAttempt(ctx, token, limit)
@@ -95,7 +87,10 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	}
 	m.seq++
 	l.seq = m.seq
-	m.held[name] = l
+	// Keyed by the lock's own name (its key's tail), which end looks it
+	// up and deletes it with: the same string, found without comparing
+	// bytes.
+	m.held[l.name()] = l
 	m.renewed(l, now)
 	if q := m.queues[name]; q != nil && len(q.waiters) > 0 && q.waiters[0] == w {
 		// Leave the queue without waking the next waiter: it would only
@@ -108,6 +103,21 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	m.loseIfLostEarly(l, actx)
 	m.mu.Unlock()
 	return l, res, nil
+}
+
+// attemptLimit is when an attempt started at now, waiting wait in the
+// store, is given up: the wait's deadline (zero: none), but at least
+// attemptGrace after the wait.
+func attemptLimit(now, deadline time.Time, ttl, wait time.Duration) time.Time {
+	limit := now.Add(attemptGrace + wait)
+	switch {
+	case deadline.IsZero():
+		// No deadline: the attempt still ends if the store never answers.
+		limit = now.Add(max(attemptGrace, ttl) + wait)
+	case deadline.After(limit):
+		limit = deadline
+	}
+	return limit
 }
 
 // blockingWait is how long a driver with Features.BlockingWait may block in

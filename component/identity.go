@@ -2,6 +2,7 @@ package component
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -166,9 +167,7 @@ func (m *Mutex) keyToken(prefix, name string, now time.Time) (key, token string)
 	// read as one base32 character (5 random bits: 256 is a multiple of 32).
 	r := b[len(b) : len(b)+randLen]
 	_, _ = rand.Read(r) // never fails (crypto/rand)
-	for i, c := range r {
-		r[i] = b32Alphabet[c%32]
-	}
+	base32Bytes(r)
 	b = b[:len(b)+randLen]
 	b = append(b, m.ident...)
 	b = appendMillis(b, now.UnixMilli())
@@ -176,22 +175,61 @@ func (m *Mutex) keyToken(prefix, name string, now time.Time) (key, token string)
 	return s[:k], s[k:]
 }
 
+// base32Bytes replaces each byte c of r by b32Alphabet[c%32], eight bytes
+// at a time: c%32 is below 26 for 'A'..'Z' ('A'+c%32), else '2'..'7'
+// (c%32+24). Adding 102 to a byte below 32 sets its top bit exactly when
+// it is 26 or more, and no byte carries into the next.
+func base32Bytes(r []byte) {
+	const (
+		ones  = 0x0101010101010101
+		low5  = 0x1f * ones
+		plus  = (0x80 - 26) * ones
+		upper = 'A' * ones
+		shift = 'A' - ('2' - 26) // from 'A'+v to '2'+v-26
+	)
+	for len(r) >= 8 {
+		v := binary.LittleEndian.Uint64(r) & low5
+		high := (v + plus) >> 7 & ones // 1 in the bytes of 26..31
+		binary.LittleEndian.PutUint64(r, v+upper-high*shift)
+		r = r[8:]
+	}
+	for i, c := range r {
+		r[i] = b32Alphabet[c%32]
+	}
+}
+
+// base36Pairs holds the two base 36 digits of each number below 36*36.
+var base36Pairs = func() (t [2 * 36 * 36]byte) {
+	for i := range 36 * 36 {
+		t[2*i], t[2*i+1] = base36[i/36], base36[i%36]
+	}
+	return t
+}()
+
 // appendMillis appends ms in base 36, as strconv.AppendInt(dst, ms, 36)
-// does (ParseHolder reads it back with strconv.ParseInt), dividing by the
-// constant 36 (a multiplication) where strconv divides by a variable base.
+// does (ParseHolder reads it back with strconv.ParseInt), two digits at a
+// time and dividing by a constant (a multiplication) where strconv
+// divides by a variable base, one digit at a time.
 func appendMillis(dst []byte, ms int64) []byte {
 	if ms < 0 {
 		return strconv.AppendInt(dst, ms, 36)
 	}
 	var d [maxTimeLen]byte
 	i := len(d)
-	for u := uint64(ms); ; {
+	u := uint64(ms)
+	for u >= 36*36 {
+		q := u / (36 * 36)
+		p := 2 * (u - q*36*36)
+		i -= 2
+		d[i], d[i+1] = base36Pairs[p], base36Pairs[p+1]
+		u = q
+	}
+	if u >= 36 {
+		i -= 2
+		d[i], d[i+1] = base36Pairs[2*u], base36Pairs[2*u+1]
+	} else {
 		i--
-		q := u / 36
-		d[i] = base36[u-q*36]
-		if u = q; u == 0 {
-			break
-		}
+		d[i] = base36[u]
 	}
 	return append(dst, d[i:]...)
 }

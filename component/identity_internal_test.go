@@ -41,9 +41,34 @@ func TestStatusFromStoreHolder(t *testing.T) {
 // TestAppendMillis: the token's time is written as strconv writes it in
 // base 36, so ParseHolder (and tokens of earlier versions) read it alike.
 func TestAppendMillis(t *testing.T) {
-	for _, ms := range []int64{0, 1, 35, 36, 1295, 1296, time.Now().UnixMilli(), 101559956668415, math.MaxInt64, -1, -36, math.MinInt64} {
+	for _, ms := range []int64{0, 1, 35, 36, 37, 1295, 1296, 1297, 36*1296 - 1, 36 * 1296, 1296 * 1296, time.Now().UnixMilli(), 101559956668415, math.MaxInt64, -1, -36, math.MinInt64} {
 		if got, want := string(appendMillis([]byte("x"), ms)), "x"+strconv.FormatInt(ms, 36); got != want {
 			t.Errorf("appendMillis(%d) = %q; want %q", ms, got, want)
+		}
+	}
+	for ms := range int64(36*36*36 + 1) { // every length of 1 to 4 digits
+		if got, want := string(appendMillis(nil, ms)), strconv.FormatInt(ms, 36); got != want {
+			t.Fatalf("appendMillis(%d) = %q; want %q", ms, got, want)
+		}
+	}
+}
+
+// TestBase32Bytes: each byte becomes the base32 character of its low 5
+// bits, as rand.Text maps it, whatever its value and its place.
+func TestBase32Bytes(t *testing.T) {
+	for n := range 2*8 + 3 {
+		for c := range 256 {
+			r := make([]byte, n)
+			for i := range r {
+				r[i] = byte(c + i*7)
+			}
+			want := make([]byte, n)
+			for i, b := range r {
+				want[i] = b32Alphabet[b%32]
+			}
+			if base32Bytes(r); string(r) != string(want) {
+				t.Fatalf("%d bytes from %d: %q; want %q", n, c, r, want)
+			}
 		}
 	}
 }

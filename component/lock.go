@@ -151,8 +151,8 @@ func (l *Lock) Release(ctx context.Context) (bool, error) {
 	ok, err := l.release(ctx)
 	if span.IsRecording() {
 		span.SetAttributes(AttrFence.Int64(int64(l.fence)), attribute.Bool("mutexfx.released", ok))
+		l.m.tel.endSpan(span, l.name(), err)
 	}
-	l.m.tel.endSpan(span, l.name(), err)
 	return ok, err
 }
 
@@ -200,7 +200,7 @@ func (l *Lock) finish(state lockState, cause error) bool {
 		return false
 	}
 	l.state, l.cause = state, cause
-	l.m.tel.ended(l, holdOutcome(cause))
+	l.m.tel.ended(l, cause)
 	l.cancelContexts(cause)
 	return true
 }

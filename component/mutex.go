@@ -74,6 +74,11 @@ type Mutex struct {
 	stop     chan struct{}
 	nextWake time.Time // when the scheduler looks next
 
+	// A queue and a waiter kept for the next acquisition (queue.go);
+	// guarded by mu.
+	spareQueue  *queue
+	spareWaiter *waiter
+
 	// Subscribing to the store's events (subscribe.go); guarded by mu.
 	subbed   bool // subscribed, or nothing to subscribe to
 	subbing  bool // a subscription is under way
@@ -220,14 +225,17 @@ func (m *Mutex) acquire(ctx context.Context, name string, o acquireOptions, star
 	head, busy := m.queues[name].waiters[0] == w, m.held[name] != nil
 	w.parked = !head || busy
 	m.mu.Unlock()
-	defer m.dequeue(name, w)
 
 	var lastErr error // the store's error at the last attempt, if it failed
 	var timer *time.Timer
+	// One defer, not two: with this many returns, two would be run by
+	// the runtime's defer chain instead of inline (open-coded) at each
+	// return, which costs an uncontended acquisition ~3% of its CPU.
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
+		m.dequeue(name, w)
 	}()
 	// sleep waits for a wake-up, the delay (0: none), the deadline or ctx.
 	sleep := func(delay time.Duration) error {
@@ -381,8 +389,9 @@ func (m *Mutex) end(l *Lock, state lockState, cause error) {
 	if !l.finish(state, cause) {
 		return
 	}
-	if m.held[l.name()] == l {
-		delete(m.held, l.name())
+	name := l.name()
+	if m.held[name] == l {
+		delete(m.held, name)
 	}
 	if w := l.handedTo; w != nil {
 		l.handedTo = nil
@@ -391,10 +400,10 @@ func (m *Mutex) end(l *Lock, state lockState, cause error) {
 			// first in line again (and woken below), not the waiter
 			// after it, which would talk to the store at the same time.
 			w.handed = nil
-			m.requeue(l.name(), w)
+			m.requeue(name, w)
 		}
 	}
-	m.wakeHead(l.name())
+	m.wakeHead(name)
 }
 
 // renewed records a successful acquire/extend/renew call started at start;

@@ -35,8 +35,10 @@ func (w *waiter) signal() {
 	}
 }
 
-// Queues and waiters are pooled: an uncontended acquisition allocates
-// neither.
+// Queues and waiters are recycled: an uncontended acquisition allocates
+// neither. Each Mutex keeps one spare of each (Mutex.spareQueue,
+// spareWaiter, under its mu), which an acquisition at a time reuses at the
+// cost of a field; the others go through these pools.
 var (
 	queuePool  = sync.Pool{New: func() any { return new(queue) }}
 	waiterPool = sync.Pool{New: newWaiter}
@@ -46,15 +48,14 @@ func newWaiter() any { return &waiter{wake: make(chan struct{}, 1)} }
 
 // enqueue appends a waiter for name, for a lock of ttl; m.mu held.
 func (m *Mutex) enqueue(name string, ttl time.Duration) *waiter {
-	q := m.queues[name]
-	if q == nil {
-		q = queuePool.Get().(*queue)
-		m.queues[name] = q
-	}
+	q := m.queueOf(name)
 	var w *waiter
-	if bubble.Unpooled.Load() {
+	switch {
+	case bubble.Unpooled.Load():
 		w = newWaiter().(*waiter)
-	} else {
+	case m.spareWaiter != nil:
+		w, m.spareWaiter = m.spareWaiter, nil
+	default:
 		w = waiterPool.Get().(*waiter)
 	}
 	w.ttl, w.parked = ttl, false
@@ -62,14 +63,22 @@ func (m *Mutex) enqueue(name string, ttl time.Duration) *waiter {
 	return w
 }
 
+// queueOf returns name's queue, made (recycled) if it has none; m.mu held.
+func (m *Mutex) queueOf(name string) *queue {
+	q := m.queues[name]
+	if q == nil {
+		if q, m.spareQueue = m.spareQueue, nil; q == nil {
+			q = queuePool.Get().(*queue)
+		}
+		m.queues[name] = q
+	}
+	return q
+}
+
 // requeue puts w back at the head of name's queue, which a handover took
 // it out of; m.mu held.
 func (m *Mutex) requeue(name string, w *waiter) {
-	q := m.queues[name]
-	if q == nil {
-		q = queuePool.Get().(*queue)
-		m.queues[name] = q
-	}
+	q := m.queueOf(name)
 	q.waiters = slices.Insert(q.waiters, 0, w)
 }
 
@@ -80,6 +89,7 @@ func (m *Mutex) requeue(name string, w *waiter) {
 // handover, which finds it gone, and to the garbage collector.
 func (m *Mutex) dequeue(name string, w *waiter) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.removeWaiter(name, w)
 	handed, handing := w.handed, w.handing
 	w.handed = nil
@@ -87,15 +97,19 @@ func (m *Mutex) dequeue(name string, w *waiter) {
 		m.end(handed, stateReleased, ErrReleased)
 		m.cleanupLocked(handed.key, handed.token)
 	}
-	m.mu.Unlock()
 	if handing {
 		return
 	}
+	// Out of the queue, w is signalled no more: drained, it is as new.
 	select {
 	case <-w.wake:
 	default:
 	}
-	if !bubble.Unpooled.Load() {
+	switch {
+	case bubble.Unpooled.Load():
+	case m.spareWaiter == nil:
+		m.spareWaiter = w
+	default:
 		waiterPool.Put(w)
 	}
 }
@@ -105,7 +119,11 @@ func (m *Mutex) forgetQueue(name string, q *queue) {
 	delete(m.queues, name)
 	clear(q.waiters[:cap(q.waiters)])
 	q.waiters = q.waiters[:0]
-	queuePool.Put(q)
+	if m.spareQueue == nil {
+		m.spareQueue = q
+	} else {
+		queuePool.Put(q)
+	}
 }
 
 // removeWaiter removes w from name's queue, waking the next waiter when w

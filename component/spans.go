@@ -22,8 +22,9 @@ func (t *telemetry) acquired(ctx context.Context, span trace.Span, name string, 
 	if t == nil {
 		return
 	}
-	if l != nil {
-		t.traceHold(l, span)
+	sc := span.SpanContext()
+	if l != nil && sc.IsSampled() {
+		t.traceHold(l, sc)
 	}
 	recording := span.IsRecording()
 	if !recording && !t.acquire.Enabled(ctx) {
@@ -31,7 +32,7 @@ func (t *telemetry) acquired(ctx context.Context, span trace.Span, name string, 
 	}
 	wait := time.Since(start)
 	outcome := acquireOutcome(err)
-	t.acquire.Record(recordCtx(ctx, span), seconds(wait), t.opts(AttrOutcome, outcome, name).rec...)
+	t.acquire.Record(recordCtx(ctx, sc), seconds(wait), t.opts(AttrOutcome, outcome, name).rec...)
 	if recording {
 		span.SetAttributes(t.spanAttrs(name)...)
 		span.SetAttributes(AttrOutcome.String(outcome), AttrWait.Float64(seconds(wait)), AttrAttempts.Int(attempts))
@@ -46,23 +47,19 @@ func (t *telemetry) acquired(ctx context.Context, span trace.Span, name string, 
 	}
 }
 
-// traceHold keeps on l the sampled span of the Acquire that got it, if
-// any, so that the hold's exemplar links to the trace that held the lock
+// traceHold keeps on l the sampled span sc of the Acquire that got it,
+// so that the hold's exemplar links to the trace that held the lock
 // however it ends (a Release, a loss seen by the renewal, Close). A hold
 // that ends before this runs has no link.
-func (t *telemetry) traceHold(l *Lock, span trace.Span) {
-	sc := span.SpanContext()
-	if !sc.IsSampled() {
-		return
-	}
+func (t *telemetry) traceHold(l *Lock, sc trace.SpanContext) {
 	ctx := trace.ContextWithSpanContext(context.Background(), sc)
 	l.m.mu.Lock()
 	l.traced = ctx
 	l.m.mu.Unlock()
 }
 
-// ended records the end of l's hold, as how (an Outcome); m.mu held.
-func (t *telemetry) ended(l *Lock, how string) {
+// ended records the end of l's hold, for cause; m.mu held.
+func (t *telemetry) ended(l *Lock, cause error) {
 	if t == nil || !t.hold.Enabled(context.Background()) {
 		return
 	}
@@ -70,7 +67,7 @@ func (t *telemetry) ended(l *Lock, how string) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	t.hold.Record(ctx, seconds(time.Since(l.acquiredAt)), t.opts(AttrOutcome, how, l.name()).rec...)
+	t.hold.Record(ctx, seconds(time.Since(l.acquiredAt)), t.opts(AttrOutcome, holdOutcome(cause), l.name()).rec...)
 }
 
 // lost counts the loss of l, for cause (a Cause constant).

@@ -239,14 +239,15 @@ func (t *telemetry) start(ctx context.Context, name string) (context.Context, tr
 // noSpan is the span of start when spans record nothing.
 var noSpan = trace.SpanFromContext(context.Background())
 
-// recordCtx returns the context to record a measurement made under span,
-// the span of ctx: ctx when the span is sampled, else the background. The
-// SDK's default exemplar filter (trace-based) keeps an exemplar only for a
-// sampled span, which it looks up in the context given: the background
-// spares it walking the caller's context chain when no exemplar would be
-// kept, and ctx keeps the link to a sampled caller's trace.
-func recordCtx(ctx context.Context, span trace.Span) context.Context {
-	if span.SpanContext().IsSampled() {
+// recordCtx returns the context to record a measurement made under the
+// span of ctx, whose SpanContext is sc: ctx when the span is sampled, else
+// the background. The SDK's default exemplar filter (trace-based) keeps an
+// exemplar only for a sampled span, which it looks up in the context
+// given: the background spares it walking the caller's context chain when
+// no exemplar would be kept, and ctx keeps the link to a sampled caller's
+// trace.
+func recordCtx(ctx context.Context, sc trace.SpanContext) context.Context {
+	if sc.IsSampled() {
 		return ctx
 	}
 	return context.Background()
