@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/internal/backoff"
 	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
@@ -191,21 +192,13 @@ func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) 
 	return id, n, err
 }
 
-// retryPolicy spaces a statement's retries: 5 ms doubling to 20 ms,
-// jittered so that the two sides of a deadlock do not collide again.
+// retryPolicy spaces a statement's retries: 5 ms doubling to 20 ms.
 var retryPolicy = backoff.Policy{Start: 5 * time.Millisecond, Cap: 20 * time.Millisecond}
 
 // retry runs f again, up to d.s.retries times, while it fails retryable
 // or interrupted.
 func (d *tableDriver) retry(ctx context.Context, f func() error) error {
-	b := retryPolicy.New()
-	for attempt := 0; ; attempt++ {
-		err := f()
-		if err == nil || attempt >= d.s.retries || !retryable(err) && !interrupted(ctx, err) {
-			return err
-		}
-		if !backoff.Sleep(ctx, b.Next()) {
-			return err
-		}
-	}
+	return sqlkit.Retry(ctx, retryPolicy, f, func(attempt int, err error) bool {
+		return attempt <= d.s.retries && (retryable(err) || interrupted(ctx, err))
+	})
 }

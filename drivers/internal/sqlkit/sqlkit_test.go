@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
 // TestSlot: a held slot is not taken again; LockContext gives up with the
@@ -250,4 +251,35 @@ func TestConns(t *testing.T) {
 	if c, err := dial(); c != nil || !errors.Is(err, drivers.ErrClosed) {
 		t.Fatalf("Dial after Cut = %v, %v; want ErrClosed", c, err)
 	}
+}
+
+// TestRetry: attempts go on while again allows; a ctx ending in a pause
+// returns its cause and f's last error.
+func TestRetry(t *testing.T) {
+	errF := errors.New("f")
+	synctest.Test(t, func(t *testing.T) {
+		runs := 0
+		err := Retry(context.Background(), backoff.Policy{Start: time.Millisecond}, func() error {
+			runs++
+			if runs < 3 {
+				return errF
+			}
+			return nil
+		}, func(int, error) bool { return true })
+		if err != nil || runs != 3 {
+			t.Fatalf("Retry = %v after %d runs; want nil after 3", err, runs)
+		}
+		runs = 0
+		err = Retry(context.Background(), backoff.Policy{Start: time.Millisecond}, func() error { runs++; return errF },
+			func(attempt int, _ error) bool { return attempt < 2 })
+		if !errors.Is(err, errF) || runs != 2 {
+			t.Fatalf("Retry = %v after %d runs; want f after 2", err, runs)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err = Retry(ctx, backoff.Policy{Start: time.Hour}, func() error { return errF }, func(int, error) bool { return true })
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errF) {
+			t.Fatalf("Retry with ctx ending in a pause = %v; want its deadline and f", err)
+		}
+	})
 }
