@@ -47,10 +47,7 @@ func (c *core) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 // (the mechanism's goroutines and connections), the subscribers, the own
 // pool; calls in flight are cut when ctx ends, or at the end.
 func (c *core) close(ctx context.Context, stop func()) error {
-	if !c.life.Begin() {
-		return c.life.Wait(ctx, "mysql")
-	}
-	return c.life.End(ctx, "mysql", func(context.Context) error {
+	return c.life.Close(ctx, "mysql", nil, func(context.Context) error {
 		stop()
 		if c.socks != nil {
 			c.socks.hup.Close()

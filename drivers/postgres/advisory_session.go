@@ -219,7 +219,7 @@ func (s *session) close(ctx context.Context) error {
 func (d *advisoryDriver) mainSession(ctx context.Context) (*session, error) {
 	for {
 		d.mu.Lock()
-		if d.closed {
+		if d.life.Closed() {
 			d.mu.Unlock()
 			return nil, ErrClosed
 		}
@@ -264,7 +264,7 @@ const waiterRedial = time.Second
 // blocking wait; nil when all MaxSessions are in use or none opens now.
 func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 	d.mu.Lock()
-	if d.closed {
+	if d.life.Closed() {
 		d.mu.Unlock()
 		return nil, ErrClosed
 	}
@@ -305,7 +305,7 @@ func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 // adopt registers a new session, or closes it when the driver closed.
 func (d *advisoryDriver) adopt(ctx context.Context, s *session, waiter bool) bool {
 	d.mu.Lock()
-	if d.closed {
+	if d.life.Closed() {
 		d.mu.Unlock()
 		s.closeConn(ctx)
 		return false
@@ -322,5 +322,5 @@ func (d *advisoryDriver) adopt(ctx context.Context, s *session, waiter bool) boo
 func (d *advisoryDriver) alive(s *session) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return !s.dead.Load() && !d.closed
+	return !s.dead.Load() && !d.life.Closed()
 }

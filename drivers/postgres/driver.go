@@ -114,9 +114,8 @@ type base struct {
 	ddl    sqlkit.Schema
 	schema []schemaObject // what ensureSchema creates
 
-	mu      sync.Mutex
-	closed  bool
-	subs    kit.Listeners      // added and cleared under mu, with closed
+	mu      sync.Mutex         // Close's detach runs under it
+	subs    kit.Listeners      // added under mu while open, cleared by Close
 	lisStop context.CancelFunc // the LISTEN goroutine, from its first use to Close
 	lisDone chan struct{}
 	// the channels the LISTEN connection listens on; heard, when set, gets
@@ -160,22 +159,21 @@ func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
 	}
 }
 
-// shutdown is Close: it marks the driver closed, ends the subscriptions,
-// calls detach under b.mu (the driver forgets what it holds), stops the
-// LISTEN goroutine and calls release (the driver closes its connections);
-// calls in flight are cut when ctx ends. A second call waits for the first.
+// shutdown is Close: it marks the driver closed, then, under b.mu, ends
+// the subscriptions and calls detach (the driver forgets what it holds),
+// stops the LISTEN goroutine and calls release (the driver closes its
+// connections); calls in flight are cut when ctx ends. A second call waits
+// for the first.
 func (b *base) shutdown(ctx context.Context, detach func(), release func(context.Context) error) error {
 	var lisStop context.CancelFunc
 	var lisDone chan struct{}
-	if !kit.CloseOnce(&b.mu, &b.closed, func() {
-		b.life.Begin()
+	return b.life.Close(ctx, "postgres", func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
 		lisStop, lisDone = b.lisStop, b.lisDone
 		b.subs.Clear()
 		detach()
-	}) {
-		return b.life.Wait(ctx, "postgres")
-	}
-	return b.life.End(ctx, "postgres", func(ctx context.Context) error {
+	}, func(ctx context.Context) error {
 		if lisStop != nil {
 			lisStop()
 			<-lisDone
@@ -195,12 +193,13 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 // released unnotified; in advisory mode only with MaxSessions 1 do
 // releases notify (otherwise waiters wait in the server).
 func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
-	if err := kit.LockOpen(ctx, &b.mu, &b.closed); err != nil {
+	b.mu.Lock() // Close's detach clears subs under it
+	defer b.mu.Unlock()
+	if err := b.life.Check(ctx); err != nil {
 		return nil, err
 	}
 	remove := b.subs.Add(fn)
 	b.startListenerLocked()
-	b.mu.Unlock()
 	return func() { remove() }, nil
 }
 
@@ -208,7 +207,7 @@ func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 // by the subscriptions and the waiting acquisitions, unless it runs or the
 // driver is closed. It runs until Close.
 func (b *base) startListenerLocked() {
-	if b.closed || b.lisDone != nil {
+	if b.life.Closed() || b.lisDone != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
