@@ -53,7 +53,7 @@ type socket struct {
 	noPrepare bool                   // prepares refused: run as text
 	ident     string                 // identity last written (advisory_holder.go)
 
-	hup hangup.Conn // its registration with owner.hup
+	hup hangup.Conn // watched by owner.hup
 }
 
 // Close closes the socket and forgets it.
@@ -63,14 +63,14 @@ func (s *socket) Close() error {
 		delete(s.owner.m, s.key)
 	}
 	s.owner.mu.Unlock()
-	s.owner.hup.Forget(&s.hup)
+	s.hup.Forget()
 	return s.Conn.Close()
 }
 
 // cut closes the socket under a statement running on it: the statement
 // fails at once and go-sql-driver drops the connection.
 func (s *socket) cut() {
-	s.owner.hup.Forget(&s.hup)
+	s.hup.Forget()
 	_ = s.Conn.Close()
 }
 
@@ -97,7 +97,8 @@ func (s *sockets) connector(cfg *gomysql.Config) (driver.Connector, error) {
 func (s *sockets) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	sock := &socket{owner: s}
-	c, err := s.conns.Dial(ctx, d.DialContext, network, addr, func() { s.hup.Forget(&sock.hup) })
+	sock.hup.Watch(&s.hup, sock)
+	c, err := s.conns.Dial(ctx, d.DialContext, network, addr, sock.hup.Forget)
 	if err != nil {
 		return nil, err
 	}
@@ -166,14 +167,14 @@ type pinned struct {
 // (package hangup); without a socket, the probes find out.
 func (p pinned) armHangup(fn func()) {
 	if p.sock != nil {
-		p.sock.owner.hup.Arm(&p.sock.hup, p.sock, fn)
+		p.sock.hup.Arm(fn)
 	}
 }
 
 // disarmHangup undoes armHangup: p's connection holds no lock now.
 func (p pinned) disarmHangup() {
 	if p.sock != nil {
-		p.sock.owner.hup.Disarm(&p.sock.hup)
+		p.sock.hup.Disarm()
 	}
 }
 
