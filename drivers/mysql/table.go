@@ -97,9 +97,8 @@ func (d *tableDriver) Close(ctx context.Context) error {
 const heldMark = 1 << 62
 
 // Table mode statements (acquire: table_fair.go). The clock is the
-// database's UTC_TIMESTAMP(6), whatever the session's time_zone; a lock is
-// expired when expires_at < now. %s is the quoted table; values are
-// parameters.
+// database's UTC_TIMESTAMP(6); a lock is expired when expires_at < now. %s
+// is the quoted table; values are parameters.
 const (
 	// tableReleaseSQL frees the row if token holds it, keeping the row
 	// (and its fence). LAST_INSERT_ID(fence) >= 1 tells that it matched.
@@ -130,7 +129,7 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	if !d.watch.watching(req.Key) {
 		// Not waited for: its row most likely exists and is free. A plain
 		// UPDATE costs 1.05-1.09× a bare upsert-if-expired + DELETE pair,
-		// an upsert of an existing row 1.3-1.4×.
+		// an upsert 1.3-1.4×.
 		var n int64
 		id, n, err = d.tableExec(ctx, d.retakeSQL, req.Token, req.TTL.Microseconds(), d.id, keyHash(req.Key), d.id)
 		if err != nil {
@@ -143,7 +142,7 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	}
 	args := []any{keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
 	// The short statement (takes a free row nobody else queues for, or
-	// inserts it; changes nothing otherwise), then the queueing one.
+	// inserts it), then the queueing one.
 	id, _, err = d.tableExec(ctx, d.takeSQL, args...)
 	if err == nil && id >= heldMark && d.s.liveness > 0 && !d.watch.queued(req.Key) {
 		id, _, err = d.tableExec(ctx, d.acquireSQL, args...)
