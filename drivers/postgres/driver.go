@@ -51,10 +51,10 @@ func New(opts Options) (Driver, error) {
 
 // NewWithPool returns a Driver using pool, which it never closes. Table mode
 // runs its statements on the pool. Advisory mode (and every subscription's
-// LISTEN connection) opens its own connections with the pool's connection
-// configuration (pool.Config().ConnConfig): they do not count against the
-// pool's MaxConns and the pool's BeforeConnect/AfterConnect hooks do not run
-// for them. Connection fields of opts (URL, Host, ...) must be empty.
+// LISTEN connection) opens its own connections with pool.Config().ConnConfig:
+// they do not count against the pool's MaxConns, and its BeforeConnect and
+// AfterConnect hooks do not run for them. Connection fields of opts (URL,
+// Host, ...) must be empty.
 func NewWithPool(pool *pgxpool.Pool, opts Options) (Driver, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrOptions)
@@ -82,10 +82,9 @@ func (b *base) build(cfg *pgxpool.Config, pool *pgxpool.Pool) Driver {
 
 // Factory returns the "postgres" driver factory. Its configuration keys are
 // Options' koanf tags; with driver.client naming a *pgxpool.Pool, the
-// connection keys must be absent. Each invalid option (an unknown key and a
-// value of the wrong type included) is a *config.Error at its full key path
-// ("mutex.orders.driver.mode: ...") that also wraps ErrOptions, as the
-// errors of New do.
+// connection keys must be absent. Each invalid option is a *config.Error at
+// its full key path ("mutex.orders.driver.mode: ...") that also wraps
+// ErrOptions, as the errors of New do.
 func Factory() drivers.Factory {
 	f := kit.NewFactory("a *pgxpool.Pool", New, NewWithPool)
 	f.ConnectionKeys, f.ClientOptions = connectionKeys, "the pool's own configuration applies"
@@ -98,8 +97,7 @@ var connectionKeys = []string{"url", "host", "port", "database", "username", "pa
 
 func connectionKey(o Options) string { return kit.SetKey(o, connectionKeys...) }
 
-// base is what both drivers share: options, names, connection
-// configuration, schema, subscriptions and the driver's life.
+// base is what both drivers share.
 type base struct {
 	// A Driver prints, marshals and logs as its Options do, and nothing
 	// else: its connection configurations hold the password.
@@ -123,11 +121,10 @@ type base struct {
 	channels []string
 	heard    func(key string)
 
-	// The life ends when Close's ctx ends or Close is done. Close must not
-	// wait for a statement stuck on a stalled link, nor for pgx cancelling
-	// one (up to 15 s): statements end with the life (life.Bind), and the
-	// owned pool's connections, pgx's cancel ones too, close with it
-	// (lifeDial, conns).
+	// Close must not wait for a statement stuck on a stalled link, nor for
+	// pgx cancelling one (up to 15 s): statements end with the life
+	// (life.Bind), and the owned pool's connections, pgx's cancel ones
+	// too, close with it (lifeDial, conns).
 	life  sqlkit.Life
 	conns sqlkit.Conns
 }
@@ -205,7 +202,7 @@ func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 
 // startListenerLocked starts, with b.mu held, the LISTEN goroutine shared
 // by the subscriptions and the waiting acquisitions, unless it runs or the
-// driver is closed. It runs until Close.
+// driver is closed.
 func (b *base) startListenerLocked() {
 	if b.life.Closed() || b.lisDone != nil {
 		return
