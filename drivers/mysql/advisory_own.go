@@ -67,7 +67,7 @@ func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownA
 		}
 		ok, _ := h.check(ctx)
 		if !ok && ctx.Err() == nil {
-			a.loseLocked(h)
+			a.dropLocked(h, true)
 		}
 		out <- ownAnswer{held: ok}
 	}()
@@ -89,7 +89,7 @@ func (h *heldLock) abandon() bool {
 // Lost event: the holder let go) when a release gave up meanwhile.
 func (a *advisoryDriver) unlock(h *heldLock) {
 	if h.giveUp.Load() {
-		a.dropLocked(h)
+		a.dropLocked(h, false)
 	}
 	h.mu.Unlock()
 }
@@ -140,18 +140,8 @@ func (a *advisoryDriver) lose(h *heldLock) {
 			return
 		}
 	}
-	a.loseLocked(h)
+	a.dropLocked(h, true)
 	h.mu.Unlock()
-}
-
-func (a *advisoryDriver) loseLocked(h *heldLock) {
-	if h.done {
-		return
-	}
-	h.done = true
-	a.forget(h)
-	a.tellLost(h)
-	discard(h.conn.conn)
 }
 
 // tellLost sends h's Lost event, once.
