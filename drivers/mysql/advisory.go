@@ -104,7 +104,7 @@ func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.D
 			h.confirm(start)
 			return true, nil
 		}
-		a.loseLocked(h)
+		a.dropLocked(h, true)
 		return false, nil
 	})
 }
@@ -196,7 +196,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 		// before the monitor noticed: report it now, or nobody would —
 		// unless a statement runs on it, which will find it gone.
 		if old.mu.TryLock() {
-			a.loseLocked(old)
+			a.dropLocked(old, true)
 			old.mu.Unlock()
 		}
 	}
@@ -330,17 +330,23 @@ func (a *advisoryDriver) release(ctx context.Context, key, token string) (bool, 
 // the server frees the lock.
 func (a *advisoryDriver) drop(h *heldLock) {
 	h.mu.Lock()
-	a.dropLocked(h)
+	a.dropLocked(h, false)
 	h.mu.Unlock()
 }
 
-// dropLocked is drop with h.mu held.
-func (a *advisoryDriver) dropLocked(h *heldLock) {
-	if !h.done {
-		h.done = true
-		a.forget(h)
-		discard(h.conn.conn)
+// dropLocked is drop with h.mu held; lost tells the subscribers before the
+// connection is dropped, so that the holder is told before anyone else can
+// get the lock.
+func (a *advisoryDriver) dropLocked(h *heldLock, lost bool) {
+	if h.done {
+		return
 	}
+	h.done = true
+	a.forget(h)
+	if lost {
+		a.tellLost(h)
+	}
+	discard(h.conn.conn)
 }
 
 func (a *advisoryDriver) forget(h *heldLock) {

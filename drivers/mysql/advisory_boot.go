@@ -8,19 +8,14 @@ import (
 // A restarted server hands out connection ids from 1 again, so IS_USED_LOCK
 // may name a dead holder's id held by another client's new session. A
 // probe therefore also reads the server's boot time, and a lock taken
-// before it (by the server's own clock) is lost, whatever the id. The
-// lock's session (id and a clock reading, advisory_session.go) is read with
-// the acquire statement or once per own connection; the boot time (about
-// 0.3 ms) once per probe statement and per new own connection.
+// before it (by the server's own clock) is lost, whatever the id.
 
-// takenSQL is the server's clock in seconds. UNIX_TIMESTAMP() converts no
-// time zone (NOW() is ambiguous when the clock goes back); seconds are as
-// fine as the boot time can tell.
+// takenSQL is the server's clock in seconds: UNIX_TIMESTAMP() converts no
+// time zone (NOW() is ambiguous when the clock goes back).
 const takenSQL = "UNIX_TIMESTAMP()"
 
 // bootSQL are the expressions of the server's boot time in seconds, tried
-// in order: MariaDB's information_schema.GLOBAL_STATUS, MySQL's
-// performance_schema.global_status, none (NULL).
+// in order: MariaDB's, MySQL's, none (NULL).
 var bootSQL = []string{
 	uptimeSQL("information_schema.GLOBAL_STATUS"),
 	uptimeSQL("performance_schema.global_status"),
@@ -32,13 +27,12 @@ func uptimeSQL(table string) string {
 }
 
 // bootSlack is how many seconds after the boot time a lock must have been
-// taken to count as taken after it: the boot time may be off by one, so a
-// restart is never missed, and a lock taken in the server's first one to
-// two seconds is reported lost at the first probe.
+// taken to count as taken after it: the boot time may be off by one, so
+// that a restart is never missed (a lock taken in the server's first
+// seconds is reported lost at the first probe).
 const bootSlack = 1
 
-// queryBoot runs on the pool the statement q makes of the boot-time
-// expression in use and scans its row into dest (see withBoot).
+// queryBoot runs q(the boot-time expression) on the pool (withBoot).
 func (a *advisoryDriver) queryBoot(ctx context.Context, q func(boot string) string, args []any, dest ...any) error {
 	return a.withBoot(func(boot string) error {
 		return a.db.QueryRowContext(ctx, q(boot), args...).Scan(dest...)
@@ -60,11 +54,9 @@ func (a *advisoryDriver) withBoot(run func(boot string) error) error {
 }
 
 // holds reports whether h is still held by its own session, from one
-// statement's id (IS_USED_LOCK of h's name) and boot (NULL: unknown, the id
-// alone counts). Not held when another session holds the name, when h was
-// taken before the boot (or in its first seconds: bootSlack), or when the
-// boot time differs from the one first seen while h was held (another
-// server answered: a fail-over).
+// statement's IS_USED_LOCK id and boot time (NULL: the id alone counts):
+// not when h was taken before the boot (bootSlack), nor when the boot time
+// differs from the one first seen while h was held (a fail-over).
 func (h *heldLock) holds(id, boot sql.NullInt64) bool {
 	if !id.Valid || id.Int64 != h.connID {
 		return false

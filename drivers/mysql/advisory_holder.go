@@ -8,24 +8,16 @@ import (
 )
 
 // Who holds an advisory lock another process took: the server tells only
-// the holding connection's id (IS_USED_LOCK), so the driver writes, for
-// that id, the holder's identity (sqlkit.Identity), the id and the server's
-// clock:
-//
-//   - fence counter: in the key's counter row, by the acquire statement;
-//   - sequence and uuid_short: in the holder table (fenceTable + "_holder")
-//     row of the connection's slot (id modulo holderSlots), before the
-//     acquire statement, when the connection's identity changed. Only on
-//     the driver's own pool, whose connections' sockets are known.
-//
-// Inspect reads IS_USED_LOCK, the boot time and the row in one statement
-// (holderSQL) and shows the identity only when the row names the holding
-// connection and was written after the boot (ids restart from 1). Any other
-// lock (taken by hand, row not written yet, boot time unreadable) is shown
-// held by an unknown holder.
+// the holding connection's id (IS_USED_LOCK), so the driver writes, with
+// that id and the server's clock, the holder's identity (sqlkit.Identity):
+// in the key's counter row, by the acquire statement (fence counter), or,
+// on the own pool, in the holder table row of the connection's slot (id
+// modulo holderSlots) when the connection's identity changed (sequence and
+// uuid_short). Inspect shows the identity only when the row names the
+// holding connection and was written after the boot (ids restart from 1);
+// any other lock is held by an unknown holder.
 
-// holderColumns are the counter table's holder columns (added to older
-// tables by addColumns).
+// holderColumns are the counter table's holder columns.
 var holderColumns = []column{
 	{"holder", "holder VARBINARY(255) NOT NULL DEFAULT ''"},
 	{"conn_id", "conn_id BIGINT UNSIGNED NOT NULL DEFAULT 0"},
@@ -36,7 +28,7 @@ var holderColumns = []column{
 const holderSuffix = "_holder"
 
 // holderSlots bounds the holder table's rows: ids equal modulo it share a
-// row, and its last writer is told.
+// row (its last writer is shown).
 const holderSlots = 65536
 
 // holderTableDDL is the holder table of the sequence and uuid_short fences.
@@ -48,8 +40,7 @@ var holderTableDDL = `CREATE TABLE IF NOT EXISTS %s (
   PRIMARY KEY (slot)
 ) ENGINE=InnoDB`
 
-// identifySQL writes the connection's identity (the parameter) in its
-// slot of the holder table %s.
+// identifySQL writes the connection's identity in its slot of table %s.
 var identifySQL = `INSERT INTO %s (slot, holder, conn_id, taken_at) VALUES (CONNECTION_ID() MOD ` + fmt.Sprint(holderSlots) +
 	`, ?, CONNECTION_ID(), ` + takenSQL + `) ON DUPLICATE KEY UPDATE holder = ?, conn_id = CONNECTION_ID(), taken_at = ` + takenSQL
 
@@ -61,8 +52,7 @@ const holderSQL = `SELECT u.id, u.boot, (SELECT f.holder FROM %[1]s AS f WHERE %
 
 // ensureHolders adds the holder columns to the counter table, or creates
 // the holder table, and reports whether holders are kept: not when the
-// server refuses (no grant, read-only), so that an upgrade never stops
-// acquisitions.
+// server refuses (no grant, read-only): an upgrade never stops acquisitions.
 func (a *advisoryDriver) ensureHolders(ctx context.Context, fence string) (bool, error) {
 	var err error
 	if fence == FenceCounter {
@@ -76,8 +66,7 @@ func (a *advisoryDriver) ensureHolders(ctx context.Context, fence string) (bool,
 	return err == nil, err
 }
 
-// holderQuery returns the statement reading key's holder with the boot
-// time expression boot, and its arguments.
+// holderQuery returns the statement reading key's holder, and its arguments.
 func (a *advisoryDriver) holderQuery(counter bool, key, boot string) (string, []any) {
 	if counter {
 		return fmt.Sprintf(holderSQL, a.s.fenceTable, boot, "f.name_hash = ?", bootSlack), []any{keyHash(key), lockName(key)}

@@ -11,14 +11,11 @@ import (
 // The driver's own statements on a held lock's connection (checks when the
 // pool is full, idle touches) run in goroutines with a context that ends
 // only with Close (advisory.bg): ending one closes the connection, which
-// frees the lock, so no caller's deadline ends it, and nobody waits for
-// it: a stall holds up nothing else, and a renewal returns by its deadline
-// (failing: renewFailed) while the check goes on. A release that cannot
-// wait longer, or a lock found lost (lose), ends such a check
-// (heldLock.abort) or has the connection's user drop it when done (unlock).
+// frees the lock, so no caller's deadline ends it, and nobody waits for it.
+// A release that cannot wait longer, or a lock found lost, ends such a
+// check (heldLock.abort) or has the connection's user drop it (unlock).
 
-// check asks h's own connection whether it still holds h (h.mu held),
-// which also restarts its idle time (advisory_idle.go).
+// check asks h's own connection whether it still holds h (h.mu held).
 func (h *heldLock) check(ctx context.Context) (bool, error) {
 	h.used.Store(time.Now().UnixNano())
 	var ok sql.NullBool
@@ -32,10 +29,10 @@ type ownAnswer struct {
 	err  error
 }
 
-// checkOwn checks h on its own connection in a goroutine (heldLock.check)
-// and reports h lost when not held. With wait nil it asks only if the
-// connection is free, else returns nil; otherwise it waits for it until
-// wait ends (answering wait's error). Nil too when the driver is closing.
+// checkOwn checks h on its own connection in a goroutine and reports h
+// lost when not held. With wait nil it asks only if the connection is
+// free, else returns nil; otherwise it waits for it until wait ends
+// (answering wait's error). Nil too when the driver is closing.
 func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownAnswer {
 	if wait == nil && !h.mu.TryLock() {
 		return nil
@@ -70,7 +67,7 @@ func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownA
 		}
 		ok, _ := h.check(ctx)
 		if !ok && ctx.Err() == nil {
-			a.loseLocked(h)
+			a.dropLocked(h, true)
 		}
 		out <- ownAnswer{held: ok}
 	}()
@@ -92,13 +89,13 @@ func (h *heldLock) abandon() bool {
 // Lost event: the holder let go) when a release gave up meanwhile.
 func (a *advisoryDriver) unlock(h *heldLock) {
 	if h.giveUp.Load() {
-		a.dropLocked(h)
+		a.dropLocked(h, false)
 	}
 	h.mu.Unlock()
 }
 
-// probeOwnAll checks each of hs on its own connection (checkOwn) at once
-// and waits for the answers until ctx ends: a renewal on a full pool.
+// probeOwnAll checks each of hs on its own connection at once and waits
+// for the answers until ctx ends: a renewal on a full pool.
 func (a *advisoryDriver) probeOwnAll(ctx context.Context, hs []*heldLock) (held []bool, errs []error) {
 	held = make([]bool, len(hs))
 	errs = make([]error, len(hs))
@@ -132,9 +129,9 @@ func (a *advisoryDriver) stopBackground() {
 
 // lose marks h lost: forgets it, tells the subscribers, then drops its
 // connection, in that order, so that its holder is told before anyone else
-// can get the lock. It never waits for a busy connection: the event goes
-// out now, the connection is dropped when its statement ends (unlock), or
-// at once for a check of the driver's own (abort).
+// can get the lock. It never waits for a busy connection: that is dropped
+// when its statement ends (unlock), or at once for a check of the
+// driver's own (abort).
 func (a *advisoryDriver) lose(h *heldLock) {
 	if !h.mu.TryLock() {
 		a.forget(h)
@@ -143,18 +140,8 @@ func (a *advisoryDriver) lose(h *heldLock) {
 			return
 		}
 	}
-	a.loseLocked(h)
+	a.dropLocked(h, true)
 	h.mu.Unlock()
-}
-
-func (a *advisoryDriver) loseLocked(h *heldLock) {
-	if h.done {
-		return
-	}
-	h.done = true
-	a.forget(h)
-	a.tellLost(h)
-	discard(h.conn.conn)
 }
 
 // tellLost sends h's Lost event, once.

@@ -7,31 +7,24 @@ import (
 
 // A lock's session is what a probe compares with the server's answers
 // (heldLock.holds): its CONNECTION_ID() and a reading of the server's clock
-// during it, past the boot time and its first seconds (bootSlack), so that
-// after a restart another session with the same id is not taken for it.
+// past the boot time and its first seconds (bootSlack), so that after a
+// restart another session with the same id is not taken for it.
 //
-// Neither changes while the connection lives, so on the own pool the
-// session is read once per connection, with the boot time, and kept with
-// its socket; the acquire statement then reads the fence alone (the two
-// more columns cost 0.04–0.07 × a bare GET_LOCK + RELEASE_LOCK pair). A
-// lock starts with that boot time (heldLock.boot): a probe finding another
-// reports it lost. A connection made in the server's first seconds is kept
-// so only once an acquisition reads the clock past them (one second more
-// than a probe allows); until then, and on NewWithDB's pool, each
-// acquisition reads the session itself.
-//
-// As advisory locks themselves, this assumes a client connection is one
-// server session for life: not so behind a proxy that moves it.
+// Neither changes while the connection lives, so on the own pool it is
+// read once per connection, with the boot time, and kept with its socket
+// (the acquire statement's two more columns cost 0.04–0.07 × a bare
+// GET_LOCK + RELEASE_LOCK pair). A lock starts with that boot time
+// (heldLock.boot): a probe finding another reports it lost. A connection
+// made in the server's first seconds is kept so only once an acquisition
+// reads the clock past them; until then, and on NewWithDB's pool, each
+// acquisition reads the session itself. As advisory locks themselves, this
+// assumes a client connection is one server session for life: not so
+// behind a proxy that moves it.
 
-// session identifies a connection of a server's life: id, the clock
-// (takenSQL) during it, the boot time read with it (0: not read), and its
-// wait_timeout in seconds (advisory_idle.go).
-type session struct {
-	conn int64
-	at   int64
-	boot int64
-	wait int64
-}
+// session is a connection's CONNECTION_ID(), the clock (takenSQL) during
+// it, the boot time read with it (0: not read) and its wait_timeout in
+// seconds (advisory_idle.go).
+type session struct{ conn, at, boot, wait int64 }
 
 // sessionSQL reads a connection's session (without the boot time).
 const sessionSQL = "CONNECTION_ID(), " + takenSQL + ", @@wait_timeout"
@@ -39,12 +32,11 @@ const sessionSQL = "CONNECTION_ID(), " + takenSQL + ", @@wait_timeout"
 // Values of socket.boot besides a boot time.
 const (
 	bootUnread  = 0  // the session was never read
-	bootNoCache = -1 // reading it failed on the server's side: read it with every acquisition
+	bootNoCache = -1 // the server refused to tell: each acquisition reads it
 )
 
 // session returns conn's session, reading it with the boot time if never
-// asked; ok is false when the acquisition must read it (learn). A refused
-// statement makes conn's acquisitions read it themselves.
+// asked; ok is false when the acquisition must read it (learn).
 func (a *advisoryDriver) session(ctx context.Context, conn pinned) (s session, ok bool, err error) {
 	sock := conn.sock
 	if sock == nil {
@@ -66,8 +58,7 @@ func (a *advisoryDriver) session(ctx context.Context, conn pinned) (s session, o
 		return session{}, false, nil
 	case err != nil:
 		return session{}, false, err
-	case !boot.Valid:
-		// No boot time: probes compare ids alone.
+	case !boot.Valid: // probes compare ids alone
 		sock.sess.Store(&s)
 		return s, true, nil
 	}

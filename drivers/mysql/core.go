@@ -11,11 +11,9 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// core is what both mechanisms share: the pool and its sockets, the
-// settings, the subscribers, the schema's state and the driver's life.
-// Calls in flight are cut when Close's ctx ends or Close is done
-// (sqlkit.Life): the own pool's sockets are closed under them, and with
-// NewWithDB's pool their contexts end (bind).
+// core is what both mechanisms share. Calls in flight are cut when Close's
+// ctx ends or Close is done (sqlkit.Life): the own pool's sockets are
+// closed under them, and with NewWithDB's pool their contexts end (bind).
 type core struct {
 	db    *sql.DB
 	ownDB bool
@@ -43,14 +41,10 @@ func (c *core) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 	return func() { remove() }, nil
 }
 
-// close closes the driver once (a second call waits for the first): stop
-// (the mechanism's goroutines and connections), the subscribers, the own
-// pool; calls in flight are cut when ctx ends, or at the end.
+// close closes the driver (sqlkit.Life.Close): stop (the mechanism's
+// goroutines and connections), the subscribers, the own pool.
 func (c *core) close(ctx context.Context, stop func()) error {
-	if !c.life.Begin() {
-		return c.life.Wait(ctx, "mysql")
-	}
-	return c.life.End(ctx, "mysql", func(context.Context) error {
+	return c.life.Close(ctx, "mysql", nil, func(context.Context) error {
 		stop()
 		if c.socks != nil {
 			c.socks.hup.Close()
@@ -67,8 +61,7 @@ func (c *core) close(ctx context.Context, stop func()) error {
 	})
 }
 
-// bind returns ctx, also cancelled (cause ErrClosed) when Close cuts calls,
-// and its stop. With the own pool, ctx as is: cutting closes the sockets.
+// bind is life.Bind, but for the own pool, whose sockets Close cuts.
 func (c *core) bind(ctx context.Context) (context.Context, func()) {
 	if c.socks != nil {
 		return ctx, func() {}
@@ -76,8 +69,8 @@ func (c *core) bind(ctx context.Context) (context.Context, func()) {
 	return c.life.Bind(ctx)
 }
 
-// call runs f, a call on the store, unless the driver is closed, with ctx
-// bound (bind) and f's error marked (sqlkit.Life.ClosedErr).
+// call runs f unless the driver is closed, with ctx bound and f's error
+// marked (sqlkit.Life.ClosedErr).
 func call[T any](c *core, ctx context.Context, f func(context.Context) (T, error)) (res T, err error) {
 	if c.life.Closed() {
 		return res, ErrClosed
@@ -88,8 +81,7 @@ func call[T any](c *core, ctx context.Context, f func(context.Context) (T, error
 	return res, c.life.ClosedErr(err)
 }
 
-// acquireWith is a mechanism's Acquire: take, once ensure made the schema,
-// run as call does, errors marked permanent.
+// acquireWith is a mechanism's Acquire: take, once ensure made the schema.
 func (c *core) acquireWith(ctx context.Context, req drivers.AcquireRequest, ensure func(context.Context) error,
 	take func(context.Context, drivers.AcquireRequest) (drivers.AcquireResult, error)) (drivers.AcquireResult, error) {
 	res, err := call(c, ctx, func(ctx context.Context) (drivers.AcquireResult, error) {
@@ -133,7 +125,7 @@ type querier interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 }
 
-// queryRows runs q on db and scans each row into dest, then calls row.
+// queryRows scans each row of q into dest, then calls row.
 func queryRows(ctx context.Context, db querier, q string, args []any, dest []any, row func()) error {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -154,12 +146,12 @@ func (c *core) Ping(ctx context.Context) error {
 	return c.db.PingContext(ctx)
 }
 
-// serverTimeSQL reads the server's clock in µs since the Unix epoch, in UTC
-// throughout: neither time_zone nor the DSN's parseTime and loc shift it.
+// serverTimeSQL reads the server's clock in µs since the Unix epoch: in UTC
+// throughout, neither time_zone nor the DSN's parseTime and loc shift it.
 const serverTimeSQL = "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
 
-// ServerTime returns the server's clock (UTC_TIMESTAMP(6), microseconds),
-// the clock the table mode's expiries use. It connects at first use.
+// ServerTime returns the server's clock (UTC_TIMESTAMP(6)), the clock of
+// the table mode's expiries.
 func (c *core) ServerTime(ctx context.Context) (time.Time, error) {
 	return call(c, ctx, func(ctx context.Context) (time.Time, error) {
 		var us int64

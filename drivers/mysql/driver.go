@@ -62,14 +62,12 @@ func New(opts Options) (Driver, error) {
 	return newDriver(db, true, socks, s), nil
 }
 
-// NewWithDB returns a driver using db, a pool the application already has.
-// The driver never closes db (Close only returns or discards the
-// connections it pinned). Only the options about locks apply (Mode, Table,
-// FenceTable, Fence, ProbeInterval, PollInterval, WaiterLiveness,
-// RenewBatch, Retries); connection options
-// must be empty. db must run in autocommit mode (the default) and should be
-// opened with interpolateParams=true (one round trip per statement instead
-// of three) and without clientFoundRows.
+// NewWithDB returns a driver using db, a pool the application already has,
+// which it never closes (Close only returns or discards the connections it
+// pinned). Only the options about locks apply; connection options must be
+// empty. db must run in autocommit mode (the default) and should be opened
+// with interpolateParams=true (one round trip per statement instead of
+// three) and without clientFoundRows.
 func NewWithDB(db *sql.DB, opts Options) (Driver, error) {
 	if db == nil {
 		return nil, errors.New("mysql: nil *sql.DB")
@@ -96,7 +94,7 @@ func newDriver(db *sql.DB, own bool, socks *sockets, s settings) Driver {
 }
 
 // prefixed puts "mysql: " before an error, but makes a *config.Error an
-// invalid option (drivers.OptionsError) for the factory to put its path on.
+// invalid option (drivers.OptionsError) for the factory to name its path.
 func prefixed(err error) error {
 	var ce *config.Error
 	if errors.As(err, &ce) {

@@ -11,8 +11,8 @@ import (
 )
 
 // errNumber returns the number of the server error err holds, 0 for none.
-// A nil err costs nothing: me, which errors.As moves to the heap, is
-// declared past it (permanent runs on every acquire and release).
+// me, which errors.As moves to the heap, is declared past the nil check:
+// permanent runs on every acquire and release.
 func errNumber(err error) uint16 {
 	if err == nil {
 		return 0
@@ -56,8 +56,7 @@ func noBootSource(err error) bool {
 // read-only fail-over are not among them.
 var permanentErrors = []uint16{1044, 1045, 1049, 1142, 1143, 1227, 1251, 1370, 1698}
 
-// permanent returns err marked drivers.Permanent when it is one of
-// permanentErrors, else err unchanged.
+// permanent marks err drivers.Permanent when it is one of permanentErrors.
 func permanent(err error) error {
 	if errors.Is(err, drivers.ErrPermanent) || !slices.Contains(permanentErrors, errNumber(err)) {
 		return err

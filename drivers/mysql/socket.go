@@ -20,15 +20,11 @@ import (
 
 // Statements on pinned connections run with a context that cannot be
 // cancelled, and the caller's context is enforced by closing the socket
-// when it ends (context.AfterFunc). A cancellable context costs two
+// when it ends (context.AfterFunc): a cancellable context costs two
 // goroutine wake-ups per statement in go-sql-driver's watcher (20–25 µs on
-// loopback, a sixth of an advisory acquire+release pair); an AfterFunc costs
-// nothing unless it fires. The watcher too closes the socket, so a
-// cancelled statement costs its connection either way.
-//
-// This needs the socket, known only on the own pool (its connector dials
-// through sockets.dial); with NewWithDB's pool, or a network registered
-// with go-sql-driver, statements take the caller's context as is.
+// loopback, a sixth of an advisory acquire+release pair), and that watcher
+// too closes the socket. This needs the socket, known only on the own pool
+// (dialled by sockets.dial); elsewhere statements take the caller's context.
 
 // sockets maps the driver pool's connections to their sockets.
 type sockets struct {
@@ -39,7 +35,7 @@ type sockets struct {
 	hup   hangup.Watcher // tells when sockets holding locks hang up
 }
 
-// socket is a connection's network connection; cut closes it.
+// socket is a connection's network connection.
 type socket struct {
 	*sqlkit.Conn
 	owner *sockets
@@ -53,7 +49,7 @@ type socket struct {
 	noPrepare bool                   // prepares refused: run as text
 	ident     string                 // identity last written (advisory_holder.go)
 
-	hup hangup.Conn // its registration with owner.hup
+	hup hangup.Conn // watched by owner.hup
 }
 
 // Close closes the socket and forgets it.
@@ -63,14 +59,14 @@ func (s *socket) Close() error {
 		delete(s.owner.m, s.key)
 	}
 	s.owner.mu.Unlock()
-	s.owner.hup.Forget(&s.hup)
+	s.hup.Forget()
 	return s.Conn.Close()
 }
 
 // cut closes the socket under a statement running on it: the statement
 // fails at once and go-sql-driver drops the connection.
 func (s *socket) cut() {
-	s.owner.hup.Forget(&s.hup)
+	s.hup.Forget()
 	_ = s.Conn.Close()
 }
 
@@ -79,8 +75,7 @@ func (s *socket) cut() {
 type dialSlotKey struct{}
 
 // connector makes cfg's connections, recording their sockets in s, or is
-// cfg's own when the socket cannot be had: a network go-sql-driver does
-// not dial with a plain net.Dialer, as dial does, is the application's.
+// cfg's own for a network that dial, a plain net.Dialer, cannot dial.
 func (s *sockets) connector(cfg *gomysql.Config) (driver.Connector, error) {
 	if cfg.DialFunc == nil && slices.Contains([]string{"tcp", "tcp4", "tcp6", "unix"}, cfg.Net) {
 		cfg.DialFunc = s.dial
@@ -97,7 +92,8 @@ func (s *sockets) connector(cfg *gomysql.Config) (driver.Connector, error) {
 func (s *sockets) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	sock := &socket{owner: s}
-	c, err := s.conns.Dial(ctx, d.DialContext, network, addr, func() { s.hup.Forget(&sock.hup) })
+	sock.hup.Watch(&s.hup, sock)
+	c, err := s.conns.Dial(ctx, d.DialContext, network, addr, sock.hup.Forget)
 	if err != nil {
 		return nil, err
 	}
@@ -125,8 +121,7 @@ func (s *sockets) of(conn *sql.Conn) *socket {
 	return sock
 }
 
-// connector wraps go-sql-driver's connector to learn each connection's
-// socket.
+// connector wraps go-sql-driver's to learn each connection's socket.
 type connector struct {
 	inner driver.Connector
 	s     *sockets
@@ -162,30 +157,29 @@ type pinned struct {
 	sock *socket
 }
 
-// armHangup has fn called when the server closes or resets p's connection
-// (package hangup); without a socket, the probes find out.
+// armHangup has fn called when the server closes or resets p's connection;
+// without a socket, the probes find out.
 func (p pinned) armHangup(fn func()) {
 	if p.sock != nil {
-		p.sock.owner.hup.Arm(&p.sock.hup, p.sock, fn)
+		p.sock.hup.Arm(fn)
 	}
 }
 
 // disarmHangup undoes armHangup: p's connection holds no lock now.
 func (p pinned) disarmHangup() {
 	if p.sock != nil {
-		p.sock.owner.hup.Disarm(&p.sock.hup)
+		p.sock.hup.Disarm()
 	}
 }
 
-// queryRow runs q on p's connection and scans its one row into dest (see
-// run).
+// queryRow runs q on p's connection (run) and scans its row into dest.
 func (p pinned) queryRow(ctx context.Context, q string, args []any, dest ...any) error {
 	return p.run(ctx, func(ctx context.Context) error {
 		return p.conn.QueryRowContext(ctx, q, args...).Scan(dest...)
 	})
 }
 
-// exec runs q on p's connection like queryRow.
+// exec runs q on p's connection (run).
 func (p pinned) exec(ctx context.Context, q string, args []any) (res sql.Result, err error) {
 	err = p.run(ctx, func(ctx context.Context) error {
 		res, err = p.conn.ExecContext(ctx, q, args...)
@@ -195,8 +189,8 @@ func (p pinned) exec(ctx context.Context, q string, args []any) (res sql.Result,
 }
 
 // run runs f, a statement on p's connection, with ctx, or with a context
-// that cannot be cancelled while ctx's end closes the socket: the error
-// then wraps ctx's cause.
+// that cannot be cancelled while ctx's end closes the socket (the error
+// then wraps ctx's cause).
 func (p pinned) run(ctx context.Context, f func(context.Context) error) error {
 	if p.sock == nil || ctx.Done() == nil {
 		return f(ctx)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/internal/backoff"
 	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
@@ -96,9 +97,8 @@ func (d *tableDriver) Close(ctx context.Context) error {
 const heldMark = 1 << 62
 
 // Table mode statements (acquire: table_fair.go). The clock is the
-// database's UTC_TIMESTAMP(6), whatever the session's time_zone; a lock is
-// expired when expires_at < now. %s is the quoted table; values are
-// parameters.
+// database's UTC_TIMESTAMP(6); a lock is expired when expires_at < now. %s
+// is the quoted table; values are parameters.
 const (
 	// tableReleaseSQL frees the row if token holds it, keeping the row
 	// (and its fence). LAST_INSERT_ID(fence) >= 1 tells that it matched.
@@ -129,7 +129,7 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	if !d.watch.watching(req.Key) {
 		// Not waited for: its row most likely exists and is free. A plain
 		// UPDATE costs 1.05-1.09× a bare upsert-if-expired + DELETE pair,
-		// an upsert of an existing row 1.3-1.4×.
+		// an upsert 1.3-1.4×.
 		var n int64
 		id, n, err = d.tableExec(ctx, d.retakeSQL, req.Token, req.TTL.Microseconds(), d.id, keyHash(req.Key), d.id)
 		if err != nil {
@@ -142,7 +142,7 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	}
 	args := []any{keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
 	// The short statement (takes a free row nobody else queues for, or
-	// inserts it; changes nothing otherwise), then the queueing one.
+	// inserts it), then the queueing one.
 	id, _, err = d.tableExec(ctx, d.takeSQL, args...)
 	if err == nil && id >= heldMark && d.s.liveness > 0 && !d.watch.queued(req.Key) {
 		id, _, err = d.tableExec(ctx, d.acquireSQL, args...)
@@ -191,21 +191,13 @@ func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) 
 	return id, n, err
 }
 
-// retryPolicy spaces a statement's retries: 5 ms doubling to 20 ms,
-// jittered so that the two sides of a deadlock do not collide again.
+// retryPolicy spaces a statement's retries: 5 ms doubling to 20 ms.
 var retryPolicy = backoff.Policy{Start: 5 * time.Millisecond, Cap: 20 * time.Millisecond}
 
 // retry runs f again, up to d.s.retries times, while it fails retryable
 // or interrupted.
 func (d *tableDriver) retry(ctx context.Context, f func() error) error {
-	b := retryPolicy.New()
-	for attempt := 0; ; attempt++ {
-		err := f()
-		if err == nil || attempt >= d.s.retries || !retryable(err) && !interrupted(ctx, err) {
-			return err
-		}
-		if !backoff.Sleep(ctx, b.Next()) {
-			return err
-		}
-	}
+	return sqlkit.Retry(ctx, retryPolicy, f, func(attempt int, err error) bool {
+		return attempt <= d.s.retries && (retryable(err) || interrupted(ctx, err))
+	})
 }

@@ -10,10 +10,8 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// Rows of names released or expired that no driver queues for are deleted
-// by a goroutine of each table-mode driver, every half of the longest ttl
-// it took a lock with (internal/reclaim): per-request names do not grow the
-// table.
+// Rows free and not queued for are deleted by each table-mode driver every
+// half of the longest ttl it took a lock with (internal/reclaim).
 //
 // A deleted row's fence must not start again from 1: the one-row floor
 // table (name + floorSuffix) is raised to the highest fence deleted, in the
@@ -51,8 +49,7 @@ func (d *tableDriver) noteTTL(ttl time.Duration) {
 	d.reclaim.Note(ttl, func(ctx context.Context) { _, _ = d.reclaimRows(ctx) })
 }
 
-// reclaimRows deletes the reclaimable rows, reclaimBatch per transaction,
-// and returns how many.
+// reclaimRows deletes the reclaimable rows and returns how many.
 func (d *tableDriver) reclaimRows(ctx context.Context) (int64, error) {
 	return sqlkit.Drain(ctx, reclaimBatch, d.reclaimBatch)
 }
@@ -121,7 +118,7 @@ type hashFence struct {
 	fence uint64
 }
 
-// queryHashes runs q on db, a pool or a transaction, and returns its rows.
+// queryHashes returns the rows of q.
 func queryHashes(ctx context.Context, db querier, q string, args ...any) ([]hashFence, error) {
 	var out []hashFence
 	var h hashFence

@@ -56,7 +56,7 @@ func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 	}
 	h := advisoryKey(req.Key)
 	d.mu.Lock()
-	if d.closed {
+	if d.life.Closed() {
 		d.mu.Unlock()
 		return drivers.AcquireResult{}, ErrClosed
 	}

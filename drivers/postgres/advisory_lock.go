@@ -43,7 +43,9 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireR
 	}
 	var fence int64
 	if wait > 0 {
-		err = s.conn.QueryRow(ctx, d.sql.waitLock, h, lockTimeout(wait)).Scan(&fence)
+		// lock_timeout in ms, at least 1 (0: no limit)
+		timeout := strconv.FormatInt(max(wait.Milliseconds(), 1), 10)
+		err = s.conn.QueryRow(ctx, d.sql.waitLock, h, timeout).Scan(&fence)
 		// lock_timeout, deadlock, a cancel not ours: not acquired, unless
 		// granted as the timeout fired (a session lock outlives the
 		// statement's error): then drop it
@@ -84,8 +86,8 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireR
 
 // identify makes s show the identity of the token it takes a lock for
 // (sqlkit.Identity) at the end of its application_name (the configured one
-// cut to fit), for Inspect in other sessions: one statement when it
-// changes. All of a session's locks show its last acquisition's identity.
+// cut to fit), for Inspect in other sessions, when it changes. All of a
+// session's locks show its last acquisition's identity.
 func (d *advisoryDriver) identify(ctx context.Context, s *session, token string) error {
 	id := sqlkit.Identity(token, maxIdentity)
 	if id == s.ident {
@@ -139,10 +141,9 @@ func (d *advisoryDriver) drop(ctx context.Context, s *session, h int64) bool {
 
 // releaseSlot takes s's slot for a release or a handover, and returns the
 // statement's context and the slot's release. An advisory lock never
-// expires: a release must not be given up because another statement held
-// the slot. When ctx ends first, it waits on, and runs the statement,
-// within StallTimeout; failing that, it gives the session up and closes
-// the connection, which frees its locks.
+// expires, so a release is not given up when ctx ends first: it waits on,
+// and runs the statement, within StallTimeout; failing that, it closes the
+// connection, which frees its locks.
 func (d *advisoryDriver) releaseSlot(ctx context.Context, s *session) (context.Context, func(), error) {
 	if s.lock(ctx) == nil {
 		return ctx, s.unlock, nil
@@ -279,11 +280,6 @@ func advisorySQL(n names) advisoryStatements {
 func advisoryKey(key string) int64 {
 	sum := sha256.Sum256([]byte(key))
 	return int64(binary.BigEndian.Uint64(sum[:8]))
-}
-
-// lockTimeout is a wait as lock_timeout, in ms, at least 1 (0: no limit).
-func lockTimeout(d time.Duration) string {
-	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
 }
 
 // maxIdentity is how much of application_name PostgreSQL keeps.

@@ -34,10 +34,8 @@ type session struct {
 	waiter bool        // may run blocking waits (not the main session)
 	ident  string      // what identify set (guarded by slot)
 
-	hup    *hangup.Watcher // the driver's
-	hupC   hangup.Conn     // the connection's registration with hup
-	sc     syscall.Conn    // the socket; nil: not watched (probes find the break)
-	hungUp func()          // what hup calls: the driver's hungUp
+	hup    hangup.Conn // watched by the driver's; no socket: not (probes find the break)
+	hungUp func()      // what hup calls: the driver's hungUp
 
 	locks     map[int64]*advLock // guarded by the driver's mu
 	dead      atomic.Bool        // written under the driver's mu
@@ -70,16 +68,16 @@ func (s *session) tryLock() bool {
 
 // busy watches s for hang-ups only: a statement's reply must not wake it.
 func (s *session) busy() {
-	if s.sc != nil && !s.dead.Load() {
-		s.hup.Arm(&s.hupC, s.sc, s.hungUp)
+	if !s.dead.Load() {
+		s.hup.Arm(s.hungUp)
 	}
 }
 
 // unlock gives the slot back: the watch now also reads what the server
 // sends unasked. The last statement on a dead session closes it.
 func (s *session) unlock() {
-	if s.sc != nil && !s.dead.Load() {
-		s.hup.ArmPeek(&s.hupC, s.sc, s.hungUp, func(first byte) bool { return first == 'E' })
+	if !s.dead.Load() {
+		s.hup.ArmPeek(s.hungUp, func(first byte) bool { return first == 'E' })
 	}
 	s.slot.Unlock()
 	if s.dead.Load() {
@@ -98,13 +96,13 @@ func (s *session) reap() {
 
 // closeConn closes the connection; the caller holds the slot.
 func (s *session) closeConn(ctx context.Context) {
-	s.hup.Forget(&s.hupC)
+	s.hup.Forget()
 	s.closeOnce.Do(func() { _ = s.conn.Close(context.WithoutCancel(ctx)) })
 }
 
 // cut closes the socket under a stuck statement (pgx tolerates it).
 func (s *session) cut() {
-	s.hup.Forget(&s.hupC)
+	s.hup.Forget()
 	s.closeOnce.Do(func() { _ = s.conn.PgConn().Conn().Close() })
 }
 
@@ -144,8 +142,8 @@ func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	s := &session{conn: conn, waiter: waiter, locks: map[int64]*advLock{},
-		hup: &d.hup, sc: socketOf(conn.PgConn().Conn())}
+	s := &session{conn: conn, waiter: waiter, locks: map[int64]*advLock{}}
+	s.hup.Watch(&d.hup, socketOf(conn.PgConn().Conn()))
 	s.hungUp = func() { d.hungUp(s) }
 	return s, nil
 }
@@ -190,7 +188,7 @@ func (d *advisoryDriver) broken(s *session) {
 func (d *advisoryDriver) settle(s *session) bool {
 	if s.conn.IsClosed() {
 		d.broken(s)
-		s.hup.Forget(&s.hupC)
+		s.hup.Forget()
 		return true
 	}
 	return s.dead.Load()
@@ -209,7 +207,7 @@ func (s *session) close(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer s.slot.Unlock()
-	s.hup.Forget(&s.hupC)
+	s.hup.Forget()
 	var err error
 	s.closeOnce.Do(func() { err = s.conn.Close(ctx) })
 	return err
@@ -219,7 +217,7 @@ func (s *session) close(ctx context.Context) error {
 func (d *advisoryDriver) mainSession(ctx context.Context) (*session, error) {
 	for {
 		d.mu.Lock()
-		if d.closed {
+		if d.life.Closed() {
 			d.mu.Unlock()
 			return nil, ErrClosed
 		}
@@ -264,7 +262,7 @@ const waiterRedial = time.Second
 // blocking wait; nil when all MaxSessions are in use or none opens now.
 func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 	d.mu.Lock()
-	if d.closed {
+	if d.life.Closed() {
 		d.mu.Unlock()
 		return nil, ErrClosed
 	}
@@ -305,7 +303,7 @@ func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 // adopt registers a new session, or closes it when the driver closed.
 func (d *advisoryDriver) adopt(ctx context.Context, s *session, waiter bool) bool {
 	d.mu.Lock()
-	if d.closed {
+	if d.life.Closed() {
 		d.mu.Unlock()
 		s.closeConn(ctx)
 		return false
@@ -322,5 +320,5 @@ func (d *advisoryDriver) adopt(ctx context.Context, s *session, waiter bool) boo
 func (d *advisoryDriver) alive(s *session) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return !s.dead.Load() && !d.closed
+	return !s.dead.Load() && !d.life.Closed()
 }

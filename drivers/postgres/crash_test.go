@@ -245,7 +245,7 @@ func TestGuardWhenAsync(t *testing.T) {
 				defer closeDriver(t, d)
 			}
 			var got bool
-			if err := tableOf(d).run(ctx, func(ctx context.Context, q querier) error { got = q.boot().guard; return nil }); err != nil {
+			if err := tableOf(d).run(ctx, func(ctx context.Context, q querier) error { got = q.b.guard; return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if got != tc.want {

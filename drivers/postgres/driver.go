@@ -51,10 +51,10 @@ func New(opts Options) (Driver, error) {
 
 // NewWithPool returns a Driver using pool, which it never closes. Table mode
 // runs its statements on the pool. Advisory mode (and every subscription's
-// LISTEN connection) opens its own connections with the pool's connection
-// configuration (pool.Config().ConnConfig): they do not count against the
-// pool's MaxConns and the pool's BeforeConnect/AfterConnect hooks do not run
-// for them. Connection fields of opts (URL, Host, ...) must be empty.
+// LISTEN connection) opens its own connections with pool.Config().ConnConfig:
+// they do not count against the pool's MaxConns, and its BeforeConnect and
+// AfterConnect hooks do not run for them. Connection fields of opts (URL,
+// Host, ...) must be empty.
 func NewWithPool(pool *pgxpool.Pool, opts Options) (Driver, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrOptions)
@@ -82,10 +82,9 @@ func (b *base) build(cfg *pgxpool.Config, pool *pgxpool.Pool) Driver {
 
 // Factory returns the "postgres" driver factory. Its configuration keys are
 // Options' koanf tags; with driver.client naming a *pgxpool.Pool, the
-// connection keys must be absent. Each invalid option (an unknown key and a
-// value of the wrong type included) is a *config.Error at its full key path
-// ("mutex.orders.driver.mode: ...") that also wraps ErrOptions, as the
-// errors of New do.
+// connection keys must be absent. Each invalid option is a *config.Error at
+// its full key path ("mutex.orders.driver.mode: ...") that also wraps
+// ErrOptions, as the errors of New do.
 func Factory() drivers.Factory {
 	f := kit.NewFactory("a *pgxpool.Pool", New, NewWithPool)
 	f.ConnectionKeys, f.ClientOptions = connectionKeys, "the pool's own configuration applies"
@@ -98,8 +97,7 @@ var connectionKeys = []string{"url", "host", "port", "database", "username", "pa
 
 func connectionKey(o Options) string { return kit.SetKey(o, connectionKeys...) }
 
-// base is what both drivers share: options, names, connection
-// configuration, schema, subscriptions and the driver's life.
+// base is what both drivers share.
 type base struct {
 	// A Driver prints, marshals and logs as its Options do, and nothing
 	// else: its connection configurations hold the password.
@@ -114,9 +112,8 @@ type base struct {
 	ddl    sqlkit.Schema
 	schema []schemaObject // what ensureSchema creates
 
-	mu      sync.Mutex
-	closed  bool
-	subs    kit.Listeners      // added and cleared under mu, with closed
+	mu      sync.Mutex         // Close's detach runs under it
+	subs    kit.Listeners      // added under mu while open, cleared by Close
 	lisStop context.CancelFunc // the LISTEN goroutine, from its first use to Close
 	lisDone chan struct{}
 	// the channels the LISTEN connection listens on; heard, when set, gets
@@ -124,11 +121,10 @@ type base struct {
 	channels []string
 	heard    func(key string)
 
-	// The life ends when Close's ctx ends or Close is done. Close must not
-	// wait for a statement stuck on a stalled link, nor for pgx cancelling
-	// one (up to 15 s): statements end with the life (life.Bind), and the
-	// owned pool's connections, pgx's cancel ones too, close with it
-	// (lifeDial, conns).
+	// Close must not wait for a statement stuck on a stalled link, nor for
+	// pgx cancelling one (up to 15 s): statements end with the life
+	// (life.Bind), and the owned pool's connections, pgx's cancel ones
+	// too, close with it (lifeDial, conns).
 	life  sqlkit.Life
 	conns sqlkit.Conns
 }
@@ -160,22 +156,21 @@ func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
 	}
 }
 
-// shutdown is Close: it marks the driver closed, ends the subscriptions,
-// calls detach under b.mu (the driver forgets what it holds), stops the
-// LISTEN goroutine and calls release (the driver closes its connections);
-// calls in flight are cut when ctx ends. A second call waits for the first.
+// shutdown is Close: it marks the driver closed, then, under b.mu, ends
+// the subscriptions and calls detach (the driver forgets what it holds),
+// stops the LISTEN goroutine and calls release (the driver closes its
+// connections); calls in flight are cut when ctx ends. A second call waits
+// for the first.
 func (b *base) shutdown(ctx context.Context, detach func(), release func(context.Context) error) error {
 	var lisStop context.CancelFunc
 	var lisDone chan struct{}
-	if !kit.CloseOnce(&b.mu, &b.closed, func() {
-		b.life.Begin()
+	return b.life.Close(ctx, "postgres", func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
 		lisStop, lisDone = b.lisStop, b.lisDone
 		b.subs.Clear()
 		detach()
-	}) {
-		return b.life.Wait(ctx, "postgres")
-	}
-	return b.life.End(ctx, "postgres", func(ctx context.Context) error {
+	}, func(ctx context.Context) error {
 		if lisStop != nil {
 			lisStop()
 			<-lisDone
@@ -195,20 +190,21 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 // released unnotified; in advisory mode only with MaxSessions 1 do
 // releases notify (otherwise waiters wait in the server).
 func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
-	if err := kit.LockOpen(ctx, &b.mu, &b.closed); err != nil {
+	b.mu.Lock() // Close's detach clears subs under it
+	defer b.mu.Unlock()
+	if err := b.life.Check(ctx); err != nil {
 		return nil, err
 	}
 	remove := b.subs.Add(fn)
 	b.startListenerLocked()
-	b.mu.Unlock()
 	return func() { remove() }, nil
 }
 
 // startListenerLocked starts, with b.mu held, the LISTEN goroutine shared
 // by the subscriptions and the waiting acquisitions, unless it runs or the
-// driver is closed. It runs until Close.
+// driver is closed.
 func (b *base) startListenerLocked() {
-	if b.closed || b.lisDone != nil {
+	if b.life.Closed() || b.lisDone != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
@@ -54,21 +55,15 @@ func retryable(err error) bool {
 
 // retry runs f until it succeeds or fails for good: conflicts are retried
 // for up to conflictBudget, other retryable failures (a statement
-// cancelledByOthers among them) five times, with short jittered pauses
-// (retryPolicy) so that conflicting callers do not meet again.
+// cancelledByOthers among them) five times, with short pauses (retryPolicy).
 func retry(ctx context.Context, f func() error) error {
-	b := retryPolicy.New()
 	until := time.Now().Add(conflictBudget)
-	for attempt := 1; ; attempt++ {
-		err := f()
-		if err == nil || !retryable(err) && !cancelledByOthers(ctx, err) ||
-			conflict(err) && time.Now().After(until) || !conflict(err) && attempt == 5 {
-			return err
+	return sqlkit.Retry(ctx, retryPolicy, f, func(attempt int, err error) bool {
+		if conflict(err) {
+			return !time.Now().After(until)
 		}
-		if !backoff.Sleep(ctx, b.Next()) {
-			return ctx.Err()
-		}
-	}
+		return attempt < 5 && (retryable(err) || cancelledByOthers(ctx, err))
+	})
 }
 
 // retryPolicy spaces retry's attempts: 1 ms doubling to 32 ms.

@@ -18,8 +18,6 @@ type querier struct {
 	b bootState
 }
 
-func (q querier) boot() bootState { return q.b }
-
 // getPool returns the pool, creating the owned one (connecting nothing) at
 // first use.
 func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
@@ -39,9 +37,8 @@ func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 	return p, nil
 }
 
-// run runs f on a pooled connection, with the schema in place, retrying
-// (retry), and recreating the schema once if it was dropped. Close cuts it
-// (life.Bind).
+// run runs f on a pooled connection, with the schema in place, retrying,
+// and recreating the schema once if it was dropped. Close cuts it.
 func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q querier) error) error {
 	ctx, stop := d.life.Bind(ctx)
 	defer stop()
@@ -91,7 +88,7 @@ func crashedSince(err error) bool {
 // fencing returns the fence-taking statements for q, and the crash mark
 // to append to their arguments when guarded.
 func (d *tableDriver) fencing(q querier) (*fencedStatements, []any) {
-	if b := q.boot(); b.guard {
+	if b := q.b; b.guard {
 		return &d.sql.guarded, []any{b.mark}
 	}
 	return &d.sql.plain, nil
@@ -99,7 +96,6 @@ func (d *tableDriver) fencing(q querier) (*fencedStatements, []any) {
 
 // Each driver that took locks deletes the rows free and not queued for,
 // every half of the longest ttl it took one with (internal/reclaim).
-//
 // Fences stay increasing across a deletion: all come from one sequence. A
 // draw for an existing row is made under its lock, after the release it
 // follows. A draw for a row acquire did not see precedes its insert: had

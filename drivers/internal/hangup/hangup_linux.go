@@ -31,24 +31,7 @@ type Watcher struct {
 	wg      sync.WaitGroup
 }
 
-// Arm calls onHup once when the peer of sc, registered as c, closes or
-// resets the connection, unless Disarm or Forget comes first. A hang-up
-// that came while c was not armed calls it at once. Where epoll is not
-// available, or sc has no descriptor, it does nothing.
-func (w *Watcher) Arm(c *Conn, sc syscall.Conn, onHup func()) { w.arm(c, sc, onHup, nil) }
-
-// ArmPeek is Arm that also watches for bytes the peer sends unasked: the
-// first byte is peeked at (never read), and onHup is called when end says
-// that it ends the session (a store that says so before it closes), or at
-// the end of the stream. Bytes that do not end it leave c watched for
-// hang-ups only. Arm it while no statement runs on the connection (whose
-// reply would wake it), and Disarm it, or Arm it for hang-ups only,
-// before the next.
-func (w *Watcher) ArmPeek(c *Conn, sc syscall.Conn, onHup func(), end func(first byte) bool) {
-	w.arm(c, sc, onHup, end)
-}
-
-func (w *Watcher) arm(c *Conn, sc syscall.Conn, onHup func(), peek func(byte) bool) {
+func (w *Watcher) arm(c *Conn, onHup func(), peek func(byte) bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || !w.startLocked() {
@@ -59,7 +42,7 @@ func (w *Watcher) arm(c *Conn, sc syscall.Conn, onHup func(), peek func(byte) bo
 	case c.id == 0:
 		op = unix.EPOLL_CTL_ADD
 		w.nextID++
-		c.id, c.sc = w.nextID, sc
+		c.id = w.nextID
 		w.byID[c.id] = c
 	case !c.fired && peek == nil && c.peek == nil:
 		c.onHup = onHup
@@ -77,16 +60,13 @@ func (w *Watcher) arm(c *Conn, sc syscall.Conn, onHup func(), peek func(byte) bo
 	c.fired, c.onHup, c.peek = false, onHup, peek
 }
 
-// Disarm forgets c's function: its connection holds nothing to lose now.
-func (w *Watcher) Disarm(c *Conn) {
+func (w *Watcher) disarm(c *Conn) {
 	w.mu.Lock()
 	c.onHup = nil
 	w.mu.Unlock()
 }
 
-// Forget drops c's registration: its connection is being closed (the
-// kernel drops it from epoll with its descriptor).
-func (w *Watcher) Forget(c *Conn) {
+func (w *Watcher) forget(c *Conn) {
 	w.mu.Lock()
 	w.forgetLocked(c)
 	w.mu.Unlock()
@@ -96,7 +76,7 @@ func (w *Watcher) forgetLocked(c *Conn) {
 	if c.id != 0 {
 		delete(w.byID, c.id)
 	}
-	*c = Conn{}
+	c.id, c.onHup, c.peek, c.fired = 0, nil, nil, false // (w and sc stay: read unlocked)
 }
 
 // startLocked starts the loop at the first arm; false when epoll cannot be

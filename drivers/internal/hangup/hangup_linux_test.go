@@ -48,12 +48,13 @@ func arm(t *testing.T, w *Watcher, end func(byte) bool) armed {
 	t.Helper()
 	a := armed{c: &Conn{}}
 	a.local, a.peer = pair(t)
+	a.c.Watch(w, a.local)
 	fn, called := signal()
 	a.called = called
 	if end != nil {
-		w.ArmPeek(a.c, a.local, fn, end)
+		a.c.ArmPeek(fn, end)
 	} else {
-		w.Arm(a.c, a.local, fn)
+		a.c.Arm(fn)
 	}
 	return a
 }
@@ -119,11 +120,11 @@ func TestDisarm(t *testing.T) {
 	var w Watcher
 	defer w.Close()
 	a := arm(t, &w, nil)
-	w.Disarm(a.c)
+	a.c.Disarm()
 	a.peer.Close()
 	settle(t, &w) // the hang-up fired with nothing armed
 	fn, called := signal()
-	w.Arm(a.c, a.local, fn)
+	a.c.Arm(fn)
 	waitCall(t, called, "arming after a hang-up")
 	noCall(t, a.called, "a disarmed function")
 }
@@ -134,7 +135,7 @@ func TestForget(t *testing.T) {
 	var w Watcher
 	defer w.Close()
 	a := arm(t, &w, nil)
-	w.Forget(a.c)
+	a.c.Forget()
 	a.local.Close()
 	a.peer.Close()
 	settle(t, &w)
@@ -182,14 +183,14 @@ func TestArmPeekBusy(t *testing.T) {
 	defer w.Close()
 	end := func(b byte) bool { return b == 'E' }
 	a := arm(t, &w, end)
-	w.Arm(a.c, a.local, func() { a.called <- struct{}{} })
+	a.c.Arm(func() { a.called <- struct{}{} })
 	if _, err := a.peer.Write([]byte("E reply")); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, &w)
 	noCall(t, a.called, "bytes while armed for hang-ups only")
 	fn, called := signal()
-	w.ArmPeek(a.c, a.local, fn, end)
+	a.c.ArmPeek(fn, end)
 	waitCall(t, called, "arming with ArmPeek over an ending message")
 	noCall(t, a.called, "the function armed before")
 }
@@ -201,7 +202,7 @@ func TestClosed(t *testing.T) {
 	a := arm(t, &w, nil)
 	w.Close()
 	fn, called := signal()
-	w.Arm(a.c, a.local, fn)
+	a.c.Arm(fn)
 	a.peer.Close()
 	noCall(t, called, "after Close")
 	noCall(t, a.called, "after Close")
@@ -214,9 +215,10 @@ func BenchmarkArmBusyIdle(b *testing.B) {
 	defer w.Close()
 	local, _ := pair(b)
 	var c Conn
+	c.Watch(&w, local)
 	end := func(byte) bool { return true }
 	for b.Loop() {
-		w.Arm(&c, local, func() {})
-		w.ArmPeek(&c, local, func() {}, end)
+		c.Arm(func() {})
+		c.ArmPeek(func() {}, end)
 	}
 }

@@ -18,18 +18,18 @@ import (
 	"github.com/mutexfx/mutexfx/internal/lifectx"
 )
 
-// Life is a driver's life. It is closed when Close starts (Begin), and
-// its calls in flight are cut (their contexts, bound with Bind, end with
-// cause drivers.ErrClosed) when Close's ctx ends or Close is done,
-// whichever comes first, rather than waited for: a statement may be stuck
-// on a stalled link. Call Init before use.
+// Life is a driver's life. It is closed when Close starts, and its calls
+// in flight are cut (their contexts, bound with Bind, end with cause
+// drivers.ErrClosed) when Close's ctx ends or Close is done, whichever
+// comes first, rather than waited for: a statement may be stuck on a
+// stalled link. Call Init before use.
 type Life struct {
 	began   atomic.Bool
 	closing context.Context // ends when Close starts: the driver's goroutines end
 	stop    context.CancelFunc
 	life    context.Context // ends when the calls in flight are cut
 	cut     context.CancelCauseFunc
-	done    chan struct{} // closed when End returns
+	done    chan struct{} // closed when the first Close returns
 }
 
 // Init makes l open.
@@ -71,22 +71,27 @@ func (l *Life) ClosedErr(err error) error {
 	return err
 }
 
-// Begin starts Close: it reports false when Close had started already.
-func (l *Life) Begin() bool {
+// Close is a driver's idempotent Close. The first call marks l closed,
+// runs begin (if not nil: the driver takes, under its own mutex, what
+// Close ends), then release (the driver lets its connections go), and
+// cuts the calls in flight, then calls cut (if not nil), when ctx ends or
+// release is done. It returns release's error, or ctx's when ctx ended
+// first (calls may have been cut), named for driver ("mysql: close:
+// ..."). A later call returns when the first is done, or with ctx's error.
+func (l *Life) Close(ctx context.Context, driver string, begin func(), release func(context.Context) error, cut func()) error {
 	if l.began.Swap(true) {
-		return false
+		select {
+		case <-l.done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("%s: close: %w", driver, ctx.Err())
+		}
 	}
 	l.stop()
-	return true
-}
-
-// End is the rest of Close, after Begin: it calls release (the driver
-// lets its connections go), and cuts the calls in flight, then calls cut
-// (if not nil), when ctx ends or release is done. It returns release's
-// error, or ctx's when ctx ended first (calls may have been cut), named
-// for driver ("mysql: close: ...").
-func (l *Life) End(ctx context.Context, driver string, release func(context.Context) error, cut func()) error {
 	defer close(l.done)
+	if begin != nil {
+		begin()
+	}
 	end := func() {
 		l.cut(drivers.ErrClosed)
 		if cut != nil {
@@ -100,17 +105,6 @@ func (l *Life) End(ctx context.Context, driver string, release func(context.Cont
 		err = fmt.Errorf("%s: close: %w", driver, ctx.Err())
 	}
 	return err
-}
-
-// Wait is a second Close: it returns when the first is done, or with
-// ctx's error (named for driver) when ctx ends first.
-func (l *Life) Wait(ctx context.Context, driver string) error {
-	select {
-	case <-l.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%s: close: %w", driver, ctx.Err())
-	}
 }
 
 // Schema is whether a driver's schema (its tables, sequences...) is known

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
 // TestSlot: a held slot is not taken again; LockContext gives up with the
@@ -48,10 +49,10 @@ func TestSlot(t *testing.T) {
 	s.Unlock()
 }
 
-// TestLifeEnd: Close's calls are cut when its ctx ends before release is
-// done (End then returns ctx's error, named), or when release is done;
-// Begin starts Close once.
-func TestLifeEnd(t *testing.T) {
+// TestLifeClose: Close's calls are cut when its ctx ends before release is
+// done (Close then returns ctx's error, named), or when release is done;
+// begin runs once, after the life is closed.
+func TestLifeClose(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration // Close's ctx; release takes a second
@@ -69,16 +70,16 @@ func TestLifeEnd(t *testing.T) {
 				if err := l.Check(context.Background()); err != nil || l.Closed() {
 					t.Fatalf("open: Check = %v, Closed = %v", err, l.Closed())
 				}
-				if !l.Begin() || l.Begin() {
-					t.Fatal("Begin: want true once, then false")
-				}
-				if err := l.Check(context.Background()); !errors.Is(err, drivers.ErrClosed) {
-					t.Fatalf("Check after Begin = %v", err)
-				}
 				ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
 				defer cancel()
 				var cut atomic.Bool
-				err := l.End(ctx, "test", func(context.Context) error {
+				begun := 0
+				err := l.Close(ctx, "test", func() {
+					begun++
+					if err := l.Check(context.Background()); !errors.Is(err, drivers.ErrClosed) {
+						t.Errorf("Check in begin = %v", err)
+					}
+				}, func(context.Context) error {
 					select {
 					case <-call.Done():
 					case <-time.After(time.Second):
@@ -87,7 +88,10 @@ func TestLifeEnd(t *testing.T) {
 				}, func() { cut.Store(true) })
 				<-call.Done() // (cancelled by an AfterFunc of the life)
 				if (err != nil) != tc.wantErr || !cut.Load() || !errors.Is(context.Cause(call), drivers.ErrClosed) {
-					t.Fatalf("End = %v, cut %v, call's cause %v", err, cut.Load(), context.Cause(call))
+					t.Fatalf("Close = %v, cut %v, call's cause %v", err, cut.Load(), context.Cause(call))
+				}
+				if err := l.Close(context.Background(), "test", func() { begun++ }, nil, nil); err != nil || begun != 1 {
+					t.Fatalf("second Close = %v, begin run %d times; want nil, once", err, begun)
 				}
 				if err := l.ClosedErr(errors.New("x")); !errors.Is(err, drivers.ErrClosed) {
 					t.Fatalf("ClosedErr after Close = %v", err)
@@ -97,23 +101,20 @@ func TestLifeEnd(t *testing.T) {
 	}
 }
 
-// TestDrain: rounds run until one deletes fewer than a batch or fails.
 // TestLifeSecondClose: a second Close waits for the first to finish, or
 // for its own ctx.
 func TestLifeSecondClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l Life
 		l.Init()
-		if !l.Begin() || l.Begin() {
-			t.Fatal("Begin: want true once, then false")
-		}
 		release := make(chan struct{})
 		first := make(chan error, 1)
 		go func() {
-			first <- l.End(context.Background(), "x", func(context.Context) error { <-release; return nil }, nil)
+			first <- l.Close(context.Background(), "x", nil, func(context.Context) error { <-release; return nil }, nil)
 		}()
+		synctest.Wait()
 		second := make(chan error, 1)
-		go func() { second <- l.Wait(context.Background(), "x") }()
+		go func() { second <- l.Close(context.Background(), "x", nil, nil, nil) }()
 		synctest.Wait()
 		select {
 		case err := <-second:
@@ -122,8 +123,8 @@ func TestLifeSecondClose(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if err := l.Wait(ctx, "x"); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Wait with an ending ctx = %v; want DeadlineExceeded", err)
+		if err := l.Close(ctx, "x", nil, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close with an ending ctx = %v; want DeadlineExceeded", err)
 		}
 		close(release)
 		if err := <-first; err != nil {
@@ -135,6 +136,7 @@ func TestLifeSecondClose(t *testing.T) {
 	})
 }
 
+// TestDrain: rounds run until one deletes fewer than a batch or fails.
 func TestDrain(t *testing.T) {
 	errRound := errors.New("round")
 	for _, tc := range []struct {
@@ -250,4 +252,35 @@ func TestConns(t *testing.T) {
 	if c, err := dial(); c != nil || !errors.Is(err, drivers.ErrClosed) {
 		t.Fatalf("Dial after Cut = %v, %v; want ErrClosed", c, err)
 	}
+}
+
+// TestRetry: attempts go on while again allows; a ctx ending in a pause
+// returns its cause and f's last error.
+func TestRetry(t *testing.T) {
+	errF := errors.New("f")
+	synctest.Test(t, func(t *testing.T) {
+		runs := 0
+		err := Retry(context.Background(), backoff.Policy{Start: time.Millisecond}, func() error {
+			runs++
+			if runs < 3 {
+				return errF
+			}
+			return nil
+		}, func(int, error) bool { return true })
+		if err != nil || runs != 3 {
+			t.Fatalf("Retry = %v after %d runs; want nil after 3", err, runs)
+		}
+		runs = 0
+		err = Retry(context.Background(), backoff.Policy{Start: time.Millisecond}, func() error { runs++; return errF },
+			func(attempt int, _ error) bool { return attempt < 2 })
+		if !errors.Is(err, errF) || runs != 2 {
+			t.Fatalf("Retry = %v after %d runs; want f after 2", err, runs)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err = Retry(ctx, backoff.Policy{Start: time.Hour}, func() error { return errF }, func(int, error) bool { return true })
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errF) {
+			t.Fatalf("Retry with ctx ending in a pause = %v; want its deadline and f", err)
+		}
+	})
 }
