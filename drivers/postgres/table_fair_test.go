@@ -13,6 +13,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -316,15 +317,7 @@ func TestTableRowDeletedDuringAcquire(t *testing.T) {
 			if _, err := tx.Exec(ctx, "DELETE FROM mutexfx_locks WHERE id = $1", rowID(key)); err != nil {
 				t.Fatal(err)
 			}
-			type result struct {
-				res drivers.AcquireResult
-				err error
-			}
-			got := make(chan result, 1)
-			go func() {
-				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "t2", TTL: time.Minute})
-				got <- result{res, err}
-			}()
+			got := drivertest.AcquireAsync(ctx, d, drivers.AcquireRequest{Key: key, Token: "t2", TTL: time.Minute})
 			within(t, 5*time.Second, "the acquisition waits for the deleting transaction", func() bool {
 				// inside tx, pg_stat_activity keeps its first snapshot
 				// unless cleared
@@ -340,12 +333,12 @@ func TestTableRowDeletedDuringAcquire(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := <-got
-			if r.err != nil || !r.res.Acquired || r.res.Fence <= first.Fence {
-				t.Fatalf("Acquire after the row's deletion = %+v, %v; want acquired with a fence above %d", r.res, r.err, first.Fence)
+			if r.Err != nil || !r.Res.Acquired || r.Res.Fence <= first.Fence {
+				t.Fatalf("Acquire after the row's deletion = %+v, %v; want acquired with a fence above %d", r.Res, r.Err, first.Fence)
 			}
 			info, ok, err := d.Inspect(ctx, key)
-			if err != nil || !ok || info.Fence != r.res.Fence {
-				t.Fatalf("Inspect = %+v, %v, %v; want the fence %d in the row", info, ok, err, r.res.Fence)
+			if err != nil || !ok || info.Fence != r.Res.Fence {
+				t.Fatalf("Inspect = %+v, %v, %v; want the fence %d in the row", info, ok, err, r.Res.Fence)
 			}
 		})
 	}
