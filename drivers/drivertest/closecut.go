@@ -29,22 +29,10 @@ func CloseCutsStalledCall(t *testing.T, d drivers.Driver, errClosed error, stall
 	}
 	stall()
 	defer resume()
-	type result struct {
-		ok  bool
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		ok, err := d.Extend(context.Background(), key, tok, time.Minute)
-		done <- result{ok, err}
-	}()
+	done := ExtendAsync(context.Background(), d, key, tok, time.Minute)
 	// and a waiting acquisition of the held name, which may need a new
 	// connection (advisory mode)
-	waited := make(chan acquired, 1)
-	go func() {
-		res, err := d.Acquire(context.Background(), drivers.AcquireRequest{Key: key, Token: rand.Text(), TTL: time.Minute, Wait: time.Minute})
-		waited <- acquired{res, err}
-	}()
+	waited := AcquireAsync(context.Background(), d, drivers.AcquireRequest{Key: key, Token: rand.Text(), TTL: time.Minute, Wait: time.Minute})
 	for blocked() == 0 {
 		if ctx.Err() != nil {
 			t.Fatal("no call reached the stalled link")
@@ -59,12 +47,12 @@ func CloseCutsStalledCall(t *testing.T, d drivers.Driver, errClosed error, stall
 	closeCutting(t, d)
 	select {
 	case r := <-done:
-		t.Logf("Extend cut by Close = %v, %v", r.ok, r.err)
-		if r.ok {
+		t.Logf("Extend cut by Close = %v, %v", r.Held, r.Err)
+		if r.Held {
 			t.Fatal("Extend cut by Close reports the lock kept")
 		}
-		if r.err != nil && !errors.Is(r.err, errClosed) {
-			t.Fatalf("Extend cut by Close: error %v; want one wrapping %v", r.err, errClosed)
+		if r.Err != nil && !errors.Is(r.Err, errClosed) {
+			t.Fatalf("Extend cut by Close: error %v; want one wrapping %v", r.Err, errClosed)
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("Extend still stuck 2s after Close returned")
@@ -83,11 +71,7 @@ func CloseCutsStalledDial(t *testing.T, d drivers.Driver, errClosed error, stall
 	defer cancel()
 	stall()
 	defer resume()
-	done := make(chan acquired, 1)
-	go func() {
-		res, err := d.Acquire(context.Background(), drivers.AcquireRequest{Key: "closecut:" + rand.Text(), Token: rand.Text(), TTL: time.Minute})
-		done <- acquired{res, err}
-	}()
+	done := AcquireAsync(context.Background(), d, drivers.AcquireRequest{Key: "closecut:" + rand.Text(), Token: rand.Text(), TTL: time.Minute})
 	for blocked() == 0 {
 		if ctx.Err() != nil {
 			t.Fatal("the first Acquire never reached the stalled link")
@@ -96,12 +80,6 @@ func CloseCutsStalledDial(t *testing.T, d drivers.Driver, errClosed error, stall
 	}
 	closeCutting(t, d)
 	wantNotAcquired(t, "first Acquire", done, errClosed)
-}
-
-// acquired is an Acquire's outcome.
-type acquired struct {
-	res drivers.AcquireResult
-	err error
 }
 
 // closeCutting closes d with a 300ms ctx and fails if that takes over 2s.
@@ -121,16 +99,16 @@ func closeCutting(t *testing.T, d drivers.Driver) {
 // wantNotAcquired waits up to 2s for what, an Acquire cut by Close, and
 // fails unless it reports the lock not acquired, with no error or one
 // wrapping errClosed.
-func wantNotAcquired(t *testing.T, what string, done <-chan acquired, errClosed error) {
+func wantNotAcquired(t *testing.T, what string, done <-chan Outcome, errClosed error) {
 	t.Helper()
 	select {
 	case a := <-done:
-		t.Logf("%s cut by Close = %+v, %v", what, a.res, a.err)
-		if a.res.Acquired {
+		t.Logf("%s cut by Close = %+v, %v", what, a.Res, a.Err)
+		if a.Res.Acquired {
 			t.Fatalf("%s cut by Close reports the lock acquired", what)
 		}
-		if a.err != nil && !errors.Is(a.err, errClosed) {
-			t.Fatalf("%s cut by Close: error %v; want one wrapping %v", what, a.err, errClosed)
+		if a.Err != nil && !errors.Is(a.Err, errClosed) {
+			t.Fatalf("%s cut by Close: error %v; want one wrapping %v", what, a.Err, errClosed)
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatalf("%s still stuck 2s after Close returned", what)

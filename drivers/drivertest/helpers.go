@@ -70,3 +70,21 @@ func AcquireAsync(ctx context.Context, d drivers.Driver, req drivers.AcquireRequ
 	}()
 	return out
 }
+
+// Extended is what an Extend started by ExtendAsync returned.
+type Extended struct {
+	Held bool
+	Err  error
+}
+
+// ExtendAsync runs d.Extend(ctx, key, token, ttl) on its own goroutine and
+// returns the channel its result arrives on (buffered: the goroutine ends
+// even if nobody reads it).
+func ExtendAsync(ctx context.Context, d drivers.Driver, key, token string, ttl time.Duration) <-chan Extended {
+	out := make(chan Extended, 1)
+	go func() {
+		held, err := d.Extend(ctx, key, token, ttl)
+		out <- Extended{held, err}
+	}()
+	return out
+}

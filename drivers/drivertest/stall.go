@@ -2,18 +2,17 @@ package drivertest
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // stallDriver wraps a driver; once stalled, every call hangs until its ctx
 // ends, as a store that stops answering does.
 type stallDriver struct {
 	drivers.Driver
-	mu      sync.Mutex
-	stalled chan struct{} // closed by resume; nil when not stalled
+	gate kit.Gate // shut while stalled
 }
 
 var (
@@ -21,38 +20,12 @@ var (
 	_ drivers.Describer = (*stallDriver)(nil)
 )
 
-func (d *stallDriver) stall() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.stalled == nil {
-		d.stalled = make(chan struct{})
-	}
-}
+func (d *stallDriver) stall() { d.gate.Shut() }
 
-func (d *stallDriver) resume() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.stalled != nil {
-		close(d.stalled)
-		d.stalled = nil
-	}
-}
+func (d *stallDriver) resume() { d.gate.Open() }
 
 // hang blocks while stalled, until ctx ends (returning its error) or resume.
-func (d *stallDriver) hang(ctx context.Context) error {
-	d.mu.Lock()
-	ch := d.stalled
-	d.mu.Unlock()
-	if ch == nil {
-		return nil
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-ch:
-		return nil
-	}
-}
+func (d *stallDriver) hang(ctx context.Context) error { return d.gate.Wait(ctx) }
 
 // Features are the wrapped driver's, but its calls now block.
 func (d *stallDriver) Features() drivers.Features {

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -95,44 +95,11 @@ func TestTableFairHandoff(t *testing.T) {
 		ms[i] = mutexOn(t, ds[i], 10*time.Second)
 	}
 	key := "mysqltest:" + runID + ":" + t.Name() + ":handoff"
-	holds := testutil.NewHolds(t, workers)
-	var mu sync.Mutex
-	var order []int
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w, m := range ms {
-		wg.Go(func() {
-			defer holds.Done(w)
-			for range turns {
-				l, err := m.Acquire(ctx, "handoff", component.WithTimeout(20*time.Second))
-				if err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				order = append(order, w)
-				mu.Unlock()
-				holds.Hold(w)
-				if ok, err := l.Release(ctx); !ok || err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	holds.Serve(t, 10*time.Second, "the other workers queued behind the holder", func(holder int) bool {
-		queue := queueOf(t, ds[holder], key)
-		for w, d := range ds {
-			if w != holder && !holds.IsDone(w) && !slices.ContainsFunc(queue, func(id []byte) bool { return bytes.Equal(id, tab(d).id) }) {
-				return false
-			}
-		}
-		return true
+	order := sqltest.TakeTurns(ctx, t, ms, "handoff", turns, func(holder, w int) bool {
+		return slices.ContainsFunc(queueOf(t, ds[holder], key), func(id []byte) bool { return bytes.Equal(id, tab(ds[w]).id) })
 	})
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	if t.Failed() {
+		return
 	}
 	longest, run := 0, 0
 	for i := range order {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -28,24 +29,16 @@ func testRetry(t *testing.T, retries int) {
 	const table = "mutexfx_test_locks"
 	d := openDriver(t, Options{DSN: testutil.MySQLDSN() + "?innodb_lock_wait_timeout=1", Mode: ModeTable, Table: table, Retries: retries})
 	key, tok, _, tx := heldRowLocked(ctx, t, d, table)
-	type result struct {
-		ok  bool
-		err error
-	}
-	done := make(chan result, 1)
 	start := time.Now()
-	go func() {
-		ok, err := d.Extend(ctx, key, tok, time.Minute)
-		done <- result{ok, err}
-	}()
+	done := drivertest.ExtendAsync(ctx, d, key, tok, time.Minute)
 	defer func() {
 		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
 			t.Errorf("Release = %v, %v", ok, err)
 		}
 	}()
 	if retries < 0 {
-		if r := <-done; r.err == nil || !retryable(r.err) {
-			t.Fatalf("Extend without retries = %v, %v; want error 1205", r.ok, r.err)
+		if r := <-done; r.Err == nil || !retryable(r.Err) {
+			t.Fatalf("Extend without retries = %v, %v; want error 1205", r.Held, r.Err)
 		}
 		if err := tx.Rollback(); err != nil {
 			t.Fatal(err)
@@ -56,15 +49,15 @@ func testRetry(t *testing.T, retries int) {
 	// (the passing of time is what is tested), then let the retry through.
 	select {
 	case r := <-done:
-		t.Fatalf("Extend returned %v, %v while the row was locked", r.ok, r.err)
+		t.Fatalf("Extend returned %v, %v while the row was locked", r.Held, r.Err)
 	case <-time.After(1500 * time.Millisecond):
 	}
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done
-	if r.err != nil || !r.ok {
-		t.Fatalf("Extend = %v, %v; want true after a retry", r.ok, r.err)
+	if r.Err != nil || !r.Held {
+		t.Fatalf("Extend = %v, %v; want true after a retry", r.Held, r.Err)
 	}
 	if e := time.Since(start); e < time.Second {
 		t.Fatalf("Extend succeeded after %v, before the first attempt's lock wait timeout", e)

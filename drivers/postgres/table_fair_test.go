@@ -13,6 +13,8 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -163,17 +165,16 @@ func TestTableQueueOrder(t *testing.T) {
 func TestTableNoBarging(t *testing.T) {
 	ctx := ctxT(t)
 	name := fmt.Sprintf("nobarge-%d", time.Now().UnixNano())
-	var mu sync.Mutex
-	var order []int
-	var wg sync.WaitGroup
 	const rounds = 20
-	start := make(chan struct{})
-	holds := testutil.NewHolds(t, 2)
-	var ids [2]string
+	var (
+		ids [2]string
+		ms  [2]*component.Mutex
+	)
 	for side := range 2 {
 		d := shared(t, Options{Mode: ModeTable})
 		ids[side] = tableOf(d).id
 		m := mutexOn(t, d, 10*time.Second)
+		ms[side] = m
 		// connected (pool, schema, boot check) before the rounds start
 		// together: a side still connecting would let the other take
 		// the lock several times in a row
@@ -184,41 +185,20 @@ func TestTableNoBarging(t *testing.T) {
 		if _, err := warm.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		wg.Go(func() {
-			defer holds.Done(side)
-			<-start
-			for range rounds {
-				l, err := m.Acquire(ctx, name, component.WithTimeout(20*time.Second))
-				if err != nil {
-					t.Errorf("side %d: %v", side, err)
-					return
-				}
-				mu.Lock()
-				order = append(order, side)
-				mu.Unlock()
-				holds.Hold(side)
-				if ok, err := l.Release(ctx); !ok || err != nil {
-					t.Errorf("side %d: Release = %v, %v", side, ok, err)
-				}
-			}
-		})
 	}
 	c, err := pgx.Connect(ctx, testutil.PostgresDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(context.WithoutCancel(ctx))
-	close(start)
-	holds.Serve(t, 10*time.Second, "the other side queued behind the holder", func(holder int) bool {
-		other := 1 - holder
+	order := sqltest.TakeTurns(ctx, t, ms[:], name, rounds, func(holder, other int) bool {
 		var queued bool
 		err := c.QueryRow(ctx, "SELECT COALESCE(queue ? $2, false) FROM mutexfx_locks WHERE id = $1", rowID("fault:"+name), ids[other]).Scan(&queued)
 		if err != nil {
 			t.Fatalf("queue of %q: %v", name, err)
 		}
-		return queued || holds.IsDone(other)
+		return queued
 	})
-	wg.Wait()
 	// count the hand-overs between sides; barging would give a
 	// handful (each side keeps the lock for most of its rounds). With
 	// the other side queued at each release, every acquisition switches
@@ -316,15 +296,7 @@ func TestTableRowDeletedDuringAcquire(t *testing.T) {
 			if _, err := tx.Exec(ctx, "DELETE FROM mutexfx_locks WHERE id = $1", rowID(key)); err != nil {
 				t.Fatal(err)
 			}
-			type result struct {
-				res drivers.AcquireResult
-				err error
-			}
-			got := make(chan result, 1)
-			go func() {
-				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "t2", TTL: time.Minute})
-				got <- result{res, err}
-			}()
+			got := drivertest.AcquireAsync(ctx, d, drivers.AcquireRequest{Key: key, Token: "t2", TTL: time.Minute})
 			within(t, 5*time.Second, "the acquisition waits for the deleting transaction", func() bool {
 				// inside tx, pg_stat_activity keeps its first snapshot
 				// unless cleared
@@ -340,12 +312,12 @@ func TestTableRowDeletedDuringAcquire(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := <-got
-			if r.err != nil || !r.res.Acquired || r.res.Fence <= first.Fence {
-				t.Fatalf("Acquire after the row's deletion = %+v, %v; want acquired with a fence above %d", r.res, r.err, first.Fence)
+			if r.Err != nil || !r.Res.Acquired || r.Res.Fence <= first.Fence {
+				t.Fatalf("Acquire after the row's deletion = %+v, %v; want acquired with a fence above %d", r.Res, r.Err, first.Fence)
 			}
 			info, ok, err := d.Inspect(ctx, key)
-			if err != nil || !ok || info.Fence != r.res.Fence {
-				t.Fatalf("Inspect = %+v, %v, %v; want the fence %d in the row", info, ok, err, r.res.Fence)
+			if err != nil || !ok || info.Fence != r.Res.Fence {
+				t.Fatalf("Inspect = %+v, %v, %v; want the fence %d in the row", info, ok, err, r.Res.Fence)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -76,23 +77,15 @@ func TestPassWithoutPubSub(t *testing.T) {
 			if res, err := h.Acquire(t.Context(), drivers.AcquireRequest{Key: key, Token: "h", TTL: 10 * time.Second}); err != nil || !res.Acquired {
 				t.Fatalf("h: %+v, %v", res, err)
 			}
-			type result struct {
-				res drivers.AcquireResult
-				err error
-			}
-			got := make(chan result, 1)
-			go func() {
-				r, err := w.Acquire(t.Context(), drivers.AcquireRequest{Key: key, Token: "w", TTL: 10 * time.Second, Wait: 8 * time.Second})
-				got <- result{r, err}
-			}()
+			got := drivertest.AcquireAsync(t.Context(), w, drivers.AcquireRequest{Key: key, Token: "w", TTL: 10 * time.Second, Wait: 8 * time.Second})
 			queued(t, w, key, 1)
 			start := time.Now()
 			if ok, err := h.Release(t.Context(), key, "h"); err != nil || !ok {
 				t.Fatalf("contended release = %v, %v; want released", ok, err)
 			}
 			r := <-got
-			if r.err != nil || !r.res.Acquired {
-				t.Fatalf("waiter = %+v, %v", r.res, r.err)
+			if r.Err != nil || !r.Res.Acquired {
+				t.Fatalf("waiter = %+v, %v", r.Res, r.Err)
 			}
 			if e := time.Since(start); e > 2*time.Second {
 				t.Fatalf("waiter got the lock %v after the release; want its poll's delay", e)

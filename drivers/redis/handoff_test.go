@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
 )
 
 // messages records every release message published on a channel prefix.
@@ -85,14 +86,9 @@ func TestReleasePassesTheLock(t *testing.T) {
 	if res, err := h.Acquire(ctx, req("h2", 0)); err != nil || !res.Acquired {
 		t.Fatalf("h: %+v, %v", res, err)
 	}
-	type result struct {
-		res drivers.AcquireResult
-		err error
-	}
-	gotB, gotC := make(chan result, 1), make(chan result, 1)
-	go func() { r, err := b.Acquire(ctx, req("b", 5*time.Second)); gotB <- result{r, err} }()
+	gotB := drivertest.AcquireAsync(ctx, b, req("b", 5*time.Second))
 	queued(t, b, key, 1)
-	go func() { r, err := c.Acquire(ctx, req("c", 5*time.Second)); gotC <- result{r, err} }()
+	gotC := drivertest.AcquireAsync(ctx, c, req("c", 5*time.Second))
 	queued(t, c, key, 2)
 	waitFor(t, "b and c subscribed", func() bool {
 		return numSub(t, h, b.channel()) == 1 && numSub(t, h, c.channel()) == 1
@@ -102,12 +98,12 @@ func TestReleasePassesTheLock(t *testing.T) {
 		t.Fatalf("release: %v, %v", ok, err)
 	}
 	rb := <-gotB
-	if rb.err != nil || !rb.res.Acquired {
-		t.Fatalf("b: %+v, %v", rb.res, rb.err)
+	if rb.Err != nil || !rb.Res.Acquired {
+		t.Fatalf("b: %+v, %v", rb.Res, rb.Err)
 	}
 	info, ok, err := h.Inspect(ctx, key)
-	if err != nil || !ok || info.Token != "b" || info.Fence != rb.res.Fence || info.TTL < 4*time.Second {
-		t.Fatalf("after the release: %+v, %v, %v; want held by b with fence %d", info, ok, err, rb.res.Fence)
+	if err != nil || !ok || info.Token != "b" || info.Fence != rb.Res.Fence || info.TTL < 4*time.Second {
+		t.Fatalf("after the release: %+v, %v, %v; want held by b with fence %d", info, ok, err, rb.Res.Fence)
 	}
 	got := msgs.next(t, h.Client(), ch)
 	if len(got) != 1 || got[0].Channel != b.channel() || !strings.HasPrefix(got[0].Payload, "g") {
@@ -115,7 +111,7 @@ func TestReleasePassesTheLock(t *testing.T) {
 	}
 	select {
 	case rc := <-gotC:
-		t.Fatalf("c got %+v, %v while b holds the lock", rc.res, rc.err)
+		t.Fatalf("c got %+v, %v while b holds the lock", rc.Res, rc.Err)
 	default:
 	}
 
@@ -123,8 +119,8 @@ func TestReleasePassesTheLock(t *testing.T) {
 		t.Fatalf("b release: %v, %v", ok, err)
 	}
 	rc := <-gotC
-	if rc.err != nil || !rc.res.Acquired || rc.res.Fence != rb.res.Fence+1 {
-		t.Fatalf("c: %+v, %v; want the fence after %d", rc.res, rc.err, rb.res.Fence)
+	if rc.Err != nil || !rc.Res.Acquired || rc.Res.Fence != rb.Res.Fence+1 {
+		t.Fatalf("c: %+v, %v; want the fence after %d", rc.Res, rc.Err, rb.Res.Fence)
 	}
 	if got := msgs.next(t, h.Client(), ch); len(got) != 1 || got[0].Channel != c.channel() {
 		t.Fatalf("messages %v; want one to c", got)
@@ -319,20 +315,15 @@ func TestHandoverQueued(t *testing.T) {
 	if err != nil || !released || !res.Acquired || res.Fence != first.Fence+1 {
 		t.Fatalf("Handover, nobody queued = %v, %+v, %v; want handed with fence %d", released, res, err, first.Fence+1)
 	}
-	type result struct {
-		res drivers.AcquireResult
-		err error
-	}
-	gotB := make(chan result, 1)
-	go func() { r, err := b.Acquire(ctx, req("b", 5*time.Second)); gotB <- result{r, err} }()
+	gotB := drivertest.AcquireAsync(ctx, b, req("b", 5*time.Second))
 	queued(t, b, key, 1)
 	waitFor(t, "b subscribed", func() bool { return numSub(t, h, b.channel()) == 1 })
 	released, res, err = h.Handover(ctx, key, "h2", req("h3", 0))
 	if err != nil || !released || res.Acquired {
 		t.Fatalf("Handover with b queued = %v, %+v, %v; want released, not handed", released, res, err)
 	}
-	if rb := <-gotB; rb.err != nil || !rb.res.Acquired {
-		t.Fatalf("b: %+v, %v; want the lock passed on", rb.res, rb.err)
+	if rb := <-gotB; rb.Err != nil || !rb.Res.Acquired {
+		t.Fatalf("b: %+v, %v; want the lock passed on", rb.Res, rb.Err)
 	}
 	if info, ok, err := h.Inspect(ctx, key); err != nil || !ok || info.Token != "b" {
 		t.Fatalf("after the handover: %+v, %v, %v; want held by b", info, ok, err)

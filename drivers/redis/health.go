@@ -13,6 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 	"github.com/mutexfx/mutexfx/internal/backoff"
 )
 
@@ -58,10 +59,10 @@ type node struct {
 	addr    string // a Cluster master's address; "" for the one server
 	down    atomic.Bool
 	lastErr atomic.Pointer[string]
+	up      kit.Gate // shut while down: waits end when the server answers again
 
 	mu     sync.Mutex
 	client *goredis.Client // a Cluster master's own client, pinged by the probe
-	up     chan struct{}   // closed when the server answers again; nil while up
 
 	used time.Time // a Cluster master's last lookup by a call (h.mu)
 
@@ -205,26 +206,13 @@ func (n *node) observe(ctx context.Context, err error) error {
 	d.wg.Add(1)
 	d.mu.Unlock()
 	n.down.Store(true)
-	n.up = make(chan struct{})
+	n.up.Shut()
 	go n.probe()
 	return err
 }
 
 // wait returns when the node is up (at once if it is) or ctx ends.
-func (n *node) wait(ctx context.Context) error {
-	n.mu.Lock()
-	up := n.up
-	n.mu.Unlock()
-	if up == nil {
-		return nil
-	}
-	select {
-	case <-up:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (n *node) wait(ctx context.Context) error { return n.up.Wait(ctx) }
 
 // ping sends one PING to the node's own server: the one server; a Cluster
 // master on its own client (a keyless PING on the Cluster client may go to
@@ -262,8 +250,7 @@ func (n *node) probe() {
 			n.mu.Lock()
 			n.gen.Add(1) // it may be another process now
 			n.down.Store(false)
-			close(n.up)
-			n.up = nil
+			n.up.Open()
 			n.mu.Unlock()
 			return
 		}

@@ -1,8 +1,11 @@
 // Package kit holds what the networked drivers share: the factory
 // skeleton (decode the driver block, check the client, build lazily), the
-// errors of invalid options at their key path, and the printing of
-// options and drivers with their secrets redacted. A driver writes only
-// what is specific to its store.
+// errors of invalid options at their key path, the closed flag and
+// idempotent Close, the subscribers' fan-out (Listeners), the pacing of
+// waits that retry in the store's queue, the TLS options, and a Gate that
+// holds calls back while a store is down. Printing with secrets redacted
+// is package internal/redact. A driver writes only what is specific to
+// its store.
 package kit
 
 import (
