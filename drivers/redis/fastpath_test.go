@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,13 +14,22 @@ import (
 	"github.com/mutexfx/mutexfx/component"
 )
 
-// commandLog records the name of every command a client sends.
+// commandLog records the name of every command a client sends, and
+// whether it dialled a new connection.
 type commandLog struct {
 	mu    sync.Mutex
 	names []string
+	dials int
 }
 
-func (c *commandLog) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+func (c *commandLog) DialHook(next goredis.DialHook) goredis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c.mu.Lock()
+		c.dials++
+		c.mu.Unlock()
+		return next(ctx, network, addr)
+	}
+}
 func (c *commandLog) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 	return func(ctx context.Context, cmd goredis.Cmder) error {
 		c.mu.Lock()
@@ -36,11 +47,21 @@ func (c *commandLog) ProcessPipelineHook(next goredis.ProcessPipelineHook) gored
 	}
 }
 
+// connSetup names the commands a fresh connection sends before its first
+// call (the handshake and the driver's OnConnect check).
+var connSetup = map[string]bool{"hello": true, "info": true, "client": true, "auth": true, "select": true}
+
+// take returns the commands sent since the last take. A connection the pool
+// dialled meanwhile (one dropped under load) sends its setup commands; those
+// are left out, since they belong to the connection and not to the call.
 func (c *commandLog) take() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := c.names
-	c.names = nil
+	if c.dials > 0 {
+		out = slices.DeleteFunc(out, func(n string) bool { return connSetup[n] })
+	}
+	c.names, c.dials = nil, 0
 	return out
 }
 
