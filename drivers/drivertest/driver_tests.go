@@ -16,6 +16,7 @@ func (s *suite) driverTests(t *testing.T) {
 	t.Run("NamesAreData", s.testNamesAreData)
 	t.Run("Inspect", s.testInspect)
 	t.Run("RenewBatch", s.testRenewBatch)
+	t.Run("EndedContext", s.testEndedContext)
 }
 
 func (s *suite) testTokenOwnership(t *testing.T) {

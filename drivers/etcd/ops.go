@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -102,7 +103,11 @@ func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duratio
 	}
 	defer done()
 	var held bool
-	mine, err := d.own(cctx, key, token, true, func(e *entry) { held, err = d.extendOwn(cctx, cli, e, ttl) })
+	var eerr error // extendOwn's: own's own result must not overwrite it
+	mine, err := d.own(cctx, key, token, true, func(e *entry) { held, eerr = d.extendOwn(cctx, cli, e, ttl) })
+	if err == nil {
+		err = eerr
+	}
 	if mine || err != nil {
 		return held, err
 	}
@@ -167,8 +172,11 @@ func (d *Driver) extendByToken(ctx context.Context, cli *clientv3.Client, key, t
 		return false, nil
 	}
 	ka, err := cli.KeepAliveOnce(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
-	if err != nil || ka.TTL <= 0 {
-		return false, nil
+	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && ka.TTL <= 0):
+		return false, nil // the lease, and the key on it, are gone
+	case err != nil:
+		return false, d.closedErr(err) // not known: the lock may still be held
 	}
 	return true, nil
 }

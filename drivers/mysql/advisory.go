@@ -100,6 +100,10 @@ func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.D
 		start := time.Now()
 		if h.done {
 			return false, nil
+		} else if err := ctx.Err(); err != nil {
+			// Ended before the check was sent: the connection, and the
+			// lock, are untouched (a check cut mid-statement is not).
+			return false, err
 		} else if ok, _ := h.check(ctx); ok {
 			h.confirm(start)
 			return true, nil

@@ -233,10 +233,12 @@ func TestFactory(t *testing.T) {
 		t.Fatalf("factory %+v", f)
 	}
 	for _, tt := range tests {
+		if c, ok := tt.client.(*goredis.Client); ok {
+			t.Cleanup(func() { c.Close() }) // closed even when -run skips its subtest
+		}
+	}
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if c, ok := tt.client.(*goredis.Client); ok {
-				defer c.Close()
-			}
 			d, err := f.New(drivers.Spec{Path: "mutex.orders.driver", Options: tt.options, Client: tt.client, Logger: zap.NewNop()})
 			if tt.want == "" {
 				if err != nil {
