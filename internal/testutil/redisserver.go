@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,7 +51,28 @@ type redisSpec struct {
 // not come up within 10 s.
 func StartRedis(t testing.TB, extra ...string) *RedisServer {
 	t.Helper()
-	return startRedis(t, FreePort(t), t.TempDir(), redisSpec{extra: extra})
+	port := FreePort(t)
+	if slices.Contains(extra, "--cluster-enabled") {
+		port = clusterPort(t)
+	}
+	return startRedis(t, port, t.TempDir(), redisSpec{extra: extra})
+}
+
+// clusterPort is a free port for a Cluster node: at most 55535, since
+// redis-server refuses a higher one (its cluster bus listens 10000 above,
+// which must be free too). FreePort draws from the whole ephemeral range.
+func clusterPort(t testing.TB) int {
+	t.Helper()
+	for {
+		p := FreePort(t)
+		if p > 55535 {
+			continue
+		}
+		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+10000))); err == nil {
+			_ = l.Close()
+			return p
+		}
+	}
 }
 
 // startRedis starts a server on port in dir as spec says.
