@@ -38,15 +38,20 @@ func runChild(role string) int {
 }
 
 // TestKilledHolder contends with another process that is killed with -9
-// while it holds the lock: advisory locks pass over as soon as the server
-// sees the connection close, table locks within the holder's ttl (1 s).
+// while it holds the lock: advisory locks (which never expire) pass over
+// once the server sees the connection close, table locks at the holder's
+// ttl (1 s). The bounds are loose on purpose, wide enough for a loaded
+// machine: how fast the hand-over is belongs to the benchmarks
+// (BenchmarkHangupGap); here the advisory lock passing at all shows the
+// close was seen, and the table lock passing well before the 5 s wait
+// ends shows its expiry was.
 func TestKilledHolder(t *testing.T) {
 	cases := []struct {
 		mode string
 		max  time.Duration
 	}{
-		{ModeAdvisory, 500 * time.Millisecond},
-		{ModeTable, time.Second + 200*time.Millisecond},
+		{ModeAdvisory, 3 * time.Second},
+		{ModeTable, 3 * time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {

@@ -112,10 +112,12 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 	}
 }
 
-// TestTableWaiterWokenByItsChannel checks that a waiting table-mode
-// acquisition is woken by a release it is next for: the holder keeps the
-// lock for a minute, so without the wake-up the waiter would only get it
-// by its next poll, WaitPollInterval later.
+// TestTableWaiterWokenByItsChannel checks that a release wakes the
+// waiting table-mode acquisition that is next for it: the release's NOTIFY
+// (on the waiter's own channel: TestTableReleaseNotifiesHead) reaches the
+// waiter's driver for the key it waits on, and the waiter then has the
+// lock. How soon is the benchmarks' to say: a bound on the real clock
+// here measured the machine's load.
 func TestTableWaiterWokenByItsChannel(t *testing.T) {
 	ctx := ctxT(t)
 	opts := Options{Mode: ModeTable}
@@ -145,30 +147,34 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 			return false
 		}
 	})
+	woken := tableOf(b).watch(key) // fed by what wakes the waiter
+	defer tableOf(b).unwatch(key, woken)
 	got := drivertest.AcquireAsync(ctx, b, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute, Wait: 10 * time.Second})
-	// the waiter queued and polled once: its next poll is
-	// WaitPollInterval away; release at once after seeing its entry fresh
 	within(t, 5*time.Second, "b queued", func() bool {
-		var fresh bool
+		var queued bool
 		err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
-			return p.QueryRow(ctx, "SELECT coalesce((queue->$2->>1)::float8 > extract(epoch FROM now()) * 1000 - 20, false) FROM "+
-				baseOf(a).names.table+" WHERE id = $1", rowID(key), tableOf(b).id).Scan(&fresh)
+			return p.QueryRow(ctx, "SELECT coalesce(queue ? $2, false) FROM "+
+				baseOf(a).names.table+" WHERE id = $1", rowID(key), tableOf(b).id).Scan(&queued)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fresh
+		return queued
 	})
-	released := time.Now()
+	for len(woken) > 0 { // drop any wake-up heard before the release
+		<-woken
+	}
 	if ok, err := a.Release(ctx, key, "a"); err != nil || !ok {
 		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	select {
+	case <-woken:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the release was not heard on the waiter's channel")
 	}
 	r := <-got
 	if r.Err != nil || !r.Res.Acquired {
 		t.Fatalf("waiting Acquire = %+v, %v", r.Res, r.Err)
-	}
-	if d := r.At.Sub(released); d > WaitPollInterval*3/4 {
-		t.Fatalf("the waiter got the lock %v after the release; want it woken, well before its next poll (%v)", d, WaitPollInterval)
 	}
 }
 
