@@ -112,14 +112,11 @@ type base struct {
 	ddl    sqlkit.Schema
 	schema []schemaObject // what ensureSchema creates
 
-	mu      sync.Mutex         // Close's detach runs under it
-	subs    kit.Listeners      // added under mu while open, cleared by Close
-	lisStop context.CancelFunc // the LISTEN goroutine, from its first use to Close
-	lisDone chan struct{}
-	// the channels the LISTEN connection listens on; heard, when set, gets
-	// each notification's key before the subscribers
-	channels []string
-	heard    func(key string)
+	mu       sync.Mutex         // Close's detach runs under it
+	subs     kit.Listeners      // added under mu while open, cleared by Close
+	lisStop  context.CancelFunc // the LISTEN goroutine, from its first use to Close
+	lisDone  chan struct{}
+	channels []string // what the LISTEN connection listens on
 
 	// Close must not wait for a statement stuck on a stalled link, nor for
 	// pgx cancelling one (up to 15 s): statements end with the life
@@ -230,8 +227,9 @@ func (b *base) listen(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// listenOnce connects, listens and delivers notifications (to heard, then
-// the subscribers) until the connection fails or ctx ends.
+// listenOnce connects, listens and delivers notifications to the
+// subscribers (table mode's waiting acquisitions among them) until the
+// connection fails or ctx ends.
 func (b *base) listenOnce(ctx context.Context) {
 	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
 	if err != nil {
@@ -253,9 +251,6 @@ func (b *base) listenOnce(ctx context.Context) {
 		}
 		if n.Payload == "" {
 			continue
-		}
-		if b.heard != nil {
-			b.heard(n.Payload)
 		}
 		b.subs.Publish(drivers.Event{Kind: drivers.Released, Key: n.Payload})
 	}

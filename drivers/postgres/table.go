@@ -44,17 +44,15 @@ type tableDriver struct {
 	poolMu  sync.Mutex      // creates and closes the pool
 	pool    atomic.Pointer[pgxpool.Pool]
 
-	watchers watchers     // waiting acquisitions, by key
-	reclaim  reclaim.Loop // deletes the rows no longer needed
+	reclaim reclaim.Loop // deletes the rows no longer needed
 }
 
 func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool) *tableDriver {
 	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, pool != nil), id: rand.Text(),
-		poolCfg: cfg, watchers: watchers{byKey: map[string][]chan struct{}{}}}
+		poolCfg: cfg}
 	d.pool.Store(pool)
 	b.schema = append(b.schema, tableSchema(b.names, b.opts)...)
 	b.channels = append(b.channels, pgx.Identifier{ownChannel(d.id)}.Sanitize())
-	b.heard = d.wake
 	return d
 }
 
