@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -165,12 +166,7 @@ func (d *advisoryDriver) broken(s *session) {
 	if d.main == s {
 		d.main = nil
 	}
-	for i, w := range d.waiters {
-		if w == s {
-			d.waiters = append(d.waiters[:i], d.waiters[i+1:]...)
-			break
-		}
-	}
+	d.waiters = slices.DeleteFunc(d.waiters, func(w *session) bool { return w == s })
 	var lost []drivers.Event
 	for h, l := range s.locks {
 		if d.held[h] == l {
