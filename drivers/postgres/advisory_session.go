@@ -36,7 +36,7 @@ type session struct {
 	ident  string      // what identify set (guarded by slot)
 
 	hup    hangup.Conn // watched by the driver's; no socket: not (probes find the break)
-	hungUp func()      // what hup calls: the driver's hungUp
+	hungUp func()      // what hup calls: breaks s, then reaps it
 
 	locks     map[int64]*advLock // guarded by the driver's mu
 	dead      atomic.Bool        // written under the driver's mu
@@ -57,14 +57,6 @@ func (s *session) lock(ctx context.Context) error {
 	}
 	s.busy()
 	return nil
-}
-
-func (s *session) tryLock() bool {
-	if !s.slot.TryLock() {
-		return false
-	}
-	s.busy()
-	return true
 }
 
 // busy watches s for hang-ups only: a statement's reply must not wake it.
@@ -145,13 +137,8 @@ func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error
 	}
 	s := &session{conn: conn, waiter: waiter, locks: map[int64]*advLock{}}
 	s.hup.Watch(&d.hup, socketOf(conn.PgConn().Conn()))
-	s.hungUp = func() { d.hungUp(s) }
+	s.hungUp = func() { d.broken(s); s.reap() }
 	return s, nil
-}
-
-func (d *advisoryDriver) hungUp(s *session) {
-	d.broken(s)
-	s.reap()
 }
 
 // broken marks s dead: its locks are lost, reported to the subscribers.
@@ -263,7 +250,8 @@ func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 		return nil, ErrClosed
 	}
 	for _, s := range d.waiters {
-		if len(s.locks) == 0 && !s.dead.Load() && s.tryLock() {
+		if len(s.locks) == 0 && !s.dead.Load() && s.slot.TryLock() {
+			s.busy()
 			d.mu.Unlock()
 			return s, nil
 		}

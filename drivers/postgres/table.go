@@ -82,9 +82,6 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 // first live driver queued for it (queueHead), if any. The row is kept for
 // the next acquisition's one UPDATE; the reclaimer deletes it later.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	if err := d.life.Check(ctx); err != nil {
-		return false, err
-	}
 	var live bool
 	var queue []byte
 	var now *float64
@@ -167,9 +164,6 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 
 // Inspect reads the live row of key.
 func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.LockInfo, ok bool, err error) {
-	if err := d.life.Check(ctx); err != nil {
-		return drivers.LockInfo{}, false, err
-	}
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		var fence int64
 		var left float64
@@ -184,9 +178,6 @@ func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.Loc
 
 // List returns the held locks whose keys start with prefix.
 func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.ListedLock, err error) {
-	if err := d.life.Check(ctx); err != nil {
-		return nil, err
-	}
 	err = d.run(ctx, func(ctx context.Context, p querier) (err error) {
 		rows, _ := p.Query(ctx, d.sql.list, prefix)
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (l drivers.ListedLock, err error) {
@@ -205,9 +196,6 @@ func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.Li
 
 // ServerTime returns the server's clock (µs), read on the pool.
 func (d *tableDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
-	if err := d.life.Check(ctx); err != nil {
-		return time.Time{}, err
-	}
 	err = d.run(ctx, func(ctx context.Context, q querier) error {
 		return q.QueryRow(ctx, serverTimeSQL).Scan(&t)
 	})
