@@ -194,9 +194,6 @@ func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 
 // ServerTime returns the server's clock (µs), read on the main session.
 func (d *advisoryDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
-	if err := d.life.Check(ctx); err != nil {
-		return time.Time{}, err
-	}
 	err = d.onMain(ctx, func(s *session) error { return s.conn.QueryRow(ctx, serverTimeSQL).Scan(&t) })
 	if err != nil {
 		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.life.ClosedErr(err)))
@@ -206,13 +203,14 @@ func (d *advisoryDriver) ServerTime(ctx context.Context) (t time.Time, err error
 
 // Ping pings the server on the main session, opening it when needed.
 func (d *advisoryDriver) Ping(ctx context.Context) error {
-	if err := d.life.Check(ctx); err != nil {
-		return err
-	}
 	return d.life.ClosedErr(d.onMain(ctx, func(s *session) error { return s.conn.Ping(ctx) }))
 }
 
+// onMain runs f on the main session, after life.Check.
 func (d *advisoryDriver) onMain(ctx context.Context, f func(s *session) error) error {
+	if err := d.life.Check(ctx); err != nil {
+		return err
+	}
 	s, err := d.mainSession(ctx)
 	if err != nil {
 		return err

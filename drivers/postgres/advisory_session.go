@@ -82,15 +82,16 @@ func (s *session) unlock() {
 // (whose unlock then does).
 func (s *session) reap() {
 	if s.slot.TryLock() {
-		s.closeConn(context.Background())
+		_ = s.closeConn(context.Background())
 		s.slot.Unlock()
 	}
 }
 
 // closeConn closes the connection; the caller holds the slot.
-func (s *session) closeConn(ctx context.Context) {
+func (s *session) closeConn(ctx context.Context) (err error) {
 	s.hup.Forget()
-	s.closeOnce.Do(func() { _ = s.conn.Close(context.WithoutCancel(ctx)) })
+	s.closeOnce.Do(func() { err = s.conn.Close(ctx) })
+	return err
 }
 
 // cut closes the socket under a stuck statement (pgx tolerates it).
@@ -179,7 +180,7 @@ func (d *advisoryDriver) settle(s *session) bool {
 
 func (d *advisoryDriver) kill(ctx context.Context, s *session) {
 	d.broken(s)
-	s.closeConn(ctx)
+	_ = s.closeConn(context.WithoutCancel(ctx))
 }
 
 // close closes the connection (freeing its locks in the server) once its
@@ -190,10 +191,7 @@ func (s *session) close(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer s.slot.Unlock()
-	s.hup.Forget()
-	var err error
-	s.closeOnce.Do(func() { err = s.conn.Close(ctx) })
-	return err
+	return s.closeConn(ctx)
 }
 
 // mainSession returns the main session, slot taken, opening it if needed.
@@ -289,7 +287,7 @@ func (d *advisoryDriver) adopt(ctx context.Context, s *session, waiter bool) boo
 	d.mu.Lock()
 	if d.life.Closed() {
 		d.mu.Unlock()
-		s.closeConn(ctx)
+		_ = s.closeConn(context.WithoutCancel(ctx))
 		return false
 	}
 	if waiter {
