@@ -165,12 +165,8 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 // Inspect reads the live row of key.
 func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.LockInfo, ok bool, err error) {
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		var fence int64
-		var left float64
-		err := p.QueryRow(ctx, d.sql.inspect, rowID(key)).Scan(&info.Token, &fence, &left)
+		err := p.QueryRow(ctx, d.sql.inspect, rowID(key)).Scan(&info.Token, &info.Fence, &info.TTL)
 		ok = err == nil
-		info.Fence = uint64(fence)
-		info.TTL = time.Duration(left * float64(time.Millisecond))
 		return ignoreNoRows(err)
 	})
 	return info, ok, d.life.ClosedErr(err)
@@ -181,9 +177,7 @@ func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.Li
 	err = d.run(ctx, func(ctx context.Context, p querier) (err error) {
 		rows, _ := p.Query(ctx, d.sql.list, prefix)
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (l drivers.ListedLock, err error) {
-			var left float64
-			err = r.Scan(&l.Key, &l.Token, &l.Fence, &left)
-			l.TTL = time.Duration(left * float64(time.Millisecond))
+			err = r.Scan(&l.Key, &l.Token, &l.Fence, &l.TTL)
 			return l, err
 		})
 		return err
