@@ -128,19 +128,9 @@ func (d *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.D
 	if l == nil {
 		return false, nil
 	}
-	s := l.s
-	if err := s.lock(ctx); err != nil {
-		return false, d.life.ClosedErr(err)
-	}
-	defer s.unlock()
 	var ok bool
-	if err := s.conn.QueryRow(ctx, d.sql.heldKey, h).Scan(&ok); err != nil {
-		if d.settle(s) {
-			return false, nil
-		}
-		return false, d.life.ClosedErr(err)
-	}
-	return ok && d.alive(s), nil
+	live, err := d.probe(ctx, l.s, func() error { return l.s.conn.QueryRow(ctx, d.sql.heldKey, h).Scan(&ok) })
+	return ok && live, d.life.ClosedErr(err)
 }
 
 // Renew checks many leases, with one statement per holding session.

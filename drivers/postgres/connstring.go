@@ -16,12 +16,6 @@ import (
 // any part of it: which part is the password depends on the parser.
 const notShown = "(the URL is not shown: it may hold a password)"
 
-// pgx reads a string as a URL only when it starts with "postgres://" or
-// "postgresql://" in lower case (a mistyped URL became a startup parameter
-// the server's error quoted), and ends a URL's user info at the first @
-// before any /, even in the query: an unescaped @ or / in the password put
-// a piece of it where connection errors show it.
-
 // urlParts are the parts of a URL after "://" as pgx's parseURLSettings
 // splits them: the user info ends at the first @ before any /; the hosts
 // (ports included) at the first / or ? outside the brackets of an IPv6
@@ -47,12 +41,15 @@ func splitURL(rest string) (u urlParts) {
 	return u
 }
 
-// checkURL returns raw with a URL's scheme lower-cased, and whether raw is
-// a URL ("://" with no "=" before it). It refuses, at the url key, a URL
-// that pgx would split with a piece of the password outside it: an @ in the
-// hosts or the database name, an @ in the query after a password (the same
-// to pgx as an unencoded @ in the password), and user info holding a ?
-// with an = after it (a query read as user info: no / before its @).
+// checkURL returns raw with a URL's scheme lower-cased (pgx reads any other
+// spelling as key=value, a mistyped URL as a startup parameter that the
+// server's error quotes), and whether raw is a URL ("://" with no "="
+// before it). It refuses, at the url key, a URL that pgx would split with
+// a piece of the password outside it, where connection errors show it: an
+// @ in the hosts or the database name, an @ in the query after a password
+// (the same to pgx as an unencoded @ in the password), and user info
+// holding a ? with an = after it (a query read as user info: no / before
+// its @).
 func checkURL(raw string) (string, bool, error) {
 	i := strings.Index(raw, "://")
 	if i < 0 || strings.Contains(raw[:i], "=") {

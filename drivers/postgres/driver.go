@@ -60,7 +60,7 @@ func NewWithPool(pool *pgxpool.Pool, opts Options) (Driver, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrOptions)
 	}
-	if connectionKey(opts) != "" || opts.TLS != nil {
+	if kit.SetKey(opts, connectionKeys...) != "" || opts.TLS != nil {
 		return nil, fmt.Errorf("%w: connection options are not used with an existing pool", ErrOptions)
 	}
 	opts = opts.withDefaults()
@@ -95,8 +95,6 @@ func Factory() drivers.Factory {
 // connectionKeys are the keys of the connection options, in the order
 // errors name them.
 var connectionKeys = []string{"url", "host", "port", "database", "username", "password", "sslMode"}
-
-func connectionKey(o Options) string { return kit.SetKey(o, connectionKeys...) }
 
 // base is what both drivers share.
 type base struct {
