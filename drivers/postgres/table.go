@@ -48,8 +48,7 @@ type tableDriver struct {
 }
 
 func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool) *tableDriver {
-	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, pool != nil), id: rand.Text(),
-		poolCfg: cfg}
+	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, pool != nil), id: rand.Text(), poolCfg: cfg}
 	d.pool.Store(pool)
 	b.schema = append(b.schema, tableSchema(b.names, b.opts)...)
 	b.channels = append(b.channels, pgx.Identifier{ownChannel(d.id)}.Sanitize())
