@@ -51,33 +51,25 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 	}
 	live := WaiterLiveness.Milliseconds()
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		var fence int64
 		var left float64
 		fs, mark := d.fencing(p)
 		err := p.QueryRow(ctx, fs.acquire, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue}, mark...)...).
-			Scan(&res.Acquired, &fence, &left, &deferred)
+			Scan(&res.Acquired, &res.Fence, &left, &deferred)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// the holder's row, inserted concurrently, is not in the
 			// snapshot: taken, remaining ttl unknown
 			res, deferred = drivers.AcquireResult{}, false
 			return nil
 		}
-		res.Fence = uint64(fence)
-		res.HolderTTL = 0
-		if left > 0 {
-			res.HolderTTL = time.Duration(left * float64(time.Millisecond))
-		}
+		res.HolderTTL = time.Duration(max(left, 0) * float64(time.Millisecond))
 		return err
 	})
 	if err == nil && res.Acquired && res.Fence == 0 {
 		// the row was deleted between the snapshot and the insert: the new
 		// row needs its fence
 		err = d.run(ctx, func(ctx context.Context, p querier) error {
-			var fence int64
 			fs, mark := d.fencing(p)
-			err := p.QueryRow(ctx, fs.refence, append([]any{rowID(req.Key), req.Token}, mark...)...).Scan(&fence)
-			res.Fence = uint64(fence)
-			return err
+			return p.QueryRow(ctx, fs.refence, append([]any{rowID(req.Key), req.Token}, mark...)...).Scan(&res.Fence)
 		})
 	}
 	if err != nil {
