@@ -128,19 +128,9 @@ func (d *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.D
 	if l == nil {
 		return false, nil
 	}
-	s := l.s
-	if err := s.lock(ctx); err != nil {
-		return false, d.life.ClosedErr(err)
-	}
-	defer s.unlock()
 	var ok bool
-	if err := s.conn.QueryRow(ctx, d.sql.heldKey, h).Scan(&ok); err != nil {
-		if d.settle(s) {
-			return false, nil
-		}
-		return false, d.life.ClosedErr(err)
-	}
-	return ok && d.alive(s), nil
+	live, err := d.probe(ctx, l.s, func() error { return l.s.conn.QueryRow(ctx, d.sql.heldKey, h).Scan(&ok) })
+	return ok && live, d.life.ClosedErr(err)
 }
 
 // Renew checks many leases, with one statement per holding session.
@@ -194,9 +184,6 @@ func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 
 // ServerTime returns the server's clock (µs), read on the main session.
 func (d *advisoryDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
-	if err := d.life.Check(ctx); err != nil {
-		return time.Time{}, err
-	}
 	err = d.onMain(ctx, func(s *session) error { return s.conn.QueryRow(ctx, serverTimeSQL).Scan(&t) })
 	if err != nil {
 		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.life.ClosedErr(err)))
@@ -206,13 +193,14 @@ func (d *advisoryDriver) ServerTime(ctx context.Context) (t time.Time, err error
 
 // Ping pings the server on the main session, opening it when needed.
 func (d *advisoryDriver) Ping(ctx context.Context) error {
-	if err := d.life.Check(ctx); err != nil {
-		return err
-	}
 	return d.life.ClosedErr(d.onMain(ctx, func(s *session) error { return s.conn.Ping(ctx) }))
 }
 
+// onMain runs f on the main session, after life.Check.
 func (d *advisoryDriver) onMain(ctx context.Context, f func(s *session) error) error {
+	if err := d.life.Check(ctx); err != nil {
+		return err
+	}
 	s, err := d.mainSession(ctx)
 	if err != nil {
 		return err

@@ -210,22 +210,30 @@ func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt stri
 	return n, err
 }
 
-// heldOn returns the advisory keys s holds in the server; none when s broke.
-func (d *advisoryDriver) heldOn(ctx context.Context, s *session) (map[int64]bool, error) {
+// probe runs f, a query of what s holds, with s's slot taken; live is
+// false when it failed or s died meanwhile, err nil when s died (its locks
+// are gone: that is the answer).
+func (d *advisoryDriver) probe(ctx context.Context, s *session, f func() error) (live bool, err error) {
 	if err := s.lock(ctx); err != nil {
-		return nil, err
+		return false, err
 	}
 	defer s.unlock()
-	rows, _ := s.conn.Query(ctx, d.sql.heldKeys)
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		if d.settle(s) {
-			return nil, nil
-		}
-		return nil, err
+	if err = f(); err != nil && d.settle(s) {
+		err = nil
 	}
-	if !d.alive(s) {
-		return nil, nil
+	return err == nil && d.alive(s), err
+}
+
+// heldOn returns the advisory keys s holds in the server; none when s broke.
+func (d *advisoryDriver) heldOn(ctx context.Context, s *session) (map[int64]bool, error) {
+	var keys []int64
+	live, err := d.probe(ctx, s, func() (err error) {
+		rows, _ := s.conn.Query(ctx, d.sql.heldKeys)
+		keys, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	if !live {
+		return nil, err
 	}
 	held := map[int64]bool{}
 	for _, k := range keys {

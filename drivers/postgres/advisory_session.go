@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,7 +36,7 @@ type session struct {
 	ident  string      // what identify set (guarded by slot)
 
 	hup    hangup.Conn // watched by the driver's; no socket: not (probes find the break)
-	hungUp func()      // what hup calls: the driver's hungUp
+	hungUp func()      // what hup calls: breaks s, then reaps it
 
 	locks     map[int64]*advLock // guarded by the driver's mu
 	dead      atomic.Bool        // written under the driver's mu
@@ -56,14 +57,6 @@ func (s *session) lock(ctx context.Context) error {
 	}
 	s.busy()
 	return nil
-}
-
-func (s *session) tryLock() bool {
-	if !s.slot.TryLock() {
-		return false
-	}
-	s.busy()
-	return true
 }
 
 // busy watches s for hang-ups only: a statement's reply must not wake it.
@@ -89,15 +82,16 @@ func (s *session) unlock() {
 // (whose unlock then does).
 func (s *session) reap() {
 	if s.slot.TryLock() {
-		s.closeConn(context.Background())
+		_ = s.closeConn(context.Background())
 		s.slot.Unlock()
 	}
 }
 
 // closeConn closes the connection; the caller holds the slot.
-func (s *session) closeConn(ctx context.Context) {
+func (s *session) closeConn(ctx context.Context) (err error) {
 	s.hup.Forget()
-	s.closeOnce.Do(func() { _ = s.conn.Close(context.WithoutCancel(ctx)) })
+	s.closeOnce.Do(func() { err = s.conn.Close(ctx) })
+	return err
 }
 
 // cut closes the socket under a stuck statement (pgx tolerates it).
@@ -144,13 +138,8 @@ func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error
 	}
 	s := &session{conn: conn, waiter: waiter, locks: map[int64]*advLock{}}
 	s.hup.Watch(&d.hup, socketOf(conn.PgConn().Conn()))
-	s.hungUp = func() { d.hungUp(s) }
+	s.hungUp = func() { d.broken(s); s.reap() }
 	return s, nil
-}
-
-func (d *advisoryDriver) hungUp(s *session) {
-	d.broken(s)
-	s.reap()
 }
 
 // broken marks s dead: its locks are lost, reported to the subscribers.
@@ -165,12 +154,7 @@ func (d *advisoryDriver) broken(s *session) {
 	if d.main == s {
 		d.main = nil
 	}
-	for i, w := range d.waiters {
-		if w == s {
-			d.waiters = append(d.waiters[:i], d.waiters[i+1:]...)
-			break
-		}
-	}
+	d.waiters = slices.DeleteFunc(d.waiters, func(w *session) bool { return w == s })
 	var lost []drivers.Event
 	for h, l := range s.locks {
 		if d.held[h] == l {
@@ -196,7 +180,7 @@ func (d *advisoryDriver) settle(s *session) bool {
 
 func (d *advisoryDriver) kill(ctx context.Context, s *session) {
 	d.broken(s)
-	s.closeConn(ctx)
+	_ = s.closeConn(context.WithoutCancel(ctx))
 }
 
 // close closes the connection (freeing its locks in the server) once its
@@ -207,10 +191,7 @@ func (s *session) close(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer s.slot.Unlock()
-	s.hup.Forget()
-	var err error
-	s.closeOnce.Do(func() { err = s.conn.Close(ctx) })
-	return err
+	return s.closeConn(ctx)
 }
 
 // mainSession returns the main session, slot taken, opening it if needed.
@@ -267,7 +248,8 @@ func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 		return nil, ErrClosed
 	}
 	for _, s := range d.waiters {
-		if len(s.locks) == 0 && !s.dead.Load() && s.tryLock() {
+		if len(s.locks) == 0 && !s.dead.Load() && s.slot.TryLock() {
+			s.busy()
 			d.mu.Unlock()
 			return s, nil
 		}
@@ -305,7 +287,7 @@ func (d *advisoryDriver) adopt(ctx context.Context, s *session, waiter bool) boo
 	d.mu.Lock()
 	if d.life.Closed() {
 		d.mu.Unlock()
-		s.closeConn(ctx)
+		_ = s.closeConn(context.WithoutCancel(ctx))
 		return false
 	}
 	if waiter {

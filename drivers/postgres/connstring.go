@@ -8,83 +8,48 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
 // notShown ends the errors about the connection string, never quoted, nor
 // any part of it: which part is the password depends on the parser.
 const notShown = "(the URL is not shown: it may hold a password)"
 
-// pgx reads a string as a URL only when it starts with "postgres://" or
-// "postgresql://" in lower case (a mistyped URL became a startup parameter
-// the server's error quoted), and ends a URL's user info at the first @
-// before any /, even in the query: an unescaped @ or / in the password put
-// a piece of it where connection errors show it.
+// urlParts are the parts of a URL after "://" as pgx's parseURLSettings
+// splits them: the user info ends at the first @ before any /; the hosts
+// (ports included) at the first / or ? outside the brackets of an IPv6
+// host (a [ starting a host); a / starts the database name, which ends at
+// the first ?, a ? the query. Each part but hosts keeps its delimiter
+// ("u:pw@", "/db", "?k=v") and is "" when absent.
+type urlParts struct{ userinfo, hosts, database, query string }
 
-// urlParts are the parts of a URL after "://" as pgx splits them
-// (splitURL), without their delimiters.
-type urlParts struct {
-	userinfo, hosts, database, query string // hosts: ports included
-	hasUser, hasDB, hasQuery         bool
-}
-
-// splitURL splits what follows "://" as pgx's parseURLSettings does: the
-// user info ends at the first @ before any /; each host ends at the first
-// : / ? or , (a bracketed IPv6 address at its ]), its port at the first
-// / ? or ,; a / starts the database name, a ? the query. What pgx would
-// refuse after a ] is kept in hosts.
-func splitURL(rest string) urlParts {
-	var u urlParts
+func splitURL(rest string) (u urlParts) {
 	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
-		u.userinfo, u.hasUser, rest = rest[:i], true, rest[i+1:]
+		u.userinfo, rest = rest[:i+1], rest[i+1:]
 	}
-	n := 0 // the length of the host list
-	for {
-		if n < len(rest) && rest[n] == '[' {
-			rb := strings.IndexByte(rest[n:], ']')
-			if rb < 0 {
-				n = len(rest)
-				break
-			}
-			n += rb + 1
-		} else {
-			n += indexOrLen(rest[n:], ":/?,")
-		}
-		if n < len(rest) && rest[n] == ':' {
-			n++
-			n += indexOrLen(rest[n:], "/?,")
-		}
-		if n >= len(rest) || rest[n] != ',' {
-			break
-		}
-		n++
-	}
-	if n < len(rest) && rest[n] != '/' && rest[n] != '?' {
-		n = len(rest) // pgx refuses what follows a ]: keep it all in hosts
-	}
-	u.hosts, rest = rest[:n], rest[n:]
-	if strings.HasPrefix(rest, "/") {
-		u.database, rest, u.hasDB = rest[1:], "", true
-		if i := strings.IndexByte(u.database, '?'); i >= 0 {
-			u.database, rest = u.database[:i], u.database[i:]
+	n := 0
+	for ; n < len(rest) && rest[n] != '/' && rest[n] != '?'; n++ {
+		if rest[n] == '[' && (n == 0 || rest[n-1] == ',') {
+			n += max(strings.IndexByte(rest[n:], ']'), 0) // (pgx refuses a [ without ])
 		}
 	}
-	u.query, u.hasQuery = strings.CutPrefix(rest, "?")
+	u.hosts, u.database = rest[:n], rest[n:]
+	if q := strings.IndexByte(u.database, '?'); q >= 0 {
+		u.database, u.query = u.database[:q], u.database[q:]
+	}
 	return u
 }
 
-func indexOrLen(s, chars string) int {
-	if i := strings.IndexAny(s, chars); i >= 0 {
-		return i
-	}
-	return len(s)
-}
-
-// checkURL returns raw with a URL's scheme lower-cased, and whether raw is
-// a URL ("://" with no "=" before it). It refuses, at the url key, a URL
-// that pgx would split with a piece of the password outside it: an @ in the
-// hosts or the database name, an @ in the query after a password (the same
-// to pgx as an unencoded @ in the password), and user info holding a ?
-// with an = after it (a query read as user info: no / before its @).
+// checkURL returns raw with a URL's scheme lower-cased (pgx reads any other
+// spelling as key=value, a mistyped URL as a startup parameter that the
+// server's error quotes), and whether raw is a URL ("://" with no "="
+// before it). It refuses, at the url key, a URL that pgx would split with
+// a piece of the password outside it, where connection errors show it: an
+// @ in the hosts or the database name, an @ in the query after a password
+// (the same to pgx as an unencoded @ in the password), and user info
+// holding a ? with an = after it (a query read as user info: no / before
+// its @).
 func checkURL(raw string) (string, bool, error) {
 	i := strings.Index(raw, "://")
 	if i < 0 || strings.Contains(raw[:i], "=") {
@@ -123,14 +88,12 @@ var paramName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
 // parameters (keys pgx does not know, sent at startup) are plain names.
 func checkParsed(cfg *pgxpool.Config, key string) error {
 	cc := cfg.ConnConfig
-	hosts := []string{cc.Host}
+	hosts := cc.Host
 	for _, fb := range cc.Fallbacks {
-		hosts = append(hosts, fb.Host)
+		hosts += "," + fb.Host
 	}
-	for _, h := range hosts {
-		if strings.Contains(h, "@") {
-			return connError(key, "the host contains an @: percent-encode an @ in the user name or password as %%40")
-		}
+	if strings.Contains(hosts, "@") {
+		return connError(key, "the host contains an @: percent-encode an @ in the user name or password as %%40")
 	}
 	for name := range cc.RuntimeParams {
 		if !paramName.MatchString(name) {
@@ -216,21 +179,11 @@ func redactURL(raw string) string {
 	}
 	scheme, rest, _ := strings.Cut(norm, "://")
 	u := splitURL(rest)
-	var b strings.Builder
-	b.WriteString(scheme + "://")
-	if u.hasUser {
-		if user, pw, ok := strings.Cut(u.userinfo, ":"); ok && pw != "" {
-			b.WriteString(user + ":xxxxx@")
-		} else {
-			b.WriteString(u.userinfo + "@")
-		}
+	if user, pw, _ := strings.Cut(strings.TrimSuffix(u.userinfo, "@"), ":"); pw != "" {
+		u.userinfo = user + ":" + redact.Mask + "@"
 	}
-	b.WriteString(u.hosts)
-	if u.hasDB {
-		b.WriteString("/" + u.database)
-	}
-	if u.hasQuery {
-		pairs := strings.Split(u.query, "&")
+	if u.query != "" {
+		pairs := strings.Split(u.query[1:], "&")
 		for i, pair := range pairs {
 			k, v, ok := strings.Cut(pair, "=")
 			name, err := url.PathUnescape(k)
@@ -239,10 +192,10 @@ func redactURL(raw string) string {
 			}
 			name = strings.ToLower(strings.Trim(name, " "))
 			if strings.Contains(name, "pass") || strings.Contains(name, "secret") || strings.Contains(name, "token") {
-				pairs[i] = k + "=xxxxx"
+				pairs[i] = k + "=" + redact.Mask
 			}
 		}
-		b.WriteString("?" + strings.Join(pairs, "&"))
+		u.query = "?" + strings.Join(pairs, "&")
 	}
-	return b.String()
+	return scheme + "://" + u.userinfo + u.hosts + u.database + u.query
 }

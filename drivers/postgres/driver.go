@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,7 +60,7 @@ func NewWithPool(pool *pgxpool.Pool, opts Options) (Driver, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrOptions)
 	}
-	if connectionKey(opts) != "" || opts.TLS != nil {
+	if kit.SetKey(opts, connectionKeys...) != "" || opts.TLS != nil {
 		return nil, fmt.Errorf("%w: connection options are not used with an existing pool", ErrOptions)
 	}
 	opts = opts.withDefaults()
@@ -95,8 +96,6 @@ func Factory() drivers.Factory {
 // errors name them.
 var connectionKeys = []string{"url", "host", "port", "database", "username", "password", "sslMode"}
 
-func connectionKey(o Options) string { return kit.SetKey(o, connectionKeys...) }
-
 // base is what both drivers share.
 type base struct {
 	// A Driver prints, marshals and logs as its Options do, and nothing
@@ -112,14 +111,11 @@ type base struct {
 	ddl    sqlkit.Schema
 	schema []schemaObject // what ensureSchema creates
 
-	mu      sync.Mutex         // Close's detach runs under it
-	subs    kit.Listeners      // added under mu while open, cleared by Close
-	lisStop context.CancelFunc // the LISTEN goroutine, from its first use to Close
-	lisDone chan struct{}
-	// the channels the LISTEN connection listens on; heard, when set, gets
-	// each notification's key before the subscribers
-	channels []string
-	heard    func(key string)
+	mu        sync.Mutex     // Close's detach runs under it
+	subs      kit.Listeners  // added under mu while open, cleared by Close
+	listening bool           // the LISTEN goroutine started (under mu)
+	listener  sync.WaitGroup // the LISTEN goroutine, until Close starts
+	channels  []string       // what the LISTEN connection listens on
 
 	// Close must not wait for a statement stuck on a stalled link, nor for
 	// pgx cancelling one (up to 15 s): statements end with the life
@@ -162,19 +158,13 @@ func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
 // connections); calls in flight are cut when ctx ends. A second call waits
 // for the first.
 func (b *base) shutdown(ctx context.Context, detach func(), release func(context.Context) error) error {
-	var lisStop context.CancelFunc
-	var lisDone chan struct{}
 	return b.life.Close(ctx, "postgres", func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		lisStop, lisDone = b.lisStop, b.lisDone
 		b.subs.Clear()
 		detach()
 	}, func(ctx context.Context) error {
-		if lisStop != nil {
-			lisStop()
-			<-lisDone
-		}
+		b.listener.Wait() // (no goroutine starts once closed)
 		return release(ctx)
 	}, b.conns.Cut)
 }
@@ -202,61 +192,47 @@ func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 
 // startListenerLocked starts, with b.mu held, the LISTEN goroutine shared
 // by the subscriptions and the waiting acquisitions, unless it runs or the
-// driver is closed.
+// driver is closed. It ends when Close starts.
 func (b *base) startListenerLocked() {
-	if b.life.Closed() || b.lisDone != nil {
+	if b.life.Closed() || b.listening {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b.lisStop, b.lisDone = cancel, make(chan struct{})
-	go b.listen(ctx, b.lisDone)
+	b.listening = true
+	b.listener.Go(func() {
+		ctx, retry := b.life.Closing(), backoff.Default.New()
+		for {
+			start := time.Now()
+			b.listenOnce(ctx)
+			if time.Since(start) > time.Minute {
+				retry.Reset()
+			}
+			if ctx.Err() != nil || !backoff.Sleep(ctx, retry.Next()) {
+				return
+			}
+		}
+	})
 }
 
-func (b *base) listen(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	retry := backoff.Default.New()
-	for {
-		start := time.Now()
-		b.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(start) > time.Minute {
-			retry.Reset()
-		}
-		if !backoff.Sleep(ctx, retry.Next()) {
-			return
-		}
-	}
-}
-
-// listenOnce connects, listens and delivers notifications (to heard, then
-// the subscribers) until the connection fails or ctx ends.
+// listenOnce connects, listens and delivers notifications to the
+// subscribers (table mode's waiting acquisitions among them) until the
+// connection fails or ctx ends.
 func (b *base) listenOnce(ctx context.Context) {
 	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
 	if err != nil {
 		return
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
-	if _, err := conn.Exec(ctx, sessionSetup); err != nil {
+	// one round trip (without arguments, Exec sends the simple protocol)
+	if _, err := conn.Exec(ctx, sessionSetup+"; LISTEN "+strings.Join(b.channels, "; LISTEN ")); err != nil {
 		return
-	}
-	for _, ch := range b.channels {
-		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
-			return
-		}
 	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return
 		}
-		if n.Payload == "" {
-			continue
+		if n.Payload != "" {
+			b.subs.Publish(drivers.Event{Kind: drivers.Released, Key: n.Payload})
 		}
-		if b.heard != nil {
-			b.heard(n.Payload)
-		}
-		b.subs.Publish(drivers.Event{Kind: drivers.Released, Key: n.Payload})
 	}
 }

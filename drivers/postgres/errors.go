@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -25,32 +26,24 @@ func sqlState(err error) string {
 // privilege missing (42501), no such database (3D000). Fail-overs,
 // restarts, a full connection table and timeouts are not.
 func permanent(err error) error {
-	switch sqlState(err) {
-	case "28P01", "28000", "42501", "3D000":
-		if !errors.Is(err, drivers.ErrPermanent) {
-			return drivers.Permanent(err)
-		}
+	if !slices.Contains([]string{"28P01", "28000", "42501", "3D000"}, sqlState(err)) || errors.Is(err, drivers.ErrPermanent) {
+		return err
 	}
-	return err
+	return drivers.Permanent(err)
 }
 
 // conflict reports a serialization failure, a deadlock or a lock timeout:
 // contended statements fail so under a default isolation of serializable
 // or repeatable read, or a short lock_timeout.
 func conflict(err error) bool {
-	s := sqlState(err)
-	return s == "40001" || s == "40P01" || s == "55P03"
+	return slices.Contains([]string{"40001", "40P01", "55P03"}, sqlState(err))
 }
 
 // retryable reports conflicts and failures before the statement could run:
 // nothing sent yet, or the backend terminated (shutdown, crash recovery,
 // starting up: a pool hands out connections whose backend ended).
 func retryable(err error) bool {
-	switch sqlState(err) {
-	case "57P01", "57P02", "57P03":
-		return true
-	}
-	return conflict(err) || pgconn.SafeToRetry(err)
+	return conflict(err) || pgconn.SafeToRetry(err) || slices.Contains([]string{"57P01", "57P02", "57P03"}, sqlState(err))
 }
 
 // retry runs f until it succeeds or fails for good: conflicts are retried

@@ -163,9 +163,7 @@ func (e optionError) Unwrap() []error { return []error{ErrOptions, e.ce} }
 // errors name one key each (see optionError).
 func (o Options) validate() (names, error) {
 	var n names
-	switch o.Mode {
-	case ModeAdvisory, ModeTable:
-	default:
+	if o.Mode != ModeAdvisory && o.Mode != ModeTable {
 		return n, newOptionError("mode", "must be %q or %q, not %q", ModeAdvisory, ModeTable, o.Mode)
 	}
 	// "_fence" (6 bytes) is appended to the table's last part
@@ -189,9 +187,7 @@ func (o Options) validate() (names, error) {
 	if o.StallTimeout < 0 {
 		return n, newOptionError("stallTimeout", "must not be negative")
 	}
-	switch o.SynchronousCommit {
-	case "", "on", "off", "local", "remote_write", "remote_apply":
-	default:
+	if !slices.Contains([]string{"", "on", "off", "local", "remote_write", "remote_apply"}, o.SynchronousCommit) {
 		return n, newOptionError("synchronousCommit", "must be on, off, local, remote_write or remote_apply, not %q", o.SynchronousCommit)
 	}
 	suffixed := func(s string) string {
@@ -205,9 +201,7 @@ func (o Options) validate() (names, error) {
 // poolConfig builds the connection configuration without connecting. Its
 // errors never contain the password, nor any part of the URL.
 func (o Options) poolConfig() (*pgxpool.Config, error) {
-	switch o.SSLMode {
-	case "", "disable", "allow", "prefer", "require", "verify-ca", "verify-full":
-	default:
+	if !slices.Contains([]string{"", "disable", "allow", "prefer", "require", "verify-ca", "verify-full"}, o.SSLMode) {
 		return nil, newOptionError("sslMode", "must be disable, allow, prefer, require, verify-ca or verify-full, not %q", o.SSLMode)
 	}
 	if o.Port < 0 || o.Port > 65535 {
@@ -238,12 +232,9 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 	cc := cfg.ConnConfig
 	cc.Host, cc.Port = cmp.Or(o.Host, cc.Host), cmp.Or(uint16(o.Port), cc.Port)
 	cc.Database, cc.User, cc.Password = cmp.Or(o.Database, cc.Database), cmp.Or(o.Username, cc.User), cmp.Or(o.Password, cc.Password)
-	if o.Host != "" || o.Port != 0 {
-		cc.Fallbacks = nil // the URL's fallback hosts no longer apply
-	}
-	if o.TLS != nil {
-		cc.TLSConfig = o.TLS
-		cc.Fallbacks = nil
+	cc.TLSConfig = cmp.Or(o.TLS, cc.TLSConfig)
+	if o.Host != "" || o.Port != 0 || o.TLS != nil {
+		cc.Fallbacks = nil // the URL's fallback hosts (and their TLS settings) no longer apply
 	}
 	cc.ConnectTimeout = o.ConnectTimeout
 	if o.Mode == ModeTable && o.SynchronousCommit != "" {

@@ -44,17 +44,14 @@ type tableDriver struct {
 	poolMu  sync.Mutex      // creates and closes the pool
 	pool    atomic.Pointer[pgxpool.Pool]
 
-	watchers watchers     // waiting acquisitions, by key
-	reclaim  reclaim.Loop // deletes the rows no longer needed
+	reclaim reclaim.Loop // deletes the rows no longer needed
 }
 
 func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool) *tableDriver {
-	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, pool != nil), id: rand.Text(),
-		poolCfg: cfg, watchers: watchers{byKey: map[string][]chan struct{}{}}}
+	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, pool != nil), id: rand.Text(), poolCfg: cfg}
 	d.pool.Store(pool)
 	b.schema = append(b.schema, tableSchema(b.names, b.opts)...)
 	b.channels = append(b.channels, pgx.Identifier{ownChannel(d.id)}.Sanitize())
-	b.heard = d.wake
 	return d
 }
 
@@ -84,9 +81,6 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 // first live driver queued for it (queueHead), if any. The row is kept for
 // the next acquisition's one UPDATE; the reclaimer deletes it later.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	if err := d.life.Check(ctx); err != nil {
-		return false, err
-	}
 	var live bool
 	var queue []byte
 	var now *float64
@@ -169,16 +163,9 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 
 // Inspect reads the live row of key.
 func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.LockInfo, ok bool, err error) {
-	if err := d.life.Check(ctx); err != nil {
-		return drivers.LockInfo{}, false, err
-	}
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		var fence int64
-		var left float64
-		err := p.QueryRow(ctx, d.sql.inspect, rowID(key)).Scan(&info.Token, &fence, &left)
+		err := p.QueryRow(ctx, d.sql.inspect, rowID(key)).Scan(&info.Token, &info.Fence, &info.TTL)
 		ok = err == nil
-		info.Fence = uint64(fence)
-		info.TTL = time.Duration(left * float64(time.Millisecond))
 		return ignoreNoRows(err)
 	})
 	return info, ok, d.life.ClosedErr(err)
@@ -186,15 +173,10 @@ func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.Loc
 
 // List returns the held locks whose keys start with prefix.
 func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.ListedLock, err error) {
-	if err := d.life.Check(ctx); err != nil {
-		return nil, err
-	}
 	err = d.run(ctx, func(ctx context.Context, p querier) (err error) {
 		rows, _ := p.Query(ctx, d.sql.list, prefix)
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (l drivers.ListedLock, err error) {
-			var left float64
-			err = r.Scan(&l.Key, &l.Token, &l.Fence, &left)
-			l.TTL = time.Duration(left * float64(time.Millisecond))
+			err = r.Scan(&l.Key, &l.Token, &l.Fence, &l.TTL)
 			return l, err
 		})
 		return err
@@ -207,9 +189,6 @@ func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.Li
 
 // ServerTime returns the server's clock (µs), read on the pool.
 func (d *tableDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
-	if err := d.life.Check(ctx); err != nil {
-		return time.Time{}, err
-	}
 	err = d.run(ctx, func(ctx context.Context, q querier) error {
 		return q.QueryRow(ctx, serverTimeSQL).Scan(&t)
 	})

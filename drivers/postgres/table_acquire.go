@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,33 +51,25 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 	}
 	live := WaiterLiveness.Milliseconds()
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		var fence int64
 		var left float64
 		fs, mark := d.fencing(p)
 		err := p.QueryRow(ctx, fs.acquire, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue}, mark...)...).
-			Scan(&res.Acquired, &fence, &left, &deferred)
+			Scan(&res.Acquired, &res.Fence, &left, &deferred)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// the holder's row, inserted concurrently, is not in the
 			// snapshot: taken, remaining ttl unknown
 			res, deferred = drivers.AcquireResult{}, false
 			return nil
 		}
-		res.Fence = uint64(fence)
-		res.HolderTTL = 0
-		if left > 0 {
-			res.HolderTTL = time.Duration(left * float64(time.Millisecond))
-		}
+		res.HolderTTL = time.Duration(max(left, 0) * float64(time.Millisecond))
 		return err
 	})
 	if err == nil && res.Acquired && res.Fence == 0 {
 		// the row was deleted between the snapshot and the insert: the new
 		// row needs its fence
 		err = d.run(ctx, func(ctx context.Context, p querier) error {
-			var fence int64
 			fs, mark := d.fencing(p)
-			err := p.QueryRow(ctx, fs.refence, append([]any{rowID(req.Key), req.Token}, mark...)...).Scan(&fence)
-			res.Fence = uint64(fence)
-			return err
+			return p.QueryRow(ctx, fs.refence, append([]any{rowID(req.Key), req.Token}, mark...)...).Scan(&res.Fence)
 		})
 	}
 	if err != nil {
@@ -145,13 +135,6 @@ const (
 // the tests.
 var queueDeferral = 10 * time.Millisecond
 
-// watchers wakes the waiting Acquire calls of a key when its release is
-// heard.
-type watchers struct {
-	mu    sync.Mutex
-	byKey map[string][]chan struct{}
-}
-
 // acquireWaiting retries the acquisition, queued in the row, until it gets
 // the lock, req.Wait passes or ctx ends (then: not acquired, the last
 // result, no error). It watches for wake-ups before its first attempt, not
@@ -159,8 +142,8 @@ type watchers struct {
 func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	pace := kit.NewPacer(req.Wait)
 	defer pace.Stop()
-	wake := d.watch(req.Key)
-	defer d.unwatch(req.Key, wake)
+	wake, unwatch := d.watch(req.Key)
+	defer unwatch()
 	deferUntil := time.Now().Add(queueDeferral)
 	for fast := true; ; fast = false {
 		o := attemptOpts{queue: true, fast: fast, deferQueue: time.Now().Before(deferUntil)}
@@ -185,34 +168,19 @@ func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireReq
 	}
 }
 
-// watch registers a wake-up channel for key; the driver listens from then.
-func (d *tableDriver) watch(key string) chan struct{} {
+// watch returns a channel that a release of key heard wakes, and its
+// removal; the driver listens from then.
+func (d *tableDriver) watch(key string) (<-chan struct{}, func() bool) {
+	wake := make(chan struct{}, 1)
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.startListenerLocked()
-	d.mu.Unlock()
-	ch := make(chan struct{}, 1)
-	d.watchers.mu.Lock()
-	defer d.watchers.mu.Unlock()
-	d.watchers.byKey[key] = append(d.watchers.byKey[key], ch)
-	return ch
-}
-
-func (d *tableDriver) unwatch(key string, ch chan struct{}) {
-	w := &d.watchers
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.byKey[key] = slices.DeleteFunc(w.byKey[key], func(c chan struct{}) bool { return c == ch }); len(w.byKey[key]) == 0 {
-		delete(w.byKey, key)
-	}
-}
-
-func (d *tableDriver) wake(key string) {
-	d.watchers.mu.Lock()
-	defer d.watchers.mu.Unlock()
-	for _, ch := range d.watchers.byKey[key] {
-		select {
-		case ch <- struct{}{}:
-		default:
+	return wake, d.subs.Add(func(ev drivers.Event) {
+		if ev.Key == key {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
 		}
-	}
+	})
 }

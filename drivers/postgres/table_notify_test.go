@@ -130,8 +130,8 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 	// starts it; wait until it hears its own channel
 	waitFor(ctx, b, key)
 	probe := key + ":probe"
-	w := tableOf(b).watch(probe)
-	defer tableOf(b).unwatch(probe, w)
+	w, unwatch := tableOf(b).watch(probe)
+	defer unwatch()
 	within(t, 5*time.Second, "listener ready", func() bool {
 		err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
 			_, err := p.Exec(ctx, "SELECT pg_notify($1, $2)", ownChannel(tableOf(b).id), probe)
@@ -147,8 +147,8 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 			return false
 		}
 	})
-	woken := tableOf(b).watch(key) // fed by what wakes the waiter
-	defer tableOf(b).unwatch(key, woken)
+	woken, unwatchKey := tableOf(b).watch(key) // fed by what wakes the waiter
+	defer unwatchKey()
 	got := drivertest.AcquireAsync(ctx, b, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute, Wait: 10 * time.Second})
 	within(t, 5*time.Second, "b queued", func() bool {
 		var queued bool

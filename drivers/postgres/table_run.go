@@ -38,8 +38,12 @@ func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 }
 
 // run runs f on a pooled connection, with the schema in place, retrying,
-// and recreating the schema once if it was dropped. Close cuts it.
+// and recreating the schema once if it was dropped. It fails with ctx's
+// error or ErrClosed (sqlkit.Life.Check) before it starts; Close cuts it.
 func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q querier) error) error {
+	if err := d.life.Check(ctx); err != nil {
+		return err
+	}
 	ctx, stop := d.life.Bind(ctx)
 	defer stop()
 	p, err := d.getPool()

@@ -150,9 +150,9 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		renew: "WITH " + s + " UPDATE " + n.table + " AS t SET expires_at = now() + u.ttl * interval '1 millisecond' " +
 			"FROM s, unnest($1::bytea[], $2::text[], $3::bigint[]) AS u(id, token, ttl) " +
 			"WHERE t.id = u.id AND t.token = u.token AND t.expires_at > now() RETURNING t.id, t.token",
-		inspect: "SELECT token, fence, extract(epoch FROM expires_at - now())::float8 * 1000 FROM " + n.table +
+		inspect: "SELECT token, fence, expires_at - now() FROM " + n.table +
 			" WHERE id = $1 AND expires_at > now()",
-		list: "SELECT name, token, fence, extract(epoch FROM expires_at - now())::float8 * 1000 FROM " + n.table +
+		list: "SELECT name, token, fence, expires_at - now() FROM " + n.table +
 			" WHERE expires_at > now() AND token <> '' AND left(name, length($1)) = $1",
 		// deletes up to $1 free rows nobody queues for, each under its
 		// reclaim lock, exclusive, if free now; tried last (equal-cost
