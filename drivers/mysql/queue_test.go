@@ -24,8 +24,9 @@ func queueOf(t *testing.T, d Driver, key string) [][]byte {
 }
 
 // TestTableQueueOrder: in table mode, drivers whose attempts failed take a
-// released lock in the order they first failed, whoever asks first; a
-// releaser asking again goes to the end.
+// released lock in the order they first failed, whoever asks first (a
+// release grants it to the head, which leaves the queue); a releaser
+// asking again goes to the end.
 func TestTableQueueOrder(t *testing.T) {
 	ctx := ctxT(t)
 	opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks", WaiterLiveness: 10 * time.Second}
@@ -70,23 +71,25 @@ func TestTableQueueOrder(t *testing.T) {
 	acquire("d", false)
 	acquire("c", false) // asking again keeps the place
 	queued("b", "c", "d")
-	release("a")
+	release("a") // granted to b
+	queued("c", "d")
 	acquire("a", false)
 	acquire("d", false)
 	acquire("c", false)
-	queued("b", "c", "d", "a")
+	queued("c", "d", "a")
 	acquire("b", true)
 	queued("c", "d", "a")
-	release("b")
+	release("b") // granted to c
 	acquire("b", false)
 	acquire("d", false)
 	acquire("c", true)
-	release("c")
+	queued("d", "a", "b")
+	release("c") // granted to d
 	acquire("a", false)
 	acquire("d", true)
-	release("d")
+	release("d") // granted to a
 	acquire("a", true)
-	release("a")
+	release("a") // granted to b
 	acquire("b", true)
 	queued()
 	release("b")
@@ -194,12 +197,13 @@ func TestWatchJudge(t *testing.T) {
 		{"free, behind two dead entries", keyState{free: true, pos: 2, n: 3, lead: 2}, true, s.fastPoll(), 0},
 		{"held by this driver, nobody queued", keyState{mineHeld: true, pos: -1}, false, s.poll, 0},
 		{"held by another, not queued", keyState{pos: -1, n: 2}, true, s.poll, 0},
+		{"granted to this driver", keyState{granted: true, mineHeld: true, pos: -1, n: 1}, true, s.fastPoll(), 0},
 	} {
 		key := "judge:" + c.name
 		if r := tab(d).watch.failed(key, true); r != 0 {
 			t.Fatalf("%s: first failure's hint %v", c.name, r)
 		}
-		prompt, every := tab(d).watch.judge(key, c.st)
+		prompt, every, _ := tab(d).watch.judge(key, c.st)
 		if prompt != c.prompt || every != c.every {
 			t.Errorf("%s: judge = %v, %v; want %v, %v", c.name, prompt, every, c.prompt, c.every)
 		}
