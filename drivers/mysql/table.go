@@ -23,6 +23,7 @@ type tableDriver struct {
 	retakeSQL, handoverSQL string
 	takeSQL, acquireSQL    string // the short and the queueing acquire statements
 	releaseSQL, peekSQL    string // frees or grants, reads a waited-for row (table_grant.go)
+	freeSQL                string // frees a row nobody queues for
 
 	grants grants // tokens of locks owned through a grant (table_grant.go)
 
@@ -37,6 +38,7 @@ func newTable(db *sql.DB, own bool, socks *sockets, s settings) *tableDriver {
 	d.takeSQL, d.acquireSQL = s.takeSQL(), s.acquireSQL()
 	d.retakeSQL = fmt.Sprintf(tableRetakeSQL, s.table)
 	d.releaseSQL, d.peekSQL = s.releaseSQL(), s.peekSQL()
+	d.freeSQL = fmt.Sprintf(tableFreeSQL, s.table)
 	d.handoverSQL = fmt.Sprintf(tableHandoverSQL, s.table, heldMark)
 	d.watch = watcher{d: d, keys: map[string]*interest{}}
 	return d
@@ -56,15 +58,30 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 // Release frees key if token holds it.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
 	return call(&d.core, ctx, func(ctx context.Context) (bool, error) {
-		ttl := d.grants.grantTTL(d.s.liveness)
-		id, _, err := d.tableExec(ctx, d.releaseSQL, ttl, ttl, keyHash(key), d.grants.row(key, token))
+		row := d.grants.row(key, token)
+		var id int64
+		var err error
+		if !d.grants.contended(key) { // most likely nobody queues: the short statement
+			if id, _, err = d.tableExec(ctx, d.freeSQL, keyHash(key), row); id >= 1 {
+				d.grants.drop(key, token)
+				d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
+				return true, nil
+			}
+		}
+		if err == nil {
+			ttl := d.grants.grantTTL(d.s.liveness)
+			id, _, err = d.tableExec(ctx, d.releaseSQL, ttl, ttl, keyHash(key), row)
+		}
 		if err != nil {
 			return false, fmt.Errorf("mysql: release: %w", err)
 		}
 		if id >= 1 {
 			d.grants.drop(key, token)
-			if id&grantBit != 0 { // another driver's now: an acquisition queues at once
+			switch {
+			case id&grantBit != 0: // another driver's now: an acquisition queues at once
 				d.watch.handedOn(key)
+			case id&emptyBit != 0:
+				d.grants.uncontend(key)
 			}
 			d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
 		}
@@ -116,6 +133,13 @@ const heldMark = 1 << 62
 // database's UTC_TIMESTAMP(6); a lock is expired when expires_at < now. %s
 // is the quoted table; values are parameters.
 const (
+	// tableFreeSQL frees the row if token holds it and nobody queues for
+	// it, keeping the row (and its fence). LAST_INSERT_ID(fence) >= 1
+	// tells that it matched. Shorter than tableReleaseSQL: parsing the
+	// grant costs the uncontended release ~15%.
+	tableFreeSQL = `UPDATE %s SET token = '', expires_at = '1000-01-01 00:00:00', fence = LAST_INSERT_ID(fence)
+WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6) AND queue = ''`
+
 	// tableExtendSQL sets the expiry to ttl from now if the row token
 	// holds it, and the token to the component's (they differ while the
 	// row holds a grant token: table_grant.go). Parameters: token, ttl µs,
@@ -140,6 +164,9 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	d.noteTTL(req.TTL)
 	var id int64
 	var err error
+	if d.watch.watching(req.Key) {
+		d.grants.contend(req.Key) // its release grants at once
+	}
 	held := false // held by another, this driver's entry missing or stale: queue at once
 	if d.s.liveness > 0 && d.watch.watching(req.Key) {
 		// waiting: a plain read first, no row lock (table_grant.go)

@@ -39,6 +39,9 @@ import (
 // driver, long enough": the row is this driver's, unchanged (table_fair.go).
 const grantBit = 1 << 53
 
+// emptyBit marks a release's outcome: nobody queued (tableReleaseSQL).
+const emptyBit = 1 << 51
+
 // grantPrefix starts every grant token.
 const grantPrefix = "mutexfx-grant:"
 
@@ -56,13 +59,13 @@ func grantToken(id []byte, fence uint64) string {
 
 // tableReleaseSQL frees the row if token holds it, keeping the row (and
 // its fence), or grants it to the live head of its queue (see above).
-// LAST_INSERT_ID: the fence when released, grantBit + the new fence when
-// granted (>= 1: it matched). Parameters: grant ttl µs (0: never grant)
+// LAST_INSERT_ID: the fence when released (+ emptyBit when nobody
+// queued), grantBit + the new fence when granted (>= 1: it matched). Parameters: grant ttl µs (0: never grant)
 // twice, name_hash, token. %[1]s the table, %[2]s the head's liveness condition,
 // %[3]s the grant token. Assignments run left to right: fence first,
 // queue after taken_by, expires_at (which WHERE reads) last.
 const tableReleaseSQL = `UPDATE %[1]s SET
- fence = IF(LAST_INSERT_ID(IF(%[2]s, %[4]d + fence + 1, fence)) & %[4]d, fence + 1, fence),
+ fence = IF(LAST_INSERT_ID(IF(%[2]s, %[4]d + fence + 1, fence + IF(queue = '', %[6]d, 0))) & %[4]d, fence + 1, fence),
  token = IF(LAST_INSERT_ID() & %[4]d, %[3]s, ''),
  taken_by = IF(LAST_INSERT_ID() & %[4]d, LEFT(queue, 16), taken_by),
  queue = IF(LAST_INSERT_ID() & %[4]d, SUBSTRING(queue, %[5]d), queue),
@@ -77,7 +80,7 @@ func (s settings) releaseSQL() string {
 	if s.liveness > 0 {
 		live = fmt.Sprintf("(? > 0 AND LENGTH(queue) >= %d AND SUBSTRING(queue, 17, 13) >= %s)", entryWidth, stampSQL(s.liveness.Milliseconds()))
 	}
-	return fmt.Sprintf(tableReleaseSQL, s.table, live, grantTokenSQL("LEFT(queue, 16)", "fence"), grantBit, entryWidth+1)
+	return fmt.Sprintf(tableReleaseSQL, s.table, live, grantTokenSQL("LEFT(queue, 16)", "fence"), grantBit, entryWidth+1, emptyBit)
 }
 
 // grant is a lock this driver owns through a grant whose row still holds
@@ -92,6 +95,7 @@ type grants struct {
 	mu       sync.Mutex
 	m        map[string]grant
 	returned map[string]string // key → grant token given back
+	hot      map[string]bool   // keys waited for: their releases try the grant first
 	// ttl is the ttl of this driver's last acquisition: what its releases
 	// grant (plus WaiterLiveness).
 	ttl time.Duration
@@ -133,7 +137,8 @@ func (g *grants) giveBack(key, row string) bool {
 	return true
 }
 
-// maxReturned bounds the given-back grants remembered.
+// maxReturned bounds the given-back grants and the contended keys
+// remembered.
 const maxReturned = 1024
 
 // row returns the token to match key's row with for token: its grant
@@ -165,6 +170,31 @@ func (g *grants) drop(key, token string) {
 		delete(g.m, key)
 	}
 	g.mu.Unlock()
+}
+
+// contend records that key was waited for.
+func (g *grants) contend(key string) {
+	g.mu.Lock()
+	if g.hot == nil || len(g.hot) >= maxReturned {
+		g.hot = map[string]bool{}
+	}
+	g.hot[key] = true
+	g.mu.Unlock()
+}
+
+// uncontend records that key was freed with nobody queued.
+func (g *grants) uncontend(key string) {
+	g.mu.Lock()
+	delete(g.hot, key)
+	g.mu.Unlock()
+}
+
+// contended reports whether key was waited for since it was last freed
+// with nobody queued.
+func (g *grants) contended(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.hot[key]
 }
 
 // noteTTL records the ttl of an acquisition.
