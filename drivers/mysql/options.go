@@ -112,8 +112,8 @@ type Options struct {
 	// asks again queues behind other processes' waiters. A release grants
 	// the lock to a live head in the same statement, for the releasing
 	// driver's last ttl + WaiterLiveness, and the head's driver owns it
-	// without a write. An entry among the first three is stamped again (a
-	// small write) WaiterLiveness/2 after its last stamp; a dead head
+	// without a write. An entry is stamped again (a small write)
+	// WaiterLiveness/2 after its last stamp; a dead head
 	// delays the others by at most WaiterLiveness, or, granted the lock
 	// just as it died, by the grant. Negative: off. Default 100ms.
 	WaiterLiveness time.Duration `koanf:"waiterLiveness"`

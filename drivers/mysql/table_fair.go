@@ -14,11 +14,9 @@ import (
 // entry (to anyone if none is live); the taker leaves the queue in the
 // same statement. A release passes the row straight to a live head
 // (table_grant.go). An entry is live while its driver asked within
-// WaiterLiveness: a waiter among the first pruneDepth asks again
-// WaiterLiveness/2 after its last stamp, and an attempt stamps such an
-// entry when older than 3/8 of it (each write is a commit; entries further
-// back need no stamp until they get there). Attempts prune up to
-// pruneDepth dead head entries.
+// WaiterLiveness: a waiter asks again WaiterLiveness/2 after its last
+// stamp, and an attempt stamps its entry when older than 3/8 of it (each
+// write is a commit). Attempts prune up to pruneDepth dead head entries.
 //
 // The queue is a VARBINARY of fixed-width entries: the driver's 16-byte
 // random id and its last attempt as 13 ASCII digits of ms since 2000-01-01
@@ -115,8 +113,7 @@ func (s queueSQL) outcome() string {
 	// driver holds the row (its own waiters queue in the component).
 	app := fmt.Sprintf("(%[1]s = 0 AND LENGTH(%[2]s) < %[3]d AND NOT (%[2]s = '' AND NOT %[4]s AND taken_by = %[5]s))",
 		mine, s.q, maxQueue*entryWidth, free, s.me)
-	// only entries that liveness concerns (the first pruneDepth) refresh
-	refresh := fmt.Sprintf("(%[1]s > 0 AND %[1]s <= %[4]d AND SUBSTRING(%[2]s, %[1]s + 16, 13) < %[3]s)", mine, s.q, stampSQL(s.l*3/8), pruneDepth*entryWidth)
+	refresh := fmt.Sprintf("(%[1]s > 0 AND SUBSTRING(%[2]s, %[1]s + 16, 13) < %[3]s)", mine, s.q, stampSQL(s.l*3/8))
 	return fmt.Sprintf(`IF(%[11]s, %[2]d + %[12]d + fence, IF(%[1]s, fence + 1, %[2]d + IF(%[3]s, %[4]d,
    GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1)) + IF(%[5]s, %[6]d, 0) + IF(%[7]s, %[8]d, 0))
   + (%[9]s << %[10]d))`,

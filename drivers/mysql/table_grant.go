@@ -230,20 +230,20 @@ func (d *tableDriver) giveBack(ctx context.Context, key string, fence uint64) {
 	}
 }
 
-// peekSQL reads a waited-for row without locking it: whether it is granted
-// to this driver long enough (claim), or at all (mine), whether an attempt would change
-// nothing (held by another, this driver's entry fresh or far from the
-// head: skip), whether it is held by another driver (held: without skip,
-// the queueing statement is the one to run), the fence and
-// the holder's remaining µs. Parameters: driver id, ttl µs, name_hash.
+// peekSQL reads a waited-for row without locking it: whether it is
+// granted to this driver long enough (claim), or at all (mine); whether an
+// attempt would change nothing (held by another, this driver's entry
+// fresh: skip); whether it is held by another driver (held: without skip,
+// the queueing statement is the one to run); the fence and the holder's
+// remaining µs. Parameters: driver id, ttl µs, name_hash.
 func (s settings) peekSQL() string {
 	mine := "INSTR(queue, m.me)"
 	return fmt.Sprintf(`SELECT fence, %[1]s AND expires_at >= UTC_TIMESTAMP(6) + INTERVAL m.ttl MICROSECOND, %[1]s AND expires_at >= UTC_TIMESTAMP(6),
- expires_at >= UTC_TIMESTAMP(6) AND NOT %[1]s AND %[2]s > 0 AND (SUBSTRING(queue, %[2]s + 16, 13) >= %[3]s OR %[2]s > %[5]d),
+ expires_at >= UTC_TIMESTAMP(6) AND NOT %[1]s AND %[2]s > 0 AND SUBSTRING(queue, %[2]s + 16, 13) >= %[3]s,
  expires_at >= UTC_TIMESTAMP(6) AND NOT %[1]s AND taken_by <> m.me,
  GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1)
 FROM %[4]s, (SELECT CAST(? AS BINARY) AS me, CAST(? AS SIGNED) AS ttl) AS m WHERE name_hash = ?`,
-		mineGrant("m.me"), mine, stampSQL(s.liveness.Milliseconds()*3/8), s.table, pruneDepth*entryWidth)
+		mineGrant("m.me"), mine, stampSQL(s.liveness.Milliseconds()*3/8), s.table)
 }
 
 // peek reads key's row for a waiting attempt (peekSQL): a grant to claim,

@@ -19,9 +19,9 @@ const watchInterest = 2 * time.Second
 // always, for the give-backs) one goroutine reads the keys this driver
 // found held, in one query, and sends Released (a prompt to ask again)
 // when a key became free for this driver (table_fair.go) or was granted to
-// it (table_grant.go), when it should join the queue, and, among the first
-// pruneDepth, WaiterLiveness/2 after its last stamp; it gives back a grant
-// no attempt claimed within WaiterLiveness. It polls every PollInterval,
+// it (table_grant.go), when it should join the queue, and WaiterLiveness/2
+// after its last stamp; it gives back a grant no attempt claimed within
+// WaiterLiveness. It polls every PollInterval,
 // faster nearer the head (settings.pollEvery).
 type watcher struct {
 	d *tableDriver
@@ -208,7 +208,7 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 		before = st.pos
 	}
 	allowed := st.granted || st.free && before <= st.lead
-	refresh := st.pos >= 0 && st.pos < pruneDepth && now.Sub(in.stamped) >= s.liveness/2
+	refresh := st.pos >= 0 && now.Sub(in.stamped) >= s.liveness/2
 	// A new head is prompted once: its attempts then poll (see failed).
 	headed := st.pos == 0 && in.pos != 0
 	in.pos = st.pos
