@@ -212,7 +212,7 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	switch {
 	case id >= heldMark && id&grantBit != 0:
 		fence := uint64(id & valueMask)
-		if !d.grants.claim(req.Key, req.Token, grantToken(d.id, fence)) { // claimed here already, or given back
+		if !d.grants.claim(req.Key, req.Token, fence, grantToken(d.id, fence)) { // claimed here already, or given back
 			return drivers.AcquireResult{HolderTTL: d.s.poll}, nil
 		}
 		d.watch.remove(req.Key)

@@ -90,32 +90,58 @@ type grant struct {
 }
 
 // grants translates the component's tokens of granted locks to their grant
-// tokens, per key, and keeps a claim and a give-back of one grant apart.
+// tokens, per key, and lets each grant be claimed or given back once.
 type grants struct {
-	mu       sync.Mutex
-	m        map[string]grant
-	returned map[string]string // key → grant token given back
-	hot      map[string]bool   // keys waited for: their releases try the grant first
+	mu   sync.Mutex
+	m    map[string]grant
+	used map[string]usedGrant // per key, the last grant claimed or given back
+	hot  map[string]bool      // keys waited for: their releases try the grant first
 	// ttl is the ttl of this driver's last acquisition: what its releases
 	// grant (plus WaiterLiveness).
 	ttl time.Duration
 }
 
-// claim records that token owns key through the grant token row, unless
-// the grant was claimed already (by another attempt through this driver)
-// or given back (then the attempt failed). A read that found the grant may
-// be answered after the give-back ended: a given-back grant stays marked
-// until key is granted again.
-func (g *grants) claim(key, token, row string) bool {
+// usedGrant is the fence of the last grant of a key claimed or given back,
+// and when.
+type usedGrant struct {
+	fence uint64
+	at    time.Time
+}
+
+// use marks key's grant with fence as claimed or given back; false when it
+// or a later one was already (fences grow: a read that found a grant may
+// be answered after another attempt claimed it, or after it was given
+// back, even released, and granted again). g.mu held.
+func (g *grants) use(key string, fence uint64) bool {
+	if u, ok := g.used[key]; ok && fence <= u.fence {
+		return false
+	}
+	now := time.Now()
+	if len(g.used) >= maxReturned {
+		for k, u := range g.used { // reads in flight are long answered
+			if now.Sub(u.at) > usedFor {
+				delete(g.used, k)
+			}
+		}
+	}
+	if g.used == nil {
+		g.used = map[string]usedGrant{}
+	}
+	g.used[key] = usedGrant{fence, now}
+	return true
+}
+
+// usedFor is how long a used grant is remembered past maxReturned keys.
+const usedFor = time.Minute
+
+// claim records that token owns key through the grant with fence, unless
+// that grant was claimed or given back already (then the attempt failed).
+func (g *grants) claim(key, token string, fence uint64, row string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.returned[key] == row {
+	if !g.use(key, fence) {
 		return false
 	}
-	if gr, ok := g.m[key]; ok && gr.row == row {
-		return false
-	}
-	delete(g.returned, key)
 	if g.m == nil {
 		g.m = map[string]grant{}
 	}
@@ -123,22 +149,16 @@ func (g *grants) claim(key, token, row string) bool {
 	return true
 }
 
-// giveBack marks key's grant row as given back, unless claimed.
-func (g *grants) giveBack(key, row string) bool {
+// giveBack marks key's grant with fence as given back, unless it was
+// claimed (or given back) already.
+func (g *grants) giveBack(key string, fence uint64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if gr, claimed := g.m[key]; claimed && gr.row == row {
-		return false
-	}
-	if g.returned == nil || len(g.returned) >= maxReturned {
-		g.returned = map[string]string{} // older give-backs' reads are long answered
-	}
-	g.returned[key] = row
-	return true
+	return g.use(key, fence)
 }
 
-// maxReturned bounds the given-back grants and the contended keys
-// remembered.
+// maxReturned bounds the contended keys remembered, and the used grants
+// before the older ones are forgotten.
 const maxReturned = 1024
 
 // row returns the token to match key's row with for token: its grant
@@ -221,7 +241,7 @@ func (g *grants) grantTTL(liveness time.Duration) int64 {
 // fence when no attempt claimed it: its waiter stopped asking.
 func (d *tableDriver) giveBack(ctx context.Context, key string, fence uint64) {
 	row := grantToken(d.id, fence)
-	if !d.grants.giveBack(key, row) {
+	if !d.grants.giveBack(key, fence) {
 		return
 	}
 	ttl := d.grants.grantTTL(d.s.liveness)
@@ -264,7 +284,7 @@ func (d *tableDriver) peek(ctx context.Context, req drivers.AcquireRequest) (res
 	case mine:
 		// nobody else writes a row granted to this driver until it expires
 		row := grantToken(d.id, fence)
-		if !d.grants.claim(req.Key, req.Token, row) { // claimed here already, or given back
+		if !d.grants.claim(req.Key, req.Token, fence, row) { // claimed here already, or given back
 			return drivers.AcquireResult{HolderTTL: d.s.poll}, true, false, nil
 		}
 		if !claim { // too short for this attempt: make it last its ttl

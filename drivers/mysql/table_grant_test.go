@@ -77,23 +77,26 @@ func TestTableGrant(t *testing.T) {
 }
 
 // TestGrantsClaim: a grant is claimed once, and never after it was given
-// back (a read that found it may be answered after the give-back).
+// back, nor an older one (a read that found it may be answered late).
 func TestGrantsClaim(t *testing.T) {
 	var g grants
-	if !g.claim("k", "t1", "g1") || g.claim("k", "t2", "g1") {
+	if !g.claim("k", "t1", 1, "g1") || g.claim("k", "t2", 1, "g1") {
 		t.Fatal("a grant claimed twice, or not at all")
 	}
-	if g.giveBack("k", "g1") {
+	if g.giveBack("k", 1) {
 		t.Fatal("a claimed grant given back")
 	}
 	if g.row("k", "t1") != "g1" || g.row("k", "t2") != "t2" || g.shown("k", "g1") != "t1" {
 		t.Fatal("token translation wrong")
 	}
 	g.drop("k", "t1")
-	if !g.giveBack("k", "g2") || g.claim("k", "t3", "g2") {
-		t.Fatal("a given-back grant claimed")
+	if g.claim("k", "t5", 1, "g1") {
+		t.Fatal("a released grant claimed again")
 	}
-	if !g.claim("k", "t4", "g3") {
+	if !g.giveBack("k", 2) || g.claim("k", "t3", 2, "g2") || g.claim("k", "t3", 1, "g1") {
+		t.Fatal("a given-back or older grant claimed")
+	}
+	if !g.claim("k", "t4", 3, "g3") {
 		t.Fatal("a later grant not claimed")
 	}
 }
