@@ -211,13 +211,11 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	}
 	switch {
 	case id >= heldMark && id&grantBit != 0:
-		fence := uint64(id & valueMask)
-		if !d.grants.claim(req.Key, req.Token, fence, grantToken(d.id, fence)) { // claimed here already, or given back
-			return drivers.AcquireResult{HolderTTL: d.s.poll}, nil
+		res, err := d.claimGrant(ctx, req, uint64(id&valueMask))
+		if err != nil {
+			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 		}
-		d.watch.remove(req.Key)
-		d.grants.noteTTL(req.TTL)
-		return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
+		return res, nil
 	case id >= heldMark:
 		ttl := time.Duration(id&valueMask) * time.Microsecond
 		if retry := d.watch.failed(req.Key, id&(appendBit|refreshBit) != 0); retry > 0 && retry < ttl {

@@ -282,21 +282,8 @@ func (d *tableDriver) peek(ctx context.Context, req drivers.AcquireRequest) (res
 	case err != nil:
 		return res, false, false, err
 	case mine:
-		// nobody else writes a row granted to this driver until it expires
-		row := grantToken(d.id, fence)
-		if !d.grants.claim(req.Key, req.Token, fence, row) { // claimed here already, or given back
-			return drivers.AcquireResult{HolderTTL: d.s.poll}, true, false, nil
-		}
-		if !claim { // too short for this attempt: make it last its ttl
-			id, _, err := d.tableExec(ctx, fmt.Sprintf(tableExtendSQL, d.s.table), req.Token, req.TTL.Microseconds(), keyHash(req.Key), row)
-			d.grants.drop(req.Key, req.Token)
-			if err != nil || id < 1 {
-				return drivers.AcquireResult{HolderTTL: d.s.fastPoll()}, true, false, err
-			}
-		}
-		d.watch.remove(req.Key)
-		d.grants.noteTTL(req.TTL)
-		return drivers.AcquireResult{Acquired: true, Fence: fence}, true, false, nil
+		res, err := d.claimGrant(ctx, req, fence)
+		return res, true, false, err
 	case skip:
 		ttl := time.Duration(us) * time.Microsecond
 		if retry := d.watch.failed(req.Key, false); retry > 0 && retry < ttl {
@@ -305,4 +292,26 @@ func (d *tableDriver) peek(ctx context.Context, req drivers.AcquireRequest) (res
 		return drivers.AcquireResult{HolderTTL: ttl}, true, false, nil
 	}
 	return res, false, held, nil
+}
+
+// claimGrant takes key's row granted to this driver with fence for
+// req.Token: it writes the token and the expiry in the row, and answers
+// Acquired only once that commit is durable. A commit is visible to other
+// sessions before its redo is flushed: a grant only read could be lost
+// with a server crash while its grantee holds the lock, and its fence
+// reissued. Nobody else writes a row granted to this driver until it
+// expires; grants keeps two attempts of this driver from claiming one.
+func (d *tableDriver) claimGrant(ctx context.Context, req drivers.AcquireRequest, fence uint64) (drivers.AcquireResult, error) {
+	row := grantToken(d.id, fence)
+	if !d.grants.claim(req.Key, req.Token, fence, row) { // claimed here already, or given back
+		return drivers.AcquireResult{HolderTTL: d.s.poll}, nil
+	}
+	id, _, err := d.tableExec(ctx, fmt.Sprintf(tableExtendSQL, d.s.table), req.Token, req.TTL.Microseconds(), keyHash(req.Key), row)
+	d.grants.drop(req.Key, req.Token)
+	if err != nil || id < 1 {
+		return drivers.AcquireResult{HolderTTL: d.s.fastPoll()}, err
+	}
+	d.watch.remove(req.Key)
+	d.grants.noteTTL(req.TTL)
+	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
 }
