@@ -102,20 +102,17 @@ type Options struct {
 	// keys its waiters found held became free, to wake them (while a
 	// component is subscribed and someone waits). A queued driver (see
 	// WaiterLiveness) polls every 2 × place × PollInterval/10, at most
-	// PollInterval; at the head its attempts poll (a plain read) every
-	// PollInterval/10 (at least 1ms). Default 10ms.
+	// PollInterval; at the head its attempts poll every PollInterval/10
+	// (at least 1ms). Default 10ms.
 	PollInterval time.Duration `koanf:"pollInterval"`
 	// WaiterLiveness turns on table mode's fair hand-off and is how long a
 	// waiter keeps its place without asking again. Each row holds a FIFO
 	// queue of the drivers whose attempts failed; a free lock goes only to
 	// the first live one (anyone if none), so a process that releases and
-	// asks again queues behind other processes' waiters. A release grants
-	// the lock to a live head in the same statement, for the releasing
-	// driver's last ttl + WaiterLiveness, and the head's driver owns it
-	// without a write. An entry is stamped again (a small write)
-	// WaiterLiveness/2 after its last stamp; a dead head
-	// delays the others by at most WaiterLiveness, or, granted the lock
-	// just as it died, by the grant. Negative: off. Default 100ms.
+	// asks again queues behind other processes' waiters. An entry is
+	// stamped again (a small write) WaiterLiveness/2 after its last stamp; a
+	// dead head delays the others by at most WaiterLiveness. Negative: off.
+	// Default 100ms.
 	WaiterLiveness time.Duration `koanf:"waiterLiveness"`
 	// RenewBatch is the most leases renewed by one statement in table
 	// mode (and probed by one query in advisory mode). Default 1000.

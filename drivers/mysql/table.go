@@ -22,10 +22,6 @@ type tableDriver struct {
 	id                     []byte // random: this driver in waiter queues (table_fair.go)
 	retakeSQL, handoverSQL string
 	takeSQL, acquireSQL    string // the short and the queueing acquire statements
-	releaseSQL, peekSQL    string // frees or grants, reads a waited-for row (table_grant.go)
-	freeSQL                string // frees a row nobody queues for
-
-	grants grants // tokens of locks owned through a grant (table_grant.go)
 
 	watch   watcher      // wake-ups and queue places (table_watch.go)
 	reclaim reclaim.Loop // deletes the rows no longer needed (table_reclaim.go)
@@ -37,8 +33,6 @@ func newTable(db *sql.DB, own bool, socks *sockets, s settings) *tableDriver {
 	_, _ = rand.Read(d.id) // never fails (crypto/rand)
 	d.takeSQL, d.acquireSQL = s.takeSQL(), s.acquireSQL()
 	d.retakeSQL = fmt.Sprintf(tableRetakeSQL, s.table)
-	d.releaseSQL, d.peekSQL = s.releaseSQL(), s.peekSQL()
-	d.freeSQL = fmt.Sprintf(tableFreeSQL, s.table)
 	d.handoverSQL = fmt.Sprintf(tableHandoverSQL, s.table, heldMark)
 	d.watch = watcher{d: d, keys: map[string]*interest{}}
 	return d
@@ -58,31 +52,11 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 // Release frees key if token holds it.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
 	return call(&d.core, ctx, func(ctx context.Context) (bool, error) {
-		row := d.grants.row(key, token)
-		var id int64
-		var err error
-		if !d.grants.contended(key) { // most likely nobody queues: the short statement
-			if id, _, err = d.tableExec(ctx, d.freeSQL, keyHash(key), row); id >= 1 {
-				d.grants.drop(key, token)
-				d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
-				return true, nil
-			}
-		}
-		if err == nil {
-			ttl := d.grants.grantTTL(d.s.liveness)
-			id, _, err = d.tableExec(ctx, d.releaseSQL, ttl, ttl, keyHash(key), row)
-		}
+		id, _, err := d.tableExec(ctx, fmt.Sprintf(tableReleaseSQL, d.s.table), keyHash(key), token)
 		if err != nil {
 			return false, fmt.Errorf("mysql: release: %w", err)
 		}
 		if id >= 1 {
-			d.grants.drop(key, token)
-			switch {
-			case id&grantBit != 0: // another driver's now: an acquisition queues at once
-				d.watch.handedOn(key)
-			case id&emptyBit != 0:
-				d.grants.uncontend(key)
-			}
 			d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
 		}
 		return id >= 1, nil
@@ -92,22 +66,15 @@ func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, err
 // Extend renews key for token for ttl.
 func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
 	return call(&d.core, ctx, func(ctx context.Context) (bool, error) {
-		return d.extend(ctx, key, token, ttl)
+		if ttl <= 0 {
+			return false, errTTL(ttl)
+		}
+		id, _, err := d.tableExec(ctx, fmt.Sprintf(tableExtendSQL, d.s.table), ttl.Microseconds(), keyHash(key), token)
+		if err != nil {
+			return false, fmt.Errorf("mysql: extend: %w", err)
+		}
+		return id >= 1, nil
 	})
-}
-
-func (d *tableDriver) extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if ttl <= 0 {
-		return false, errTTL(ttl)
-	}
-	id, _, err := d.tableExec(ctx, fmt.Sprintf(tableExtendSQL, d.s.table), token, ttl.Microseconds(), keyHash(key), d.grants.row(key, token))
-	if err != nil {
-		return false, fmt.Errorf("mysql: extend: %w", err)
-	}
-	if id >= 1 {
-		d.grants.drop(key, token) // the row holds token now
-	}
-	return id >= 1, nil
 }
 
 // Renew extends many leases, with one statement per RenewBatch leases.
@@ -133,18 +100,13 @@ const heldMark = 1 << 62
 // database's UTC_TIMESTAMP(6); a lock is expired when expires_at < now. %s
 // is the quoted table; values are parameters.
 const (
-	// tableFreeSQL frees the row if token holds it and nobody queues for
-	// it, keeping the row (and its fence). LAST_INSERT_ID(fence) >= 1
-	// tells that it matched. Shorter than tableReleaseSQL: parsing the
-	// grant costs the uncontended release ~15%.
-	tableFreeSQL = `UPDATE %s SET token = '', expires_at = '1000-01-01 00:00:00', fence = LAST_INSERT_ID(fence)
-WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6) AND queue = ''`
+	// tableReleaseSQL frees the row if token holds it, keeping the row
+	// (and its fence). LAST_INSERT_ID(fence) >= 1 tells that it matched.
+	tableReleaseSQL = `UPDATE %s SET token = '', expires_at = '1000-01-01 00:00:00', fence = LAST_INSERT_ID(fence)
+WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 
-	// tableExtendSQL sets the expiry to ttl from now if the row token
-	// holds it, and the token to the component's (they differ while the
-	// row holds a grant token: table_grant.go). Parameters: token, ttl µs,
-	// name_hash, row token.
-	tableExtendSQL = `UPDATE %s SET token = ?, expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, fence = LAST_INSERT_ID(fence)
+	// tableExtendSQL sets the expiry to ttl from now if token holds it.
+	tableExtendSQL = `UPDATE %s SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, fence = LAST_INSERT_ID(fence)
 WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 
 	// tableRetakeSQL takes an existing free row that nobody queues for, or
@@ -164,22 +126,6 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	d.noteTTL(req.TTL)
 	var id int64
 	var err error
-	if d.watch.watching(req.Key) {
-		d.grants.contend(req.Key) // its release grants at once
-	}
-	held := false // held by another, this driver's entry missing or stale: queue at once
-	if d.s.liveness > 0 && d.watch.watching(req.Key) {
-		// waiting: a plain read first, no row lock (table_grant.go)
-		var res drivers.AcquireResult
-		var ok bool
-		res, ok, held, err = d.peek(ctx, req)
-		if err != nil {
-			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
-		}
-		if ok {
-			return res, nil
-		}
-	}
 	if !d.watch.watching(req.Key) {
 		// Not waited for: its row most likely exists and is free. A plain
 		// UPDATE costs 1.05-1.09× a bare upsert-if-expired + DELETE pair,
@@ -191,31 +137,20 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 		}
 		if n == 1 {
 			d.watch.remove(req.Key)
-			d.grants.noteTTL(req.TTL)
 			return drivers.AcquireResult{Acquired: true, Fence: uint64(id & valueMask)}, nil
 		}
 	}
 	args := []any{keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
 	// The short statement (takes a free row nobody else queues for, or
 	// inserts it), then the queueing one.
-	if held {
-		id = heldMark
-	} else {
-		id, _, err = d.tableExec(ctx, d.takeSQL, args...)
-	}
-	if err == nil && id >= heldMark && d.s.liveness > 0 && (held || !d.watch.queued(req.Key)) {
+	id, _, err = d.tableExec(ctx, d.takeSQL, args...)
+	if err == nil && id >= heldMark && d.s.liveness > 0 && !d.watch.queued(req.Key) {
 		id, _, err = d.tableExec(ctx, d.acquireSQL, args...)
 	}
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
 	switch {
-	case id >= heldMark && id&grantBit != 0:
-		res, err := d.claimGrant(ctx, req, uint64(id&valueMask))
-		if err != nil {
-			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
-		}
-		return res, nil
 	case id >= heldMark:
 		ttl := time.Duration(id&valueMask) * time.Microsecond
 		if retry := d.watch.failed(req.Key, id&(appendBit|refreshBit) != 0); retry > 0 && retry < ttl {
@@ -224,7 +159,6 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 		return drivers.AcquireResult{HolderTTL: ttl}, nil
 	case id >= 1:
 		d.watch.remove(req.Key)
-		d.grants.noteTTL(req.TTL)
 		return drivers.AcquireResult{Acquired: true, Fence: uint64(id & valueMask)}, nil
 	default:
 		return drivers.AcquireResult{}, errors.New("mysql: acquire: no answer in LAST_INSERT_ID (statement rewritten by a proxy?)")

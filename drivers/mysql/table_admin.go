@@ -26,7 +26,6 @@ func (d *tableDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo
 		if err != nil {
 			return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
 		}
-		info.Token = d.grants.shown(key, info.Token)
 		info.TTL = time.Duration(us) * time.Microsecond
 		return info, true, nil
 	})
@@ -45,8 +44,7 @@ func (d *tableDriver) List(ctx context.Context, prefix string) ([]drivers.Listed
 			`SELECT name, token, fence, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM %s`+
 				` WHERE expires_at >= UTC_TIMESTAMP(6) AND token <> '' AND LEFT(name, LENGTH(?)) = ?`, d.s.table),
 			[]any{[]byte(prefix), []byte(prefix)}, []any{&name, &token, &l.Fence, &us}, func() {
-				l.Key, l.TTL = string(name), time.Duration(us)*time.Microsecond
-				l.Token = d.grants.shown(l.Key, string(token))
+				l.Key, l.Token, l.TTL = string(name), string(token), time.Duration(us)*time.Microsecond
 				out = append(out, l)
 			})
 		if err != nil {

@@ -12,8 +12,7 @@ import (
 // row holds a FIFO queue of waiting drivers: a driver whose attempt fails
 // is appended (once per wait), and a free row goes only to the first live
 // entry (to anyone if none is live); the taker leaves the queue in the
-// same statement. A release passes the row straight to a live head
-// (table_grant.go). An entry is live while its driver asked within
+// same statement. An entry is live while its driver asked within
 // WaiterLiveness: a waiter asks again WaiterLiveness/2 after its last
 // stamp, and an attempt stamps its entry when older than 3/8 of it (each
 // write is a commit). Attempts prune up to pruneDepth dead head entries.
@@ -30,10 +29,7 @@ import (
 // The outcome, a BIGINT:
 //
 //	bits 0-49    taken: the new fence; not taken: the holder's remaining µs
-//	             (WaiterLiveness when the row is free but others come first);
-//	             granted: the fence
-//	bit 53       granted to this driver for at least the ttl asked for
-//	             (table_grant.go): owned, nothing written
+//	             (WaiterLiveness when the row is free but others come first)
 //	bit 54       not taken: refresh this driver's entry
 //	bit 55       not taken: append this driver to the queue
 //	bits 56-57   how many dead entries at the head to prune
@@ -114,23 +110,10 @@ func (s queueSQL) outcome() string {
 	app := fmt.Sprintf("(%[1]s = 0 AND LENGTH(%[2]s) < %[3]d AND NOT (%[2]s = '' AND NOT %[4]s AND taken_by = %[5]s))",
 		mine, s.q, maxQueue*entryWidth, free, s.me)
 	refresh := fmt.Sprintf("(%[1]s > 0 AND SUBSTRING(%[2]s, %[1]s + 16, 13) < %[3]s)", mine, s.q, stampSQL(s.l*3/8))
-	return fmt.Sprintf(`IF(%[11]s, %[2]d + %[12]d + fence, IF(%[1]s, fence + 1, %[2]d + IF(%[3]s, %[4]d,
+	return fmt.Sprintf(`IF(%[1]s, fence + 1, %[2]d + IF(%[3]s, %[4]d,
    GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1)) + IF(%[5]s, %[6]d, 0) + IF(%[7]s, %[8]d, 0))
-  + (%[9]s << %[10]d))`,
-		may, heldMark, free, s.l*1000, app, appendBit, refresh, refreshBit, s.lead(), leadShift, claimSQL(s.me), grantBit)
-}
-
-// mineGrant is true when the row holds a grant to the driver me. One too
-// short for the attempt is taken by peek (table_grant.go), never here: a
-// claim must go through the driver's record of claims.
-func mineGrant(me string) string {
-	return fmt.Sprintf("(token = %s)", grantTokenSQL(me, "fence"))
-}
-
-// claimSQL is true when the row holds a grant to the driver me lasting at
-// least the ttl asked for (the inserted row's expiry).
-func claimSQL(me string) string {
-	return fmt.Sprintf("(%s AND expires_at >= VALUES(expires_at))", mineGrant(me))
+  + (%[9]s << %[10]d)`,
+		may, heldMark, free, s.l*1000, app, appendBit, refresh, refreshBit, s.lead(), leadShift)
 }
 
 // newQueue is the queue after the outcome in LAST_INSERT_ID(): the dead
@@ -157,10 +140,9 @@ func (s settings) takeSQL() string {
 		return s.acquireSQL()
 	}
 	free := "expires_at < UTC_TIMESTAMP(6)"
-	me := "VALUES(taken_by)"
-	outcome := fmt.Sprintf("IF(%[3]s, %[2]d + %[4]d + fence, IF(%[1]s AND (queue = '' OR LEFT(queue, 16) = %[5]s), fence + 1, %[2]d + GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1)))",
-		free, heldMark, claimSQL(me), grantBit, me)
-	return fmt.Sprintf(tableAcquireSQL, s.table, outcome, fmt.Sprintf("IF(LAST_INSERT_ID() < %d AND LEFT(queue, 16) = %s, SUBSTRING(queue, %d), queue)", heldMark, me, entryWidth+1), heldMark, s.floorTable)
+	outcome := fmt.Sprintf("IF(%[1]s AND (queue = '' OR LEFT(queue, 16) = VALUES(taken_by)), fence + 1, %[2]d + GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1))",
+		free, heldMark)
+	return fmt.Sprintf(tableAcquireSQL, s.table, outcome, fmt.Sprintf("IF(LAST_INSERT_ID() < %d, SUBSTRING(queue, %d), queue)", heldMark, entryWidth+1), heldMark, s.floorTable)
 }
 
 // acquireSQL is tableAcquireSQL for the driver's table and settings.
@@ -176,8 +158,8 @@ func (s settings) pollSQL(keys int) string {
 	q := queueSQL{q: "queue", me: "m.me", l: s.liveness.Milliseconds()}
 	marks := strings.TrimSuffix(strings.Repeat("?,", keys), ",")
 	return fmt.Sprintf(`SELECT name_hash, expires_at < UTC_TIMESTAMP(6), expires_at >= UTC_TIMESTAMP(6) AND taken_by = m.me,
- IF(INSTR(queue, m.me) > 0, (INSTR(queue, m.me) - 1) DIV %[1]d, -1), LENGTH(queue) DIV %[1]d, %[2]s, %[5]s, fence
-FROM %[3]s, (SELECT CAST(? AS BINARY) AS me) AS m WHERE name_hash IN (%[4]s)`, entryWidth, q.lead(), s.table, marks, mineGrant("m.me"))
+ IF(INSTR(queue, m.me) > 0, (INSTR(queue, m.me) - 1) DIV %[1]d, -1), LENGTH(queue) DIV %[1]d, %[2]s
+FROM %[3]s, (SELECT CAST(? AS BINARY) AS me) AS m WHERE name_hash IN (%[4]s)`, entryWidth, q.lead(), s.table, marks)
 }
 
 // fastPoll is how often a driver polls the keys whose queue it heads.

@@ -31,17 +31,13 @@ func (d *tableDriver) Handover(ctx context.Context, key, token string, next driv
 		if err := checkTake(next); err != nil {
 			return false, drivers.AcquireResult{}, err
 		}
-		id, n, err := d.tableExec(ctx, d.handoverSQL, next.Token, d.id, next.TTL.Microseconds(), keyHash(key), d.grants.row(key, token))
-		if err == nil && n == 1 {
-			d.grants.drop(key, token)
-		}
+		id, n, err := d.tableExec(ctx, d.handoverSQL, next.Token, d.id, next.TTL.Microseconds(), keyHash(key), token)
 		switch {
 		case err != nil:
 			return false, drivers.AcquireResult{}, fmt.Errorf("mysql: handover: %w", err)
 		case n != 1:
 			return false, drivers.AcquireResult{}, nil
 		case id < heldMark:
-			d.grants.noteTTL(next.TTL)
 			return true, drivers.AcquireResult{Acquired: true, Fence: uint64(id)}, nil
 		}
 		d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})

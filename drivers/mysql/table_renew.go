@@ -12,7 +12,6 @@ import (
 
 // renew extends leases with one UPDATE per RenewBatch leases of one ttl;
 // when it changed fewer rows than given, a SELECT tells which are held.
-// Leases owned through a grant (table_grant.go) are extended one by one.
 func (d *tableDriver) renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
 	byTTL := map[time.Duration][]int{}
@@ -20,10 +19,6 @@ func (d *tableDriver) renew(ctx context.Context, leases []drivers.Lease) []drive
 	for i, l := range leases {
 		if l.TTL <= 0 {
 			out[i].Err = errTTL(l.TTL)
-			continue
-		}
-		if d.grants.row(l.Key, l.Token) != l.Token { // granted: writes its token too
-			out[i].Held, out[i].Err = d.extend(ctx, l.Key, l.Token, l.TTL)
 			continue
 		}
 		if _, ok := byTTL[l.TTL]; !ok {

@@ -15,14 +15,12 @@ import (
 const watchInterest = 2 * time.Second
 
 // watcher gives table mode its wake-ups and its waiters' places. MySQL
-// pushes nothing, so while someone is subscribed (with fair hand-off:
-// always, for the give-backs) one goroutine reads the keys this driver
-// found held, in one query, and sends Released (a prompt to ask again)
-// when a key became free for this driver (table_fair.go) or was granted to
-// it (table_grant.go), when it should join the queue, and WaiterLiveness/2
-// after its last stamp; it gives back a grant no attempt claimed within
-// WaiterLiveness. It polls every PollInterval,
-// faster nearer the head (settings.pollEvery).
+// pushes nothing, so while someone is subscribed one goroutine reads the
+// keys this driver found held, in one query, and sends Released (a prompt
+// to ask again) when a key became free for this driver (table_fair.go),
+// when it should join the queue, and WaiterLiveness/2 after its last
+// stamp. It polls every PollInterval, faster nearer the head
+// (settings.pollEvery).
 type watcher struct {
 	d *tableDriver
 
@@ -38,7 +36,6 @@ type interest struct {
 	asked   time.Time // last failed acquisition
 	stamped time.Time // last failed acquisition that stamped its queue entry
 	prompt  time.Time // last Released sent for it
-	granted time.Time // first poll that found it granted to this driver (zero: not)
 	pos     int       // place in the key's queue when last polled, -1: none
 }
 
@@ -64,8 +61,7 @@ func (w *watcher) failed(key string, stamped bool) (retry time.Duration) {
 		w.pruneLocked(now)
 	}
 	w.mu.Unlock()
-	// with fair hand-off its polls give back grants nobody claims
-	if w.d.subs.Len() > 0 || w.d.s.liveness > 0 {
+	if w.d.subs.Len() > 0 {
 		w.once.Do(w.start)
 	}
 	return retry
@@ -99,16 +95,6 @@ func (w *watcher) pruneLocked(now time.Time) {
 	}
 }
 
-// handedOn records that a release granted key to another driver: an
-// acquisition of it queues at once.
-func (w *watcher) handedOn(key string) {
-	w.mu.Lock()
-	if w.keys[key] == nil {
-		w.keys[key] = &interest{pos: -1, asked: time.Now()}
-	}
-	w.mu.Unlock()
-}
-
 // remove forgets key (acquired through this driver).
 func (w *watcher) remove(key string) {
 	w.mu.Lock()
@@ -139,8 +125,6 @@ type keyState struct {
 	pos      int  // this driver's place in the queue, -1: not queued
 	n        int  // queue entries
 	lead     int  // dead entries at its head (up to pruneDepth)
-	granted  bool // granted to this driver (table_grant.go)
-	fence    uint64
 }
 
 // poll reads the watched keys, prompts their waiters and returns when to
@@ -163,51 +147,37 @@ func (w *watcher) poll(ctx context.Context) (next time.Duration) {
 			return next // the waiters poll on their own meanwhile
 		}
 		for i, k := range chunk {
-			prompt, every, back := w.judge(k, states[i])
+			prompt, every := w.judge(k, states[i])
 			next = min(next, every)
 			if prompt {
 				w.d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: k})
-			}
-			if back {
-				w.d.giveBack(pctx, k, states[i].fence)
 			}
 		}
 	}
 	return next
 }
 
-// judge decides whether to prompt key's waiter now, when to poll again, and
-// whether to give back a grant no attempt claimed within WaiterLiveness
-// (its waiter stopped asking).
-func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Duration, back bool) {
+// judge decides whether to prompt key's waiter now, and when to poll again.
+func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Duration) {
 	now := time.Now()
 	s := w.d.s
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	in := w.keys[key]
 	if in == nil {
-		return false, s.poll, false
+		return false, s.poll
 	}
 	if s.liveness == 0 { // no queue: wake on free, once
 		if st.free {
 			delete(w.keys, key)
 		}
-		return st.free, s.poll, false
-	}
-	switch {
-	case !st.granted:
-		in.granted = time.Time{}
-	case in.granted.IsZero():
-		in.granted = now
-	case now.Sub(in.granted) >= s.liveness:
-		in.granted = time.Time{}
-		return false, s.fastPoll(), true
+		return st.free, s.poll
 	}
 	before := st.n
 	if st.pos >= 0 {
 		before = st.pos
 	}
-	allowed := st.granted || st.free && before <= st.lead
+	allowed := st.free && before <= st.lead
 	refresh := st.pos >= 0 && now.Sub(in.stamped) >= s.liveness/2
 	// A new head is prompted once: its attempts then poll (see failed).
 	headed := st.pos == 0 && in.pos != 0
@@ -227,9 +197,9 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 	// polls later (a component no longer waiting ignores it).
 	if (allowed || refresh || join || headed) && (in.asked.After(in.prompt) || now.Sub(in.prompt) >= 2*s.fastPoll()) {
 		in.prompt = now
-		return true, every, false
+		return true, every
 	}
-	return false, every, false
+	return false, every
 }
 
 // read returns the state of chunk's keys (a missing row: free, no queue).
@@ -243,7 +213,7 @@ func (w *watcher) read(ctx context.Context, chunk []string) ([]keyState, error) 
 	var h []byte
 	var st keyState
 	if err := queryRows(ctx, w.d.db, w.d.s.pollSQL(len(chunk)), args,
-		[]any{&h, &st.free, &st.mineHeld, &st.pos, &st.n, &st.lead, &st.granted, &st.fence},
+		[]any{&h, &st.free, &st.mineHeld, &st.pos, &st.n, &st.lead},
 		func() { found[string(h)] = st }); err != nil {
 		return nil, err
 	}
