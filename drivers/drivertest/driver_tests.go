@@ -17,6 +17,7 @@ func (s *suite) driverTests(t *testing.T) {
 	t.Run("Inspect", s.testInspect)
 	t.Run("RenewBatch", s.testRenewBatch)
 	t.Run("EndedContext", s.testEndedContext)
+	t.Run("DeadlineMidCall", s.testDeadlineMidCall)
 }
 
 func (s *suite) testTokenOwnership(t *testing.T) {

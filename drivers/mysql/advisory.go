@@ -86,30 +86,33 @@ func (a *advisoryDriver) Release(ctx context.Context, key, token string) (bool, 
 }
 
 // Extend checks on the lock's own connection that it still holds it (ttl
-// is ignored); any failure drops the connection and reports the lock lost.
+// is ignored); a check that fails drops the connection and reports the
+// lock lost. The check runs on the driver's context (checkOwn), not ctx:
+// ctx ending cuts the wait for its answer, never the statement, whose
+// cutting would close the connection and free the lock.
 func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
 	return call(&a.core, ctx, func(ctx context.Context) (bool, error) {
 		h := a.get(key, token)
 		if h == nil {
 			return false, nil
 		}
-		if err := h.mu.LockContext(ctx, a.bg); err != nil {
+		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		defer a.unlock(h)
 		start := time.Now()
-		if h.done {
-			return false, nil
-		} else if err := ctx.Err(); err != nil {
-			// Ended before the check was sent: the connection, and the
-			// lock, are untouched (a check cut mid-statement is not).
-			return false, err
-		} else if ok, _ := h.check(ctx); ok {
-			h.confirm(start)
-			return true, nil
+		answer := a.checkOwn(h, ctx)
+		if answer == nil {
+			return false, ErrClosed
 		}
-		a.dropLocked(h, true)
-		return false, nil
+		select {
+		case ans := <-answer:
+			if ans.held {
+				h.confirm(start)
+			}
+			return ans.held, ans.err
+		case <-ctx.Done():
+			return false, ctx.Err() // the check goes on; it drops h if not held
+		}
 	})
 }
 

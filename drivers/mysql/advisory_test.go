@@ -59,24 +59,6 @@ func TestAdvisoryReleaseEndedContext(t *testing.T) {
 	}
 }
 
-// TestAdvisoryExtendEndedContext: an Extend whose context has already
-// ended reports the context's error and leaves the lock held on its
-// connection: it is neither dropped nor reported lost.
-func TestAdvisoryExtendEndedContext(t *testing.T) {
-	ctx, d, other, key, tok := held(t, pools[0].open)
-	ended, cancel := context.WithCancel(ctx)
-	cancel()
-	if ok, err := d.Extend(ended, key, tok, time.Minute); ok || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Extend with an ended context = %v, %v; want false, context.Canceled", ok, err)
-	}
-	if ok, err := d.Extend(ctx, key, tok, time.Minute); !ok || err != nil {
-		t.Fatalf("Extend after one with an ended context = %v, %v; want true", ok, err)
-	}
-	if res, err := other.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token(), TTL: time.Minute}); err != nil || res.Acquired {
-		t.Fatalf("another driver's Acquire = %+v, %v; want the lock still taken", res, err)
-	}
-}
-
 // TestAdvisoryReleaseNotHeld: a Release whose connection is alive but no
 // longer holds the name (freed under the driver; another session holds it,
 // or none) reports false without an error, drops that connection, and
