@@ -164,8 +164,10 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 // Inspect reads the live row of key.
 func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.LockInfo, ok bool, err error) {
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		err := p.QueryRow(ctx, d.sql.inspect, rowID(key)).Scan(&info.Token, &info.Fence, &info.TTL)
+		var left int64 // µs
+		err := p.QueryRow(ctx, d.sql.inspect, rowID(key)).Scan(&info.Token, &info.Fence, &left)
 		ok = err == nil
+		info.TTL = time.Duration(left) * time.Microsecond
 		return ignoreNoRows(err)
 	})
 	return info, ok, d.life.ClosedErr(err)
@@ -176,7 +178,9 @@ func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.Li
 	err = d.run(ctx, func(ctx context.Context, p querier) (err error) {
 		rows, _ := p.Query(ctx, d.sql.list, prefix)
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (l drivers.ListedLock, err error) {
-			err = r.Scan(&l.Key, &l.Token, &l.Fence, &l.TTL)
+			var left int64 // µs
+			err = r.Scan(&l.Key, &l.Token, &l.Fence, &left)
+			l.TTL = time.Duration(left) * time.Microsecond
 			return l, err
 		})
 		return err

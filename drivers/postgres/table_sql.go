@@ -150,9 +150,12 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		renew: "WITH " + s + " UPDATE " + n.table + " AS t SET expires_at = now() + u.ttl * interval '1 millisecond' " +
 			"FROM s, unnest($1::bytea[], $2::text[], $3::bigint[]) AS u(id, token, ttl) " +
 			"WHERE t.id = u.id AND t.token = u.token AND t.expires_at > now() RETURNING t.id, t.token",
-		inspect: "SELECT token, fence, expires_at - now() FROM " + n.table +
+		// the ttl left in whole µs: an interval's text form, which the
+		// simple protocol (PgBouncer set-ups) sends, follows the session's
+		// IntervalStyle, and pgx parses only the default one
+		inspect: "SELECT token, fence, (extract(epoch FROM expires_at - now()) * 1000000)::int8 FROM " + n.table +
 			" WHERE id = $1 AND expires_at > now()",
-		list: "SELECT name, token, fence, expires_at - now() FROM " + n.table +
+		list: "SELECT name, token, fence, (extract(epoch FROM expires_at - now()) * 1000000)::int8 FROM " + n.table +
 			" WHERE expires_at > now() AND token <> '' AND left(name, length($1)) = $1",
 		// deletes up to $1 free rows nobody queues for, each under its
 		// reclaim lock, exclusive, if free now; tried last (equal-cost
