@@ -37,7 +37,7 @@ func kindOf(sql string) string {
 		return "release"
 	case strings.Contains(sql, "pg_notify"):
 		return "notify"
-	case strings.Contains(sql, "ON CONFLICT") || strings.Contains(sql, "SET name = $2"):
+	case strings.Contains(sql, "ON CONFLICT") || strings.Contains(sql, "AS l SET token = $2"):
 		return "attempt"
 	}
 	return ""

@@ -14,7 +14,7 @@ type tableStatements struct {
 }
 
 // fencedStatements are the table driver's statements that take a fence.
-type fencedStatements struct{ take, acquire, refence, handover string }
+type fencedStatements struct{ take, turn, acquire, refence, handover string }
 
 // ownChannel is the NOTIFY channel of the driver with this id: a release
 // notifies there the first live driver of the row's queue, so that its
@@ -100,9 +100,16 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		return fencedStatements{
 			// the uncontended path: a bare UPDATE of a free row nobody queues
 			// for (it locks only a row it changes); else acquire decides
-			take: "UPDATE " + n.table + " AS l SET name = $2, token = $3, fence = " + fence(5) +
-				", expires_at = " + fmt.Sprintf(ttl, 4) +
+			// (the row's name is its key's: an existing row keeps it)
+			take: "UPDATE " + n.table + " AS l SET token = $2, fence = " + fence(4) +
+				", expires_at = " + fmt.Sprintf(ttl, 3) +
 				" WHERE l.id = $1 AND l.expires_at <= now() AND l.queue = '{}' RETURNING l.fence, " + synced,
+			// a woken waiter's turn: a bare UPDATE of a free row whose turn
+			// it is ($4: the driver, $5: the liveness), dropping its queue
+			// entry; else acquire decides
+			turn: "UPDATE " + n.table + " AS l SET token = $2, fence = " + fence(6) +
+				", expires_at = " + fmt.Sprintf(ttl, 3) + ", queue = " + turnParams.Replace(pruned) +
+				" WHERE l.id = $1 AND " + turnParams.Replace(take("l")) + " RETURNING l.fence, " + synced,
 			// a new row's fence is drawn under the shared reclaim lock
 			acquire: "WITH " + s + ", g AS MATERIALIZED (SELECT " + reclaimLockSQL("pg_advisory_xact_lock_shared", "$1::bytea") + "), ins AS (" +
 				"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
@@ -162,6 +169,10 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 			" LIMIT $1 FOR UPDATE SKIP LOCKED)",
 	}
 }
+
+// turnParams renumbers acquire's parameters in turn's: the driver's id
+// $5 → $4, the liveness $7 → $5.
+var turnParams = strings.NewReplacer("$5::text", "$4::text", "$7::bigint", "$5::bigint")
 
 // tableSchema is the table, and its queue column when an older table
 // lacks it.
