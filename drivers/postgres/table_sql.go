@@ -46,6 +46,7 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		released, tookOrQueued = asyncHint+" IS NOT NULL", "CASE WHEN l.token = $3 THEN true ELSE "+asyncHint+" IS NULL END"
 	}
 	nextval := nextvalSQL(n)
+	shared := "'" + strings.Trim(n.channel, `"`) + "'" // (never holds a ': validated)
 	// guarded(i) is NULL, which the NOT NULL fence column refuses (writing
 	// nothing), when the server's crash mark differs from $i, the one this
 	// connection read before its bootCheck: a connection that outlived a
@@ -142,14 +143,16 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	return tableStatements{
 		plain:   tableFenced(func(int) string { return nextval }),
 		guarded: tableFenced(guarded),
-		// returns the queue, when not empty, and the server's clock, for
-		// Release to notify the head (an uncontended release notifies
-		// nobody); picking the head here, in a subquery, slowed every
-		// release by 10-20 µs (its plan is set up even when skipped)
+		// notifies the queue's head of key $3 (NULL: none) with wake, a
+		// function called only when drivers queue (an uncontended release
+		// notifies nobody): picking the head here, in a subquery, slowed
+		// every release by 10-20 µs (its plan is set up even when skipped),
+		// and notifying in a second statement delayed the hand-off by a
+		// round trip
 		release: "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" +
 			" WHERE id = $1 AND token = $2 AND expires_at > now() " +
-			"RETURNING " + released + ", CASE WHEN queue <> '{}' THEN queue END, " +
-			"CASE WHEN queue <> '{}' THEN " + nowMS + " END",
+			"RETURNING " + released + ", CASE WHEN queue <> '{}' AND $3::text IS NOT NULL THEN " +
+			n.wake + "(queue, $3::text, " + fmt.Sprint(WaiterLiveness.Milliseconds()) + ", " + shared + ") END",
 		// a hint: its commit (pg_notify writes one) need not be flushed
 		notify: "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)",
 		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +
@@ -174,14 +177,25 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 // $5 → $4, the liveness $7 → $5.
 var turnParams = strings.NewReplacer("$5::text", "$4::text", "$7::bigint", "$5::bigint")
 
-// tableSchema is the table, and its queue column when an older table
-// lacks it.
+// wakeSQL creates the function a release notifies the head of a row's
+// queue with: on its own channel (ownChannel) the live driver that arrived
+// first, as queueHead picks it, or with none live the shared channel.
+func wakeSQL(n names) string {
+	return "CREATE OR REPLACE FUNCTION " + n.wake + "(queue jsonb, key text, live bigint, shared text) RETURNS boolean " +
+		"LANGUAGE plpgsql VOLATILE AS $f$ BEGIN PERFORM pg_notify(coalesce('" + ownChannel("") + "' || (" +
+		"SELECT e.k FROM jsonb_each(queue) AS e(k, v) WHERE (e.v->>1)::float8 > extract(epoch FROM now()) * 1000 - live " +
+		"ORDER BY (e.v->>0)::float8, e.k COLLATE \"C\" LIMIT 1), shared), key); RETURN true; END $f$"
+}
+
+// tableSchema is the table, its queue column when an older table lacks
+// it, and the wake function.
 func tableSchema(n names, o Options) []schemaObject {
 	unlogged := ""
 	if o.Unlogged {
 		unlogged = "UNLOGGED "
 	}
 	return []schemaObject{
+		{"to_regprocedure('" + n.wake + "(jsonb, text, bigint, text)') IS NOT NULL", []string{wakeSQL(n)}},
 		{regclass(n.table) + " IS NOT NULL", []string{"CREATE " + unlogged + "TABLE IF NOT EXISTS " + n.table + ` (
 	id bytea PRIMARY KEY,
 	name text NOT NULL,
