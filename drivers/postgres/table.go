@@ -75,7 +75,7 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 	if req.Wait > 0 {
 		res, err = d.acquireWaiting(ctx, req)
 	} else {
-		res, _, err = d.acquireOnce(ctx, req, attemptOpts{fast: true})
+		res, _, err = d.acquireOnce(ctx, req, &attemptOpts{fast: true})
 	}
 	return res, permanent(d.life.ClosedErr(err))
 }

@@ -19,8 +19,13 @@ import (
 // queues this driver in the row (or refreshes its entry); fast, try take
 // first; turn, try the turn statement first (a waiter a release woke);
 // deferQueue, a driver not queued yet does not queue while the row is free
-// for a queued driver (acquireOnce then reports deferred).
-type attemptOpts struct{ queue, fast, turn, deferQueue bool }
+// for a queued driver (acquireOnce then reports deferred). arrival is the
+// server's clock (ms) at the first acquire statement of a waiting
+// acquisition, which acquireOnce sets: its queue entry's arrival.
+type attemptOpts struct {
+	queue, fast, turn, deferQueue bool
+	arrival                       *float64
+}
 
 // take is the uncontended path: one bare UPDATE takes the row when it is
 // free and nobody queues for it (with turn: when it is this driver's turn,
@@ -46,7 +51,7 @@ func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms i
 // the holder's remaining ttl. With o.fast (o.turn) it tries take (its
 // turn) first: one round trip uncontended (woken in turn), two else.
 // deferred reports an attempt that did not queue, as o.deferQueue asked.
-func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, o attemptOpts) (res drivers.AcquireResult, deferred bool, err error) {
+func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, o *attemptOpts) (res drivers.AcquireResult, deferred bool, err error) {
 	ms, err := ttlMillis(req.TTL)
 	if err != nil {
 		return drivers.AcquireResult{}, false, err
@@ -60,10 +65,13 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 	live := WaiterLiveness.Milliseconds()
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		var fence int64
-		var left float64
+		var left, now float64
 		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.acquire, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue}, mark...)...).
-			Scan(&res.Acquired, &fence, &left, &deferred)
+		err := p.QueryRow(ctx, fs.acquire, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue, o.arrival}, mark...)...).
+			Scan(&res.Acquired, &fence, &left, &deferred, &now)
+		if err == nil && o.arrival == nil {
+			o.arrival = &now
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			// the holder's row, inserted concurrently, is not in the
 			// snapshot: taken, remaining ttl unknown
@@ -169,9 +177,10 @@ func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireReq
 	defer d.unwatch(req.Key, wake)
 	deferUntil := time.Now().Add(queueDeferral)
 	woken := false
+	o := attemptOpts{queue: true}
 	for fast := true; ; fast = false {
-		o := attemptOpts{queue: true, fast: fast, turn: woken, deferQueue: time.Now().Before(deferUntil)}
-		res, deferred, err := d.acquireOnce(ctx, req, o)
+		o.fast, o.turn, o.deferQueue = fast, woken, time.Now().Before(deferUntil)
+		res, deferred, err := d.acquireOnce(ctx, req, &o)
 		if err != nil || res.Acquired {
 			return res, err
 		}

@@ -89,9 +89,13 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	write := func(a string) string {
 		return "(" + take(a) + " OR ($6::bool AND NOT " + fresh(a) + " AND NOT " + deferred(a) + "))"
 	}
+	// a new entry arrives at $9 (the server's clock at the waiting
+	// acquisition's first attempt, NULL: now) if that is recent: a deferred
+	// driver keeps its place before those that arrived while it deferred
 	queued := "l.queue || jsonb_build_object($5::text, jsonb_build_array(" +
 		"CASE WHEN (l.queue->$5::text->>1)::float8 > " + nowMS + " - $7::bigint " +
-		"THEN (l.queue->$5::text->>0)::float8 ELSE " + nowMS + " END, " + nowMS + "))"
+		"THEN (l.queue->$5::text->>0)::float8 WHEN $9::float8 > " + nowMS + " - $7::bigint " +
+		"THEN least($9::float8, " + nowMS + ") ELSE " + nowMS + " END, " + nowMS + "))"
 	pruned := "CASE WHEN l.queue = '{}' THEN l.queue ELSE coalesce((SELECT jsonb_object_agg(e.k, e.v) " +
 		"FROM jsonb_each(l.queue) AS e(k, v) WHERE " + live + " AND e.k <> $5::text), '{}') END"
 	left := func(ts string) string { return "extract(epoch FROM " + ts + " - now())::float8 * 1000" }
@@ -114,19 +118,19 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 			// a new row's fence is drawn under the shared reclaim lock
 			acquire: "WITH " + s + ", g AS MATERIALIZED (SELECT " + reclaimLockSQL("pg_advisory_xact_lock_shared", "$1::bytea") + "), ins AS (" +
 				"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
-				"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + fence(9) + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
+				"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + fence(10) + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
 				" FROM s CROSS JOIN g LEFT JOIN " + n.table + " AS c ON c.id = $1 WHERE c.id IS NULL OR " + write("c") + " " +
 				"ON CONFLICT (id) DO UPDATE SET " +
 				"name = CASE WHEN " + take("l") + " THEN excluded.name ELSE l.name END, " +
 				"token = CASE WHEN " + take("l") + " THEN excluded.token ELSE l.token END, " +
-				"fence = CASE WHEN " + take("l") + " THEN " + fence(9) + " ELSE l.fence END, " +
+				"fence = CASE WHEN " + take("l") + " THEN " + fence(10) + " ELSE l.fence END, " +
 				"expires_at = CASE WHEN " + take("l") + " THEN excluded.expires_at ELSE l.expires_at END, " +
 				"queue = CASE WHEN " + take("l") + " THEN " + pruned + " ELSE " + queued + " END " +
 				"WHERE " + write("l") + " " +
 				"RETURNING " + tookOrQueued + " AS took, l.fence, l.expires_at) " +
 				"SELECT took, CASE WHEN took THEN fence ELSE 0 END, " +
-				"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END, false FROM ins UNION ALL " +
-				"SELECT false, 0, " + left("expires_at") + ", " + deferred("r") + " OR " + write("r") + " FROM " + n.table +
+				"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END, false, " + nowMS + " FROM ins UNION ALL " +
+				"SELECT false, 0, " + left("expires_at") + ", " + deferred("r") + " OR " + write("r") + ", " + nowMS + " FROM " + n.table +
 				" AS r WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
 			refence: "UPDATE " + n.table + " SET fence = " + fence(3) + " WHERE id = $1 AND token = $2 RETURNING fence",
 			// passes the row from $2 to $3 for $4 ms with a new fence when
