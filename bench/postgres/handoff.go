@@ -24,20 +24,20 @@ import (
 // turn is one acquisition of a hand-off run: how long it waited, and when
 // (Unix ns, comparable across processes) it got the lock and its release
 // started and returned. A traced table-mode worker (-phases) also records
-// when its release's statements ended (UPDATE, then NOTIFY), when its
-// process heard the NOTIFY that woke it last before it got the lock, when
-// its last attempt started, and how many attempts it made.
+// when its release's UPDATE (which notifies the next waiter) ended, when
+// its process heard the NOTIFY that woke it last before it got the lock,
+// when its last attempt started, and how many attempts it made.
 type turn struct {
 	wait                  time.Duration
 	got, relStart, relEnd int64
-	updated, notified     int64
+	updated               int64
 	heard, lastTry        int64
 	tries                 int64
 }
 
 // fields are a turn's numbers in the order a worker process prints them.
 func (t *turn) fields() []*int64 {
-	return []*int64{(*int64)(&t.wait), &t.got, &t.relStart, &t.relEnd, &t.updated, &t.notified, &t.heard, &t.lastTry, &t.tries}
+	return []*int64{(*int64)(&t.wait), &t.got, &t.relStart, &t.relEnd, &t.updated, &t.heard, &t.lastTry, &t.tries}
 }
 
 // handoffConfig is one hand-off configuration: 8 workers taking a lock in

@@ -30,14 +30,12 @@ type stmt struct {
 type stmtKey struct{}
 
 // kindOf tells the table driver's statements apart by their text: a
-// release, its NOTIFY, an acquisition attempt, or another.
+// release (which notifies), an acquisition attempt, or another.
 func kindOf(sql string) string {
 	switch {
 	case strings.Contains(sql, "SET token = '', expires_at = 'epoch'"):
 		return "release"
-	case strings.Contains(sql, "pg_notify"):
-		return "notify"
-	case strings.Contains(sql, "ON CONFLICT") || strings.Contains(sql, "SET name = $2"):
+	case strings.Contains(sql, "ON CONFLICT") || strings.Contains(sql, "AS l SET token = $2"):
 		return "attempt"
 	}
 	return ""
@@ -81,8 +79,6 @@ func (t *tracer) fill(tu *turn) {
 			tu.lastTry = s.start
 		case s.kind == "release" && s.start >= tu.relStart:
 			tu.updated = s.end
-		case s.kind == "notify" && s.start >= tu.relStart:
-			tu.notified = s.end
 		}
 	}
 	// the subscriber hears a release just after the driver's waiting
@@ -98,10 +94,11 @@ func (t *tracer) fill(tu *turn) {
 }
 
 // phaseNames are the parts of a traced hand-off, from the holder's release
-// start to the next holder's acquisition.
-// The NOTIFY is delivered at its commit, often before its statement's
-// answer reaches the releaser: it is timed from the UPDATE's end.
-var phaseNames = []string{"release UPDATE", "UPDATE done → NOTIFY heard", "heard → last attempt", "last attempt"}
+// start to the next holder's acquisition (the first overlaps the second).
+// The release's UPDATE notifies the next holder itself, at its commit,
+// often before its answer reaches the releaser: the NOTIFY is timed from
+// the release's start.
+var phaseNames = []string{"release UPDATE", "release start → NOTIFY heard", "heard → last attempt", "last attempt"}
 
 // tracedPhases returns, from turns sorted by acquisition, the p50s then
 // the p99s of the phases of the hand-offs (nil when not traced), and the
@@ -119,11 +116,11 @@ func tracedPhases(turns []turn) (_ []time.Duration, unwokenShare, triesMean floa
 		tries += cur.tries
 		ph[0] = append(ph[0], time.Duration(prev.updated-prev.relStart))
 		ph[3] = append(ph[3], time.Duration(cur.got-cur.lastTry))
-		if prev.notified == 0 || cur.heard < prev.updated {
+		if cur.heard < prev.relStart {
 			unwoken++
 			continue
 		}
-		ph[1] = append(ph[1], time.Duration(cur.heard-prev.updated))
+		ph[1] = append(ph[1], time.Duration(cur.heard-prev.relStart))
 		ph[2] = append(ph[2], max(time.Duration(cur.lastTry-cur.heard), 0))
 	}
 	if n == 0 {

@@ -139,7 +139,7 @@ func (o Options) withDefaults() Options {
 
 // names are the SQL identifiers the driver uses, quoted; boot is the boot
 // marker, an unlogged one-row table that a server crash empties (bootCheck).
-type names struct{ table, sequence, channel, boot string }
+type names struct{ table, sequence, channel, boot, wake string }
 
 // optionError is an invalid option: it wraps ErrOptions and a
 // *config.Error at the option's key ("" for the driver block), which the
@@ -195,7 +195,7 @@ func (o Options) validate() (names, error) {
 		id[len(id)-1] += s
 		return id.Sanitize()
 	}
-	return names{table.Sanitize(), suffixed("_fence"), ch.Sanitize(), suffixed("_boot")}, nil
+	return names{table.Sanitize(), suffixed("_fence"), ch.Sanitize(), suffixed("_boot"), suffixed("_wake")}, nil
 }
 
 // poolConfig builds the connection configuration without connecting. Its

@@ -235,7 +235,7 @@ func TestFencesGuarded(t *testing.T) {
 	for _, txnSync := range []bool{false, true} {
 		s := tableSQL(n, o, txnSync)
 		for form, fs := range map[string]fencedStatements{"plain": s.plain, "guarded": s.guarded} {
-			for name, q := range map[string]string{"take": fs.take, "acquire": fs.acquire, "refence": fs.refence, "handover": fs.handover} {
+			for name, q := range map[string]string{"take": fs.take, "turn": fs.turn, "acquire": fs.acquire, "refence": fs.refence, "handover": fs.handover} {
 				if got := strings.Contains(q, crashMarkSQL); got != (form == "guarded") {
 					t.Errorf("%s %s (txnSync %v) compares the crash mark: %v", form, name, txnSync, got)
 				}

@@ -72,27 +72,26 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 	if req.Wait > 0 {
 		res, err = d.acquireWaiting(ctx, req)
 	} else {
-		res, _, err = d.acquireOnce(ctx, req, attemptOpts{fast: true})
+		res, _, err = d.acquireOnce(ctx, req, &attemptOpts{fast: true})
 	}
 	return res, permanent(d.life.ClosedErr(err))
 }
 
-// Release marks the row free if token holds it, and then notifies the
-// first live driver queued for it (queueHead), if any. The row is kept for
-// the next acquisition's one UPDATE; the reclaimer deletes it later.
+// Release marks the row free if token holds it and, in the same
+// statement, notifies the first live driver queued for it, if any (the
+// wake function). The row is kept for the next acquisition's one UPDATE;
+// the reclaimer deletes it later.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
 	var live bool
-	var queue []byte
-	var now *float64
-	err := d.run(ctx, func(ctx context.Context, p querier) error {
-		live, queue, now = false, nil, nil
-		return ignoreNoRows(p.QueryRow(ctx, d.sql.release, rowID(key), token).Scan(&live, &queue, &now))
-	})
-	if err != nil || !live {
-		return live, d.life.ClosedErr(err)
+	var notified any // the key, or NULL: none
+	if payload(key) != "" {
+		notified = key
 	}
-	d.wakeQueued(ctx, key, queue, now)
-	return true, nil
+	err := d.run(ctx, func(ctx context.Context, p querier) error {
+		live = false
+		return ignoreNoRows(p.QueryRow(ctx, d.sql.release, rowID(key), token, notified).Scan(&live, nil))
+	})
+	return live, d.life.ClosedErr(err)
 }
 
 // Extend moves the row's expiry to now() + ttl if token holds it.

@@ -15,18 +15,29 @@ import (
 
 // attemptOpts are the ways acquireOnce tries: queue, a failed attempt
 // queues this driver in the row (or refreshes its entry); fast, try take
-// first; deferQueue, a driver not queued yet does not queue while the row
-// is free for a queued driver (acquireOnce then reports deferred).
-type attemptOpts struct{ queue, fast, deferQueue bool }
+// first; turn, try the turn statement first (a waiter a release woke);
+// deferQueue, a driver not queued yet does not queue while the row is free
+// for a queued driver (acquireOnce then reports deferred). arrival is the
+// server's clock (ms) at the first acquire statement of a waiting
+// acquisition, which acquireOnce sets: its queue entry's arrival.
+type attemptOpts struct {
+	queue, fast, turn, deferQueue bool
+	arrival                       *float64
+}
 
 // take is the uncontended path: one bare UPDATE takes the row when it is
-// free and nobody queues for it; else it writes nothing and answers false.
-func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms int64) (uint64, bool, error) {
+// free and nobody queues for it (with turn: when it is this driver's turn,
+// leaving the queue); else it writes nothing and answers false.
+func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms int64, turn bool) (uint64, bool, error) {
 	var fence int64
 	var took bool
 	err := d.run(ctx, func(ctx context.Context, p querier) error {
 		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.take, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms}, mark...)...).Scan(&fence, nil)
+		q, args := fs.take, []any{rowID(req.Key), req.Token, ms}
+		if turn {
+			q, args = fs.turn, append(args, d.id, WaiterLiveness.Milliseconds())
+		}
+		err := p.QueryRow(ctx, q, append(args, mark...)...).Scan(&fence, nil)
 		took = err == nil
 		return ignoreNoRows(err)
 	})
@@ -35,26 +46,29 @@ func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms i
 
 // acquireOnce inserts the row, or takes over a free one when no live waiter
 // queued before this driver, in one statement that returns the fence, or
-// the holder's remaining ttl. With o.fast it tries take first: one round
-// trip uncontended, two contended. deferred reports an attempt that did not
-// queue, as o.deferQueue asked.
-func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, o attemptOpts) (res drivers.AcquireResult, deferred bool, err error) {
+// the holder's remaining ttl. With o.fast (o.turn) it tries take (its
+// turn) first: one round trip uncontended (woken in turn), two else.
+// deferred reports an attempt that did not queue, as o.deferQueue asked.
+func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, o *attemptOpts) (res drivers.AcquireResult, deferred bool, err error) {
 	ms, err := ttlMillis(req.TTL)
 	if err != nil {
 		return drivers.AcquireResult{}, false, err
 	}
-	if o.fast {
-		fence, took, err := d.take(ctx, req, ms)
+	if o.fast || o.turn {
+		fence, took, err := d.take(ctx, req, ms, o.turn)
 		if err != nil || took {
 			return drivers.AcquireResult{Acquired: took, Fence: fence}, false, err
 		}
 	}
 	live := WaiterLiveness.Milliseconds()
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		var left float64
+		var left, now float64
 		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.acquire, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue}, mark...)...).
-			Scan(&res.Acquired, &res.Fence, &left, &deferred)
+		err := p.QueryRow(ctx, fs.acquire, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue, o.arrival}, mark...)...).
+			Scan(&res.Acquired, &res.Fence, &left, &deferred, &now)
+		if err == nil && o.arrival == nil {
+			o.arrival = &now
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			// the holder's row, inserted concurrently, is not in the
 			// snapshot: taken, remaining ttl unknown
@@ -145,9 +159,11 @@ func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireReq
 	wake, unwatch := d.watch(req.Key)
 	defer unwatch()
 	deferUntil := time.Now().Add(queueDeferral)
+	woken := false
+	o := attemptOpts{queue: true}
 	for fast := true; ; fast = false {
-		o := attemptOpts{queue: true, fast: fast, deferQueue: time.Now().Before(deferUntil)}
-		res, deferred, err := d.acquireOnce(ctx, req, o)
+		o.fast, o.turn, o.deferQueue = fast, woken, time.Now().Before(deferUntil)
+		res, deferred, err := d.acquireOnce(ctx, req, &o)
 		if err != nil || res.Acquired {
 			return res, err
 		}
@@ -159,8 +175,11 @@ func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireReq
 		if !ok {
 			return res, nil
 		}
+		woken = false
 		select {
 		case <-wake:
+			// a release notified this driver: most likely its turn
+			woken = true
 		case <-tick:
 		case <-ctx.Done():
 			return res, nil

@@ -265,7 +265,7 @@ func TestTableRowDeletedDuringAcquire(t *testing.T) {
 		queue   string // the row's queue before the deletion
 		waiting string // how the waiting statement starts
 	}{
-		{"uncontended path", "{}", "UPDATE % AS l SET name = %"},
+		{"uncontended path", "{}", "UPDATE % AS l SET token = %"},
 		{"acquire statement and refence", `{"gone": [0, 0]}`, "WITH %"},
 	}
 	for _, tc := range cases {

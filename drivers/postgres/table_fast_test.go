@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/drivertest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -31,6 +32,33 @@ func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pg
 }
 
 func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// tracedTable opens a table-mode driver on a pool of its own whose
+// statements log records by name, both closed when the test ends.
+func tracedTable(t *testing.T, opts Options) (Driver, *statementLog, *pgxpool.Pool) {
+	t.Helper()
+	log := &statementLog{}
+	cfg, err := pgxpool.ParseConfig(testutil.PostgresDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = log
+	pool, err := pgxpool.NewWithConfig(ctxT(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	a, err := NewWithPool(pool, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeDriver(t, a) }) // before the pool's Close
+	log.names = map[string]string{tableOf(a).sql.release: "release", tableOf(a).sql.notify: "notify"}
+	for _, fs := range []fencedStatements{tableOf(a).sql.plain, tableOf(a).sql.guarded} {
+		maps.Copy(log.names, map[string]string{fs.take: "take", fs.turn: "turn", fs.acquire: "acquire", fs.refence: "refence", fs.handover: "handover"})
+	}
+	return a, log, pool
+}
 
 // TestTableRoundTrips counts the statements of table-mode calls: an
 // uncontended acquisition of a free row and a release are one round trip
@@ -88,26 +116,7 @@ func TestTableRoundTrips(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("unlogged=%v,synchronousCommit=%q", opts.Unlogged, opts.SynchronousCommit), func(t *testing.T) {
 			ctx := ctxT(t)
-			log := &statementLog{}
-			cfg, err := pgxpool.ParseConfig(testutil.PostgresDSN())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.ConnConfig.Tracer = log
-			pool, err := pgxpool.NewWithConfig(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pool.Close()
-			a, err := NewWithPool(pool, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeDriver(t, a)
-			log.names = map[string]string{tableOf(a).sql.release: "release", tableOf(a).sql.notify: "notify"}
-			for _, fs := range []fencedStatements{tableOf(a).sql.plain, tableOf(a).sql.guarded} {
-				maps.Copy(log.names, map[string]string{fs.take: "take", fs.acquire: "acquire", fs.refence: "refence", fs.handover: "handover"})
-			}
+			a, log, _ := tracedTable(t, opts)
 			b := shared(t, opts)
 			// the schema, created at first use, is not counted
 			if _, _, err := a.Inspect(ctx, "roundtrips:warm"); err != nil {
@@ -144,5 +153,40 @@ func TestTableRoundTrips(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTableTurn: a waiter woken by the release that hands it its turn takes
+// the lock with the turn statement alone (no acquire statement after it),
+// with a fence above the releaser's, and leaves the row's queue.
+func TestTableTurn(t *testing.T) {
+	ctx := ctxT(t)
+	a, log, pool := tracedTable(t, Options{Mode: ModeTable})
+	b := shared(t, Options{Mode: ModeTable})
+	key := fmt.Sprintf("turn:%d", time.Now().UnixNano())
+	held, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute})
+	if err != nil || !held.Acquired {
+		t.Fatalf("Acquire = %+v, %v", held, err)
+	}
+	got := drivertest.AcquireAsync(ctx, a, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute, Wait: time.Minute})
+	queued := func() bool {
+		var in bool
+		err := pool.QueryRow(ctx, "SELECT queue ? $2 FROM mutexfx_locks WHERE id = $1", rowID(key), tableOf(a).id).Scan(&in)
+		return err == nil && in
+	}
+	within(t, 10*time.Second, "the waiter queues", queued)
+	log.Take()
+	if ok, err := b.Release(ctx, key, "b"); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	r := <-got
+	if r.Err != nil || !r.Res.Acquired || r.Res.Fence <= held.Fence {
+		t.Fatalf("Acquire = %+v, %v; want acquired with a fence above %d", r.Res, r.Err, held.Fence)
+	}
+	if stmts := log.Take(); len(stmts) == 0 || stmts[len(stmts)-1] != "turn" {
+		t.Fatalf("statements after the release %q; want the turn last", stmts)
+	}
+	if queued() {
+		t.Fatal("the new holder is still queued")
 	}
 }

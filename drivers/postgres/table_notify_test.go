@@ -178,6 +178,19 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 	}
 }
 
+// acquirer returns a function acquiring key for a minute as token,
+// waiting up to wait, that fails the test on an error.
+func acquirer(t *testing.T, ctx context.Context, key string) func(d Driver, token string, wait time.Duration) drivers.AcquireResult {
+	return func(d Driver, token string, wait time.Duration) drivers.AcquireResult {
+		t.Helper()
+		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token, TTL: time.Minute, Wait: wait})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+}
+
 // TestTableQueueDeferred checks that a waiting acquisition that finds the
 // row released to a queued driver does not write to the row (queueing
 // then would make that driver's take wait for its commit) for up to
@@ -201,14 +214,7 @@ func TestTableQueueDeferred(t *testing.T) {
 		}
 		return version, queue
 	}
-	wait := func(d Driver, token string, wait time.Duration) drivers.AcquireResult {
-		t.Helper()
-		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token, TTL: time.Minute, Wait: wait})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	wait := acquirer(t, ctx, key)
 	for _, phase := range []string{"the queued driver takes", "the deferral ends"} {
 		t.Run(phase, func(t *testing.T) {
 			if res := wait(a, "a", 0); !res.Acquired {
@@ -266,6 +272,41 @@ func TestTableQueueDeferred(t *testing.T) {
 				return false
 			})
 		})
+	}
+}
+
+// TestTableDeferredArrival: a waiting acquisition that deferred queueing
+// queues, once the row is taken, with the arrival of its first attempt:
+// before the drivers that arrived while it deferred.
+func TestTableDeferredArrival(t *testing.T) {
+	ctx := ctxT(t)
+	opts := Options{Mode: ModeTable}
+	a, b, c := shared(t, opts), shared(t, opts), shared(t, opts)
+	key := fmt.Sprintf("queue:arrival:%d", time.Now().UnixNano())
+	acquire := acquirer(t, ctx, key)
+	if !acquire(a, "a", 0).Acquired || acquire(b, "b", time.Millisecond).Acquired {
+		t.Fatal("a did not take the lock, or b did not queue")
+	}
+	if ok, err := a.Release(ctx, key, "a"); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	req := drivers.AcquireRequest{Key: key, Token: "c", TTL: time.Minute}
+	o := attemptOpts{queue: true, deferQueue: true}
+	if res, deferred, err := tableOf(c).acquireOnce(ctx, req, &o); err != nil || res.Acquired || !deferred || o.arrival == nil {
+		t.Fatalf("acquireOnce = %+v, deferred %v, %v, arrival %v; want deferred, with its arrival", res, deferred, err, o.arrival)
+	}
+	if !acquire(b, "b", time.Millisecond).Acquired {
+		t.Fatal("b, queued first, did not take the released row")
+	}
+	if res, deferred, err := tableOf(c).acquireOnce(ctx, req, &o); err != nil || res.Acquired || deferred {
+		t.Fatalf("acquireOnce = %+v, deferred %v, %v; want queued", res, deferred, err)
+	}
+	var arrival float64
+	err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
+		return p.QueryRow(ctx, "SELECT (queue->$2->>0)::float8 FROM "+baseOf(a).names.table+" WHERE id = $1", rowID(key), tableOf(c).id).Scan(&arrival)
+	})
+	if err != nil || arrival != *o.arrival {
+		t.Fatalf("c's arrival %v, %v; want its first attempt's, %v", arrival, err, *o.arrival)
 	}
 }
 

@@ -14,7 +14,7 @@ type tableStatements struct {
 }
 
 // fencedStatements are the table driver's statements that take a fence.
-type fencedStatements struct{ take, acquire, refence, handover string }
+type fencedStatements struct{ take, turn, acquire, refence, handover string }
 
 // ownChannel is the NOTIFY channel of the driver with this id: a release
 // notifies there the first live driver of the row's queue, so that its
@@ -46,6 +46,7 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		released, tookOrQueued = asyncHint+" IS NOT NULL", "CASE WHEN l.token = $3 THEN true ELSE "+asyncHint+" IS NULL END"
 	}
 	nextval := nextvalSQL(n)
+	shared := "'" + strings.Trim(n.channel, `"`) + "'" // (never holds a ': validated)
 	// guarded(i) is NULL, which the NOT NULL fence column refuses (writing
 	// nothing), when the server's crash mark differs from $i, the one this
 	// connection read before its bootCheck: a connection that outlived a
@@ -88,9 +89,13 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	write := func(a string) string {
 		return "(" + take(a) + " OR ($6::bool AND NOT " + fresh(a) + " AND NOT " + deferred(a) + "))"
 	}
+	// a new entry arrives at $9 (the server's clock at the waiting
+	// acquisition's first attempt, NULL: now) if that is recent: a deferred
+	// driver keeps its place before those that arrived while it deferred
 	queued := "l.queue || jsonb_build_object($5::text, jsonb_build_array(" +
 		"CASE WHEN (l.queue->$5::text->>1)::float8 > " + nowMS + " - $7::bigint " +
-		"THEN (l.queue->$5::text->>0)::float8 ELSE " + nowMS + " END, " + nowMS + "))"
+		"THEN (l.queue->$5::text->>0)::float8 WHEN $9::float8 > " + nowMS + " - $7::bigint " +
+		"THEN least($9::float8, " + nowMS + ") ELSE " + nowMS + " END, " + nowMS + "))"
 	pruned := "CASE WHEN l.queue = '{}' THEN l.queue ELSE coalesce((SELECT jsonb_object_agg(e.k, e.v) " +
 		"FROM jsonb_each(l.queue) AS e(k, v) WHERE " + live + " AND e.k <> $5::text), '{}') END"
 	left := func(ts string) string { return "extract(epoch FROM " + ts + " - now())::float8 * 1000" }
@@ -100,25 +105,32 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		return fencedStatements{
 			// the uncontended path: a bare UPDATE of a free row nobody queues
 			// for (it locks only a row it changes); else acquire decides
-			take: "UPDATE " + n.table + " AS l SET name = $2, token = $3, fence = " + fence(5) +
-				", expires_at = " + fmt.Sprintf(ttl, 4) +
+			// (the row's name is its key's: an existing row keeps it)
+			take: "UPDATE " + n.table + " AS l SET token = $2, fence = " + fence(4) +
+				", expires_at = " + fmt.Sprintf(ttl, 3) +
 				" WHERE l.id = $1 AND l.expires_at <= now() AND l.queue = '{}' RETURNING l.fence, " + synced,
+			// a woken waiter's turn: a bare UPDATE of a free row whose turn
+			// it is ($4: the driver, $5: the liveness), dropping its queue
+			// entry; else acquire decides
+			turn: "UPDATE " + n.table + " AS l SET token = $2, fence = " + fence(6) +
+				", expires_at = " + fmt.Sprintf(ttl, 3) + ", queue = " + turnParams.Replace(pruned) +
+				" WHERE l.id = $1 AND " + turnParams.Replace(take("l")) + " RETURNING l.fence, " + synced,
 			// a new row's fence is drawn under the shared reclaim lock
 			acquire: "WITH " + s + ", g AS MATERIALIZED (SELECT " + reclaimLockSQL("pg_advisory_xact_lock_shared", "$1::bytea") + "), ins AS (" +
 				"INSERT INTO " + n.table + " AS l (id, name, token, fence, expires_at) " +
-				"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + fence(9) + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
+				"SELECT $1, $2, $3, CASE WHEN c.id IS NULL THEN " + fence(10) + " ELSE 0 END, " + fmt.Sprintf(ttl, 4) +
 				" FROM s CROSS JOIN g LEFT JOIN " + n.table + " AS c ON c.id = $1 WHERE c.id IS NULL OR " + write("c") + " " +
 				"ON CONFLICT (id) DO UPDATE SET " +
 				"name = CASE WHEN " + take("l") + " THEN excluded.name ELSE l.name END, " +
 				"token = CASE WHEN " + take("l") + " THEN excluded.token ELSE l.token END, " +
-				"fence = CASE WHEN " + take("l") + " THEN " + fence(9) + " ELSE l.fence END, " +
+				"fence = CASE WHEN " + take("l") + " THEN " + fence(10) + " ELSE l.fence END, " +
 				"expires_at = CASE WHEN " + take("l") + " THEN excluded.expires_at ELSE l.expires_at END, " +
 				"queue = CASE WHEN " + take("l") + " THEN " + pruned + " ELSE " + queued + " END " +
 				"WHERE " + write("l") + " " +
 				"RETURNING " + tookOrQueued + " AS took, l.fence, l.expires_at) " +
 				"SELECT took, CASE WHEN took THEN fence ELSE 0 END, " +
-				"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END, false FROM ins UNION ALL " +
-				"SELECT false, 0, " + left("expires_at") + ", " + deferred("r") + " OR " + write("r") + " FROM " + n.table +
+				"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END, false, " + nowMS + " FROM ins UNION ALL " +
+				"SELECT false, 0, " + left("expires_at") + ", " + deferred("r") + " OR " + write("r") + ", " + nowMS + " FROM " + n.table +
 				" AS r WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
 			refence: "UPDATE " + n.table + " SET fence = " + fence(3) + " WHERE id = $1 AND token = $2 RETURNING fence",
 			// passes the row from $2 to $3 for $4 ms with a new fence when
@@ -135,14 +147,16 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	return tableStatements{
 		plain:   tableFenced(func(int) string { return nextval }),
 		guarded: tableFenced(guarded),
-		// returns the queue, when not empty, and the server's clock, for
-		// Release to notify the head (an uncontended release notifies
-		// nobody); picking the head here, in a subquery, slowed every
-		// release by 10-20 µs (its plan is set up even when skipped)
+		// notifies the queue's head of key $3 (NULL: none) with wake, a
+		// function called only when drivers queue (an uncontended release
+		// notifies nobody): picking the head here, in a subquery, slowed
+		// every release by 10-20 µs (its plan is set up even when skipped),
+		// and notifying in a second statement delayed the hand-off by a
+		// round trip
 		release: "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" +
 			" WHERE id = $1 AND token = $2 AND expires_at > now() " +
-			"RETURNING " + released + ", CASE WHEN queue <> '{}' THEN queue END, " +
-			"CASE WHEN queue <> '{}' THEN " + nowMS + " END",
+			"RETURNING " + released + ", CASE WHEN queue <> '{}' AND $3::text IS NOT NULL THEN " +
+			n.wake + "(queue, $3::text, " + fmt.Sprint(WaiterLiveness.Milliseconds()) + ", " + shared + ") END",
 		// a hint: its commit (pg_notify writes one) need not be flushed
 		notify: "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)",
 		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +
@@ -166,14 +180,29 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	}
 }
 
-// tableSchema is the table, and its queue column when an older table
-// lacks it.
+// turnParams renumbers acquire's parameters in turn's: the driver's id
+// $5 → $4, the liveness $7 → $5.
+var turnParams = strings.NewReplacer("$5::text", "$4::text", "$7::bigint", "$5::bigint")
+
+// wakeSQL creates the function a release notifies the head of a row's
+// queue with: on its own channel (ownChannel) the live driver that arrived
+// first, as queueHead picks it, or with none live the shared channel.
+func wakeSQL(n names) string {
+	return "CREATE OR REPLACE FUNCTION " + n.wake + "(queue jsonb, key text, live bigint, shared text) RETURNS boolean " +
+		"LANGUAGE plpgsql VOLATILE AS $f$ BEGIN PERFORM pg_notify(coalesce('" + ownChannel("") + "' || (" +
+		"SELECT e.k FROM jsonb_each(queue) AS e(k, v) WHERE (e.v->>1)::float8 > extract(epoch FROM now()) * 1000 - live " +
+		"ORDER BY (e.v->>0)::float8, e.k COLLATE \"C\" LIMIT 1), shared), key); RETURN true; END $f$"
+}
+
+// tableSchema is the table, its queue column when an older table lacks
+// it, and the wake function.
 func tableSchema(n names, o Options) []schemaObject {
 	unlogged := ""
 	if o.Unlogged {
 		unlogged = "UNLOGGED "
 	}
 	return []schemaObject{
+		{"to_regprocedure('" + n.wake + "(jsonb, text, bigint, text)') IS NOT NULL", []string{wakeSQL(n)}},
 		{regclass(n.table) + " IS NOT NULL", []string{"CREATE " + unlogged + "TABLE IF NOT EXISTS " + n.table + ` (
 	id bytea PRIMARY KEY,
 	name text NOT NULL,
