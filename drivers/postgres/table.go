@@ -87,10 +87,17 @@ func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, err
 	if payload(key) != "" {
 		notified = key
 	}
-	err := d.run(ctx, func(ctx context.Context, p querier) error {
+	release := func(ctx context.Context, p querier) error {
 		live = false
 		return ignoreNoRows(p.QueryRow(ctx, d.sql.release, rowID(key), token, notified).Scan(&live, nil))
-	})
+	}
+	err := d.run(ctx, release)
+	if notified != nil && sqlState(err) == "54000" {
+		// the server's notification queue is full: release without the
+		// wake-up rather than leave the lock held; the head polls
+		notified = nil
+		err = d.run(ctx, release)
+	}
 	return live, d.life.ClosedErr(err)
 }
 
