@@ -177,11 +177,16 @@ func TestExclusiveThreeProcessesFileDriver(t *testing.T) {
 			// An instant every process woke up for too late (a loaded
 			// machine starving all three) goes unrun by design: none can
 			// be sure another did not run it. Any other gap fails.
+			excused := 0
 			for p, who := range said {
 				if _, ran := by[p]; !ran && len(who["late"]) == len(cmds) {
 					t.Logf("instant %s unrun: every process woke too late: %v", p.Format("15:04:05.000"), who)
 					by[p] = []string{"nobody (all late)"}
+					excused++
 				}
+			}
+			if excused > 1 {
+				t.Errorf("%d instants excused as all late; at most one is: a machine this starved tests nothing", excused)
 			}
 			checkExactlyOnce(t, by, period, from.Add(period), to.Add(-period))
 			for p, who := range said {

@@ -149,6 +149,10 @@ const (
 // the tests.
 var queueDeferral = 10 * time.Millisecond
 
+// pollDelay is how long a waiting Acquire that no NOTIFY wakes waits
+// before its next attempt (kit.PollDelay). A variable for the tests.
+var pollDelay = kit.PollDelay
+
 // acquireWaiting retries the acquisition, queued in the row, until it gets
 // the lock, req.Wait passes or ctx ends (then: not acquired, the last
 // result, no error). It watches for wake-ups before its first attempt, not
@@ -167,7 +171,7 @@ func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireReq
 		if err != nil || res.Acquired {
 			return res, err
 		}
-		delay := kit.PollDelay(res.HolderTTL)
+		delay := pollDelay(res.HolderTTL)
 		if deferred {
 			delay = deferRetry
 		}

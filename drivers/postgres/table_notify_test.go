@@ -115,10 +115,11 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 // TestTableWaiterWokenByItsChannel checks that a release wakes the
 // waiting table-mode acquisition that is next for it: the release's NOTIFY
 // (on the waiter's own channel: TestTableReleaseNotifiesHead) reaches the
-// waiter's driver for the key it waits on, and the waiter then has the
-// lock. How soon is the benchmarks' to say: a bound on the real clock
-// here measured the machine's load.
+// waiter's driver for the key it waits on, and the waiter, whose polls
+// are put off past its wait, gets the lock at all only by that wake-up.
 func TestTableWaiterWokenByItsChannel(t *testing.T) {
+	defer func(f func(time.Duration) time.Duration) { pollDelay = f }(pollDelay)
+	pollDelay = func(time.Duration) time.Duration { return time.Hour }
 	ctx := ctxT(t)
 	opts := Options{Mode: ModeTable}
 	a, b := shared(t, opts), shared(t, opts)
@@ -164,6 +165,7 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 	for len(woken) > 0 { // drop any wake-up heard before the release
 		<-woken
 	}
+	released := time.Now()
 	if ok, err := a.Release(ctx, key, "a"); err != nil || !ok {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
@@ -175,6 +177,10 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 	r := <-got
 	if r.Err != nil || !r.Res.Acquired {
 		t.Fatalf("waiting Acquire = %+v, %v", r.Res, r.Err)
+	}
+	// Without the wake-up its only other attempt is at the wait's end.
+	if d := r.At.Sub(released); d > 5*time.Second {
+		t.Fatalf("the waiter got the lock %v after the release: at its wait's end, not woken", d)
 	}
 }
 

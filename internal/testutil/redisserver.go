@@ -63,7 +63,7 @@ func StartRedis(t testing.TB, extra ...string) *RedisServer {
 // which must be free too). FreePort draws from the whole ephemeral range.
 func clusterPort(t testing.TB) int {
 	t.Helper()
-	for {
+	for range 1000 {
 		p := FreePort(t)
 		if p > 55535 {
 			continue
@@ -73,6 +73,8 @@ func clusterPort(t testing.TB) int {
 			return p
 		}
 	}
+	t.Fatal("no free port at or below 55535 with its cluster bus port free")
+	return 0
 }
 
 // startRedis starts a server on port in dir as spec says.
