@@ -29,16 +29,32 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 		}
 	})
-	for _, wait := range []time.Duration{0, time.Second} {
-		b.Run("Driver/wait="+wait.String(), func(b *testing.B) {
+	// The component's token is ~64 bytes (holder identity) and its wait
+	// positive: the driver with each, to tell them from the component's
+	// own share.
+	long := strings.Repeat("t", 64)
+	for _, v := range []struct {
+		name  string
+		wait  time.Duration
+		token string
+		ctx   bool // the component's kind of context: cancelable, with a deadline
+	}{{"wait=0", 0, "tok", false}, {"wait=0+tok64", 0, long, false}, {"wait=0+tok64+ctx", 0, long, true},
+		{"wait=1s", time.Second, "tok", false}, {"wait=1s+tok64", time.Second, long, false}, {"wait=1s+tok64+ctx", time.Second, long, true}} {
+		b.Run("Driver/"+v.name, func(b *testing.B) {
 			for b.Loop() {
-				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "tok", TTL: 10 * time.Second, Wait: wait})
+				ctx, cancel := ctx, context.CancelCauseFunc(func(error) {})
+				if v.ctx {
+					c, cc := context.WithCancelCause(ctx)
+					ctx, cancel = limitCtx{c, time.Now().Add(31 * time.Second)}, cc
+				}
+				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: v.token, TTL: 10 * time.Second, Wait: v.wait})
 				if err != nil || !res.Acquired {
 					b.Fatalf("%+v %v", res, err)
 				}
-				if ok, err := d.Release(ctx, key, "tok"); !ok || err != nil {
+				if ok, err := d.Release(ctx, key, v.token); !ok || err != nil {
 					b.Fatalf("%v %v", ok, err)
 				}
+				cancel(nil)
 			}
 		})
 	}
@@ -215,3 +231,12 @@ func BenchmarkReleasedName(b *testing.B) {
 		})
 	}
 }
+
+// limitCtx is a context with a deadline and no timer of its own, as the
+// component's attempt context.
+type limitCtx struct {
+	context.Context
+	limit time.Time
+}
+
+func (c limitCtx) Deadline() (time.Time, bool) { return c.limit, true }
