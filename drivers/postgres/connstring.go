@@ -1,9 +1,12 @@
 package postgres
 
 import (
+	"cmp"
 	"errors"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -78,7 +81,46 @@ func checkURL(raw string) (string, bool, error) {
 		return "", true, urlError("an @ in the database name must be percent-encoded as %%40; " +
 			"so must a / in the user name or password, as %%2F")
 	}
+	if u.userinfo == "" && strings.Contains(u.query, "@") && hasPort(u.hosts) {
+		// postgres://u:1234/Wk?a=b@h/db: the host u, port 1234, database
+		// Wk, parameter a, or the password "1234/Wk?a=b" with an unencoded /?
+		return "", true, urlError("an @ in the query after a host with a port must be percent-encoded as %%40 " +
+			"(it cannot be told from a / in the password, which must be percent-encoded as %%2F: " +
+			"pgx would read the password's pieces as the port, the database name and the query)")
+	}
 	return strings.ToLower(scheme) + "://" + rest, true, nil
+}
+
+// hasPort reports whether hosts (the hosts part of a URL) has a : outside
+// the brackets of an IPv6 host: a port, or a user name's end.
+func hasPort(hosts string) bool {
+	for _, h := range strings.Split(hosts, ",") {
+		if _, after, ok := strings.Cut(h, "]"); ok && strings.HasPrefix(h, "[") {
+			h = after
+		}
+		if strings.Contains(h, ":") {
+			return true
+		}
+	}
+	return false
+}
+
+// validPorts reports whether each host of hosts has no port, or a port
+// pgx reads: 1 to 65535, digits only.
+func validPorts(hosts string) bool {
+	for _, h := range strings.Split(hosts, ",") {
+		if _, after, ok := strings.Cut(h, "]"); ok && strings.HasPrefix(h, "[") {
+			h = after
+		}
+		i := strings.LastIndexByte(h, ':')
+		if i < 0 {
+			continue
+		}
+		if n, err := strconv.ParseUint(h[i+1:], 10, 16); h[i+1:] != "" && (err != nil || n == 0 || strings.Trim(h[i+1:], "0123456789") != "") {
+			return false
+		}
+	}
+	return true
 }
 
 // paramName is what a runtime parameter's name must look like.
@@ -155,6 +197,12 @@ var parseParams = []string{"connect_timeout", "target_session_attrs", "min_proto
 	"pool_max_conn_lifetime_jitter", "pool_max_conn_lifetime", "pool_max_conn_idle_time", "pool_max_conns",
 	"pool_min_idle_conns", "pool_min_conns", "pool_health_check_period", "pool_ping_timeout"}
 
+// connKeys are the query parameters pgx reads itself (none of them a
+// runtime parameter).
+var connKeys = append([]string{"host", "port", "dbname", "database", "user", "password", "passfile", "sslmode", "sslkey",
+	"sslcert", "sslcertmode", "sslrootcert", "sslnegotiation", "sslpassword", "sslsni", "krbspn", "krbsrvname", "service", "servicefile"},
+	parseParams...)
+
 // connError is an error about the connection string at key: "url", or ""
 // (the driver block) when only the PG* environment variables and the
 // service file were parsed.
@@ -179,11 +227,14 @@ func redactURL(raw string) string {
 	}
 	scheme, rest, _ := strings.Cut(norm, "://")
 	u := splitURL(rest)
+	if !validPorts(u.hosts) || strings.Count(u.hosts, "[") != strings.Count(u.hosts, "]") {
+		return hidden // pgx refuses it: which part is the password is unclear
+	}
 	if user, pw, _ := strings.Cut(strings.TrimSuffix(u.userinfo, "@"), ":"); pw != "" {
 		u.userinfo = user + ":" + redact.Mask + "@"
 	}
 	if u.query != "" {
-		pairs := strings.Split(u.query[1:], "&")
+		pairs, afterPW := strings.Split(u.query[1:], "&"), false
 		for i, pair := range pairs {
 			k, v, ok := strings.Cut(pair, "=")
 			name, err := url.PathUnescape(k)
@@ -191,11 +242,60 @@ func redactURL(raw string) string {
 				return hidden // pgx refuses it: which part is secret is unclear
 			}
 			name = strings.ToLower(strings.Trim(name, " "))
-			if strings.Contains(name, "pass") || strings.Contains(name, "secret") || strings.Contains(name, "token") {
-				pairs[i] = k + "=" + redact.Mask
+			switch {
+			case strings.Contains(name, "pass") || strings.Contains(name, "secret") || strings.Contains(name, "token"):
+				pairs[i], afterPW = k+"="+redact.Mask, true
+			case afterPW && !slices.Contains(connKeys, name):
+				// a runtime parameter, or the rest of a password with an
+				// unencoded &
+				pairs[i] = redact.Mask + "=" + redact.Mask
 			}
 		}
 		u.query = "?" + strings.Join(pairs, "&")
 	}
 	return scheme + "://" + u.userinfo + u.hosts + u.database + u.query
+}
+
+// hideRefusedParams wraps next, the connection's PgError handler (pgx's
+// closes the connection on FATAL errors), to replace the text of a FATAL
+// error refusing a runtime parameter at startup: unrecognized (42704), an
+// invalid value (22023), one that cannot be set now (55P02), or any other
+// quoting a runtime parameter's name. The server quotes the parameter's
+// name or value, which may be a piece of the password: pgx reads the rest
+// of an unquoted key=value password after a space or a stray ' as
+// parameters, and so the rest of a query's password after an unencoded &.
+// The SQLSTATE stays; the message names key ("url", or "" for the PG*
+// environment variables and the service file) and no parameter.
+func hideRefusedParams(next pgconn.PgErrorHandler, key string, params map[string]string) pgconn.PgErrorHandler {
+	where := cmp.Or(key, "the PG* environment variables or the service file")
+	return func(c *pgconn.PgConn, pe *pgconn.PgError) bool {
+		if refusesParam(pe, params) {
+			what := cmp.Or(map[string]string{"42704": "unrecognized", "22023": "invalid value",
+				"55P02": "cannot be set at connection start"}[pe.Code], "refused")
+			*pe = pgconn.PgError{Severity: pe.Severity, SeverityUnlocalized: pe.SeverityUnlocalized, Code: pe.Code,
+				Message: where + ": the server refused a runtime parameter of the connection string (" + what +
+					"); its name and value are not shown, as they may be pieces of a password: quote a key=value password " +
+					`holding a space or ' in single quotes (escaping ' and \ as \' and \\), ` +
+					"and percent-encode an & in a URL's password as %26"}
+		}
+		return next == nil || next(c, pe)
+	}
+}
+
+// refusesParam reports whether pe is a FATAL error about a runtime
+// parameter of params.
+func refusesParam(pe *pgconn.PgError, params map[string]string) bool {
+	if !strings.EqualFold(cmp.Or(pe.SeverityUnlocalized, pe.Severity), "FATAL") {
+		return false
+	}
+	if slices.Contains([]string{"42704", "22023", "55P02"}, pe.Code) {
+		return true
+	}
+	text := pe.Message + pe.Detail + pe.Hint
+	for name := range params {
+		if strings.Contains(text, `"`+name+`"`) {
+			return true
+		}
+	}
+	return false
 }
