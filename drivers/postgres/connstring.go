@@ -91,32 +91,29 @@ func checkURL(raw string) (string, bool, error) {
 	return strings.ToLower(scheme) + "://" + rest, true, nil
 }
 
-// hasPort reports whether hosts (the hosts part of a URL) has a : outside
-// the brackets of an IPv6 host: a port, or a user name's end.
-func hasPort(hosts string) bool {
+// ports returns the port of each host of hosts (a URL's hosts part) that
+// has a : outside the brackets of an IPv6 host: a port, or, with an
+// unencoded / in the password, a user name's end and the password's start.
+func ports(hosts string) []string {
+	var ps []string
 	for _, h := range strings.Split(hosts, ",") {
 		if _, after, ok := strings.Cut(h, "]"); ok && strings.HasPrefix(h, "[") {
 			h = after
 		}
-		if strings.Contains(h, ":") {
-			return true
+		if i := strings.LastIndexByte(h, ':'); i >= 0 {
+			ps = append(ps, h[i+1:])
 		}
 	}
-	return false
+	return ps
 }
 
-// validPorts reports whether each host of hosts has no port, or a port
-// pgx reads: 1 to 65535, digits only.
+func hasPort(hosts string) bool { return len(ports(hosts)) > 0 }
+
+// validPorts reports whether each port of hosts is empty or one pgx reads:
+// 1 to 65535, digits only.
 func validPorts(hosts string) bool {
-	for _, h := range strings.Split(hosts, ",") {
-		if _, after, ok := strings.Cut(h, "]"); ok && strings.HasPrefix(h, "[") {
-			h = after
-		}
-		i := strings.LastIndexByte(h, ':')
-		if i < 0 {
-			continue
-		}
-		if n, err := strconv.ParseUint(h[i+1:], 10, 16); h[i+1:] != "" && (err != nil || n == 0 || strings.Trim(h[i+1:], "0123456789") != "") {
+	for _, p := range ports(hosts) {
+		if n, err := strconv.ParseUint(p, 10, 16); p != "" && (err != nil || n == 0 || strings.Trim(p, "0123456789") != "") {
 			return false
 		}
 	}
@@ -258,18 +255,20 @@ func redactURL(raw string) string {
 
 // hideRefusedParams wraps next, the connection's PgError handler (pgx's
 // closes the connection on FATAL errors), to replace the text of a FATAL
-// error refusing a runtime parameter at startup: unrecognized (42704), an
-// invalid value (22023), one that cannot be set now (55P02), or any other
-// quoting a runtime parameter's name. The server quotes the parameter's
-// name or value, which may be a piece of the password: pgx reads the rest
-// of an unquoted key=value password after a space or a stray ' as
-// parameters, and so the rest of a query's password after an unencoded &.
-// The SQLSTATE stays; the message names key ("url", or "" for the PG*
-// environment variables and the service file) and no parameter.
+// error refusing a runtime parameter at startup (before the server sent
+// its process ID): unrecognized (42704), an invalid value (22023), one
+// that cannot be set now (55P02), or any other naming a runtime parameter
+// (PgBouncer: "unsupported startup parameter: x", 08P01). The server
+// quotes the parameter's name or value, which may be a piece of the
+// password: pgx reads the rest of an unquoted key=value password after a
+// space or a stray ' as parameters, and so the rest of a query's password
+// after an unencoded &. The SQLSTATE stays; the message names key ("url",
+// or "" for the PG* environment variables and the service file) and no
+// parameter.
 func hideRefusedParams(next pgconn.PgErrorHandler, key string, params map[string]string) pgconn.PgErrorHandler {
 	where := cmp.Or(key, "the PG* environment variables or the service file")
 	return func(c *pgconn.PgConn, pe *pgconn.PgError) bool {
-		if refusesParam(pe, params) {
+		if c.PID() == 0 && refusesParam(pe, params) {
 			what := cmp.Or(map[string]string{"42704": "unrecognized", "22023": "invalid value",
 				"55P02": "cannot be set at connection start"}[pe.Code], "refused")
 			*pe = pgconn.PgError{Severity: pe.Severity, SeverityUnlocalized: pe.SeverityUnlocalized, Code: pe.Code,
@@ -283,7 +282,7 @@ func hideRefusedParams(next pgconn.PgErrorHandler, key string, params map[string
 }
 
 // refusesParam reports whether pe is a FATAL error about a runtime
-// parameter of params.
+// parameter of params: by its SQLSTATE, or naming one of them.
 func refusesParam(pe *pgconn.PgError, params map[string]string) bool {
 	if !strings.EqualFold(cmp.Or(pe.SeverityUnlocalized, pe.Severity), "FATAL") {
 		return false
@@ -291,11 +290,16 @@ func refusesParam(pe *pgconn.PgError, params map[string]string) bool {
 	if slices.Contains([]string{"42704", "22023", "55P02"}, pe.Code) {
 		return true
 	}
-	text := pe.Message + pe.Detail + pe.Hint
+	text := strings.ToLower(pe.Message + " " + pe.Detail + " " + pe.Hint)
 	for name := range params {
-		if strings.Contains(text, `"`+name+`"`) {
+		if paramWord(strings.ToLower(name)).MatchString(text) {
 			return true
 		}
 	}
 	return false
+}
+
+// paramWord matches name as a whole word: not within a longer name.
+func paramWord(name string) *regexp.Regexp {
+	return regexp.MustCompile(`(^|[^a-z0-9_.])` + regexp.QuoteMeta(name) + `($|[^a-z0-9_.]|\.$|\.[^a-z0-9_])`)
 }

@@ -60,6 +60,22 @@ func TestRefusedParamHidden(t *testing.T) {
 			}
 		})
 	}
+	t.Run("PGOPTIONS", func(t *testing.T) {
+		for k, v := range map[string]string{"PGHOST": cc.Host, "PGPORT": fmt.Sprint(cc.Port), "PGUSER": cc.User,
+			"PGDATABASE": cc.Database, "PGSSLMODE": "disable", "PGOPTIONS": "-c " + secretPW + "=x"} {
+			t.Setenv(k, v)
+		}
+		d, err := fromSpec(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = d.Acquire(ctxT(t), drivers.AcquireRequest{Key: "k", Token: "t", TTL: time.Minute})
+		closeDriver(t, d)
+		if want := "the PG* environment variables or the service file: the server refused"; err == nil ||
+			!strings.Contains(err.Error(), want) || strings.Contains(err.Error(), secretPW) {
+			t.Fatalf("Acquire = %v; want %q, no password", err, want)
+		}
+	})
 	t.Run("legitimate parameters", func(t *testing.T) {
 		wantWorks(t, map[string]any{"url": u + "&application_name=mutexfx.test&search_path=public&statement_timeout=5s"})
 		wantWorks(t, map[string]any{"url": kv + "password='S3cr 3tPW=x' application_name=mutexfx.test options='-c lock_timeout=5s'"})
@@ -120,6 +136,38 @@ func TestSlashInPassword(t *testing.T) {
 						t.Errorf("%s = %s: shows %q", name, s, p)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestRefusesParam: which FATAL errors at startup are taken for a refused
+// runtime parameter (their text replaced), with the runtime parameters
+// application_name and S3cr3tPW set.
+func TestRefusesParam(t *testing.T) {
+	params := map[string]string{"application_name": "app", secretPW: "x"}
+	cases := []struct {
+		name     string
+		severity string
+		code     string
+		msg      string
+		want     bool
+	}{
+		{"unrecognized", "FATAL", "42704", `unrecognized configuration parameter "S3cr3tPW"`, true},
+		{"invalid value", "FATAL", "22023", `invalid value for parameter "statement_timeout": "S3cr3tPW"`, true},
+		{"cannot be changed", "FATAL", "55P02", `parameter "data_directory" cannot be changed without restarting the server`, true},
+		{"PgBouncer", "FATAL", "08P01", "unsupported startup parameter: S3cr3tPW", true},
+		{"PgBouncer, at a sentence's end", "FATAL", "08P01", "unsupported startup parameter: s3cr3tpw.", true},
+		{"permission", "FATAL", "42501", `permission denied to set parameter "application_name"`, true},
+		{"not a parameter", "FATAL", "28P01", `password authentication failed for user "app"`, false},
+		{"within a longer name", "FATAL", "08P01", "unsupported startup parameter: application_name_x", false},
+		{"not FATAL", "ERROR", "42704", `unrecognized configuration parameter "S3cr3tPW"`, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pe := &pgconn.PgError{Severity: tc.severity, SeverityUnlocalized: tc.severity, Code: tc.code, Message: tc.msg}
+			if got := refusesParam(pe, params); got != tc.want {
+				t.Fatalf("refusesParam(%s) = %v; want %v", pe, got, tc.want)
 			}
 		})
 	}
