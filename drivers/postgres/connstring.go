@@ -1,9 +1,12 @@
 package postgres
 
 import (
+	"cmp"
 	"errors"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -78,7 +81,43 @@ func checkURL(raw string) (string, bool, error) {
 		return "", true, urlError("an @ in the database name must be percent-encoded as %%40; " +
 			"so must a / in the user name or password, as %%2F")
 	}
+	if u.userinfo == "" && strings.Contains(u.query, "@") && hasPort(u.hosts) {
+		// postgres://u:1234/Wk?a=b@h/db: the host u, port 1234, database
+		// Wk, parameter a, or the password "1234/Wk?a=b" with an unencoded /?
+		return "", true, urlError("an @ in the query after a host with a port must be percent-encoded as %%40 " +
+			"(it cannot be told from a / in the password, which must be percent-encoded as %%2F: " +
+			"pgx would read the password's pieces as the port, the database name and the query)")
+	}
 	return strings.ToLower(scheme) + "://" + rest, true, nil
+}
+
+// ports returns the port of each host of hosts (a URL's hosts part) that
+// has a : outside the brackets of an IPv6 host: a port, or, with an
+// unencoded / in the password, a user name's end and the password's start.
+func ports(hosts string) []string {
+	var ps []string
+	for _, h := range strings.Split(hosts, ",") {
+		if _, after, ok := strings.Cut(h, "]"); ok && strings.HasPrefix(h, "[") {
+			h = after
+		}
+		if i := strings.LastIndexByte(h, ':'); i >= 0 {
+			ps = append(ps, h[i+1:])
+		}
+	}
+	return ps
+}
+
+func hasPort(hosts string) bool { return len(ports(hosts)) > 0 }
+
+// validPorts reports whether each port of hosts is empty or one pgx reads:
+// 1 to 65535, digits only.
+func validPorts(hosts string) bool {
+	for _, p := range ports(hosts) {
+		if n, err := strconv.ParseUint(p, 10, 16); p != "" && (err != nil || n == 0 || strings.Trim(p, "0123456789") != "") {
+			return false
+		}
+	}
+	return true
 }
 
 // paramName is what a runtime parameter's name must look like.
@@ -155,6 +194,12 @@ var parseParams = []string{"connect_timeout", "target_session_attrs", "min_proto
 	"pool_max_conn_lifetime_jitter", "pool_max_conn_lifetime", "pool_max_conn_idle_time", "pool_max_conns",
 	"pool_min_idle_conns", "pool_min_conns", "pool_health_check_period", "pool_ping_timeout"}
 
+// connKeys are the query parameters pgx reads itself (none of them a
+// runtime parameter).
+var connKeys = append([]string{"host", "port", "dbname", "database", "user", "password", "passfile", "sslmode", "sslkey",
+	"sslcert", "sslcertmode", "sslrootcert", "sslnegotiation", "sslpassword", "sslsni", "krbspn", "krbsrvname", "service", "servicefile"},
+	parseParams...)
+
 // connError is an error about the connection string at key: "url", or ""
 // (the driver block) when only the PG* environment variables and the
 // service file were parsed.
@@ -179,11 +224,14 @@ func redactURL(raw string) string {
 	}
 	scheme, rest, _ := strings.Cut(norm, "://")
 	u := splitURL(rest)
+	if !validPorts(u.hosts) || strings.Count(u.hosts, "[") != strings.Count(u.hosts, "]") {
+		return hidden // pgx refuses it: which part is the password is unclear
+	}
 	if user, pw, _ := strings.Cut(strings.TrimSuffix(u.userinfo, "@"), ":"); pw != "" {
 		u.userinfo = user + ":" + redact.Mask + "@"
 	}
 	if u.query != "" {
-		pairs := strings.Split(u.query[1:], "&")
+		pairs, afterPW := strings.Split(u.query[1:], "&"), false
 		for i, pair := range pairs {
 			k, v, ok := strings.Cut(pair, "=")
 			name, err := url.PathUnescape(k)
@@ -191,11 +239,67 @@ func redactURL(raw string) string {
 				return hidden // pgx refuses it: which part is secret is unclear
 			}
 			name = strings.ToLower(strings.Trim(name, " "))
-			if strings.Contains(name, "pass") || strings.Contains(name, "secret") || strings.Contains(name, "token") {
-				pairs[i] = k + "=" + redact.Mask
+			switch {
+			case strings.Contains(name, "pass") || strings.Contains(name, "secret") || strings.Contains(name, "token"):
+				pairs[i], afterPW = k+"="+redact.Mask, true
+			case afterPW && !slices.Contains(connKeys, name):
+				// a runtime parameter, or the rest of a password with an
+				// unencoded &
+				pairs[i] = redact.Mask + "=" + redact.Mask
 			}
 		}
 		u.query = "?" + strings.Join(pairs, "&")
 	}
 	return scheme + "://" + u.userinfo + u.hosts + u.database + u.query
+}
+
+// hideRefusedParams wraps next, the connection's PgError handler (pgx's
+// closes the connection on FATAL errors), to replace the text of a FATAL
+// error refusing a runtime parameter at startup (before the server sent
+// its process ID): unrecognized (42704), an invalid value (22023), one
+// that cannot be set now (55P02), or any other naming a runtime parameter
+// (PgBouncer: "unsupported startup parameter: x", 08P01). The server
+// quotes the parameter's name or value, which may be a piece of the
+// password: pgx reads the rest of an unquoted key=value password after a
+// space or a stray ' as parameters, and so the rest of a query's password
+// after an unencoded &. The SQLSTATE stays; the message names key ("url",
+// or "" for the PG* environment variables and the service file) and no
+// parameter.
+func hideRefusedParams(next pgconn.PgErrorHandler, key string, params map[string]string) pgconn.PgErrorHandler {
+	where := cmp.Or(key, "the PG* environment variables or the service file")
+	return func(c *pgconn.PgConn, pe *pgconn.PgError) bool {
+		if c.PID() == 0 && refusesParam(pe, params) {
+			what := cmp.Or(map[string]string{"42704": "unrecognized", "22023": "invalid value",
+				"55P02": "cannot be set at connection start"}[pe.Code], "refused")
+			*pe = pgconn.PgError{Severity: pe.Severity, SeverityUnlocalized: pe.SeverityUnlocalized, Code: pe.Code,
+				Message: where + ": the server refused a runtime parameter of the connection string (" + what +
+					"); its name and value are not shown, as they may be pieces of a password: quote a key=value password " +
+					`holding a space or ' in single quotes (escaping ' and \ as \' and \\), ` +
+					"and percent-encode an & in a URL's password as %26"}
+		}
+		return next == nil || next(c, pe)
+	}
+}
+
+// refusesParam reports whether pe is a FATAL error about a runtime
+// parameter of params: by its SQLSTATE, or naming one of them.
+func refusesParam(pe *pgconn.PgError, params map[string]string) bool {
+	if !strings.EqualFold(cmp.Or(pe.SeverityUnlocalized, pe.Severity), "FATAL") {
+		return false
+	}
+	if slices.Contains([]string{"42704", "22023", "55P02"}, pe.Code) {
+		return true
+	}
+	text := strings.ToLower(pe.Message + " " + pe.Detail + " " + pe.Hint)
+	for name := range params {
+		if paramWord(strings.ToLower(name)).MatchString(text) {
+			return true
+		}
+	}
+	return false
+}
+
+// paramWord matches name as a whole word: not within a longer name.
+func paramWord(name string) *regexp.Regexp {
+	return regexp.MustCompile(`(^|[^a-z0-9_.])` + regexp.QuoteMeta(name) + `($|[^a-z0-9_.]|\.$|\.[^a-z0-9_])`)
 }

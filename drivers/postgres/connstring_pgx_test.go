@@ -39,6 +39,8 @@ func TestURLChecksMatchPgx(t *testing.T) {
 		query = "an @ in a query that no / comes before must be percent-encoded as %40"
 		// an @ in the query after user info
 		afterUser = "an @ in the query after a user name and password must be percent-encoded as %40"
+		// an @ in the query after a port, no user info
+		afterPort = "an @ in the query after a host with a port must be percent-encoded as %40"
 	)
 	cases := []struct {
 		url                string
@@ -66,6 +68,8 @@ func TestURLChecksMatchPgx(t *testing.T) {
 		{url: "postgres://u:" + pw + "@h/db?application_name=a%40b", user: "u", pw: pw, host: "h", db: "db"},
 		{url: "postgres://alice@h/db?krbspn=postgres/h@EXAMPLE.COM", user: "alice", host: "h", db: "db"}, // no password: nothing to split
 		{url: "postgres://h/db?password=" + atPW, user: any, pw: atPW, host: "h", db: "db"},
+		{url: "postgres://[::1]/db?password=" + atPW, user: any, pw: atPW, host: "::1", db: "db"},
+		{url: "postgres://alice@h:5432/db?application_name=a@b", user: "alice", host: "h", db: "db"},
 		{url: "postgres://us?er@h/db", user: "us?er", host: "h", db: "db"},
 		{url: "postgres://h?sslmode=disable", user: any, host: "h", db: any},
 		{url: "host=h user=a@b password=" + atPW + " dbname=db", user: "a@b", pw: atPW, host: "h", db: "db"},
@@ -91,6 +95,10 @@ func TestURLChecksMatchPgx(t *testing.T) {
 		{url: "postgres://u:" + pw + "@h/db?application_name=a@b", refused: afterUser, why: ambiguous},
 		{url: "postgres://u:S3cr@h?x=1@realhost/db", refused: afterUser, why: ambiguous}, // the password "S3cr@h?x=1"?
 		{url: "postgres://u:S3cr@h/db?x=1@realhost", refused: afterUser, why: ambiguous}, // the password "S3cr@h/db?x=1"?
+		{url: "postgres://u:1234/S3cr?a=3tPW@h/db", refused: afterPort, why: leaks},
+		{url: "postgres://u:5432/?S3cr=3tPW@h", refused: afterPort, why: leaks},
+		{url: "postgres://u:S3cr/3tPW?a=b@h/db", refused: afterPort, why: pgxFails},
+		{url: "postgres://h:5432/db?password=" + atPW, refused: afterPort, why: ambiguous}, // the password "5432/db?password=S3cr"?
 		{url: "postgress://u:" + pw + "@h/db", refused: "scheme must be postgres or postgresql", why: pgxFails},
 		{url: "host=S3cr@3tPW user=u", refused: "the host contains an @", why: leaks},
 		{url: "host=h1,S3cr@3tPW user=u", refused: "the host contains an @", why: leaks},

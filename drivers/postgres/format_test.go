@@ -58,7 +58,8 @@ func TestOptionsFormatsRedact(t *testing.T) {
 	}{
 		{"url", "postgres://app:" + secretPW + "@db:5432/app?sslmode=require", "postgres://app:xxxxx@db:5432/app?sslmode=require"},
 		{"url query passwords", "POSTGRES://app@db/app?password=" + secretPW + "&sslpassword=S3cr&x=1&pass%77ord=3tPW",
-			"postgres://app@db/app?password=xxxxx&sslpassword=xxxxx&x=1&pass%77ord=xxxxx"},
+			// x=1 after a password may be its rest after an unencoded &
+			"postgres://app@db/app?password=xxxxx&sslpassword=xxxxx&xxxxx=xxxxx&pass%77ord=xxxxx"},
 		{"url without password", "postgresql://app@db/app", "postgresql://app@db/app"},
 		{"url empty password", "postgres://app:@db/app", "postgres://app:@db/app"},
 		{"unescaped @", "postgres://app:" + atPW + "@db/app", hiddenURL},

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -230,6 +231,7 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 		return nil, err
 	}
 	cc := cfg.ConnConfig
+	cc.OnPgError = hideRefusedParams(cc.OnPgError, key, maps.Clone(cc.RuntimeParams))
 	cc.Host, cc.Port = cmp.Or(o.Host, cc.Host), cmp.Or(uint16(o.Port), cc.Port)
 	cc.Database, cc.User, cc.Password = cmp.Or(o.Database, cc.Database), cmp.Or(o.Username, cc.User), cmp.Or(o.Password, cc.Password)
 	cc.TLSConfig = cmp.Or(o.TLS, cc.TLSConfig)
