@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -121,16 +120,6 @@ func BenchmarkRoundTripSteps(b *testing.B) {
 		b.ReportMetric(float64(o[len(o)/10].Nanoseconds())/1e3, name+"-own-p10-µs")
 		b.ReportMetric(float64(o[len(o)/2].Nanoseconds())/1e3, name+"-own-p50-µs")
 	}
-}
-
-// processCPU returns the CPU time (user and system) the process has used
-// so far, all its threads counted.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // timedDriver adds up the time spent in its driver's Acquire and Release
