@@ -257,8 +257,8 @@ func redactURL(raw string) string {
 // closes the connection on FATAL errors), to replace the text of a FATAL
 // error refusing a runtime parameter at startup (before the server sent
 // its process ID): unrecognized (42704), an invalid value (22023), one
-// that cannot be set now (55P02), or any other naming a runtime parameter
-// (PgBouncer: "unsupported startup parameter: x", 08P01). The server
+// that cannot be set now (55P02), or a protocol violation or permission
+// error naming one (PgBouncer: "unsupported startup parameter: x", 08P01). The server
 // quotes the parameter's name or value, which may be a piece of the
 // password: pgx reads the rest of an unquoted key=value password after a
 // space or a stray ' as parameters, and so the rest of a query's password
@@ -276,19 +276,33 @@ func hideRefusedParams(next pgconn.PgErrorHandler, key string, params map[string
 					"); its name and value are not shown, as they may be pieces of a password: quote a key=value password " +
 					`holding a space or ' in single quotes (escaping ' and \ as \' and \\), ` +
 					"and percent-encode an & in a URL's password as %26"}
+			// Closed here (false), not by next: pgconn rebuilds the error
+			// from the raw message when a handler keeps the connection,
+			// which pgx's does for a FATAL whose severity is translated.
+			if next != nil {
+				next(c, pe)
+			}
+			return false
 		}
 		return next == nil || next(c, pe)
 	}
 }
 
 // refusesParam reports whether pe is a FATAL error about a runtime
-// parameter of params: by its SQLSTATE, or naming one of them.
+// parameter of params: by its SQLSTATE, or (08P01, 42501) naming one.
 func refusesParam(pe *pgconn.PgError, params map[string]string) bool {
 	if !strings.EqualFold(cmp.Or(pe.SeverityUnlocalized, pe.Severity), "FATAL") {
 		return false
 	}
 	if slices.Contains([]string{"42704", "22023", "55P02"}, pe.Code) {
 		return true
+	}
+	// By name only where a refused parameter is what the code says
+	// (PgBouncer's protocol violation, "permission denied to set"): a
+	// role or database error naming a word that is also a parameter's
+	// name keeps its text.
+	if !slices.Contains([]string{"08P01", "42501"}, pe.Code) {
+		return false
 	}
 	text := strings.ToLower(pe.Message + " " + pe.Detail + " " + pe.Hint)
 	for name := range params {

@@ -162,6 +162,8 @@ func TestRefusesParam(t *testing.T) {
 		{"not a parameter", "FATAL", "28P01", `password authentication failed for user "app"`, false},
 		{"within a longer name", "FATAL", "08P01", "unsupported startup parameter: application_name_x", false},
 		{"not FATAL", "ERROR", "42704", `unrecognized configuration parameter "S3cr3tPW"`, false},
+		{"a role error naming a parameter's word", "FATAL", "28000", `role "application_name" does not exist`, false},
+		{"a database error naming a parameter's word", "FATAL", "3D000", `database "application_name" does not exist`, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

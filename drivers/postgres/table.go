@@ -92,9 +92,11 @@ func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, err
 		return ignoreNoRows(p.QueryRow(ctx, d.sql.release, rowID(key), token, notified).Scan(&live, nil))
 	}
 	err := d.run(ctx, release)
-	if notified != nil && sqlState(err) == "54000" {
-		// the server's notification queue is full: release without the
-		// wake-up rather than leave the lock held; the head polls
+	if notified != nil && slices.Contains([]string{"54000", "42501"}, sqlState(err)) {
+		// the server's notification queue is full, or the role may not
+		// run the wake function: release without the wake-up rather than
+		// leave the lock held; the head polls. (Raised as the statement
+		// runs or commits, these leave nothing committed.)
 		notified = nil
 		err = d.run(ctx, release)
 	}

@@ -335,47 +335,60 @@ func TestQueueHead(t *testing.T) {
 	}
 }
 
-// TestTableReleaseWhenNotifyFails: a release whose wake-up cannot be
-// queued (the server's notification queue full: SQLSTATE 54000, here
-// raised by a stand-in wake function) still frees the lock, and the
-// waiter gets it by its polls.
+// TestTableReleaseWhenNotifyFails: a release whose wake-up fails still
+// frees the lock: with the server's notification queue full (SQLSTATE
+// 54000) or the wake function not allowed (42501), both raised here by a
+// stand-in wake function, it runs again without the wake-up and the
+// waiter gets the lock by its polls; with the function dropped (42883) the
+// driver makes it again and the release wakes the waiter.
 func TestTableReleaseWhenNotifyFails(t *testing.T) {
-	ctx := ctxT(t)
-	opts := Options{Mode: ModeTable, Table: "mutexfx_notify_full"}
-	a, b := shared(t, opts), shared(t, opts)
-	key := fmt.Sprintf("notify:full:%d", time.Now().UnixNano())
-	if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
-		t.Fatalf("Acquire = %+v, %v", res, err)
-	}
-	exec := func(sql string) {
-		t.Helper()
-		if err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
-			_, err := p.Exec(ctx, sql)
-			return err
-		}); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
-	wake := baseOf(a).names.wake
-	exec("CREATE OR REPLACE FUNCTION " + wake + "(queue jsonb, key text, live bigint, shared text) RETURNS boolean " +
-		"LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'too many notifications in the NOTIFY queue' USING ERRCODE = '54000'; END $f$")
-	t.Cleanup(func() { exec("DROP FUNCTION " + wake + "(jsonb, text, bigint, text)") }) // made again at the next start
-	got := drivertest.AcquireAsync(ctx, b, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute, Wait: 10 * time.Second})
-	within(t, 5*time.Second, "b queued", func() bool {
-		var queued bool
-		err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
-			return p.QueryRow(ctx, "SELECT coalesce(queue ? $2, false) FROM "+
-				baseOf(a).names.table+" WHERE id = $1", rowID(key), tableOf(b).id).Scan(&queued)
+	for _, code := range []string{"54000", "42501", "42883"} {
+		t.Run(code, func(t *testing.T) {
+			ctx := ctxT(t)
+			opts := Options{Mode: ModeTable, Table: "mutexfx_notify_fails"}
+			a, b := shared(t, opts), shared(t, opts)
+			key := fmt.Sprintf("notify:fails:%d", time.Now().UnixNano())
+			if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
+				t.Fatalf("Acquire = %+v, %v", res, err)
+			}
+			exec := func(sql string) {
+				t.Helper()
+				if err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
+					_, err := p.Exec(ctx, sql)
+					return err
+				}); err != nil {
+					t.Fatalf("%s: %v", sql, err)
+				}
+			}
+			got := drivertest.AcquireAsync(ctx, b, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute, Wait: 10 * time.Second})
+			within(t, 5*time.Second, "b queued", func() bool {
+				var queued bool
+				err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
+					return p.QueryRow(ctx, "SELECT coalesce(queue ? $2, false) FROM "+
+						baseOf(a).names.table+" WHERE id = $1", rowID(key), tableOf(b).id).Scan(&queued)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return queued
+			})
+			// now, both drivers having made the schema: a gone function
+			// is noticed by the release
+			wake := baseOf(a).names.wake
+			if code == "42883" {
+				exec("DROP FUNCTION " + wake + "(jsonb, text, bigint, text)")
+			} else {
+				exec("CREATE OR REPLACE FUNCTION " + wake + "(queue jsonb, key text, live bigint, shared text) RETURNS boolean " +
+					"LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'stand-in' USING ERRCODE = '" + code + "'; END $f$")
+				// made again at the next driver's start
+				t.Cleanup(func() { exec("DROP FUNCTION " + wake + "(jsonb, text, bigint, text)") })
+			}
+			if ok, err := a.Release(ctx, key, "a"); !ok || err != nil {
+				t.Fatalf("Release with the wake-up failing (%s) = %v, %v; want true", code, ok, err)
+			}
+			if r := <-got; r.Err != nil || !r.Res.Acquired {
+				t.Fatalf("waiting Acquire = %+v, %v", r.Res, r.Err)
+			}
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return queued
-	})
-	if ok, err := a.Release(ctx, key, "a"); !ok || err != nil {
-		t.Fatalf("Release with the notification queue full = %v, %v; want true", ok, err)
-	}
-	if r := <-got; r.Err != nil || !r.Res.Acquired {
-		t.Fatalf("waiting Acquire = %+v, %v", r.Res, r.Err)
 	}
 }

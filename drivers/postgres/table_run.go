@@ -74,7 +74,7 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 				delete(pc.CustomData(), d.bootKey)
 			}
 		})
-		if again && sqlState(err) == "42P01" {
+		if again && (sqlState(err) == "42P01" || sqlState(err) == "42883") { // the table, or the wake function, is gone
 			d.ddl.Lost()
 			continue
 		}
