@@ -151,17 +151,7 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 	woken, unwatchKey := tableOf(b).watch(key) // fed by what wakes the waiter
 	defer unwatchKey()
 	got := drivertest.AcquireAsync(ctx, b, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute, Wait: 10 * time.Second})
-	within(t, 5*time.Second, "b queued", func() bool {
-		var queued bool
-		err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
-			return p.QueryRow(ctx, "SELECT coalesce(queue ? $2, false) FROM "+
-				baseOf(a).names.table+" WHERE id = $1", rowID(key), tableOf(b).id).Scan(&queued)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return queued
-	})
+	waitQueued(ctx, t, a, b, key)
 	for len(woken) > 0 { // drop any wake-up heard before the release
 		<-woken
 	}
@@ -361,17 +351,7 @@ func TestTableReleaseWhenNotifyFails(t *testing.T) {
 				}
 			}
 			got := drivertest.AcquireAsync(ctx, b, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute, Wait: 10 * time.Second})
-			within(t, 5*time.Second, "b queued", func() bool {
-				var queued bool
-				err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
-					return p.QueryRow(ctx, "SELECT coalesce(queue ? $2, false) FROM "+
-						baseOf(a).names.table+" WHERE id = $1", rowID(key), tableOf(b).id).Scan(&queued)
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return queued
-			})
+			waitQueued(ctx, t, a, b, key)
 			// now, both drivers having made the schema: a gone function
 			// is noticed by the release
 			wake := baseOf(a).names.wake
@@ -391,4 +371,21 @@ func TestTableReleaseWhenNotifyFails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitQueued waits until driver b is in the queue of key's row, read
+// through driver a.
+func waitQueued(ctx context.Context, t *testing.T, a, b Driver, key string) {
+	t.Helper()
+	within(t, 5*time.Second, "queued", func() bool {
+		var queued bool
+		err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
+			return p.QueryRow(ctx, "SELECT coalesce(queue ? $2, false) FROM "+
+				baseOf(a).names.table+" WHERE id = $1", rowID(key), tableOf(b).id).Scan(&queued)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return queued
+	})
 }
