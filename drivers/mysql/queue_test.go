@@ -139,7 +139,9 @@ func TestTableQueuePrune(t *testing.T) {
 // component); it does once another driver queued.
 func TestTableQueueOwnDriver(t *testing.T) {
 	ctx := ctxT(t)
-	opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks"}
+	// Entries live a minute: on a loaded machine the default 100 ms can
+	// pass between two attempts, and a lapsed entry leaves the queue.
+	opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks", WaiterLiveness: time.Minute}
 	a, b := openDriver(t, opts), openDriver(t, opts)
 	key := "mysqltest:" + runID + ":" + t.Name()
 	try := func(d Driver, want bool) {
