@@ -13,12 +13,7 @@ import (
 // answers "not held" for a lock it holds, and the lock stays held: the
 // next Extend with a live context confirms it, and Release frees it.
 func (s *suite) testEndedContext(t *testing.T) {
-	ctx := ctxT(t)
-	d := s.driver(t)
-	key, tok := "drivertest:"+name(t), token()
-	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: 10 * time.Second}); err != nil || !res.Acquired {
-		t.Fatalf("Acquire = %+v, %v", res, err)
-	}
+	ctx, d, key, tok := s.heldLock(t)
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
 	if ok, err := d.Extend(ended, key, tok, 10*time.Second); !ok && err == nil {
@@ -30,12 +25,7 @@ func (s *suite) testEndedContext(t *testing.T) {
 			t.Fatalf("Renew with an ended context = %+v: it reports a held lock lost", res)
 		}
 	}
-	if ok, err := d.Extend(ctx, key, tok, 10*time.Second); !ok || err != nil {
-		t.Fatalf("Extend after calls with an ended context = %v, %v; want true", ok, err)
-	}
-	if ok, err := d.Release(ctx, key, tok); !ok || err != nil {
-		t.Fatalf("Release = %v, %v; want true", ok, err)
-	}
+	stillHeld(t, ctx, d, key, tok, "calls with an ended context")
 }
 
 // testDeadlineMidCall: an Extend whose context ends while it runs (short
@@ -43,12 +33,7 @@ func (s *suite) testEndedContext(t *testing.T) {
 // after) confirms the lock or returns an error, and never loses it: the
 // store must not free a lock because its caller stopped waiting.
 func (s *suite) testDeadlineMidCall(t *testing.T) {
-	ctx := ctxT(t)
-	d := s.driver(t)
-	key, tok := "drivertest:"+name(t), token()
-	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: 10 * time.Second}); err != nil || !res.Acquired {
-		t.Fatalf("Acquire = %+v, %v", res, err)
-	}
+	ctx, d, key, tok := s.heldLock(t)
 	for i := range 100 {
 		short, cancel := context.WithTimeout(ctx, time.Duration(20+i*20)*time.Microsecond)
 		ok, err := d.Extend(short, key, tok, 10*time.Second)
@@ -57,8 +42,27 @@ func (s *suite) testDeadlineMidCall(t *testing.T) {
 			t.Fatalf("Extend %d with a deadline of %v = false, nil: it reports a held lock lost", i, time.Duration(20+i*20)*time.Microsecond)
 		}
 	}
+	stillHeld(t, ctx, d, key, tok, "calls cut by their deadlines")
+}
+
+// heldLock acquires a fresh key for 10s on the suite's driver.
+func (s *suite) heldLock(t *testing.T) (context.Context, drivers.Driver, string, string) {
+	t.Helper()
+	ctx := ctxT(t)
+	d := s.driver(t)
+	key, tok := "drivertest:"+name(t), token()
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: 10 * time.Second}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	return ctx, d, key, tok
+}
+
+// stillHeld checks that tok still holds key after what: an Extend with a
+// live context confirms it, and Release frees it.
+func stillHeld(t *testing.T, ctx context.Context, d drivers.Driver, key, tok, after string) {
+	t.Helper()
 	if ok, err := d.Extend(ctx, key, tok, 10*time.Second); !ok || err != nil {
-		t.Fatalf("Extend after calls cut by their deadlines = %v, %v; want true", ok, err)
+		t.Fatalf("Extend after %s = %v, %v; want true", after, ok, err)
 	}
 	if ok, err := d.Release(ctx, key, tok); !ok || err != nil {
 		t.Fatalf("Release = %v, %v; want true", ok, err)
