@@ -83,24 +83,32 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 // the reclaimer deletes it later.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
 	var live bool
-	var notified any // the key, or NULL: none
+	err := d.runWaking(ctx, key, func(ctx context.Context, p querier, notified any) error {
+		live = false
+		return ignoreNoRows(p.QueryRow(ctx, d.sql.release, rowID(key), token, notified).Scan(&live, nil))
+	})
+	return live, d.life.ClosedErr(err)
+}
+
+// runWaking runs a statement that frees key's row and wakes its queue's
+// head with the wake function, passing f the key to notify (NULL: none, a
+// key no NOTIFY can carry). When the server's notification queue is full
+// (SQLSTATE 54000) or the role may not run the wake function (42501), it
+// runs f again without the wake-up rather than leave the lock held; the
+// head polls. (Raised as the statement runs or commits, these leave
+// nothing committed.)
+func (d *tableDriver) runWaking(ctx context.Context, key string, f func(ctx context.Context, p querier, notified any) error) error {
+	var notified any
 	if payload(key) != "" {
 		notified = key
 	}
-	release := func(ctx context.Context, p querier) error {
-		live = false
-		return ignoreNoRows(p.QueryRow(ctx, d.sql.release, rowID(key), token, notified).Scan(&live, nil))
-	}
-	err := d.run(ctx, release)
-	if notified != nil && slices.Contains([]string{"54000", "42501"}, sqlState(err)) {
-		// the server's notification queue is full, or the role may not
-		// run the wake function: release without the wake-up rather than
-		// leave the lock held; the head polls. (Raised as the statement
-		// runs or commits, these leave nothing committed.)
+	run := func(ctx context.Context, p querier) error { return f(ctx, p, notified) }
+	err := d.run(ctx, run)
+	if notified != nil && (sqlState(err) == "54000" || sqlState(err) == "42501") {
 		notified = nil
-		err = d.run(ctx, release)
+		err = d.run(ctx, run)
 	}
-	return live, d.life.ClosedErr(err)
+	return err
 }
 
 // Extend moves the row's expiry to now() + ttl if token holds it.
@@ -243,7 +251,8 @@ func ignoreNoRows(err error) error {
 }
 
 // Handover passes key from token to next.Token in one statement when no
-// driver queues for it; else it releases key as Release does.
+// driver queues for it; else the statement releases key as Release does,
+// waking the queue's head.
 func (d *tableDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
 	if err := d.life.Check(ctx); err != nil {
 		return false, drivers.AcquireResult{}, err
@@ -254,21 +263,17 @@ func (d *tableDriver) Handover(ctx context.Context, key, token string, next driv
 	}
 	var held, handed bool
 	var fence int64
-	var queue []byte
-	var now *float64
-	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		held, handed, queue, now = false, false, nil, nil
+	err = d.runWaking(ctx, key, func(ctx context.Context, p querier, notified any) error {
 		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.handover, append([]any{rowID(key), token, next.Token, ms}, mark...)...).Scan(nil, &handed, &fence, &queue, &now)
+		err := p.QueryRow(ctx, fs.handover, append([]any{rowID(key), token, next.Token, ms, notified}, mark...)...).Scan(nil, &handed, &fence, nil)
 		held = err == nil
 		return ignoreNoRows(err)
 	})
 	if err != nil || !held {
 		return false, drivers.AcquireResult{}, d.life.ClosedErr(err)
 	}
-	if handed {
-		return true, drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
+	if !handed {
+		return true, drivers.AcquireResult{}, nil
 	}
-	d.wakeQueued(ctx, key, queue, now)
-	return true, drivers.AcquireResult{}, nil
+	return true, drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
 }

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,44 +88,6 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 		return drivers.AcquireResult{}, false, err
 	}
 	return res, deferred, nil
-}
-
-// wakeQueued notifies the first live driver of queue, the queue of key's
-// row just released (nil: nobody queued), at now (ms, the server's clock),
-// or, with none live, the shared channel.
-func (d *tableDriver) wakeQueued(ctx context.Context, key string, queue []byte, now *float64) {
-	if queue == nil || now == nil || payload(key) == "" {
-		return
-	}
-	channel := strings.Trim(d.names.channel, `"`)
-	if head := queueHead(queue, *now); head != "" {
-		channel = ownChannel(head)
-	}
-	// the lock is released: a failed wake-up costs the waiter a poll
-	_ = d.run(ctx, func(ctx context.Context, p querier) error {
-		_, err := p.Exec(ctx, d.sql.notify, channel, key)
-		return err
-	})
-}
-
-// queueHead returns the first live driver of a row's queue (tableSQL) at
-// now, or "".
-func queueHead(queue []byte, now float64) string {
-	var entries map[string][2]float64
-	if json.Unmarshal(queue, &entries) != nil {
-		return ""
-	}
-	head := ""
-	var first float64
-	for id, e := range entries {
-		if e[1] <= now-float64(WaiterLiveness.Milliseconds()) {
-			continue
-		}
-		if head == "" || e[0] < first || e[0] == first && id < head {
-			head, first = id, e[0]
-		}
-	}
-	return head
 }
 
 // Waiting in table mode: queued in the row, woken by a release's NOTIFY.

@@ -53,7 +53,7 @@ func tracedTable(t *testing.T, opts Options) (Driver, *statementLog, *pgxpool.Po
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeDriver(t, a) }) // before the pool's Close
-	log.names = map[string]string{tableOf(a).sql.release: "release", tableOf(a).sql.notify: "notify"}
+	log.names = map[string]string{tableOf(a).sql.release: "release"}
 	for _, fs := range []fencedStatements{tableOf(a).sql.plain, tableOf(a).sql.guarded} {
 		maps.Copy(log.names, map[string]string{fs.take: "take", fs.turn: "turn", fs.acquire: "acquire", fs.refence: "refence", fs.handover: "handover"})
 	}
@@ -104,10 +104,10 @@ func TestTableRoundTrips(t *testing.T) {
 			res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "w", TTL: time.Minute, Wait: time.Millisecond})
 			return res.Acquired, err
 		}, false, nil, false},
-		{"handover with a driver queued: a release, and its wake-up", func(ctx context.Context, a, _ Driver, key string) (bool, error) {
+		{"handover with a driver queued: a release waking it", func(ctx context.Context, a, _ Driver, key string) (bool, error) {
 			released, res, err := a.Handover(ctx, key, "a3", drivers.AcquireRequest{Key: key, Token: "a3h", TTL: time.Minute})
 			return released && !res.Acquired, err
-		}, true, []string{"handover", "notify"}, false},
+		}, true, []string{"handover"}, false},
 		{"TryAcquire of a free row a driver queues for", try("a4"), false, []string{"take", "acquire"}, true},
 	}
 	for _, opts := range []Options{

@@ -117,9 +117,16 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 // (on the waiter's own channel: TestTableReleaseNotifiesHead) reaches the
 // waiter's driver for the key it waits on, and the waiter, whose polls
 // are put off past its wait, gets the lock at all only by that wake-up.
+// The same for a handover, which releases when a driver queues.
 func TestTableWaiterWokenByItsChannel(t *testing.T) {
 	defer func(f func(time.Duration) time.Duration) { pollDelay = f }(pollDelay)
 	pollDelay = func(time.Duration) time.Duration { return time.Hour }
+	for _, call := range []string{"release", "handover"} {
+		t.Run(call, func(t *testing.T) { waiterWokenByItsChannel(t, call) })
+	}
+}
+
+func waiterWokenByItsChannel(t *testing.T, call string) {
 	ctx := ctxT(t)
 	opts := Options{Mode: ModeTable}
 	a, b := shared(t, opts), shared(t, opts)
@@ -156,8 +163,12 @@ func TestTableWaiterWokenByItsChannel(t *testing.T) {
 		<-woken
 	}
 	released := time.Now()
-	if ok, err := a.Release(ctx, key, "a"); err != nil || !ok {
-		t.Fatalf("Release = %v, %v", ok, err)
+	if call == "release" {
+		if ok, err := a.Release(ctx, key, "a"); err != nil || !ok {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+	} else if ok, res, err := a.Handover(ctx, key, "a", drivers.AcquireRequest{Key: key, Token: "a2", TTL: time.Minute}); err != nil || !ok || res.Acquired {
+		t.Fatalf("Handover = %v, %+v, %v; want released, not handed", ok, res, err)
 	}
 	select {
 	case <-woken:
@@ -306,70 +317,63 @@ func TestTableDeferredArrival(t *testing.T) {
 	}
 }
 
-func TestQueueHead(t *testing.T) {
-	const now = 1_000_000.0
-	live := float64(WaiterLiveness.Milliseconds())
-	for _, c := range []struct {
-		what, queue, want string
-	}{
-		{"one live entry", `{"A": [10, 999990]}`, "A"},
-		{"the earliest arrival", `{"B": [20, 999990], "A": [30, 999990], "C": [25, 999999]}`, "B"},
-		{"a dead entry is skipped", fmt.Sprintf(`{"A": [10, %v], "B": [20, 999990]}`, now-live), "B"},
-		{"none live", fmt.Sprintf(`{"A": [10, %v]}`, now-live-1), ""},
-		{"a tie goes to the smaller id, as in the SQL", `{"D": [10, 999990], "C": [10, 999990]}`, "C"},
-		{"not a queue", `[1, 2]`, ""},
-	} {
-		if got := queueHead([]byte(c.queue), now); got != c.want {
-			t.Errorf("%s: queueHead(%s) = %q; want %q", c.what, c.queue, got, c.want)
+// TestTableReleaseWhenNotifyFails: a release, or a handover that
+// releases (a driver queues), whose wake-up fails still frees the lock:
+// with the server's notification queue full (SQLSTATE 54000) or the wake
+// function not allowed (42501), both raised here by a stand-in wake
+// function, it runs again without the wake-up and the waiter gets the lock
+// by its polls; with the function dropped (42883) the driver makes it
+// again and the release wakes the waiter.
+func TestTableReleaseWhenNotifyFails(t *testing.T) {
+	for _, call := range []string{"release", "handover"} {
+		for _, code := range []string{"54000", "42501", "42883"} {
+			t.Run(call+"/"+code, func(t *testing.T) { releaseWhenNotifyFails(t, call, code) })
 		}
 	}
 }
 
-// TestTableReleaseWhenNotifyFails: a release whose wake-up fails still
-// frees the lock: with the server's notification queue full (SQLSTATE
-// 54000) or the wake function not allowed (42501), both raised here by a
-// stand-in wake function, it runs again without the wake-up and the
-// waiter gets the lock by its polls; with the function dropped (42883) the
-// driver makes it again and the release wakes the waiter.
-func TestTableReleaseWhenNotifyFails(t *testing.T) {
-	for _, code := range []string{"54000", "42501", "42883"} {
-		t.Run(code, func(t *testing.T) {
-			ctx := ctxT(t)
-			opts := Options{Mode: ModeTable, Table: "mutexfx_notify_fails"}
-			a, b := shared(t, opts), shared(t, opts)
-			key := fmt.Sprintf("notify:fails:%d", time.Now().UnixNano())
-			if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
-				t.Fatalf("Acquire = %+v, %v", res, err)
-			}
-			exec := func(sql string) {
-				t.Helper()
-				if err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
-					_, err := p.Exec(ctx, sql)
-					return err
-				}); err != nil {
-					t.Fatalf("%s: %v", sql, err)
-				}
-			}
-			got := drivertest.AcquireAsync(ctx, b, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute, Wait: 10 * time.Second})
-			waitQueued(ctx, t, a, b, key)
-			// now, both drivers having made the schema: a gone function
-			// is noticed by the release
-			wake := baseOf(a).names.wake
-			if code == "42883" {
-				exec("DROP FUNCTION " + wake + "(jsonb, text, bigint, text)")
-			} else {
-				exec("CREATE OR REPLACE FUNCTION " + wake + "(queue jsonb, key text, live bigint, shared text) RETURNS boolean " +
-					"LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'stand-in' USING ERRCODE = '" + code + "'; END $f$")
-				// made again at the next driver's start
-				t.Cleanup(func() { exec("DROP FUNCTION " + wake + "(jsonb, text, bigint, text)") })
-			}
-			if ok, err := a.Release(ctx, key, "a"); !ok || err != nil {
-				t.Fatalf("Release with the wake-up failing (%s) = %v, %v; want true", code, ok, err)
-			}
-			if r := <-got; r.Err != nil || !r.Res.Acquired {
-				t.Fatalf("waiting Acquire = %+v, %v", r.Res, r.Err)
-			}
-		})
+func releaseWhenNotifyFails(t *testing.T, call, code string) {
+	ctx := ctxT(t)
+	opts := Options{Mode: ModeTable, Table: "mutexfx_notify_fails"}
+	a, b := shared(t, opts), shared(t, opts)
+	key := fmt.Sprintf("notify:fails:%d", time.Now().UnixNano())
+	if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	exec := func(sql string) {
+		t.Helper()
+		if err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
+			_, err := p.Exec(ctx, sql)
+			return err
+		}); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	got := drivertest.AcquireAsync(ctx, b, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute, Wait: 10 * time.Second})
+	waitQueued(ctx, t, a, b, key)
+	// now, both drivers having made the schema: a gone function is
+	// noticed by the release
+	wake := baseOf(a).names.wake
+	if code == "42883" {
+		exec("DROP FUNCTION " + wake + "(jsonb, text, bigint, text)")
+	} else {
+		exec("CREATE OR REPLACE FUNCTION " + wake + "(queue jsonb, key text, live bigint, shared text) RETURNS boolean " +
+			"LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'stand-in' USING ERRCODE = '" + code + "'; END $f$")
+		// made again at the next driver's start
+		t.Cleanup(func() { exec("DROP FUNCTION " + wake + "(jsonb, text, bigint, text)") })
+	}
+	if call == "release" {
+		if ok, err := a.Release(ctx, key, "a"); !ok || err != nil {
+			t.Fatalf("Release with the wake-up failing (%s) = %v, %v; want true", code, ok, err)
+		}
+	} else {
+		released, res, err := a.Handover(ctx, key, "a", drivers.AcquireRequest{Key: key, Token: "a2", TTL: time.Minute})
+		if !released || res.Acquired || err != nil {
+			t.Fatalf("Handover with a driver queued and the wake-up failing (%s) = %v, %+v, %v; want released, not handed", code, released, res, err)
+		}
+	}
+	if r := <-got; r.Err != nil || !r.Res.Acquired {
+		t.Fatalf("waiting Acquire = %+v, %v", r.Res, r.Err)
 	}
 }
 

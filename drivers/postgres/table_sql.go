@@ -9,8 +9,8 @@ import (
 // tableStatements are the table driver's SQL texts: the fence-taking ones
 // in two forms (fencing).
 type tableStatements struct {
-	plain, guarded                                         fencedStatements
-	release, notify, extend, renew, inspect, list, reclaim string
+	plain, guarded                                 fencedStatements
+	release, extend, renew, inspect, list, reclaim string
 }
 
 // fencedStatements are the table driver's statements that take a fence.
@@ -98,6 +98,15 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		"THEN least($9::float8, " + nowMS + ") ELSE " + nowMS + " END, " + nowMS + "))"
 	pruned := "CASE WHEN l.queue = '{}' THEN l.queue ELSE coalesce((SELECT jsonb_object_agg(e.k, e.v) " +
 		"FROM jsonb_each(l.queue) AS e(k, v) WHERE " + live + " AND e.k <> $5::text), '{}') END"
+	// wake(i) notifies the queue's head of key $i (NULL: none) with the
+	// wake function, called only when drivers queue (an uncontended release
+	// notifies nobody): picking the head here, in a subquery, slowed every
+	// release by 10-20 µs (its plan is set up even when skipped), and
+	// notifying in a second statement delayed the hand-off by a round trip
+	wake := func(i int) string {
+		return fmt.Sprintf("CASE WHEN queue <> '{}' AND $%d::text IS NOT NULL THEN %s(queue, $%d::text, %d, %s) END",
+			i, n.wake, i, WaiterLiveness.Milliseconds(), shared)
+	}
 	left := func(ts string) string { return "extract(epoch FROM " + ts + " - now())::float8 * 1000" }
 	// tableFenced builds the fence-taking statements with fence(i) as the
 	// fence ($i its parameter, if any).
@@ -134,31 +143,21 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 				" AS r WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
 			refence: "UPDATE " + n.table + " SET fence = " + fence(3) + " WHERE id = $1 AND token = $2 RETURNING fence",
 			// passes the row from $2 to $3 for $4 ms with a new fence when
-			// nobody queues for it, else releases it (returning the queue)
+			// nobody queues for it, else releases it as release does,
+			// waking the queue's head ($5: the key, NULL: none)
 			handover: "UPDATE " + n.table + " SET " +
 				"token = CASE WHEN queue = '{}' THEN $3 ELSE '' END, " +
-				"fence = CASE WHEN queue = '{}' THEN " + fence(5) + " ELSE fence END, " +
+				"fence = CASE WHEN queue = '{}' THEN " + fence(6) + " ELSE fence END, " +
 				"expires_at = CASE WHEN queue = '{}' THEN " + fmt.Sprintf(ttl, 4) + " ELSE 'epoch' END" +
 				" WHERE id = $1 AND token = $2 AND expires_at > now() " +
-				"RETURNING " + synced + ", queue = '{}', fence, CASE WHEN queue <> '{}' THEN queue END, " +
-				"CASE WHEN queue <> '{}' THEN " + nowMS + " END",
+				"RETURNING " + synced + ", queue = '{}', fence, " + wake(5),
 		}
 	}
 	return tableStatements{
 		plain:   tableFenced(func(int) string { return nextval }),
 		guarded: tableFenced(guarded),
-		// notifies the queue's head of key $3 (NULL: none) with wake, a
-		// function called only when drivers queue (an uncontended release
-		// notifies nobody): picking the head here, in a subquery, slowed
-		// every release by 10-20 µs (its plan is set up even when skipped),
-		// and notifying in a second statement delayed the hand-off by a
-		// round trip
 		release: "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" +
-			" WHERE id = $1 AND token = $2 AND expires_at > now() " +
-			"RETURNING " + released + ", CASE WHEN queue <> '{}' AND $3::text IS NOT NULL THEN " +
-			n.wake + "(queue, $3::text, " + fmt.Sprint(WaiterLiveness.Milliseconds()) + ", " + shared + ") END",
-		// a hint: its commit (pg_notify writes one) need not be flushed
-		notify: "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)",
+			" WHERE id = $1 AND token = $2 AND expires_at > now() RETURNING " + released + ", " + wake(3),
 		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +
 			" FROM s WHERE id = $1 AND token = $2 AND expires_at > now()",
 		renew: "WITH " + s + " UPDATE " + n.table + " AS t SET expires_at = now() + u.ttl * interval '1 millisecond' " +
@@ -186,7 +185,8 @@ var turnParams = strings.NewReplacer("$5::text", "$4::text", "$7::bigint", "$5::
 
 // wakeSQL creates the function a release notifies the head of a row's
 // queue with: on its own channel (ownChannel) the live driver that arrived
-// first, as queueHead picks it, or with none live the shared channel.
+// first (the smallest id among equals), or with none live the shared
+// channel.
 func wakeSQL(n names) string {
 	return "CREATE OR REPLACE FUNCTION " + n.wake + "(queue jsonb, key text, live bigint, shared text) RETURNS boolean " +
 		"LANGUAGE plpgsql VOLATILE AS $f$ BEGIN PERFORM pg_notify(coalesce('" + ownChannel("") + "' || (" +
