@@ -10,11 +10,8 @@ import (
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/hangup"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
-
-// the capabilities of Driver, not drivers.Lister: advisory locks cannot be
-// listed
-var _ Driver = (*advisoryDriver)(nil)
 
 // advisoryDriver keeps each lock as a session-level advisory lock on a
 // connection it pins: taken without waiting on the main session, or by a
@@ -31,12 +28,12 @@ type advisoryDriver struct {
 	dialing int                // waiter sessions being opened
 	noDial  time.Time          // no waiter session is opened before this
 
-	dialSem chan struct{}  // one connect of the main session at a time
-	hup     hangup.Watcher // tells when the server ends a session
+	dialSlot sqlkit.Slot    // one connect of the main session at a time
+	hup      hangup.Watcher // tells when the server ends a session
 }
 
 func newAdvisory(b *base) *advisoryDriver {
-	return &advisoryDriver{base: b, sql: advisorySQL(b.names), held: map[int64]*advLock{}, dialSem: make(chan struct{}, 1)}
+	return &advisoryDriver{base: b, sql: advisorySQL(b.names), held: map[int64]*advLock{}}
 }
 
 // Features reports session locks, with server-side waits unless
@@ -68,16 +65,13 @@ func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 	d.held[h] = l
 	d.mu.Unlock()
 
-	fence, ok, err := d.take(ctx, h, req)
-	d.mu.Lock()
-	if err == nil && ok && d.held[h] != l {
-		err = errors.New("postgres: connection lost while acquiring")
-	}
-	if (err != nil || !ok) && d.held[h] == l {
-		delete(d.held, h)
-	}
-	d.mu.Unlock()
+	fence, ok, err := d.take(ctx, h, l, req)
 	if err != nil || !ok {
+		d.mu.Lock()
+		if d.held[h] == l {
+			delete(d.held, h)
+		}
+		d.mu.Unlock()
 		return drivers.AcquireResult{}, permanent(d.life.ClosedErr(err))
 	}
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
@@ -119,18 +113,10 @@ func (d *advisoryDriver) Handover(ctx context.Context, key, token string, next d
 }
 
 // Extend checks that the session holding key for token still holds it
-// (advisory locks do not expire).
+// (advisory locks do not expire), as Renew does for one lease.
 func (d *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
-	if err := d.life.Check(ctx); err != nil {
-		return false, err
-	}
-	h, l := d.ownLock(key, token)
-	if l == nil {
-		return false, nil
-	}
-	var ok bool
-	live, err := d.probe(ctx, l.s, func() error { return l.s.conn.QueryRow(ctx, d.sql.heldKey, h).Scan(&ok) })
-	return ok && live, d.life.ClosedErr(err)
+	r := d.Renew(ctx, []drivers.Lease{{Key: key, Token: token}})[0]
+	return r.Held, r.Err
 }
 
 // Renew checks many leases, with one statement per holding session.

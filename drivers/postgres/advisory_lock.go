@@ -16,9 +16,9 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// take runs the lock statement for h and registers the lock it took on its
-// session.
-func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireRequest) (uint64, bool, error) {
+// take runs the lock statement for h and registers l, pending in d.held,
+// as the lock it took on its session.
+func (d *advisoryDriver) take(ctx context.Context, h int64, l *advLock, req drivers.AcquireRequest) (uint64, bool, error) {
 	wait := req.Wait
 	if dl, ok := ctx.Deadline(); ok && wait > 0 {
 		wait = min(wait, time.Until(dl))
@@ -75,8 +75,7 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, req drivers.AcquireR
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	l := d.held[h]
-	if s.dead.Load() || l == nil || !l.pending {
+	if s.dead.Load() || d.held[h] != l {
 		return 0, false, errors.New("postgres: connection lost while acquiring")
 	}
 	l.pending, l.fence, l.s = false, uint64(fence), s
@@ -210,29 +209,19 @@ func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt stri
 	return n, err
 }
 
-// probe runs f, a query of what s holds, with s's slot taken; live is
-// false when it failed or s died meanwhile, err nil when s died (its locks
-// are gone: that is the answer).
-func (d *advisoryDriver) probe(ctx context.Context, s *session, f func() error) (live bool, err error) {
+// heldOn returns the advisory keys s holds in the server: none, and no
+// error, when s died (its locks are gone: that is the answer).
+func (d *advisoryDriver) heldOn(ctx context.Context, s *session) (map[int64]bool, error) {
 	if err := s.lock(ctx); err != nil {
-		return false, err
+		return nil, err
 	}
 	defer s.unlock()
-	if err = f(); err != nil && d.settle(s) {
-		err = nil
+	rows, _ := s.conn.Query(ctx, d.sql.heldKeys)
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil && d.settle(s) {
+		return nil, nil
 	}
-	return err == nil && d.alive(s), err
-}
-
-// heldOn returns the advisory keys s holds in the server; none when s broke.
-func (d *advisoryDriver) heldOn(ctx context.Context, s *session) (map[int64]bool, error) {
-	var keys []int64
-	live, err := d.probe(ctx, s, func() (err error) {
-		rows, _ := s.conn.Query(ctx, d.sql.heldKeys)
-		keys, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
-	if !live {
+	if err != nil || !d.alive(s) {
 		return nil, err
 	}
 	held := map[int64]bool{}

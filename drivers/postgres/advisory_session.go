@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -100,14 +99,6 @@ func (s *session) cut() {
 	s.closeOnce.Do(func() { _ = s.conn.PgConn().Conn().Close() })
 }
 
-func socketOf(c net.Conn) syscall.Conn {
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
-	}
-	sc, _ := c.(syscall.Conn)
-	return sc
-}
-
 // dial opens a pinned connection. A ctx ending during a statement makes pgx
 // ask the server to cancel it, and close the connection only StallTimeout
 // later: a caller's deadline does not drop every lock.
@@ -137,7 +128,12 @@ func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error
 		return nil, err
 	}
 	s := &session{conn: conn, waiter: waiter, locks: map[int64]*advLock{}}
-	s.hup.Watch(&d.hup, socketOf(conn.PgConn().Conn()))
+	nc := conn.PgConn().Conn()
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	sc, _ := nc.(syscall.Conn) // none: not watched
+	s.hup.Watch(&d.hup, sc)
 	s.hungUp = func() { d.broken(s); s.reap() }
 	return s, nil
 }
@@ -214,25 +210,22 @@ func (d *advisoryDriver) mainSession(ctx context.Context) (*session, error) {
 			s.unlock()
 			continue
 		}
-		select {
-		case d.dialSem <- struct{}{}:
-		case <-ctx.Done():
+		if d.dialSlot.LockContext(ctx, nil) != nil {
 			return nil, ctx.Err()
 		}
 		d.mu.Lock()
 		again := d.main != nil
 		d.mu.Unlock()
+		var err error
 		if !again {
-			s, err := d.dial(ctx, false)
-			if err == nil && !d.adopt(ctx, s, false) {
+			if s, err = d.dial(ctx, false); err == nil && !d.adopt(ctx, s) {
 				err = ErrClosed
 			}
-			if err != nil {
-				<-d.dialSem
-				return nil, err
-			}
 		}
-		<-d.dialSem
+		d.dialSlot.Unlock()
+		if err != nil {
+			return nil, err
+		}
 	}
 }
 
@@ -276,21 +269,21 @@ func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 	}
 	s.slot.Lock()
 	s.busy()
-	if !d.adopt(ctx, s, true) {
+	if !d.adopt(ctx, s) {
 		return nil, ErrClosed
 	}
 	return s, nil
 }
 
 // adopt registers a new session, or closes it when the driver closed.
-func (d *advisoryDriver) adopt(ctx context.Context, s *session, waiter bool) bool {
+func (d *advisoryDriver) adopt(ctx context.Context, s *session) bool {
 	d.mu.Lock()
 	if d.life.Closed() {
 		d.mu.Unlock()
 		_ = s.closeConn(context.WithoutCancel(ctx))
 		return false
 	}
-	if waiter {
+	if s.waiter {
 		d.waiters = append(d.waiters, s)
 	} else {
 		d.main = s

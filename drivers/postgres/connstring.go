@@ -81,7 +81,7 @@ func checkURL(raw string) (string, bool, error) {
 		return "", true, urlError("an @ in the database name must be percent-encoded as %%40; " +
 			"so must a / in the user name or password, as %%2F")
 	}
-	if u.userinfo == "" && strings.Contains(u.query, "@") && hasPort(u.hosts) {
+	if u.userinfo == "" && strings.Contains(u.query, "@") && len(ports(u.hosts)) > 0 {
 		// postgres://u:1234/Wk?a=b@h/db: the host u, port 1234, database
 		// Wk, parameter a, or the password "1234/Wk?a=b" with an unencoded /?
 		return "", true, urlError("an @ in the query after a host with a port must be percent-encoded as %%40 " +
@@ -106,8 +106,6 @@ func ports(hosts string) []string {
 	}
 	return ps
 }
-
-func hasPort(hosts string) bool { return len(ports(hosts)) > 0 }
 
 // validPorts reports whether each port of hosts is empty or one pgx reads:
 // 1 to 65535, digits only.
@@ -306,14 +304,11 @@ func refusesParam(pe *pgconn.PgError, params map[string]string) bool {
 	}
 	text := strings.ToLower(pe.Message + " " + pe.Detail + " " + pe.Hint)
 	for name := range params {
-		if paramWord(strings.ToLower(name)).MatchString(text) {
+		// the name as a whole word: not within a longer name
+		word := `(^|[^a-z0-9_.])` + regexp.QuoteMeta(strings.ToLower(name)) + `($|[^a-z0-9_.]|\.$|\.[^a-z0-9_])`
+		if regexp.MustCompile(word).MatchString(text) {
 			return true
 		}
 	}
 	return false
-}
-
-// paramWord matches name as a whole word: not within a longer name.
-func paramWord(name string) *regexp.Regexp {
-	return regexp.MustCompile(`(^|[^a-z0-9_.])` + regexp.QuoteMeta(name) + `($|[^a-z0-9_.]|\.$|\.[^a-z0-9_])`)
 }

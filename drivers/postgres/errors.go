@@ -39,23 +39,19 @@ func conflict(err error) bool {
 	return slices.Contains([]string{"40001", "40P01", "55P03"}, sqlState(err))
 }
 
-// retryable reports conflicts and failures before the statement could run:
-// nothing sent yet, or the backend terminated (shutdown, crash recovery,
-// starting up: a pool hands out connections whose backend ended).
-func retryable(err error) bool {
-	return conflict(err) || pgconn.SafeToRetry(err) || slices.Contains([]string{"57P01", "57P02", "57P03"}, sqlState(err))
-}
-
 // retry runs f until it succeeds or fails for good: conflicts are retried
-// for up to conflictBudget, other retryable failures (a statement
-// cancelledByOthers among them) five times, with short pauses (retryPolicy).
+// for up to conflictBudget; failures before the statement could run
+// (nothing sent yet, or the backend terminated: shutdown, crash recovery,
+// starting up, as a pool hands out connections whose backend ended) and a
+// statement cancelledByOthers five times, with short pauses (retryPolicy).
 func retry(ctx context.Context, f func() error) error {
 	until := time.Now().Add(conflictBudget)
 	return sqlkit.Retry(ctx, retryPolicy, f, func(attempt int, err error) bool {
 		if conflict(err) {
 			return !time.Now().After(until)
 		}
-		return attempt < 5 && (retryable(err) || cancelledByOthers(ctx, err))
+		return attempt < 5 && (pgconn.SafeToRetry(err) || cancelledByOthers(ctx, err) ||
+			slices.Contains([]string{"57P01", "57P02", "57P03"}, sqlState(err)))
 	})
 }
 

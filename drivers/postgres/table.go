@@ -19,11 +19,7 @@ import (
 	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
 
-// the capabilities of Driver, and drivers.Lister
-var (
-	_ Driver         = (*tableDriver)(nil)
-	_ drivers.Lister = (*tableDriver)(nil)
-)
+var _ drivers.Lister = (*tableDriver)(nil) // a capability of table mode only
 
 // ErrTTL is returned when an acquisition or extension in table mode asks for
 // a ttl below one millisecond.
@@ -111,22 +107,11 @@ func (d *tableDriver) runWaking(ctx context.Context, key string, f func(ctx cont
 	return err
 }
 
-// Extend moves the row's expiry to now() + ttl if token holds it.
+// Extend moves the row's expiry to now() + ttl if token holds it: a
+// Renew of one lease.
 func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if err := d.life.Check(ctx); err != nil {
-		return false, err
-	}
-	ms, err := ttlMillis(ttl)
-	if err != nil {
-		return false, err
-	}
-	var n int64
-	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		tag, err := p.Exec(ctx, d.sql.extend, rowID(key), token, ms)
-		n = tag.RowsAffected()
-		return err
-	})
-	return n == 1, d.life.ClosedErr(err)
+	r := d.Renew(ctx, []drivers.Lease{{Key: key, Token: token, TTL: ttl}})[0]
+	return r.Held, r.Err
 }
 
 func ttlMillis(ttl time.Duration) (int64, error) {
@@ -254,9 +239,6 @@ func ignoreNoRows(err error) error {
 // driver queues for it; else the statement releases key as Release does,
 // waking the queue's head.
 func (d *tableDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
-	if err := d.life.Check(ctx); err != nil {
-		return false, drivers.AcquireResult{}, err
-	}
 	ms, err := ttlMillis(next.TTL)
 	if err != nil {
 		return false, drivers.AcquireResult{}, err

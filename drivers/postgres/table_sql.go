@@ -9,8 +9,8 @@ import (
 // tableStatements are the table driver's SQL texts: the fence-taking ones
 // in two forms (fencing).
 type tableStatements struct {
-	plain, guarded                                 fencedStatements
-	release, extend, renew, inspect, list, reclaim string
+	plain, guarded                         fencedStatements
+	release, renew, inspect, list, reclaim string
 }
 
 // fencedStatements are the table driver's statements that take a fence.
@@ -65,15 +65,10 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	// The insert draws a fence (nextval writes WAL) only for a missing row,
 	// the update under the row's lock; a row deleted meanwhile gets fence 0
 	// (refence).
-	const nowMS = "(extract(epoch FROM now()) * 1000)"
-	live := "(e.v->>1)::float8 > " + nowMS + " - $7::bigint"
-	head := func(a string) string {
-		return "(SELECT e.k FROM jsonb_each(" + a + ".queue) AS e(k, v) WHERE " + live +
-			" ORDER BY (e.v->>0)::float8, e.k COLLATE \"C\" LIMIT 1)"
-	}
+	live := liveSQL("$7::bigint")
 	take := func(a string) string {
 		return "(" + a + ".expires_at <= now() AND CASE WHEN " + a + ".queue = '{}' THEN true " +
-			"ELSE coalesce(" + head(a) + " = $5::text, true) END)"
+			"ELSE coalesce(" + headSQL(a+".queue", "$7::bigint") + " = $5::text, true) END)"
 	}
 	fresh := func(a string) string {
 		return "coalesce((" + a + ".queue->$5::text->>1)::float8 > " + nowMS + " - $7::bigint / 4, false)"
@@ -158,8 +153,6 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		guarded: tableFenced(guarded),
 		release: "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" +
 			" WHERE id = $1 AND token = $2 AND expires_at > now() RETURNING " + released + ", " + wake(3),
-		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +
-			" FROM s WHERE id = $1 AND token = $2 AND expires_at > now()",
 		renew: "WITH " + s + " UPDATE " + n.table + " AS t SET expires_at = now() + u.ttl * interval '1 millisecond' " +
 			"FROM s, unnest($1::bytea[], $2::text[], $3::bigint[]) AS u(id, token, ttl) " +
 			"WHERE t.id = u.id AND t.token = u.token AND t.expires_at > now() RETURNING t.id, t.token",
@@ -183,15 +176,26 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 // $5 → $4, the liveness $7 → $5.
 var turnParams = strings.NewReplacer("$5::text", "$4::text", "$7::bigint", "$5::bigint")
 
+// nowMS is the server's clock in ms, as a row's queue records it.
+const nowMS = "(extract(epoch FROM now()) * 1000)"
+
+// liveSQL is true for a queue entry e(k, v) retried within live ms.
+func liveSQL(live string) string { return "(e.v->>1)::float8 > " + nowMS + " - " + live }
+
+// headSQL selects the head of queue, a row's queue: the driver of its live
+// entry that arrived first (the smallest id among equals), or NULL.
+func headSQL(queue, live string) string {
+	return "(SELECT e.k FROM jsonb_each(" + queue + ") AS e(k, v) WHERE " + liveSQL(live) +
+		" ORDER BY (e.v->>0)::float8, e.k COLLATE \"C\" LIMIT 1)"
+}
+
 // wakeSQL creates the function a release notifies the head of a row's
-// queue with: on its own channel (ownChannel) the live driver that arrived
-// first (the smallest id among equals), or with none live the shared
-// channel.
+// queue with: on its own channel (ownChannel), or with none live on the
+// shared channel.
 func wakeSQL(n names) string {
 	return "CREATE OR REPLACE FUNCTION " + n.wake + "(queue jsonb, key text, live bigint, shared text) RETURNS boolean " +
-		"LANGUAGE plpgsql VOLATILE AS $f$ BEGIN PERFORM pg_notify(coalesce('" + ownChannel("") + "' || (" +
-		"SELECT e.k FROM jsonb_each(queue) AS e(k, v) WHERE (e.v->>1)::float8 > extract(epoch FROM now()) * 1000 - live " +
-		"ORDER BY (e.v->>0)::float8, e.k COLLATE \"C\" LIMIT 1), shared), key); RETURN true; END $f$"
+		"LANGUAGE plpgsql VOLATILE AS $f$ BEGIN PERFORM pg_notify(coalesce('" + ownChannel("") + "' || " +
+		headSQL("queue", "live") + ", shared), key); RETURN true; END $f$"
 }
 
 // tableSchema is the table, its queue column when an older table lacks
