@@ -107,11 +107,20 @@ func (d *tableDriver) runWaking(ctx context.Context, key string, f func(ctx cont
 	return err
 }
 
-// Extend moves the row's expiry to now() + ttl if token holds it: a
-// Renew of one lease.
+// Extend moves the row's expiry to now() + ttl if token holds it, with a
+// statement of its own (faster than a Renew of one lease).
 func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	r := d.Renew(ctx, []drivers.Lease{{Key: key, Token: token, TTL: ttl}})[0]
-	return r.Held, r.Err
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return false, err
+	}
+	var n int64
+	err = d.run(ctx, func(ctx context.Context, p querier) error {
+		tag, err := p.Exec(ctx, d.sql.extend, rowID(key), token, ms)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n == 1, d.life.ClosedErr(err)
 }
 
 func ttlMillis(ttl time.Duration) (int64, error) {

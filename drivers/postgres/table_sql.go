@@ -9,8 +9,8 @@ import (
 // tableStatements are the table driver's SQL texts: the fence-taking ones
 // in two forms (fencing).
 type tableStatements struct {
-	plain, guarded                         fencedStatements
-	release, renew, inspect, list, reclaim string
+	plain, guarded                                 fencedStatements
+	release, extend, renew, inspect, list, reclaim string
 }
 
 // fencedStatements are the table driver's statements that take a fence.
@@ -153,6 +153,8 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		guarded: tableFenced(guarded),
 		release: "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" +
 			" WHERE id = $1 AND token = $2 AND expires_at > now() RETURNING " + released + ", " + wake(3),
+		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +
+			" FROM s WHERE id = $1 AND token = $2 AND expires_at > now()",
 		renew: "WITH " + s + " UPDATE " + n.table + " AS t SET expires_at = now() + u.ttl * interval '1 millisecond' " +
 			"FROM s, unnest($1::bytea[], $2::text[], $3::bigint[]) AS u(id, token, ttl) " +
 			"WHERE t.id = u.id AND t.token = u.token AND t.expires_at > now() RETURNING t.id, t.token",
