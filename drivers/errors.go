@@ -1,6 +1,9 @@
 package drivers
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // The error vocabulary every driver shares, so that one errors.Is test
 // covers every store.
@@ -40,3 +43,11 @@ func (e *OptionsError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrOptions.
 func (e *OptionsError) Is(target error) bool { return target == ErrOptions }
+
+// OptionErrorf returns an *OptionsError at key (an option's configuration
+// key; "" when the problem is of the options as a whole) whose Err is
+// fmt.Errorf(format, args...). A driver's New reports each invalid option
+// so; its Factory then names the option's full key path.
+func OptionErrorf(key, format string, args ...any) error {
+	return &OptionsError{Key: key, Err: fmt.Errorf(format, args...)}
+}

@@ -94,7 +94,7 @@ func NewWithClient(c *clientv3.Client, opts Options) (*Driver, error) {
 		return nil, errors.New("etcd: nil client")
 	}
 	if k := kit.SetKey(opts, connectionKeys...); k != "" {
-		return nil, fmt.Errorf("%w: %s: cannot be set with a client", ErrOptions, k)
+		return nil, drivers.OptionErrorf(k, "cannot be set with a client")
 	}
 	set, err := opts.settings()
 	if err != nil {

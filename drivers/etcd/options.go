@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"crypto/tls"
-	"fmt"
 	"strings"
 	"time"
 
@@ -96,7 +95,7 @@ func (o Options) settings() (settings, error) {
 	case s.linger == 0:
 		s.linger = DefaultWaiterLinger
 	case s.linger < 0:
-		return s, fmt.Errorf("%w: waiterLinger: must not be negative", ErrOptions)
+		return s, drivers.OptionErrorf("waiterLinger", "must not be negative")
 	}
 	return s, nil
 }
@@ -106,25 +105,25 @@ func (o Options) settings() (settings, error) {
 func (o Options) config(log *zap.Logger) (clientv3.Config, error) {
 	c := clientv3.Config{Username: o.Username, Password: o.Password, Logger: log}
 	if len(o.Endpoints) == 0 {
-		return c, fmt.Errorf("%w: endpoints: is required", ErrOptions)
+		return c, drivers.OptionErrorf("endpoints", "is required")
 	}
 	https := false
 	for _, e := range o.Endpoints {
 		switch {
 		case strings.TrimSpace(e) == "":
-			return c, fmt.Errorf("%w: endpoints: has an empty address", ErrOptions)
+			return c, drivers.OptionErrorf("endpoints", "has an empty address")
 		case strings.Contains(e, "@"):
-			return c, fmt.Errorf("%w: endpoints: an endpoint holds an @ (put credentials in username and password)", ErrOptions)
+			return c, drivers.OptionErrorf("endpoints", "an endpoint holds an @ (put credentials in username and password)")
 		}
 		https = https || strings.HasPrefix(e, "https://")
 		c.Endpoints = append(c.Endpoints, e)
 	}
 	if o.Password != "" && o.Username == "" {
-		return c, fmt.Errorf("%w: password: needs username", ErrOptions)
+		return c, drivers.OptionErrorf("password", "needs username")
 	}
 	switch {
 	case o.DialTimeout < 0:
-		return c, fmt.Errorf("%w: dialTimeout: must not be negative", ErrOptions)
+		return c, drivers.OptionErrorf("dialTimeout", "must not be negative")
 	case o.DialTimeout == 0:
 		c.DialTimeout = DefaultDialTimeout
 	default:
@@ -155,12 +154,12 @@ func (o Options) tls(https bool) (*tls.Config, error) {
 		return nil, err
 	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
-		return nil, fmt.Errorf("%w: tlsCertFile: set tlsCertFile and tlsKeyFile together", ErrOptions)
+		return nil, drivers.OptionErrorf("tlsCertFile", "set tlsCertFile and tlsKeyFile together")
 	}
 	if o.TLSCertFile != "" {
 		cert, err := tls.LoadX509KeyPair(o.TLSCertFile, o.TLSKeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: tlsCertFile: %v", ErrOptions, err)
+			return nil, drivers.OptionErrorf("tlsCertFile", "%v", err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
@@ -203,9 +204,9 @@ var connKeys = append([]string{"host", "port", "dbname", "database", "user", "pa
 // service file were parsed.
 func connError(key, format string, args ...any) error {
 	if key == "" {
-		return newOptionError("", format+" (in the PG* environment variables or the service file)", args...)
+		return drivers.OptionErrorf("", format+" (in the PG* environment variables or the service file)", args...)
 	}
-	return newOptionError(key, format+" "+notShown, args...)
+	return drivers.OptionErrorf(key, format+" "+notShown, args...)
 }
 
 func urlError(format string) error { return connError("url", format) }

@@ -1,13 +1,10 @@
 package postgres
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/mutexfx/mutexfx/config"
 )
 
 // What a refused connection string is refused for (connstring tests).
@@ -129,8 +126,7 @@ func TestURLChecksMatchPgx(t *testing.T) {
 				wantRedacted(t, tc.url, cfg)
 				return
 			}
-			var ce *config.Error
-			if !errors.Is(err, ErrOptions) || !errors.As(err, &ce) || ce.Path != "url" || !strings.HasPrefix(ce.Msg, tc.refused) {
+			if key, msg, ok := invalidAt(err); !ok || key != "url" || !strings.HasPrefix(msg, tc.refused) {
 				t.Fatalf("error = %v; want url: %s…", err, tc.refused)
 			}
 			if strings.Contains(err.Error(), tc.url) || strings.Contains(err.Error(), "S3cr") || strings.Contains(err.Error(), "3tPW") {

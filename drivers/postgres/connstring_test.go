@@ -31,16 +31,14 @@ func fromSpec(options map[string]any, client any) (Driver, error) {
 	return d.(Driver), nil
 }
 
-// wantSpecError checks that err is a *config.Error at path whose message
-// starts with msg and shows no piece of the secret.
+// wantSpecError checks that err is an invalid option at path (a
+// *config.Error of the factory, or New's *drivers.OptionsError) whose
+// message starts with msg and shows no piece of the secret.
 func wantSpecError(t *testing.T, err error, path, msg string) {
 	t.Helper()
-	var ce *config.Error
-	if !errors.As(err, &ce) {
-		t.Fatalf("error = %v; want a *config.Error at %s", err, path)
-	}
-	if ce.Path != path || !strings.HasPrefix(ce.Msg, msg) {
-		t.Fatalf("error = %q; want %s: %s…", err, path, msg)
+	got, gotMsg, ok := invalidAt(err)
+	if !ok || got != path || !strings.HasPrefix(gotMsg, msg) {
+		t.Fatalf("error = %q; want an invalid option %s: %s…", err, path, msg)
 	}
 	for _, p := range secretPieces {
 		if strings.Contains(err.Error(), p) {
@@ -214,11 +212,8 @@ func TestShortPasswordNotMasked(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(tc.opts)
-			var ce *config.Error
-			if !errors.Is(err, ErrOptions) || !errors.As(err, &ce) {
-				t.Fatalf("New = %v; want ErrOptions and a *config.Error", err)
-			}
-			if ce.Path != tc.key || !strings.HasPrefix(ce.Msg, tc.want) || strings.Contains(err.Error(), "xxxxx") {
+			key, msg, ok := invalidAt(err)
+			if !ok || key != tc.key || !strings.HasPrefix(msg, tc.want) || strings.Contains(err.Error(), "xxxxx") {
 				t.Fatalf("New = %q; want %s: %s…, nothing masked", err, tc.key, tc.want)
 			}
 		})
@@ -251,4 +246,24 @@ func TestEnvParseError(t *testing.T) {
 			}
 		})
 	}
+}
+
+// invalidAt returns the key path and message of an invalid option: a
+// *config.Error (the factory's, at the full key path) or a
+// *drivers.OptionsError (New's, at the option's key); ok is false when err
+// is neither or does not match ErrOptions.
+func invalidAt(err error) (path, msg string, ok bool) {
+	var (
+		ce *config.Error
+		oe *drivers.OptionsError
+	)
+	switch {
+	case !errors.Is(err, ErrOptions):
+		return "", "", false
+	case errors.As(err, &ce):
+		return ce.Path, ce.Msg, true
+	case errors.As(err, &oe):
+		return oe.Key, oe.Err.Error(), true
+	}
+	return "", "", false
 }

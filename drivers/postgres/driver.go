@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -58,10 +57,10 @@ func New(opts Options) (Driver, error) {
 // Host, ...) must be empty.
 func NewWithPool(pool *pgxpool.Pool, opts Options) (Driver, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("%w: nil pool", ErrOptions)
+		return nil, drivers.OptionErrorf("", "nil pool")
 	}
 	if kit.SetKey(opts, connectionKeys...) != "" || opts.TLS != nil {
-		return nil, fmt.Errorf("%w: connection options are not used with an existing pool", ErrOptions)
+		return nil, drivers.OptionErrorf("", "connection options are not used with an existing pool")
 	}
 	opts = opts.withDefaults()
 	n, err := opts.validate()

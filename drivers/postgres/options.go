@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/internal/redact"
 )
@@ -142,54 +141,36 @@ func (o Options) withDefaults() Options {
 // marker, an unlogged one-row table that a server crash empties (bootCheck).
 type names struct{ table, sequence, channel, boot, wake string }
 
-// optionError is an invalid option: it wraps ErrOptions and a
-// *config.Error at the option's key ("" for the driver block), which the
-// factory joins to the block's path.
-type optionError struct{ ce *config.Error }
-
-func newOptionError(key, format string, args ...any) error {
-	return optionError{ce: &config.Error{Path: key, Msg: fmt.Sprintf(format, args...)}}
-}
-
-func (e optionError) Error() string {
-	if e.ce.Path == "" {
-		return ErrOptions.Error() + ": " + e.ce.Msg
-	}
-	return ErrOptions.Error() + ": " + e.ce.Error()
-}
-
-func (e optionError) Unwrap() []error { return []error{ErrOptions, e.ce} }
-
 // validate checks the mode-independent options and derives the names. Its
-// errors name one key each (see optionError).
+// errors name one key each (drivers.OptionErrorf).
 func (o Options) validate() (names, error) {
 	var n names
 	if o.Mode != ModeAdvisory && o.Mode != ModeTable {
-		return n, newOptionError("mode", "must be %q or %q, not %q", ModeAdvisory, ModeTable, o.Mode)
+		return n, drivers.OptionErrorf("mode", "must be %q or %q, not %q", ModeAdvisory, ModeTable, o.Mode)
 	}
 	// "_fence" (6 bytes) is appended to the table's last part
 	table, err := parseIdent(o.Table, true, 63-6)
 	if err != nil {
-		return n, newOptionError("table", "%v", err)
+		return n, drivers.OptionErrorf("table", "%v", err)
 	}
 	ch, err := parseIdent(o.Channel, false, 63)
 	if err != nil {
-		return n, newOptionError("channel", "%v", err)
+		return n, drivers.OptionErrorf("channel", "%v", err)
 	}
 	if o.MaxSessions < 1 {
-		return n, newOptionError("maxSessions", "must be at least 1")
+		return n, drivers.OptionErrorf("maxSessions", "must be at least 1")
 	}
 	if o.MaxConns < 1 {
-		return n, newOptionError("maxConns", "must be at least 1")
+		return n, drivers.OptionErrorf("maxConns", "must be at least 1")
 	}
 	if o.ConnectTimeout < 0 {
-		return n, newOptionError("connectTimeout", "must not be negative")
+		return n, drivers.OptionErrorf("connectTimeout", "must not be negative")
 	}
 	if o.StallTimeout < 0 {
-		return n, newOptionError("stallTimeout", "must not be negative")
+		return n, drivers.OptionErrorf("stallTimeout", "must not be negative")
 	}
 	if !slices.Contains([]string{"", "on", "off", "local", "remote_write", "remote_apply"}, o.SynchronousCommit) {
-		return n, newOptionError("synchronousCommit", "must be on, off, local, remote_write or remote_apply, not %q", o.SynchronousCommit)
+		return n, drivers.OptionErrorf("synchronousCommit", "must be on, off, local, remote_write or remote_apply, not %q", o.SynchronousCommit)
 	}
 	suffixed := func(s string) string {
 		id := slices.Clone(table)
@@ -203,20 +184,20 @@ func (o Options) validate() (names, error) {
 // errors never contain the password, nor any part of the URL.
 func (o Options) poolConfig() (*pgxpool.Config, error) {
 	if !slices.Contains([]string{"", "disable", "allow", "prefer", "require", "verify-ca", "verify-full"}, o.SSLMode) {
-		return nil, newOptionError("sslMode", "must be disable, allow, prefer, require, verify-ca or verify-full, not %q", o.SSLMode)
+		return nil, drivers.OptionErrorf("sslMode", "must be disable, allow, prefer, require, verify-ca or verify-full, not %q", o.SSLMode)
 	}
 	if o.Port < 0 || o.Port > 65535 {
-		return nil, newOptionError("port", "must be 1 to 65535, not %d", o.Port)
+		return nil, drivers.OptionErrorf("port", "must be 1 to 65535, not %d", o.Port)
 	}
 	if strings.Contains(o.Host, "@") {
-		return nil, newOptionError("host", "must not contain @ (set the user name and password with username and password)")
+		return nil, drivers.OptionErrorf("host", "must not contain @ (set the user name and password with username and password)")
 	}
 	conn, key := o.URL, "url"
 	switch {
 	case conn == "":
 		conn, key = "postgres://localhost:5432?sslmode="+url.QueryEscape(cmp.Or(o.SSLMode, "prefer")), ""
 	case o.SSLMode != "":
-		return nil, newOptionError("sslMode", "not allowed with url (set sslmode in the url)")
+		return nil, drivers.OptionErrorf("sslMode", "not allowed with url (set sslmode in the url)")
 	default:
 		var err error
 		if conn, _, err = checkURL(conn); err != nil {

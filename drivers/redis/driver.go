@@ -130,30 +130,29 @@ func NewWithClient(c goredis.UniversalClient, opts Options) (*Driver, error) {
 func clientMode(c goredis.UniversalClient) (bool, error) {
 	switch c := c.(type) {
 	case nil:
-		return false, fmt.Errorf("%w: nil client", ErrOptions)
+		return false, drivers.OptionErrorf("", "nil client")
 	case *goredis.Client:
 		return false, nilClient(c == nil)
 	case *goredis.ClusterClient:
 		return true, nilClient(c == nil)
 	case *goredis.Ring:
-		return false, fmt.Errorf("%w: client: a *redis.Ring is not supported: it shards keys on the client side over "+
+		return false, drivers.OptionErrorf("client", "a *redis.Ring is not supported: it shards keys on the client side over "+
 			"independent servers, so renewals and wake-ups would miss the locks' shard; use a *redis.Client "+
-			"(one server or Sentinel) or a *redis.ClusterClient (Redis Cluster)", ErrOptions)
+			"(one server or Sentinel) or a *redis.ClusterClient (Redis Cluster)")
 	case *goredis.AutoPipeliner:
-		return false, fmt.Errorf("%w: client: a *redis.AutoPipeliner is not supported: it does not tell whether it wraps "+
+		return false, drivers.OptionErrorf("client", "a *redis.AutoPipeliner is not supported: it does not tell whether it wraps "+
 			"a Cluster client; pass the *redis.Client or *redis.ClusterClient it wraps (the driver pipelines its own "+
-			"renewals)", ErrOptions)
+			"renewals)")
 	default:
-		return false, fmt.Errorf("%w: client: a %T is not supported: the driver must know whether it talks to one "+
-			"server or a Redis Cluster; pass a *redis.Client or *redis.ClusterClient (add behaviour with AddHook)",
-			ErrOptions, c)
+		return false, drivers.OptionErrorf("client", "a %T is not supported: the driver must know whether it talks to one "+
+			"server or a Redis Cluster; pass a *redis.Client or *redis.ClusterClient (add behaviour with AddHook)", c)
 	}
 }
 
 // nilClient returns the error of a nil client pointer, or nil.
 func nilClient(isNil bool) error {
 	if isNil {
-		return fmt.Errorf("%w: nil client", ErrOptions)
+		return drivers.OptionErrorf("", "nil client")
 	}
 	return nil
 }

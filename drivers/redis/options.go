@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -196,14 +195,14 @@ func (o Options) settings() (settings, error) {
 		s.sentinels = o.Addrs
 	}
 	if s.restartWait < 0 {
-		return s, fmt.Errorf("%w: restartWait: must not be negative", ErrOptions)
+		return s, drivers.OptionErrorf("restartWait", "must not be negative")
 	}
 	s.minReplicas, s.replicaTimeout = o.MinReplicas, o.ReplicaTimeout
 	switch {
 	case s.minReplicas < -1:
-		return s, fmt.Errorf("%w: minReplicas: must be -1 (none), 0 (the default) or a number of replicas", ErrOptions)
+		return s, drivers.OptionErrorf("minReplicas", "must be -1 (none), 0 (the default) or a number of replicas")
 	case s.replicaTimeout < 0 || (s.replicaTimeout > 0 && s.replicaTimeout < time.Millisecond):
-		return s, fmt.Errorf("%w: replicaTimeout: must be at least 1ms", ErrOptions)
+		return s, drivers.OptionErrorf("replicaTimeout", "must be at least 1ms")
 	case s.replicaTimeout == 0:
 		s.replicaTimeout = DefaultReplicaTimeout
 	}
@@ -214,13 +213,13 @@ func (o Options) settings() (settings, error) {
 		s.fenceTTL = DefaultFenceTTL
 	}
 	if s.fenceTTL < time.Millisecond {
-		return s, fmt.Errorf("%w: fenceTTL: must be at least 1ms", ErrOptions)
+		return s, drivers.OptionErrorf("fenceTTL", "must be at least 1ms")
 	}
 	if s.renewBatch == 0 {
 		s.renewBatch = DefaultRenewBatch
 	}
 	if s.renewBatch < 0 {
-		return s, fmt.Errorf("%w: renewBatch: must be positive", ErrOptions)
+		return s, drivers.OptionErrorf("renewBatch", "must be positive")
 	}
 	return s, nil
 }
@@ -230,13 +229,13 @@ func (o Options) universal() (*goredis.UniversalOptions, error) {
 	u := &goredis.UniversalOptions{}
 	switch {
 	case o.URL != "" && len(o.Addrs) > 0:
-		return nil, fmt.Errorf("%w: set url or addrs, not both", ErrOptions)
+		return nil, drivers.OptionErrorf("", "set url or addrs, not both")
 	case o.URL == "" && len(o.Addrs) == 0:
-		return nil, fmt.Errorf("%w: url or addrs is required", ErrOptions)
+		return nil, drivers.OptionErrorf("", "url or addrs is required")
 	case o.Cluster && o.MasterName != "":
-		return nil, fmt.Errorf("%w: cluster and masterName exclude each other", ErrOptions)
+		return nil, drivers.OptionErrorf("", "cluster and masterName exclude each other")
 	case o.MasterName == "" && (o.SentinelUsername != "" || o.SentinelPassword != ""):
-		return nil, fmt.Errorf("%w: sentinelUsername and sentinelPassword need masterName (Sentinel mode)", ErrOptions)
+		return nil, drivers.OptionErrorf("", "sentinelUsername and sentinelPassword need masterName (Sentinel mode)")
 	case o.URL != "":
 		if err := o.fromURL(u); err != nil {
 			return nil, err
@@ -244,11 +243,11 @@ func (o Options) universal() (*goredis.UniversalOptions, error) {
 	default:
 		for _, a := range o.Addrs {
 			if strings.TrimSpace(a) == "" {
-				return nil, fmt.Errorf("%w: addrs: has an empty address", ErrOptions)
+				return nil, drivers.OptionErrorf("addrs", "has an empty address")
 			}
 		}
 		if len(o.Addrs) > 1 && !o.Cluster && o.MasterName == "" {
-			return nil, fmt.Errorf("%w: addrs: several addresses need cluster (the seed nodes) or masterName (the Sentinels)", ErrOptions)
+			return nil, drivers.OptionErrorf("addrs", "several addresses need cluster (the seed nodes) or masterName (the Sentinels)")
 		}
 		u.Addrs = append([]string(nil), o.Addrs...)
 	}
@@ -260,12 +259,12 @@ func (o Options) universal() (*goredis.UniversalOptions, error) {
 	}
 	if o.DB != 0 {
 		if o.Cluster {
-			return nil, fmt.Errorf("%w: db: must be 0 in cluster mode", ErrOptions)
+			return nil, drivers.OptionErrorf("db", "must be 0 in cluster mode")
 		}
 		u.DB = o.DB
 	}
 	if o.DB < 0 {
-		return nil, fmt.Errorf("%w: db: must not be negative", ErrOptions)
+		return nil, drivers.OptionErrorf("db", "must not be negative")
 	}
 	u.MasterName = o.MasterName
 	u.SentinelUsername = o.SentinelUsername
@@ -274,8 +273,13 @@ func (o Options) universal() (*goredis.UniversalOptions, error) {
 	if err := o.tls(u); err != nil {
 		return nil, err
 	}
-	if o.DialTimeout < 0 || o.CommandTimeout < 0 || o.PoolSize < 0 || o.MaxRetries < 0 {
-		return nil, fmt.Errorf("%w: dialTimeout, commandTimeout, poolSize and maxRetries must not be negative", ErrOptions)
+	for _, f := range []struct {
+		key      string
+		negative bool
+	}{{"dialTimeout", o.DialTimeout < 0}, {"commandTimeout", o.CommandTimeout < 0}, {"poolSize", o.PoolSize < 0}, {"maxRetries", o.MaxRetries < 0}} {
+		if f.negative {
+			return nil, drivers.OptionErrorf(f.key, "must not be negative")
+		}
 	}
 	// Precedence: Options' fields when set (not zero), then the URL's query
 	// parameters, then the driver's defaults, then go-redis's.
@@ -283,7 +287,7 @@ func (o Options) universal() (*goredis.UniversalOptions, error) {
 	case o.DialTimeout > 0:
 		u.DialTimeout = o.DialTimeout
 	case u.DialTimeout < 0: // dial_timeout=0 or -1: go-redis would fail every dial at once
-		return nil, fmt.Errorf("%w: url: dial_timeout must be positive", ErrOptions)
+		return nil, drivers.OptionErrorf("url", "dial_timeout must be positive")
 	case u.DialTimeout == 0:
 		u.DialTimeout = DefaultDialTimeout
 	}

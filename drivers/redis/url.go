@@ -2,13 +2,14 @@ package redis
 
 import (
 	"crypto/tls"
-	"fmt"
 	"net/url"
 	"reflect"
 	"slices"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mutexfx/mutexfx/drivers"
 )
 
 // urlProblems are the kinds of url.Parse errors, named in New's error in
@@ -34,8 +35,8 @@ const notShown = "(the URL is not shown: it may hold a password; percent-encode 
 // the path or the query, and the host from inside it.
 func (o Options) fromURL(u *goredis.UniversalOptions) error {
 	if misplacedAt(o.URL) {
-		return fmt.Errorf("%w: url: an @ after the host (in the path, query or fragment); percent-encode an @ in a "+
-			"query value as %%40 %s", ErrOptions, notShown)
+		return drivers.OptionErrorf("url", "an @ after the host (in the path, query or fragment); percent-encode an @ in a "+
+			"query value as %%40 %s", notShown)
 	}
 	parsed, err := url.Parse(o.URL)
 	if err != nil {
@@ -46,40 +47,40 @@ func (o Options) fromURL(u *goredis.UniversalOptions) error {
 				break
 			}
 		}
-		return fmt.Errorf("%w: url: %s %s", ErrOptions, kind, notShown)
+		return drivers.OptionErrorf("url", "%s %s", kind, notShown)
 	}
 	hier := hasPrefixFold(o.URL, parsed.Scheme+"://")
 	switch {
 	case parsed.Scheme != "redis" && parsed.Scheme != "rediss" && hier:
-		return fmt.Errorf("%w: url: scheme must be redis or rediss, not %q", ErrOptions, parsed.Scheme)
+		return drivers.OptionErrorf("url", "scheme must be redis or rediss, not %q", parsed.Scheme)
 	case !hier:
 		// "user:password@host" without a scheme parses as scheme "user";
 		// "redis:password@host" would dial localhost without the password.
-		return fmt.Errorf("%w: url: must start with redis:// or rediss:// %s", ErrOptions, notShown)
+		return drivers.OptionErrorf("url", "must start with redis:// or rediss:// %s", notShown)
 	}
 	secret, _ := parsed.User.Password()
 	var src any
 	var skip []string
 	if o.Cluster {
 		if db := strings.Trim(parsed.Path, "/"); db != "" && db != "0" {
-			return fmt.Errorf("%w: url: the database must be 0 in cluster mode", ErrOptions)
+			return drivers.OptionErrorf("url", "the database must be 0 in cluster mode")
 		}
 		co, err := goredis.ParseClusterURL(o.URL)
 		if err != nil {
-			return fmt.Errorf("%w: url: %s", ErrOptions, scrub(err.Error(), o.URL, secret, o.Password))
+			return drivers.OptionErrorf("url", "%s", scrub(err.Error(), o.URL, secret, o.Password))
 		}
 		src = co
 	} else {
 		so, err := goredis.ParseURL(o.URL)
 		if err != nil {
-			return fmt.Errorf("%w: url: %s", ErrOptions, scrub(err.Error(), o.URL, secret, o.Password))
+			return drivers.OptionErrorf("url", "%s", scrub(err.Error(), o.URL, secret, o.Password))
 		}
 		u.Addrs = []string{so.Addr}
 		src, skip = so, []string{"Addr", "Network"}
 	}
 	if lost := copyParsed(u, src, skip...); len(lost) > 0 {
-		return fmt.Errorf("%w: url: go-redis options %s, set by the URL's parameters, have no equivalent in "+
-			"redis.UniversalOptions", ErrOptions, strings.Join(lost, ", "))
+		return drivers.OptionErrorf("url", "go-redis options %s, set by the URL's parameters, have no equivalent in "+
+			"redis.UniversalOptions", strings.Join(lost, ", "))
 	}
 	if u.TLSConfig != nil && u.TLSConfig.MinVersion == 0 {
 		u.TLSConfig.MinVersion = tls.VersionTLS12 // ParseClusterURL leaves it to crypto/tls

@@ -141,9 +141,8 @@ func options(err error) error {
 }
 
 // SpecError returns an error of a driver's New (or NewWithClient) at the
-// driver block's key path. An invalid option — a *drivers.OptionsError, a
-// *config.Error at a path relative to the block, or an error
-// "<drivers.ErrOptions>: key: what" — becomes a *drivers.OptionsError
+// driver block's key path. An invalid option — a *drivers.OptionsError or a
+// *config.Error at a path relative to the block — becomes a *drivers.OptionsError
 // whose Err is a *config.Error at the option's full key path ("path.key:
 // what"). Another error is prefixed with path.
 func SpecError(path string, err error) error {
@@ -154,14 +153,8 @@ func SpecError(path string, err error) error {
 	switch {
 	case errors.As(err, &ce):
 		return at(path, ce.Path, ce.Msg)
-	case errors.As(err, &oe) && oe.Key != "":
+	case errors.As(err, &oe):
 		return at(path, oe.Key, oe.Err.Error())
-	case errors.Is(err, drivers.ErrOptions):
-		msg := strings.TrimPrefix(err.Error(), drivers.ErrOptions.Error()+": ")
-		if key, rest, ok := strings.Cut(msg, ": "); ok && !strings.ContainsAny(key, " ,") {
-			return at(path, key, rest)
-		}
-		return at(path, "", msg)
 	}
 	return fmt.Errorf("%s: %w", path, err)
 }

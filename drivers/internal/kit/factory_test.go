@@ -26,8 +26,9 @@ func TestSpecError(t *testing.T) {
 		want    string
 		options bool
 	}{
-		{"sentinel form", fmt.Errorf("%w: poolSize: must not be negative", drivers.ErrOptions), path + ".poolSize: must not be negative", true},
-		{"sentinel form without key", fmt.Errorf("%w: set url or addrs, not both", drivers.ErrOptions), path + ": set url or addrs, not both", true},
+		{"OptionErrorf", drivers.OptionErrorf("poolSize", "must not be %s", "negative"), path + ".poolSize: must not be negative", true},
+		{"OptionErrorf without key", drivers.OptionErrorf("", "set url or addrs, not both"), path + ": set url or addrs, not both", true},
+		{"wrapped OptionsError", fmt.Errorf("redis: %w", drivers.OptionErrorf("db", "must not be negative")), path + ".db: must not be negative", true},
 		{"OptionsError", &drivers.OptionsError{Key: "ttl", Err: errors.New("too short")}, path + ".ttl: too short", true},
 		{"relative config.Error", config.Errorf("mode", "unknown"), path + ".mode: unknown", true},
 		{"config.Error of the block", config.Errorf("", "no pool"), path + ": no pool", true},

@@ -3,7 +3,6 @@ package kit
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"os"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -39,11 +38,11 @@ func TLSConfig(tc *tls.Config, caFile, serverName string, skipVerify bool) (*tls
 func CAPool(file string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("%w: tlsCAFile: %v", drivers.ErrOptions, err)
+		return nil, drivers.OptionErrorf("tlsCAFile", "%v", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%w: tlsCAFile: no PEM certificate in %s", drivers.ErrOptions, file)
+		return nil, drivers.OptionErrorf("tlsCAFile", "no PEM certificate in %s", file)
 	}
 	return pool, nil
 }
