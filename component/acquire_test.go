@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -136,5 +137,44 @@ func TestTimeoutZero(t *testing.T) {
 	l.Release(ctx)
 	if err := <-got; err != nil {
 		t.Fatalf("Acquire with Timeout 0 (the default) = %v; want the lock", err)
+	}
+}
+
+// slowFirst answers its first Acquire late (after the lock's ttl), ignoring
+// its ctx, and the later ones at once.
+type slowFirst struct {
+	*faulty
+	calls atomic.Int32
+}
+
+func (d *slowFirst) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	if d.calls.Add(1) == 1 {
+		time.Sleep(150 * time.Millisecond)
+	}
+	return d.faulty.Acquire(ctx, req)
+}
+
+// TestLateAnswerRetried: an attempt the store answered too late (after the
+// lock's ttl: the lock is released) is a store failure like any other: a
+// wait whose timeout is far off retries it, rather than ending with
+// ErrTimeout long before its timeout.
+func TestLateAnswerRetried(t *testing.T) {
+	for _, timeout := range []time.Duration{10 * time.Second, component.Forever} {
+		t.Run(timeout.String(), func(t *testing.T) {
+			component.Unpooled(t)
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				d := &slowFirst{faulty: newFaulty()}
+				m := newMutex(t, component.Options{Driver: d, TTL: 100 * time.Millisecond})
+				l, err := m.Acquire(ctx, "x", component.WithTimeout(timeout))
+				if err != nil {
+					t.Fatalf("Acquire with timeout %v, first answer after the ttl: %v; want the lock from a later attempt", timeout, err)
+				}
+				if n := d.calls.Load(); n < 2 {
+					t.Fatalf("%d attempts", n)
+				}
+				l.Release(ctx)
+			})
+		})
 	}
 }

@@ -70,10 +70,10 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 		return nil, res, context.Cause(ctx)
 	case late:
 		m.cleanup(key, token)
-		return nil, res, fmt.Errorf("%w: %q: acquired after the deadline, released", ErrTimeout, name)
+		return nil, res, lateError{fmt.Errorf("%w: %q: acquired after the deadline, released", ErrTimeout, name)}
 	case overdue:
 		m.cleanup(key, token)
-		return nil, res, fmt.Errorf("%w: %q: the store answered after the lock's ttl (%v), released", ErrTimeout, name, ttl)
+		return nil, res, lateError{fmt.Errorf("%w: %q: the store answered after the lock's ttl (%v), released", ErrTimeout, name, ttl)}
 	}
 
 	l := &Lock{m: m, key: key, token: token, fence: res.Fence, acquiredAt: now, ttl: ttl}
@@ -104,6 +104,13 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	m.mu.Unlock()
 	return l, res, nil
 }
+
+// lateError is the error of an attempt whose lock the store granted too
+// late to keep (it is released): the store was slow, which a wait rides
+// out as it does a failed store (retriable) until its own deadline.
+type lateError struct{ error }
+
+func (e lateError) Unwrap() error { return e.error }
 
 // attemptLimit is when an attempt started at now, waiting wait in the
 // store, is given up: the wait's deadline (zero: none), but at least

@@ -178,7 +178,9 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 // store's last *DriverError (ErrDriver); with NoWait it is that
 // *DriverError. Only an error the driver marks permanent
 // (drivers.ErrPermanent: bad credentials, missing permission) ends the
-// wait at once, as a *DriverError.
+// wait at once, as a *DriverError. A store that grants the lock too late
+// to keep (after its ttl) is ridden out too: the lock is released and the
+// wait goes on.
 //
 // Waiting polls the store — first after RetryDelay, the delay doubling up to
 // one second, bounded by the holder's remaining ttl when the store tells it —
@@ -360,8 +362,12 @@ func (m *Mutex) timeout(name string, timeout time.Duration, lastErr error) error
 // retriable reports whether Acquire retries after err: a store failure
 // (*DriverError, including a store that did not answer in time) that the
 // driver did not mark permanent (drivers.ErrPermanent: bad credentials,
-// missing permission, bad configuration).
+// missing permission, bad configuration), or a lock the store granted too
+// late to keep (lateError).
 func retriable(err error) bool {
+	if _, ok := err.(lateError); ok {
+		return true
+	}
 	return errors.Is(err, ErrDriver) && !errors.Is(err, drivers.ErrPermanent)
 }
 
