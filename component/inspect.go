@@ -41,6 +41,8 @@ type LockStatus struct {
 // it is free. It fails with ErrNotSupported for stores that cannot be
 // inspected.
 func (m *Mutex) Inspect(ctx context.Context, name string) (st LockStatus, held bool, err error) {
+	m.mustBuilt()
+	mustCtx(ctx)
 	in, ok := m.drv.(drivers.Inspector)
 	if !ok {
 		return LockStatus{}, false, ErrNotSupported
@@ -62,6 +64,8 @@ func (m *Mutex) Inspect(ctx context.Context, name string) (st LockStatus, held b
 // name. It fails with ErrNotSupported for stores that cannot enumerate their
 // locks (advisory locks).
 func (m *Mutex) List(ctx context.Context) ([]LockStatus, error) {
+	m.mustBuilt()
+	mustCtx(ctx)
 	l, ok := m.drv.(drivers.Lister)
 	if !ok {
 		return nil, ErrNotSupported
@@ -92,6 +96,8 @@ func (m *Mutex) List(ctx context.Context) ([]LockStatus, error) {
 // It fails with ErrNotSupported for stores that do not tell the token of
 // another process's lock (advisory locks).
 func (m *Mutex) ForceRelease(ctx context.Context, name string) (bool, error) {
+	m.mustBuilt()
+	mustCtx(ctx)
 	st, held, err := m.Inspect(ctx, name)
 	if err != nil || !held {
 		return false, err

@@ -43,6 +43,9 @@ func TestMisusePanicsNameTheMistake(t *testing.T) {
 		{"zero Mutex Prefix", noNew, func() { zero.Prefix() }},
 		{"zero Mutex Driver", noNew, func() { zero.Driver() }},
 		{"zero Mutex Features", noNew, func() { zero.Features() }},
+		{"zero Mutex Inspect", noNew, func() { _, _, _ = zero.Inspect(ctx, "x") }},
+		{"zero Mutex List", noNew, func() { _, _ = zero.List(ctx) }},
+		{"zero Mutex ForceRelease", noNew, func() { _, _ = zero.ForceRelease(ctx, "x") }},
 		{"nil Mutex Acquire", noNew, func() { _, _ = nilMutex.Acquire(ctx, "x") }},
 		{"nil Lock Release", nilLock, func() { _, _ = none.Release(ctx) }},
 		{"nil Lock Extend", nilLock, func() { _, _ = none.Extend(ctx, component.DefaultTTL) }},
@@ -65,6 +68,9 @@ func TestMisusePanicsNameTheMistake(t *testing.T) {
 		{"nil ctx Release", nilCtxMsg, func() { _, _ = held.Release(nilCtx) }},
 		{"nil ctx Extend", nilCtxMsg, func() { _, _ = held.Extend(nilCtx, component.DefaultTTL) }},
 		{"nil ctx Close", nilCtxMsg, func() { _ = m.Close(nilCtx) }},
+		{"nil ctx Inspect", nilCtxMsg, func() { _, _, _ = m.Inspect(nilCtx, "held") }},
+		{"nil ctx List", nilCtxMsg, func() { _, _ = m.List(nilCtx) }},
+		{"nil ctx ForceRelease", nilCtxMsg, func() { _, _ = m.ForceRelease(nilCtx, "held") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
