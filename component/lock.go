@@ -220,9 +220,10 @@ func (l *Lock) cancelContexts(cause error) {
 // Extend sets the lock's time to live to ttl from now (and keeps renewing it
 // with that ttl). It reports false when the lock was no longer held — it is
 // then lost. A store failure is returned as a *DriverError; the store may
-// have applied the new ttl or not, so the lock's tracked expiry becomes
-// the earlier of the two. Calls to Extend and the renewals of the lock
-// reach the store one at a time.
+// have applied the new ttl or not (or may apply it later), so the lock's
+// tracked expiry becomes the earlier of the two, and it is renewed with
+// the shorter of the two ttls from then on. Calls to Extend and the
+// renewals of the lock reach the store one at a time.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
 	l.mustLock()
 	mustCtx(ctx)
@@ -269,10 +270,14 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
 	held := l.state == stateHeld
 	switch {
 	case err != nil && held:
-		// The store may have applied ttl: renew at once (with the ttl
-		// in force), and lose the lock by the earlier expiry if that
-		// fails too.
+		// The store may have applied ttl, or may yet apply it: the
+		// request can reach it after later ones (another connection's).
+		// Renew at once, and from now on with the shorter of the two
+		// ttls, so that ttl landing late never leaves the store keeping
+		// the lock for less than is tracked; lose it by the earlier
+		// expiry if that fails too.
 		l.expiry = minTime(l.expiry, start.Add(ttl-drift(ttl)))
+		l.ttl = min(l.ttl, ttl)
 		l.due = time.Now()
 		m.wakeFor(l)
 	case err != nil:
