@@ -24,10 +24,8 @@ import (
 type advisoryDriver struct {
 	core
 
-	fence   string       // resolved fence source; fence, holders, advSQL under ddl (ensureSchema)
-	holders bool         // holders are kept (advisory_holder.go)
-	noIdent atomic.Bool  // a holder row write was refused: write no more
-	advSQL  [2][2]string // acquire statement [no timeout, timeout][alone, reading the session]
+	stmts   atomic.Pointer[advStatements] // set by ensureSchema
+	noIdent atomic.Bool                   // a holder row write was refused: write no more
 
 	mu   sync.Mutex
 	held map[string]*heldLock // by key
@@ -93,26 +91,15 @@ func (a *advisoryDriver) Release(ctx context.Context, key, token string) (bool, 
 func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
 	return call(&a.core, ctx, func(ctx context.Context) (bool, error) {
 		h := a.get(key, token)
-		if h == nil {
-			return false, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return false, err
+		if h == nil || ctx.Err() != nil {
+			return false, ctx.Err()
 		}
 		start := time.Now()
-		answer := a.checkOwn(h, ctx)
-		if answer == nil {
-			return false, ErrClosed
+		held, errs := a.probeOwnAll(ctx, []*heldLock{h}) // drops h if not held
+		if held[0] {
+			h.confirm(start)
 		}
-		select {
-		case ans := <-answer:
-			if ans.held {
-				h.confirm(start)
-			}
-			return ans.held, ans.err
-		case <-ctx.Done():
-			return false, ctx.Err() // the check goes on; it drops h if not held
-		}
+		return held[0], errs[0]
 	})
 }
 
@@ -238,8 +225,12 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 	if wait == 0 {
 		args = args[:1] // the statement says 0: the server parses no division
 	}
-	src, holders, q, qs := a.advisorySQL(wait > 0)
-	switch src {
+	st := a.stmts.Load()
+	q, qs := st.acquire[0][0], st.acquire[0][1]
+	if wait > 0 {
+		q, qs = st.acquire[1][0], st.acquire[1][1]
+	}
+	switch st.fence {
 	case FenceSequence, FenceUUIDShort:
 		var f sql.Null[uint64]
 		if ok {
@@ -260,7 +251,7 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 		return f.V, s, err
 	}
 	args = append([]any{keyHash(req.Key)}, args...)
-	if holders { // the statement sets the counter row's holder columns
+	if st.holders { // the statement sets the counter row's holder columns
 		holder := sqlkit.Identity(req.Token, 0)
 		args = append(append([]any{args[0], holder}, args[1:]...), holder)
 	}

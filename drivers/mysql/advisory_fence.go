@@ -50,6 +50,15 @@ const fenceCounterDDL = `CREATE TABLE IF NOT EXISTS %s (
   PRIMARY KEY (name_hash)
 ) ENGINE=InnoDB`
 
+// advStatements are the fence source ensureSchema resolved, whether
+// holders are kept (advisory_holder.go), and the acquire statement
+// [without, with a timeout][alone, reading the session].
+type advStatements struct {
+	fence   string
+	holders bool
+	acquire [2][2]string
+}
+
 // ensureSchema resolves the fence source and creates its table or sequence.
 func (a *advisoryDriver) ensureSchema(ctx context.Context) error {
 	fence := a.s.fence
@@ -83,27 +92,14 @@ func (a *advisoryDriver) ensureSchema(ctx context.Context) error {
 	if fence == FenceCounter && !holders {
 		tmpl = advCounterNoHolderSQL
 	}
+	st := &advStatements{fence: fence, holders: holders}
 	for i, timeout := range []string{"0", "? / 1000"} {
 		q := fmt.Sprintf(tmpl, a.s.fenceTable, timeout)
-		a.advSQL[i] = [2]string{q, ""}
+		st.acquire[i] = [2]string{q, ""}
 		if fence != FenceCounter { // a SELECT: the session's columns follow
-			a.advSQL[i][1] = q + ", " + sessionSQL
+			st.acquire[i][1] = q + ", " + sessionSQL
 		}
 	}
-	a.holders = holders
-	a.fence = fence
+	a.stmts.Store(st)
 	return nil
-}
-
-// advisorySQL returns the resolved fence source, whether holders are kept,
-// and the acquire statement with a timeout parameter or none, alone and
-// reading the session (sequence and uuid_short fences).
-func (a *advisoryDriver) advisorySQL(wait bool) (fence string, holders bool, query, withSession string) {
-	a.ddl.Lock()
-	defer a.ddl.Unlock()
-	i := 0
-	if wait {
-		i = 1
-	}
-	return a.fence, a.holders, a.advSQL[i][0], a.advSQL[i][1]
 }

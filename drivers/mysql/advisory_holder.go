@@ -82,7 +82,7 @@ func (a *advisoryDriver) identify(ctx context.Context, conn pinned, token string
 	if conn.sock == nil || conn.sock.ident == id || a.noIdent.Load() {
 		return nil
 	}
-	if fence, holders, _, _ := a.advisorySQL(false); fence == FenceCounter || !holders {
+	if st := a.stmts.Load(); st.fence == FenceCounter || !st.holders {
 		return nil
 	}
 	_, err := conn.exec(ctx, fmt.Sprintf(identifySQL, a.s.holderTable), []any{id, id})

@@ -55,50 +55,37 @@ func (a *advisoryDriver) startMonitor() {
 	})
 }
 
-// probe reports whether each of hs is still held, with one query per
-// RenewBatch locks on a pooled connection, each bounded by timeout if > 0.
+// probe reports whether each of hs is still held (heldLock.holds), reading
+// the boot time and IS_USED_LOCK of RenewBatch locks per query on a pooled
+// connection, each query bounded by timeout if > 0.
 func (a *advisoryDriver) probe(ctx context.Context, hs []*heldLock, timeout time.Duration) (held []bool, errs []error) {
-	held = make([]bool, len(hs))
-	errs = make([]error, len(hs))
+	held, errs = make([]bool, len(hs)), make([]error, len(hs))
 	for start := 0; start < len(hs); start += a.s.batch {
 		chunk := hs[start:min(start+a.s.batch, len(hs))]
-		err := a.probeChunk(ctx, chunk, held[start:], timeout)
-		for i := range chunk {
+		args := make([]any, len(chunk))
+		ids := make([]sql.NullInt64, len(chunk))
+		var boot sql.NullInt64
+		dest := []any{&boot}
+		for i, h := range chunk {
+			args[i] = h.name
+			dest = append(dest, &ids[i])
+		}
+		qctx, cancel := ctx, context.CancelFunc(func() {})
+		if timeout > 0 {
+			qctx, cancel = context.WithTimeout(ctx, timeout)
+		}
+		err := a.queryBoot(qctx, func(boot string) string { return "SELECT " + boot + strings.Repeat(", IS_USED_LOCK(?)", len(chunk)) },
+			args, dest...)
+		cancel()
+		for i, h := range chunk {
 			if err != nil {
 				errs[start+i] = fmt.Errorf("mysql: probe: %w", err)
+			} else {
+				held[start+i] = h.holds(ids[i], boot)
 			}
 		}
 	}
 	return held, errs
-}
-
-// probeChunk reads the boot time and IS_USED_LOCK of each of chunk in one
-// query and sets held for those still held (heldLock.holds).
-func (a *advisoryDriver) probeChunk(ctx context.Context, chunk []*heldLock, held []bool, timeout time.Duration) error {
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	args := make([]any, len(chunk))
-	for i, h := range chunk {
-		args[i] = h.name
-	}
-	q := func(boot string) string { return "SELECT " + boot + strings.Repeat(", IS_USED_LOCK(?)", len(chunk)) }
-	var boot sql.NullInt64
-	ids := make([]sql.NullInt64, len(chunk))
-	dest := make([]any, 1+len(chunk))
-	dest[0] = &boot
-	for i := range ids {
-		dest[1+i] = &ids[i]
-	}
-	if err := a.queryBoot(ctx, q, args, dest...); err != nil {
-		return err
-	}
-	for i, h := range chunk {
-		held[i] = h.holds(ids[i], boot)
-	}
-	return nil
 }
 
 // poolFull reports whether all of the pool's maxOpenConns are in use.
@@ -165,8 +152,8 @@ func (a *advisoryDriver) inspect(ctx context.Context, key string) (drivers.LockI
 	// With the boot source in use, not the next: a missing holder table's
 	// error is also a missing source's.
 	read := false
-	if fence, holders, _, _ := a.advisorySQL(false); holders {
-		q, args := a.holderQuery(fence == FenceCounter, key, a.bootSQL[a.bootSrc.Load()])
+	if st := a.stmts.Load(); st.holders {
+		q, args := a.holderQuery(st.fence == FenceCounter, key, a.bootSQL[a.bootSrc.Load()])
 		err := a.db.QueryRowContext(ctx, q, args...).Scan(&id, &boot, &holder)
 		if missingTable(err) {
 			a.ddl.Lost()

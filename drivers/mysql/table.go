@@ -124,28 +124,22 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 		return drivers.AcquireResult{}, err
 	}
 	d.noteTTL(req.TTL)
-	var id int64
+	var id, n int64
 	var err error
 	if !d.watch.watching(req.Key) {
 		// Not waited for: its row most likely exists and is free. A plain
 		// UPDATE costs 1.05-1.09× a bare upsert-if-expired + DELETE pair,
 		// an upsert 1.3-1.4×.
-		var n int64
 		id, n, err = d.tableExec(ctx, d.retakeSQL, req.Token, req.TTL.Microseconds(), d.id, keyHash(req.Key), d.id)
-		if err != nil {
-			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
-		}
-		if n == 1 {
-			d.watch.remove(req.Key)
-			return drivers.AcquireResult{Acquired: true, Fence: uint64(id & valueMask)}, nil
-		}
 	}
-	args := []any{keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
-	// The short statement (takes a free row nobody else queues for, or
-	// inserts it), then the queueing one.
-	id, _, err = d.tableExec(ctx, d.takeSQL, args...)
-	if err == nil && id >= heldMark && d.s.liveness > 0 && !d.watch.queued(req.Key) {
-		id, _, err = d.tableExec(ctx, d.acquireSQL, args...)
+	if err == nil && n != 1 {
+		// The short statement (takes a free row nobody else queues for, or
+		// inserts it), then the queueing one.
+		args := []any{keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
+		id, _, err = d.tableExec(ctx, d.takeSQL, args...)
+		if err == nil && id >= heldMark && d.s.liveness > 0 && !d.watch.queued(req.Key) {
+			id, _, err = d.tableExec(ctx, d.acquireSQL, args...)
+		}
 	}
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
