@@ -24,24 +24,15 @@ const (
 )
 
 // getConn returns the most recently kept connection (cached) or one from
-// the pool.
+// the pool. A kept connection past keepFor is expireIdle's to return.
 func (a *advisoryDriver) getConn(ctx context.Context) (conn pinned, cached bool, err error) {
-	var stale []*sql.Conn
 	a.mu.Lock()
-	for len(a.idle) > 0 && conn.conn == nil {
-		c := a.idle[len(a.idle)-1]
-		a.idle[len(a.idle)-1] = idleConn{}
-		a.idle = a.idle[:len(a.idle)-1]
-		if time.Since(c.at) < keepFor {
-			conn = c.conn
-		} else {
-			stale = append(stale, c.conn.conn)
-		}
+	if n := len(a.idle); n > 0 && time.Since(a.idle[n-1].at) < keepFor {
+		conn = a.idle[n-1].conn
+		a.idle[n-1] = idleConn{}
+		a.idle = a.idle[:n-1]
 	}
 	a.mu.Unlock()
-	for _, c := range stale {
-		c.Close()
-	}
 	if conn.conn != nil {
 		return conn, true, nil
 	}
