@@ -41,11 +41,7 @@ type advisoryDriver struct {
 	monitorWG   sync.WaitGroup
 	wake        chan struct{} // wakes the monitor early (wakeFor)
 
-	// statements on held locks' own connections (advisory_own.go)
-	bg       context.Context // ends with Close
-	stopBg   context.CancelFunc
-	bgWG     sync.WaitGroup
-	bgClosed bool // under mu: no more of them
+	bgWG sync.WaitGroup // checkOwn's statements (advisory_own.go)
 }
 
 var (
@@ -59,7 +55,6 @@ var (
 func newAdvisory(db *sql.DB, own bool, socks *sockets, s settings) *advisoryDriver {
 	a := &advisoryDriver{held: map[string]*heldLock{}, wake: make(chan struct{}, 1), bootSQL: bootSQL}
 	a.init(db, own, socks, s)
-	a.bg, a.stopBg = context.WithCancel(context.Background())
 	return a
 }
 
@@ -292,7 +287,7 @@ func (a *advisoryDriver) release(ctx context.Context, key, token string) (bool, 
 	if h == nil {
 		return false, nil
 	}
-	if err := h.mu.LockContext(ctx, a.bg); err != nil {
+	if err := h.mu.LockContext(ctx, a.life.Closing()); err != nil {
 		// ctx ended while a statement runs on the connection: give up.
 		if h.abandon() {
 			a.unlock(h)
@@ -355,16 +350,16 @@ func (a *advisoryDriver) forget(h *heldLock) {
 	a.mu.Unlock()
 }
 
-// close waits for the monitor, ends the statements on held locks'
+// close waits for the monitor and the statements on held locks'
 // connections, and drops every pinned connection.
 func (a *advisoryDriver) close() {
 	a.monitorOnce.Do(func() {}) // no monitor after close
 	a.monitorWG.Wait()
-	a.stopBackground()
-	a.mu.Lock()
+	a.mu.Lock() // past it, checkOwn (under mu) starts no statement
 	hs := slices.Collect(maps.Values(a.held))
 	clear(a.held)
 	a.mu.Unlock()
+	a.bgWG.Wait() // their contexts ended when Close started
 	a.closeIdle()
 	for _, h := range hs {
 		a.drop(h)

@@ -10,8 +10,9 @@ import (
 
 // The driver's own statements on a held lock's connection (checks when the
 // pool is full, idle touches) run in goroutines with a context that ends
-// only with Close (advisory.bg): ending one closes the connection, which
-// frees the lock, so no caller's deadline ends it, and nobody waits for it.
+// only when Close starts (Life.Closing): ending one closes the connection,
+// which frees the lock, so no caller's deadline ends it, and nobody waits
+// for it.
 // A release that cannot wait longer, or a lock found lost, ends such a
 // check (heldLock.abort) or has the connection's user drop it (unlock).
 
@@ -38,7 +39,7 @@ func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownA
 		return nil
 	}
 	a.mu.Lock()
-	if a.bgClosed {
+	if a.life.Closed() {
 		a.mu.Unlock()
 		if wait == nil {
 			h.mu.Unlock()
@@ -51,13 +52,13 @@ func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownA
 	go func() {
 		defer a.bgWG.Done()
 		if wait != nil {
-			if err := h.mu.LockContext(wait, a.bg); err != nil {
+			if err := h.mu.LockContext(wait, a.life.Closing()); err != nil {
 				out <- ownAnswer{err: err}
 				return
 			}
 		}
 		defer a.unlock(h)
-		ctx, cancel := context.WithCancel(a.bg)
+		ctx, cancel := context.WithCancel(a.life.Closing())
 		defer cancel()
 		h.abort.Store(&cancel)
 		defer h.abort.Store(nil)
@@ -116,15 +117,6 @@ func (a *advisoryDriver) probeOwnAll(ctx context.Context, hs []*heldLock) (held 
 		}
 	}
 	return held, errs
-}
-
-// stopBackground ends checkOwn's statements and waits for them.
-func (a *advisoryDriver) stopBackground() {
-	a.mu.Lock()
-	a.bgClosed = true
-	a.mu.Unlock()
-	a.stopBg()
-	a.bgWG.Wait()
 }
 
 // lose marks h lost: forgets it, tells the subscribers, then drops its
