@@ -70,14 +70,6 @@ func (a *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 	return a.acquireWith(ctx, req, a.ensureSchema, a.acquire)
 }
 
-// Release runs RELEASE_LOCK on the lock's connection (see release).
-func (a *advisoryDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	ctx, stop := a.bind(ctx)
-	defer stop()
-	ok, err := a.release(ctx, key, token)
-	return ok, a.life.ClosedErr(err)
-}
-
 // Extend checks on the lock's own connection that it still holds it (ttl
 // is ignored); a check that fails drops the connection and reports the
 // lock lost. The check runs on the driver's context (checkOwn), not ctx:
@@ -278,11 +270,14 @@ func (a *advisoryDriver) get(key, token string) *heldLock {
 	return nil
 }
 
-// release runs RELEASE_LOCK on the lock's connection. Whenever it cannot
+// Release runs RELEASE_LOCK on the lock's connection. Whenever it cannot
 // tell that it ran (ctx ended, the statement failed), it drops the
 // connection instead, so that the server frees the lock: an advisory lock
 // never expires, and one on an untracked connection would stay until Close.
-func (a *advisoryDriver) release(ctx context.Context, key, token string) (bool, error) {
+func (a *advisoryDriver) Release(ctx context.Context, key, token string) (_ bool, err error) {
+	ctx, stop := a.bind(ctx)
+	defer stop()
+	defer func() { err = a.life.ClosedErr(err) }()
 	h := a.get(key, token)
 	if h == nil {
 		return false, nil
@@ -301,17 +296,15 @@ func (a *advisoryDriver) release(ctx context.Context, key, token string) (bool, 
 	}
 	a.forget(h)
 	h.done = true
-	if err := ctx.Err(); err != nil {
-		discard(h.conn.conn)
-		return false, fmt.Errorf("mysql: release: %w", context.Cause(ctx))
+	r, valid, err := uint64(0), false, context.Cause(ctx)
+	if err == nil {
+		r, valid, err = h.conn.queryUint(ctx, "SELECT RELEASE_LOCK(?)", []any{h.name})
 	}
-	r, valid, err := h.conn.queryUint(ctx, "SELECT RELEASE_LOCK(?)", []any{h.name})
-	if err != nil {
+	if err != nil || !valid || r != 1 {
 		discard(h.conn.conn)
-		return false, fmt.Errorf("mysql: release: %w", err)
-	}
-	if !valid || r != 1 {
-		discard(h.conn.conn)
+		if err != nil {
+			return false, fmt.Errorf("mysql: release: %w", err)
+		}
 		return false, nil
 	}
 	a.putConn(h.conn)

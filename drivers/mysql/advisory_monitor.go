@@ -140,43 +140,41 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 // holder's identity when the holder rows tell it (advisory_holder.go). TTL
 // is zero: advisory locks do not expire.
 func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
-	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) { return a.inspect(ctx, key) })
-}
-
-func (a *advisoryDriver) inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
-	if err := a.ddl.Ensure(ctx, a.ensureSchema); err != nil {
-		return drivers.LockInfo{}, false, err
-	}
-	var id, boot sql.NullInt64
-	var holder sql.NullString
-	// With the boot source in use, not the next: a missing holder table's
-	// error is also a missing source's.
-	read := false
-	if st := a.stmts.Load(); st.holders {
-		q, args := a.holderQuery(st.fence == FenceCounter, key, a.bootSQL[a.bootSrc.Load()])
-		err := a.db.QueryRowContext(ctx, q, args...).Scan(&id, &boot, &holder)
-		if missingTable(err) {
-			a.ddl.Lost()
+	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) {
+		if err := a.ddl.Ensure(ctx, a.ensureSchema); err != nil {
+			return drivers.LockInfo{}, false, err
 		}
-		if err != nil && !noBootSource(err) {
-			return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
+		var id, boot sql.NullInt64
+		var holder sql.NullString
+		// With the boot source in use, not the next: a missing holder table's
+		// error is also a missing source's.
+		read := false
+		if st := a.stmts.Load(); st.holders {
+			q, args := a.holderQuery(st.fence == FenceCounter, key, a.bootSQL[a.bootSrc.Load()])
+			err := a.db.QueryRowContext(ctx, q, args...).Scan(&id, &boot, &holder)
+			if missingTable(err) {
+				a.ddl.Lost()
+			}
+			if err != nil && !noBootSource(err) {
+				return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
+			}
+			read = err == nil
 		}
-		read = err == nil
-	}
-	if !read { // who holds it alone
-		q := func(boot string) string { return "SELECT IS_USED_LOCK(?), " + boot }
-		if err := a.queryBoot(ctx, q, []any{lockName(key)}, &id, &boot); err != nil {
-			return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
+		if !read { // who holds it alone
+			q := func(boot string) string { return "SELECT IS_USED_LOCK(?), " + boot }
+			if err := a.queryBoot(ctx, q, []any{lockName(key)}, &id, &boot); err != nil {
+				return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
+			}
 		}
-	}
-	if !id.Valid {
-		return drivers.LockInfo{}, false, nil
-	}
-	a.mu.Lock()
-	h := a.held[key]
-	a.mu.Unlock()
-	if h != nil && h.holds(id, boot) {
-		return drivers.LockInfo{Token: h.token, Fence: h.fence}, true, nil
-	}
-	return drivers.LockInfo{Holder: holder.String}, true, nil
+		if !id.Valid {
+			return drivers.LockInfo{}, false, nil
+		}
+		a.mu.Lock()
+		h := a.held[key]
+		a.mu.Unlock()
+		if h != nil && h.holds(id, boot) {
+			return drivers.LockInfo{Token: h.token, Fence: h.fence}, true, nil
+		}
+		return drivers.LockInfo{Holder: holder.String}, true, nil
+	})
 }
