@@ -219,18 +219,14 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 	}
 	switch st.fence {
 	case FenceSequence, FenceUUIDShort:
+		// NULL (V 0): GET_LOCK's wait was interrupted (max_statement_time,
+		// max_execution_time, KILL QUERY): nothing is held, not acquired.
 		var f sql.Null[uint64]
 		if ok {
 			s = known
 			f.V, f.Valid, err = conn.queryUint(ctx, q, args)
 		} else {
 			err = conn.queryRow(ctx, qs, args, &f, &s.conn, &s.at, &s.wait)
-		}
-		if !f.Valid {
-			// NULL: GET_LOCK's wait was interrupted (max_statement_time,
-			// max_execution_time, KILL QUERY): nothing is held, not
-			// acquired (as the counter fence's statement answers).
-			f.V = 0
 		}
 		if err == nil && !ok {
 			conn.learn(s)
