@@ -25,8 +25,19 @@ type watchers struct {
 	mu     sync.Mutex
 	byKey  map[string]*watch     // the first of each key's calls, linked by next
 	ended  map[attempt]time.Time // waiting calls that returned without the lock, and when
-	pruned time.Time             // last sweep of ended
-	once   sync.Once             // starts the driver's own subscription
+	pruned time.Time             // last sweep of ended and early
+	// early are the locks handed to calls not watching (yet): a call
+	// registers only after its first attempt failed, and a release may
+	// hand it the lock before that. watch takes them.
+	early map[attempt]grant
+	once  sync.Once // starts the driver's own subscription
+}
+
+// grant is a lock handed to a call before it watched: its fence, and when
+// the message came.
+type grant struct {
+	fence uint64
+	at    time.Time
 }
 
 // attempt names the waiting call of one token for one key.
@@ -56,29 +67,31 @@ func (d *Driver) granted(w *watch) uint64 {
 // acquireWaiting retries the acquire script, queued for its turn, until it
 // gets the lock, req.Wait passes or ctx ends (then it answers not acquired
 // with the last result and no error). A release may hand it the lock
-// directly (its message carries the fence: no round trip of our own). It
-// registers for messages before its first attempt, so that a release
-// between that attempt and the wait is not missed; on its way out it
-// unregisters its token in Redis (leave), so that no release hands a lock
-// to a call that has returned; should that fail, a lock handed to it all
-// the same is released when its message comes (see message).
+// directly (its message carries the fence: no round trip of our own).
+// The first attempt sets nothing up (most find the lock free): only when
+// it did not get the lock does the call register for messages (watch),
+// which picks up a lock handed to it since that attempt (see message). On
+// its way out it unregisters its token in Redis (leave), so that no
+// release hands a lock to a call that has returned; should that fail, a
+// lock handed to it all the same is released when its message comes (see
+// message).
 func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
-	pace := kit.NewPacer(req.Wait)
+	d.listen()
+	start := time.Now()
+	res, err = d.acquireOnce(ctx, req, true)
+	switch {
+	case err != nil:
+		d.forgetCall(req)
+		d.leaveLater(req)
+		return res, err
+	case res.Acquired:
+		return res, nil
+	}
+	pace := kit.NewPacerFrom(start, req.Wait)
 	defer pace.Stop()
 	w := d.watch(req.Key, req.Token)
 	defer func() { d.unwatch(req, w, res.Acquired) }()
-	for attempt := 0; ; attempt++ {
-		res, err = d.acquireOnce(ctx, req, true)
-		if err != nil {
-			d.leaveLater(req)
-			return res, err
-		}
-		if res.Acquired && attempt > 0 {
-			return d.confirmHandoff(ctx, req, res) // it may have been handed over
-		}
-		if res.Acquired {
-			return res, nil
-		}
+	for {
 		tick, ok := pace.After(kit.PollDelay(res.HolderTTL))
 		if !ok {
 			return d.leaveNow(ctx, req, res)
@@ -92,6 +105,14 @@ func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest)
 		case <-ctx.Done():
 			d.leaveLater(req)
 			return res, nil
+		}
+		res, err = d.acquireOnce(ctx, req, true)
+		if err != nil {
+			d.leaveLater(req)
+			return res, err
+		}
+		if res.Acquired {
+			return d.confirmHandoff(ctx, req, res) // it may have been handed over
 		}
 	}
 }
@@ -140,14 +161,19 @@ func (d *Driver) leaveLater(req drivers.AcquireRequest) {
 	}()
 }
 
-// watch registers a waiting call for key and makes sure the driver hears
-// its release messages.
-func (d *Driver) watch(key, token string) *watch {
-	ws := &d.watchers
-	ws.once.Do(func() {
-		// The driver's own listener; it lives until Close.
+// listen makes sure the driver hears its release messages: its own
+// listener, started by the first waiting call, lives until Close.
+func (d *Driver) listen() {
+	d.watchers.once.Do(func() {
 		_, _ = d.Subscribe(d.ctx, func(drivers.Event) {})
 	})
+}
+
+// watch registers a waiting call for key, whose first attempt did not get
+// the lock. A lock handed to it since then is its at once (w.fence set, w
+// woken).
+func (d *Driver) watch(key, token string) *watch {
+	ws := &d.watchers
 	var w *watch
 	if bubble.Unpooled.Load() {
 		w = newWatch().(*watch)
@@ -156,7 +182,16 @@ func (d *Driver) watch(key, token string) *watch {
 	}
 	w.token = token
 	ws.mu.Lock()
-	delete(ws.ended, attempt{key, token})
+	a := attempt{key, token}
+	delete(ws.ended, a)
+	if g, ok := ws.early[a]; ok {
+		delete(ws.early, a)
+		w.fence = g.fence
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
 	if ws.byKey == nil {
 		ws.byKey = map[string]*watch{}
 	}
@@ -195,30 +230,59 @@ func (d *Driver) unwatch(req drivers.AcquireRequest, w *watch, acquired bool) {
 		*w = watch{wake: w.wake}
 		watchPool.Put(w)
 	}
-	if acquired {
-		return
+	if !acquired {
+		ws.endedLocked(req)
 	}
+}
+
+// forgetCall remembers a waiting call that returned without the lock
+// before it watched (its first attempt failed), as unwatch does.
+func (d *Driver) forgetCall(req drivers.AcquireRequest) {
+	ws := &d.watchers
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.endedLocked(req)
+}
+
+// endedLocked remembers req's call as returned without the lock, for
+// endedMemory (see message), and forgets what is older; ws.mu held.
+func (ws *watchers) endedLocked(req drivers.AcquireRequest) {
 	now := time.Now()
 	if ws.ended == nil {
 		ws.ended = map[attempt]time.Time{}
 	}
-	if now.Sub(ws.pruned) > endedMemory {
-		for a, at := range ws.ended {
-			if now.Sub(at) > endedMemory {
-				delete(ws.ended, a)
-			}
-		}
-		ws.pruned = now
-	}
+	ws.prune(now)
 	ws.ended[attempt{req.Key, req.Token}] = now
+}
+
+// prune forgets the ended calls and early grants older than endedMemory,
+// at most once per endedMemory; ws.mu held.
+func (ws *watchers) prune(now time.Time) {
+	if now.Sub(ws.pruned) <= endedMemory {
+		return
+	}
+	for a, at := range ws.ended {
+		if now.Sub(at) > endedMemory {
+			delete(ws.ended, a)
+		}
+	}
+	for a, g := range ws.early {
+		if now.Sub(g.at) > endedMemory {
+			delete(ws.early, a)
+		}
+	}
+	ws.pruned = now
 }
 
 // message handles a release message (see queueLua for the format): it
 // hands a lock passed on to its waiting call, or wakes the waiting calls
 // of the key. A lock passed to a call that returned without it (its token
 // could not be unregistered: the store failed) is released at once, in
-// the background (leaveLater), passing it on. It returns the key, and
-// false for a malformed message.
+// the background (leaveLater), passing it on. A lock passed to a call
+// that does not watch yet (its first attempt just failed) is kept for its
+// watch (a message for a call that got the lock by its own attempt
+// meanwhile is forgotten after endedMemory). It returns the key, and false
+// for a malformed message.
 func (d *Driver) message(payload string) (string, bool) {
 	key, token, fence, ok := parseMessage(payload)
 	if !ok {
@@ -243,8 +307,16 @@ func (d *Driver) message(payload string) (string, bool) {
 	a := attempt{key, token}
 	_, orphan := ws.ended[a]
 	orphan = orphan && fence != 0 && !found
-	if orphan {
+	switch {
+	case orphan:
 		delete(ws.ended, a)
+	case fence != 0 && !found:
+		now := time.Now()
+		if ws.early == nil {
+			ws.early = map[attempt]grant{}
+		}
+		ws.prune(now)
+		ws.early[a] = grant{fence, now}
 	}
 	ws.mu.Unlock()
 	if orphan {

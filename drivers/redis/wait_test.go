@@ -171,3 +171,55 @@ func TestLeaveKeepsALaterAttempt(t *testing.T) {
 		t.Fatalf("%d waiters queued after w3's call ended; want none", n)
 	}
 }
+
+// TestGrantBeforeWatch: a waiting call watches only once its first attempt
+// did not get the lock. A release that hands it the lock between that
+// attempt and its watch is heard first; the call holds the lock once it
+// watches, with the fence handed over.
+func TestGrantBeforeWatch(t *testing.T) {
+	h, w := standalone(t, Options{}), standalone(t, Options{})
+	ctx := t.Context()
+	key := "redistest:" + t.Name() + strconv.FormatInt(time.Now().UnixNano(), 10)
+	defer h.Client().Del(context.Background(), lockKey(key), fenceKey(key), queueKey(key), liveKey(key))
+	req := func(tok string, wait time.Duration) drivers.AcquireRequest {
+		return drivers.AcquireRequest{Key: key, Token: tok, TTL: 5 * time.Second, Wait: wait}
+	}
+	if res, err := h.Acquire(ctx, req("h", 0)); err != nil || !res.Acquired {
+		t.Fatalf("h: %+v, %v", res, err)
+	}
+	w.listen()
+	waitFor(t, "waiter subscribed", func() bool { return numSub(t, h, w.channel()) == 1 })
+	wreq := req("w", time.Second)
+	if res, err := w.acquireOnce(ctx, wreq, true); err != nil || res.Acquired { // its first attempt
+		t.Fatalf("w: %+v, %v", res, err)
+	}
+	if ok, err := h.Release(ctx, key, "h"); err != nil || !ok {
+		t.Fatalf("release: %v, %v", ok, err)
+	}
+	if v := h.Client().Get(ctx, lockKey(key)).Val(); v != "w" {
+		t.Fatalf("lock held by %q; want it handed to w", v)
+	}
+	waitFor(t, "hand-off heard", func() bool {
+		w.watchers.mu.Lock()
+		defer w.watchers.mu.Unlock()
+		_, ok := w.watchers.early[attempt{key, "w"}]
+		return ok
+	})
+	wt := w.watch(key, "w")
+	defer w.unwatch(wreq, wt, true)
+	select {
+	case <-wt.wake:
+	default:
+		t.Fatal("watch not woken by the lock handed over before it")
+	}
+	fence, _ := h.Client().Get(ctx, fenceKey(key)).Uint64()
+	if f := w.granted(wt); f == 0 || f != fence {
+		t.Fatalf("fence handed %d; want the counter's %d", f, fence)
+	}
+	w.watchers.mu.Lock()
+	left := len(w.watchers.early)
+	w.watchers.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d early grants left after the watch took its own", left)
+	}
+}

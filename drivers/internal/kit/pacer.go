@@ -15,8 +15,12 @@ type Pacer struct {
 }
 
 // NewPacer returns the pacing of a wait of the given length, from now.
-func NewPacer(wait time.Duration) *Pacer {
-	return &Pacer{deadline: time.Now().Add(wait)}
+func NewPacer(wait time.Duration) *Pacer { return NewPacerFrom(time.Now(), wait) }
+
+// NewPacerFrom returns the pacing of a wait of the given length that began
+// at start (a wait whose first attempt ran before the pacer was needed).
+func NewPacerFrom(start time.Time, wait time.Duration) *Pacer {
+	return &Pacer{deadline: start.Add(wait)}
 }
 
 // PollDelay is the delay before a waiting Acquire's next attempt when no
