@@ -13,7 +13,9 @@ import (
 
 // attempt makes one acquisition attempt, started at now, for the queue head
 // w. It returns the lock, or the store's answer when the lock is taken, or
-// an error. The store is given until the wait's deadline (zero: none) and at
+// an error. With the lock, w has been dequeued (its owner's last use of
+// it), in the same hold of m.mu that records the lock; else the caller
+// dequeues it. The store is given until the wait's deadline (zero: none) and at
 // least attemptGrace to answer; a lock acquired after that, or after ctx
 // ended, is released in the background.
 func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now time.Time, deadline time.Time, w *waiter) (*Lock, drivers.AcquireResult, error) {
@@ -25,6 +27,7 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	var err error
 	late, closing, overdue := false, false, false
 	var actx *attemptCtx // nil in process
+	ended := false       // actx ended with the lock recorded
 	if m.feat.InProcess {
 		res, err = m.drv.Acquire(ctx, req)
 	} else {
@@ -36,8 +39,13 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 			return nil, res, ErrClosed
 		}
 		// after a lock got after Close is released, and after the lock is
-		// recorded (its token is tracked until then)
-		defer m.endAttempt(actx)
+		// recorded (its token is tracked until then): the lock recorded,
+		// it ends in the same hold of m.mu (ended)
+		defer func() {
+			if !ended {
+				m.endAttempt(actx)
+			}
+		}()
 		res, err = m.drv.Acquire(actx, req)
 		answered := time.Now()
 		closing = m.closing.Err() != nil
@@ -77,6 +85,9 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	}
 
 	l := &Lock{m: m, key: key, token: token, fence: res.Fence, acquiredAt: now, ttl: ttl}
+	if actx != nil {
+		actx.cancel(nil) // done with; ended below unless Close came
+	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -100,7 +111,12 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 			m.forgetQueue(name, q)
 		}
 	}
+	m.dequeueLocked(name, w)
 	m.loseIfLostEarly(l, actx)
+	if actx != nil {
+		m.endAttemptLocked(actx)
+		ended = true
+	}
 	m.mu.Unlock()
 	return l, res, nil
 }

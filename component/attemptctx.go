@@ -82,6 +82,12 @@ func (m *Mutex) endAttempt(a *attemptCtx) {
 	a.cancel(nil)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.endAttemptLocked(a)
+}
+
+// endAttemptLocked is endAttempt with m.mu held, once a.cancel was
+// called.
+func (m *Mutex) endAttemptLocked(a *attemptCtx) {
 	if a.prev != nil {
 		a.prev.next = a.next
 	} else {

@@ -157,10 +157,15 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 	m.startLocked()
 	m.subscribeLocked()
 	m.mu.Unlock()
-	defer m.dequeue(name, w)
+	var l *Lock // with it, w was dequeued by attempt
+	defer func() {
+		if l == nil {
+			m.dequeue(name, w)
+		}
+	}()
 
 	now := time.Now()
-	l, _, err := m.attempt(ctx, name, o.ttl, now, now, w)
+	l, _, err = m.attempt(ctx, name, o.ttl, now, now, w)
 	if l == nil && err == nil {
 		err = lockedError(name)
 	}
@@ -233,11 +238,14 @@ func (m *Mutex) acquire(ctx context.Context, name string, o acquireOptions, star
 	// One defer, not two: with this many returns, two would be run by
 	// the runtime's defer chain instead of inline (open-coded) at each
 	// return, which costs an uncontended acquisition ~3% of its CPU.
+	taken := false // w dequeued by attempt, with the lock
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
-		m.dequeue(name, w)
+		if !taken {
+			m.dequeue(name, w)
+		}
 	}()
 	// sleep waits for a wake-up, the delay (0: none), the deadline or ctx.
 	sleep := func(delay time.Duration) error {
@@ -316,6 +324,7 @@ func (m *Mutex) acquire(ctx context.Context, name string, o acquireOptions, star
 		l, res, err := m.attempt(ctx, name, o.ttl, now, deadline, w)
 		switch {
 		case l != nil:
+			taken = true
 			return l, nil
 		case err != nil && !retriable(err):
 			return nil, err

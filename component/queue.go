@@ -90,6 +90,11 @@ func (m *Mutex) requeue(name string, w *waiter) {
 func (m *Mutex) dequeue(name string, w *waiter) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.dequeueLocked(name, w)
+}
+
+// dequeueLocked is dequeue with m.mu held.
+func (m *Mutex) dequeueLocked(name string, w *waiter) {
 	m.removeWaiter(name, w)
 	handed, handing := w.handed, w.handing
 	w.handed = nil
