@@ -61,7 +61,7 @@ type advStatements struct {
 
 // ensureSchema resolves the fence source and creates its table or sequence.
 func (a *advisoryDriver) ensureSchema(ctx context.Context) error {
-	fence := a.s.Fence
+	fence := a.s.fence
 	if fence == FenceAuto {
 		var version string
 		if err := a.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {

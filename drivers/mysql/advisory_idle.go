@@ -40,7 +40,7 @@ func (a *advisoryDriver) upkeep(hs []*heldLock) time.Time {
 		}
 		if a.checkOwn(h, nil) == nil {
 			// A statement runs there: it counts; look again soon.
-			soon(now.Add(min(a.s.ProbeInterval, h.idle/4)))
+			soon(now.Add(min(a.s.probe, h.idle/4)))
 			continue
 		}
 		soon(now.Add(h.idle / 2))
@@ -51,7 +51,7 @@ func (a *advisoryDriver) upkeep(hs []*heldLock) time.Time {
 // wakeFor wakes the monitor for h, just acquired, when h's wait_timeout is
 // under four probe intervals (a touch may be due before the next look).
 func (a *advisoryDriver) wakeFor(h *heldLock) {
-	if h.idle > 0 && h.idle/2 < 2*a.s.ProbeInterval {
+	if h.idle > 0 && h.idle/2 < 2*a.s.probe {
 		select {
 		case a.wake <- struct{}{}:
 		default:

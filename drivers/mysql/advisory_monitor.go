@@ -18,9 +18,9 @@ import (
 func (a *advisoryDriver) startMonitor() {
 	a.monitorWG.Go(func() {
 		ctx := a.life.Closing()
-		t := time.NewTimer(a.s.ProbeInterval)
+		t := time.NewTimer(a.s.probe)
 		defer t.Stop()
-		nextProbe := time.Now().Add(a.s.ProbeInterval)
+		nextProbe := time.Now().Add(a.s.probe)
 		for {
 			select {
 			case <-ctx.Done():
@@ -33,13 +33,13 @@ func (a *advisoryDriver) startMonitor() {
 			a.mu.Unlock()
 			next := a.upkeep(hs)
 			if now := time.Now(); !now.Before(nextProbe) {
-				nextProbe = now.Add(a.s.ProbeInterval)
+				nextProbe = now.Add(a.s.probe)
 				if a.poolFull() { // each lock on its own connection (advisory_own.go)
 					for _, h := range hs {
 						a.checkOwn(h, nil)
 					}
 				} else if len(hs) > 0 {
-					held, errs := a.probe(ctx, hs, max(a.s.ProbeInterval, time.Second))
+					held, errs := a.probe(ctx, hs, max(a.s.probe, time.Second))
 					for i, h := range hs {
 						if errs[i] == nil && !held[i] {
 							a.lose(h)
@@ -60,8 +60,8 @@ func (a *advisoryDriver) startMonitor() {
 // connection, each query bounded by timeout if > 0.
 func (a *advisoryDriver) probe(ctx context.Context, hs []*heldLock, timeout time.Duration) (held []bool, errs []error) {
 	held, errs = make([]bool, len(hs)), make([]error, len(hs))
-	for start := 0; start < len(hs); start += a.s.RenewBatch {
-		chunk := hs[start:min(start+a.s.RenewBatch, len(hs))]
+	for start := 0; start < len(hs); start += a.s.batch {
+		chunk := hs[start:min(start+a.s.batch, len(hs))]
 		args := make([]any, len(chunk))
 		ids := make([]sql.NullInt64, len(chunk))
 		var boot sql.NullInt64

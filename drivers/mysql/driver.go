@@ -53,8 +53,8 @@ func New(opts Options) (Driver, error) {
 		return nil, fmt.Errorf("mysql: %s", scrubPassword(err.Error(), "invalid connection settings", cfg.Passwd))
 	}
 	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(s.MaxOpenConns)
-	db.SetMaxIdleConns(s.MaxIdleConns)
+	db.SetMaxOpenConns(s.maxOpen)
+	db.SetMaxIdleConns(s.maxIdle)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if socks.m == nil { // the connector records no sockets (socket.go)
 		socks = nil
@@ -85,9 +85,9 @@ func NewWithDB(db *sql.DB, opts Options) (Driver, error) {
 	return newDriver(db, false, nil, s), nil
 }
 
-// newDriver builds the mechanism s.Mode names: the one mode branch.
+// newDriver builds the mechanism s.mode names: the one mode branch.
 func newDriver(db *sql.DB, own bool, socks *sockets, s settings) Driver {
-	if s.Mode == ModeTable {
+	if s.mode == ModeTable {
 		return newTable(db, own, socks, s)
 	}
 	return newAdvisory(db, own, socks, s)

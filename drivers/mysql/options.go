@@ -154,23 +154,30 @@ func quoteIdent(name string) (string, error) {
 	return strings.Join(parts, "."), nil
 }
 
-// settings are validated Options, defaults applied (WaiterLiveness 0:
-// fair hand-off off; Retries 0: none), and the quoted table names.
+// settings are validated Options.
 type settings struct {
-	Options
-	table, fenceTable       string // quoted
-	floorTable, holderTable string // quoted (table_reclaim.go, advisory_holder.go)
+	mode, fence              string
+	table, fenceTable        string // quoted
+	floorTable, holderTable  string // quoted (table_reclaim.go, advisory_holder.go)
+	probe, poll, dialTimeout time.Duration
+	liveness                 time.Duration // 0: fair hand-off off
+	batch, retries           int
+	maxOpen, maxIdle         int
+	prepared                 bool
 }
 
 // validate checks o and applies defaults; errors are *config.Error at the
 // key.
 func (o Options) validate() (settings, error) {
-	s := settings{Options: o}
-	s.Mode, s.Fence = cmp.Or(o.Mode, ModeAdvisory), cmp.Or(o.Fence, FenceAuto)
-	if !slices.Contains([]string{ModeAdvisory, ModeTable}, s.Mode) {
+	s := settings{
+		mode: cmp.Or(o.Mode, ModeAdvisory), fence: cmp.Or(o.Fence, FenceAuto), probe: o.ProbeInterval, poll: o.PollInterval,
+		dialTimeout: o.DialTimeout, batch: o.RenewBatch, retries: o.Retries, maxOpen: o.MaxOpenConns, maxIdle: o.MaxIdleConns,
+		prepared: o.PreparedStatements, liveness: o.WaiterLiveness,
+	}
+	if !slices.Contains([]string{ModeAdvisory, ModeTable}, s.mode) {
 		return s, config.Errorf("mode", "must be %q or %q, not %q", ModeAdvisory, ModeTable, o.Mode)
 	}
-	if !slices.Contains([]string{FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort}, s.Fence) {
+	if !slices.Contains([]string{FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort}, s.fence) {
 		return s, config.Errorf("fence", "must be %q, %q, %q or %q, not %q", FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort, o.Fence)
 	}
 	table, fenceTable := cmp.Or(o.Table, DefaultTable), cmp.Or(o.FenceTable, DefaultFenceTable)
@@ -188,32 +195,32 @@ func (o Options) validate() (settings, error) {
 		return s, config.Errorf("fenceTable", "%v (the driver adds %q for its holder table)", err, holderSuffix)
 	}
 	for _, err := range []error{
-		orDefault("probeInterval", &s.ProbeInterval, DefaultProbeInterval),
-		orDefault("pollInterval", &s.PollInterval, DefaultPollInterval),
-		orDefault("dialTimeout", &s.DialTimeout, DefaultDialTimeout),
-		orDefault("renewBatch", &s.RenewBatch, DefaultRenewBatch),
-		orDefault("maxOpenConns", &s.MaxOpenConns, 0),
-		orDefault("maxIdleConns", &s.MaxIdleConns, DefaultMaxIdleConns),
+		orDefault("probeInterval", &s.probe, DefaultProbeInterval),
+		orDefault("pollInterval", &s.poll, DefaultPollInterval),
+		orDefault("dialTimeout", &s.dialTimeout, DefaultDialTimeout),
+		orDefault("renewBatch", &s.batch, DefaultRenewBatch),
+		orDefault("maxOpenConns", &s.maxOpen, 0),
+		orDefault("maxIdleConns", &s.maxIdle, DefaultMaxIdleConns),
 	} {
 		if err != nil {
 			return s, err
 		}
 	}
 	switch {
-	case s.WaiterLiveness < 0:
-		s.WaiterLiveness = 0
-	case s.WaiterLiveness == 0:
-		s.WaiterLiveness = DefaultWaiterLiveness
-	case s.WaiterLiveness < time.Millisecond:
+	case s.liveness < 0:
+		s.liveness = 0
+	case s.liveness == 0:
+		s.liveness = DefaultWaiterLiveness
+	case s.liveness < time.Millisecond:
 		return s, config.Errorf("waiterLiveness", "must be at least 1ms (or negative: off)")
 	}
 	switch {
-	case s.Retries < -1:
+	case s.retries < -1:
 		return s, config.Errorf("retries", "must be -1 (none) or more")
-	case s.Retries == -1:
-		s.Retries = 0
-	case s.Retries == 0:
-		s.Retries = DefaultRetries
+	case s.retries == -1:
+		s.retries = 0
+	case s.retries == 0:
+		s.retries = DefaultRetries
 	}
 	return s, nil
 }
@@ -255,9 +262,9 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 		}
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = s.DialTimeout
+		cfg.Timeout = s.dialTimeout
 	}
-	cfg.InterpolateParams = !s.PreparedStatements
+	cfg.InterpolateParams = !s.prepared
 	cfg.ClientFoundRows = false // the statements rely on counts of changed rows
 	// The server closes a connection idle for wait_timeout, and its locks
 	// with it: held locks' connections are touched at half of it

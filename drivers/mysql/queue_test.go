@@ -191,11 +191,11 @@ func TestWatchJudge(t *testing.T) {
 		retry  time.Duration // hint of the next failed attempt
 	}{
 		{"third in the queue", keyState{pos: 2, n: 4}, false, s.pollEvery(2), 0},
-		{"new head of the queue", keyState{pos: 0, n: 4}, true, s.PollInterval, time.Microsecond},
+		{"new head of the queue", keyState{pos: 0, n: 4}, true, s.poll, time.Microsecond},
 		{"free, head", keyState{free: true, pos: 0, n: 1}, true, s.fastPoll(), time.Microsecond},
 		{"free, behind two dead entries", keyState{free: true, pos: 2, n: 3, lead: 2}, true, s.fastPoll(), 0},
-		{"held by this driver, nobody queued", keyState{mineHeld: true, pos: -1}, false, s.PollInterval, 0},
-		{"held by another, not queued", keyState{pos: -1, n: 2}, true, s.PollInterval, 0},
+		{"held by this driver, nobody queued", keyState{mineHeld: true, pos: -1}, false, s.poll, 0},
+		{"held by another, not queued", keyState{pos: -1, n: 2}, true, s.poll, 0},
 	} {
 		key := "judge:" + c.name
 		if r := tab(d).watch.failed(key, true); r != 0 {

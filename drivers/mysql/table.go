@@ -137,7 +137,7 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 		// inserts it), then the queueing one.
 		args := []any{keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
 		id, _, err = d.tableExec(ctx, d.takeSQL, args...)
-		if err == nil && id >= heldMark && d.s.WaiterLiveness > 0 && !d.watch.queued(req.Key) {
+		if err == nil && id >= heldMark && d.s.liveness > 0 && !d.watch.queued(req.Key) {
 			id, _, err = d.tableExec(ctx, d.acquireSQL, args...)
 		}
 	}
@@ -188,10 +188,10 @@ func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) 
 // retryPolicy spaces a statement's retries: 5 ms doubling to 20 ms.
 var retryPolicy = backoff.Policy{Start: 5 * time.Millisecond, Cap: 20 * time.Millisecond}
 
-// retry runs f again, up to d.s.Retries times, while it fails retryable
+// retry runs f again, up to d.s.retries times, while it fails retryable
 // or interrupted.
 func (d *tableDriver) retry(ctx context.Context, f func() error) error {
 	return sqlkit.Retry(ctx, retryPolicy, f, func(attempt int, err error) bool {
-		return attempt <= d.s.Retries && (retryable(err) || interrupted(ctx, err))
+		return attempt <= d.s.retries && (retryable(err) || interrupted(ctx, err))
 	})
 }

@@ -136,7 +136,7 @@ func (s queueSQL) newQueue() string {
 // nothing otherwise: the cheap uncontended path and the head's take.
 // Without fair hand-off it is acquireSQL.
 func (s settings) takeSQL() string {
-	if s.WaiterLiveness == 0 {
+	if s.liveness == 0 {
 		return s.acquireSQL()
 	}
 	free := "expires_at < UTC_TIMESTAMP(6)"
@@ -147,7 +147,7 @@ func (s settings) takeSQL() string {
 
 // acquireSQL is tableAcquireSQL for the driver's table and settings.
 func (s settings) acquireSQL() string {
-	q := queueSQL{q: "queue", me: "VALUES(taken_by)", l: s.WaiterLiveness.Milliseconds()}
+	q := queueSQL{q: "queue", me: "VALUES(taken_by)", l: s.liveness.Milliseconds()}
 	return fmt.Sprintf(tableAcquireSQL, s.table, q.outcome(), q.newQueue(), heldMark, s.floorTable)
 }
 
@@ -155,7 +155,7 @@ func (s settings) acquireSQL() string {
 // the hashes. The id is CAST to BINARY: as a text column of a derived table
 // its bytes that are no valid UTF-8 would turn into '?'.
 func (s settings) pollSQL(keys int) string {
-	q := queueSQL{q: "queue", me: "m.me", l: s.WaiterLiveness.Milliseconds()}
+	q := queueSQL{q: "queue", me: "m.me", l: s.liveness.Milliseconds()}
 	marks := strings.TrimSuffix(strings.Repeat("?,", keys), ",")
 	return fmt.Sprintf(`SELECT name_hash, expires_at < UTC_TIMESTAMP(6), expires_at >= UTC_TIMESTAMP(6) AND taken_by = m.me,
  IF(INSTR(queue, m.me) > 0, (INSTR(queue, m.me) - 1) DIV %[1]d, -1), LENGTH(queue) DIV %[1]d, %[2]s
@@ -164,7 +164,7 @@ FROM %[3]s, (SELECT CAST(? AS BINARY) AS me) AS m WHERE name_hash IN (%[4]s)`, e
 
 // fastPoll is how often a driver polls the keys whose queue it heads.
 func (s settings) fastPoll() time.Duration {
-	return max(s.PollInterval/10, time.Millisecond)
+	return max(s.poll/10, time.Millisecond)
 }
 
 // pollEvery is how often a driver polls a key it is queued for at pos:
@@ -173,5 +173,5 @@ func (s settings) pollEvery(pos int) time.Duration {
 	if pos <= 0 {
 		return s.fastPoll()
 	}
-	return min(s.PollInterval, time.Duration(2*pos)*s.fastPoll())
+	return min(s.poll, time.Duration(2*pos)*s.fastPoll())
 }

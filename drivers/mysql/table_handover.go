@@ -23,7 +23,7 @@ WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 // hand-off is on and no driver queues for the row; otherwise (without fair
 // hand-off a waiting process would be overtaken) it releases key.
 func (d *tableDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
-	if d.s.WaiterLiveness == 0 {
+	if d.s.liveness == 0 {
 		ok, err := d.Release(ctx, key, token)
 		return ok, drivers.AcquireResult{}, err
 	}

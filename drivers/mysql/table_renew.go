@@ -27,7 +27,7 @@ func (d *tableDriver) renew(ctx context.Context, leases []drivers.Lease) []drive
 		byTTL[l.TTL] = append(byTTL[l.TTL], i)
 	}
 	for _, ttl := range order {
-		for chunk := range slices.Chunk(byTTL[ttl], d.s.RenewBatch) {
+		for chunk := range slices.Chunk(byTTL[ttl], d.s.batch) {
 			d.renewChunk(ctx, leases, chunk, ttl, out)
 		}
 	}

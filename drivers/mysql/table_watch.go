@@ -73,7 +73,7 @@ func (w *watcher) queued(key string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	in := w.keys[key]
-	return in != nil && in.pos == 0 && time.Since(in.stamped) < w.d.s.WaiterLiveness/2
+	return in != nil && in.pos == 0 && time.Since(in.stamped) < w.d.s.liveness/2
 }
 
 // watching reports whether an acquisition of key failed within
@@ -105,7 +105,7 @@ func (w *watcher) remove(key string) {
 // start starts the polling goroutine; it ends with Close.
 func (w *watcher) start() {
 	w.wg.Go(func() {
-		t := time.NewTimer(w.d.s.PollInterval)
+		t := time.NewTimer(w.d.s.poll)
 		defer t.Stop()
 		for {
 			select {
@@ -130,7 +130,7 @@ type keyState struct {
 // poll reads the watched keys, prompts their waiters and returns when to
 // poll next.
 func (w *watcher) poll(ctx context.Context) (next time.Duration) {
-	next = w.d.s.PollInterval
+	next = w.d.s.poll
 	now := time.Now()
 	w.mu.Lock()
 	w.pruneLocked(now)
@@ -139,9 +139,9 @@ func (w *watcher) poll(ctx context.Context) (next time.Duration) {
 	if len(keys) == 0 {
 		return next
 	}
-	pctx, cancel := context.WithTimeout(ctx, max(w.d.s.PollInterval, time.Second))
+	pctx, cancel := context.WithTimeout(ctx, max(w.d.s.poll, time.Second))
 	defer cancel()
-	for chunk := range slices.Chunk(keys, w.d.s.RenewBatch) {
+	for chunk := range slices.Chunk(keys, w.d.s.batch) {
 		states, err := w.read(pctx, chunk)
 		if err != nil {
 			return next // the waiters poll on their own meanwhile
@@ -165,20 +165,20 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 	defer w.mu.Unlock()
 	in := w.keys[key]
 	if in == nil {
-		return false, s.PollInterval
+		return false, s.poll
 	}
-	if s.WaiterLiveness == 0 { // no queue: wake on free, once
+	if s.liveness == 0 { // no queue: wake on free, once
 		if st.free {
 			delete(w.keys, key)
 		}
-		return st.free, s.PollInterval
+		return st.free, s.poll
 	}
 	before := st.n
 	if st.pos >= 0 {
 		before = st.pos
 	}
 	allowed := st.free && before <= st.lead
-	refresh := st.pos >= 0 && now.Sub(in.stamped) >= s.WaiterLiveness/2
+	refresh := st.pos >= 0 && now.Sub(in.stamped) >= s.liveness/2
 	// A new head is prompted once: its attempts then poll (see failed).
 	headed := st.pos == 0 && in.pos != 0
 	in.pos = st.pos
@@ -187,11 +187,11 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 	case allowed:
 		every = s.fastPoll()
 	case st.pos == 0 && now.Sub(in.asked) < 3*s.fastPoll():
-		every = s.PollInterval // its attempts poll
+		every = s.poll // its attempts poll
 	case st.pos >= 0:
 		every = s.pollEvery(st.pos - st.lead)
 	default:
-		every = s.PollInterval
+		every = s.poll
 	}
 	// Prompt again once the waiter answered the last prompt, or two fast
 	// polls later (a component no longer waiting ignores it).
