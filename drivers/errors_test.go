@@ -46,7 +46,7 @@ func TestOneVocabulary(t *testing.T) {
 		{"redis.ErrOptions", redis.ErrOptions, drivers.ErrOptions},
 		{"etcd.ErrOptions", etcd.ErrOptions, drivers.ErrOptions},
 		{"postgres.ErrOptions", postgres.ErrOptions, drivers.ErrOptions},
-		{"file.ErrInvalidOptions", file.ErrInvalidOptions, drivers.ErrOptions},
+		{"file.ErrOptions", file.ErrOptions, drivers.ErrOptions},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %v; want %v", tc.name, tc.got, tc.want)
@@ -148,7 +148,7 @@ func TestNewOptionsErrors(t *testing.T) {
 		name string
 		err  error
 		key  string
-	}{{"redis", rerr, "restartWait"}, {"etcd", eerr, "endpoints"}, {"mysql", merr, "mode"}, {"postgres", perr, "mode"}, {"file", ferr, "BusyTimeout"}} {
+	}{{"redis", rerr, "restartWait"}, {"etcd", eerr, "endpoints"}, {"mysql", merr, "mode"}, {"postgres", perr, "mode"}, {"file", ferr, "busyTimeout"}} {
 		if !errors.Is(tc.err, drivers.ErrOptions) || !strings.Contains(fmt.Sprint(tc.err), tc.key) {
 			t.Errorf("%s.New: %v; want an error matching ErrOptions naming %s", tc.name, tc.err, tc.key)
 		}

@@ -83,18 +83,18 @@ func TestNew(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  file.Options
-		field string // "" when valid
+		field string // the invalid option's key; "" when valid
 	}{
 		{"valid", file.Options{Dir: "/nonexistent/mutexfx"}, ""},
 		{"valid with modes", file.Options{Dir: "x", DirMode: 0o750, FileMode: 0o640, BusyTimeout: time.Second, Sync: true}, ""},
-		{"no dir", file.Options{}, "Dir"},
-		{"dir mode not permission", file.Options{Dir: "x", DirMode: os.ModeDir | 0o700}, "DirMode"},
-		{"file mode setuid", file.Options{Dir: "x", FileMode: os.ModeSetuid | 0o600}, "FileMode"},
-		{"negative busy timeout", file.Options{Dir: "x", BusyTimeout: -time.Second}, "BusyTimeout"},
+		{"no dir", file.Options{}, "dir"},
+		{"dir mode not permission", file.Options{Dir: "x", DirMode: os.ModeDir | 0o700}, "dirMode"},
+		{"file mode setuid", file.Options{Dir: "x", FileMode: os.ModeSetuid | 0o600}, "fileMode"},
+		{"negative busy timeout", file.Options{Dir: "x", BusyTimeout: -time.Second}, "busyTimeout"},
 		{"ofd", file.Options{Dir: "x", Mechanism: file.MechanismOFD}, ""},
 		{"flock", file.Options{Dir: "x", Mechanism: file.MechanismFlock}, ""},
-		{"unknown mechanism", file.Options{Dir: "x", Mechanism: "posix"}, "Mechanism"},
-		{"windows mechanism", file.Options{Dir: "x", Mechanism: file.MechanismLockFile}, "Mechanism"},
+		{"unknown mechanism", file.Options{Dir: "x", Mechanism: "posix"}, "mechanism"},
+		{"windows mechanism", file.Options{Dir: "x", Mechanism: file.MechanismLockFile}, "mechanism"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,8 +108,8 @@ func TestNew(t *testing.T) {
 				}
 				return
 			}
-			var oe *file.OptionsError
-			if !errors.Is(err, file.ErrInvalidOptions) || !errors.As(err, &oe) || oe.Field != tc.field || !strings.Contains(err.Error(), tc.field) {
+			var oe *drivers.OptionsError
+			if !errors.Is(err, file.ErrOptions) || !errors.As(err, &oe) || oe.Key != tc.field || !strings.HasPrefix(err.Error(), tc.field+": ") {
 				t.Fatalf("New: err %v, want an invalid %s", err, tc.field)
 			}
 		})

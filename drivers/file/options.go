@@ -31,6 +31,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Type is the driver's name in configuration (driver.type).
@@ -50,9 +51,10 @@ const (
 	MaxTokenLen = 1024
 )
 
-// ErrInvalidOptions reports invalid Options; the error names the field.
-// It is drivers.ErrOptions.
-var ErrInvalidOptions = drivers.ErrOptions
+// ErrOptions matches every invalid option New or Factory reports: it is
+// drivers.ErrOptions, and the error is a *drivers.OptionsError naming the
+// option's configuration key.
+var ErrOptions = drivers.ErrOptions
 
 // ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
 var ErrClosed = drivers.ErrClosed
@@ -138,17 +140,17 @@ type Options struct {
 	Mechanism Mechanism `koanf:"mechanism"`
 }
 
-// withDefaults returns o with defaults filled in, or an error naming the
-// invalid field.
+// withDefaults returns o with defaults filled in, or a *drivers.OptionsError
+// naming the invalid option's configuration key.
 func (o Options) withDefaults() (Options, error) {
 	if o.Dir == "" {
-		return o, fieldError("Dir", "required")
+		return o, drivers.OptionErrorf("dir", "required")
 	}
 	// made absolute now: a process that changes its working directory
 	// later keeps its locks
 	abs, err := filepath.Abs(o.Dir)
 	if err != nil {
-		return o, fieldError("Dir", err.Error())
+		return o, drivers.OptionErrorf("dir", "%w", err)
 	}
 	o.Dir = abs
 	if o.DirMode == 0 {
@@ -158,16 +160,16 @@ func (o Options) withDefaults() (Options, error) {
 		o.FileMode = DefaultFileMode
 	}
 	if o.DirMode&^fs.ModePerm != 0 {
-		return o, fieldError("DirMode", "only permission bits are allowed")
+		return o, drivers.OptionErrorf("dirMode", "only permission bits are allowed")
 	}
 	if o.FileMode&^fs.ModePerm != 0 {
-		return o, fieldError("FileMode", "only permission bits are allowed")
+		return o, drivers.OptionErrorf("fileMode", "only permission bits are allowed")
 	}
 	if o.BusyTimeout == 0 {
 		o.BusyTimeout = DefaultBusyTimeout
 	}
 	if o.BusyTimeout < 0 {
-		return o, fieldError("BusyTimeout", "must be positive")
+		return o, drivers.OptionErrorf("busyTimeout", "must be positive")
 	}
 	if o.Mechanism == "" {
 		o.Mechanism = defaultMechanism
@@ -175,31 +177,13 @@ func (o Options) withDefaults() (Options, error) {
 	switch o.Mechanism {
 	case MechanismOFD, MechanismFlock, MechanismLockFile:
 		if !supported(o.Mechanism) {
-			return o, fieldError("Mechanism", fmt.Sprintf("%q is not available on %s: use %q", o.Mechanism, runtime.GOOS, defaultMechanism))
+			return o, drivers.OptionErrorf("mechanism", "%q is not available on %s: use %q", o.Mechanism, runtime.GOOS, defaultMechanism)
 		}
 	default:
-		return o, fieldError("Mechanism", fmt.Sprintf(`unknown mechanism %q: use "ofd" or "flock"`, o.Mechanism))
+		return o, drivers.OptionErrorf("mechanism", `unknown mechanism %q: use "ofd" or "flock"`, o.Mechanism)
 	}
 	return o, nil
 }
-
-// OptionsError is an invalid option: the field and what is wrong with it.
-type OptionsError struct {
-	// Field is the Options field name, such as "Dir".
-	Field string
-	// Msg says what is wrong.
-	Msg string
-}
-
-// Error returns "mutexfx/file: invalid options: Field: msg".
-func (e *OptionsError) Error() string {
-	return ErrInvalidOptions.Error() + ": " + e.Field + ": " + e.Msg
-}
-
-// Unwrap returns ErrInvalidOptions.
-func (e *OptionsError) Unwrap() error { return ErrInvalidOptions }
-
-func fieldError(field, msg string) error { return &OptionsError{Field: field, Msg: msg} }
 
 // fileConfig is the configuration block of the driver (driver.type: file).
 type fileConfig struct {
@@ -256,13 +240,8 @@ func optionsFromSpec(spec drivers.Spec) (Options, error) {
 	if opts.FileMode, err = parseMode(cfg.FileMode); err != nil {
 		return Options{}, config.Errorf(config.Join(spec.Path, "fileMode"), "%v", err)
 	}
-	keys := map[string]string{"Dir": "dir", "DirMode": "dirMode", "FileMode": "fileMode", "BusyTimeout": "busyTimeout", "Mechanism": "mechanism"}
 	if _, err := opts.withDefaults(); err != nil {
-		var oe *OptionsError
-		if errors.As(err, &oe) {
-			return Options{}, config.Errorf(config.Join(spec.Path, keys[oe.Field]), "%s", oe.Msg)
-		}
-		return Options{}, err
+		return Options{}, kit.SpecError(spec.Path, err)
 	}
 	return opts, nil
 }
