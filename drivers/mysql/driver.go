@@ -9,11 +9,9 @@ package mysql
 import (
 	"crypto/sha256"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/mutexfx/mutexfx/config"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
@@ -37,15 +35,16 @@ func Factory() drivers.Factory {
 }
 
 // New validates opts and returns a driver with its own connection pool. It
-// connects nothing: the first call does. Close closes the pool.
+// connects nothing: the first call does. Close closes the pool. An invalid
+// option is a *drivers.OptionsError naming its key.
 func New(opts Options) (Driver, error) {
 	s, err := opts.validate()
 	if err != nil {
-		return nil, prefixed(err)
+		return nil, err
 	}
 	cfg, err := opts.mysqlConfig(s)
 	if err != nil {
-		return nil, prefixed(err)
+		return nil, err
 	}
 	socks := &sockets{}
 	connector, err := socks.connector(cfg)
@@ -70,17 +69,17 @@ func New(opts Options) (Driver, error) {
 // three) and without clientFoundRows.
 func NewWithDB(db *sql.DB, opts Options) (Driver, error) {
 	if db == nil {
-		return nil, errors.New("mysql: nil *sql.DB")
+		return nil, drivers.OptionErrorf("", "nil *sql.DB")
 	}
 	s, err := opts.validate()
 	if err != nil {
-		return nil, prefixed(err)
+		return nil, err
 	}
 	if key := kit.SetKey(opts, "dsn", "host", "database", "username", "password", "tls"); key != "" {
-		return nil, prefixed(config.Errorf(key, "not allowed with an existing *sql.DB"))
+		return nil, drivers.OptionErrorf(key, "not allowed with an existing *sql.DB")
 	}
 	if kit.SetKey(opts, "port", "maxOpenConns", "maxIdleConns", "dialTimeout", "preparedStatements") != "" {
-		return nil, prefixed(config.Errorf("", "connection options are not allowed with an existing *sql.DB"))
+		return nil, drivers.OptionErrorf("", "connection options are not allowed with an existing *sql.DB")
 	}
 	return newDriver(db, false, nil, s), nil
 }
@@ -91,16 +90,6 @@ func newDriver(db *sql.DB, own bool, socks *sockets, s settings) Driver {
 		return newTable(db, own, socks, s)
 	}
 	return newAdvisory(db, own, socks, s)
-}
-
-// prefixed puts "mysql: " before an error, but makes a *config.Error an
-// invalid option (drivers.OptionsError) for the factory to name its path.
-func prefixed(err error) error {
-	var ce *config.Error
-	if errors.As(err, &ce) {
-		return &drivers.OptionsError{Err: err}
-	}
-	return fmt.Errorf("mysql: %w", err)
 }
 
 // keyHash is the SHA-256 of key: the table's primary key and the source of

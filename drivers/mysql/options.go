@@ -13,7 +13,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/mutexfx/mutexfx/config"
+	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
@@ -166,8 +166,8 @@ type settings struct {
 	prepared                 bool
 }
 
-// validate checks o and applies defaults; errors are *config.Error at the
-// key.
+// validate checks o and applies defaults; errors name the key
+// (drivers.OptionErrorf).
 func (o Options) validate() (settings, error) {
 	s := settings{
 		mode: cmp.Or(o.Mode, ModeAdvisory), fence: cmp.Or(o.Fence, FenceAuto), probe: o.ProbeInterval, poll: o.PollInterval,
@@ -175,24 +175,24 @@ func (o Options) validate() (settings, error) {
 		prepared: o.PreparedStatements, liveness: o.WaiterLiveness,
 	}
 	if !slices.Contains([]string{ModeAdvisory, ModeTable}, s.mode) {
-		return s, config.Errorf("mode", "must be %q or %q, not %q", ModeAdvisory, ModeTable, o.Mode)
+		return s, drivers.OptionErrorf("mode", "must be %q or %q, not %q", ModeAdvisory, ModeTable, o.Mode)
 	}
 	if !slices.Contains([]string{FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort}, s.fence) {
-		return s, config.Errorf("fence", "must be %q, %q, %q or %q, not %q", FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort, o.Fence)
+		return s, drivers.OptionErrorf("fence", "must be %q, %q, %q or %q, not %q", FenceAuto, FenceSequence, FenceCounter, FenceUUIDShort, o.Fence)
 	}
 	table, fenceTable := cmp.Or(o.Table, DefaultTable), cmp.Or(o.FenceTable, DefaultFenceTable)
 	var err error
 	if s.table, err = quoteIdent(table); err != nil {
-		return s, config.Errorf("table", "%v", err)
+		return s, drivers.OptionErrorf("table", "%v", err)
 	}
 	if s.floorTable, err = quoteIdent(table + floorSuffix); err != nil {
-		return s, config.Errorf("table", "%v (the driver adds %q for its fence floor table)", err, floorSuffix)
+		return s, drivers.OptionErrorf("table", "%v (the driver adds %q for its fence floor table)", err, floorSuffix)
 	}
 	if s.fenceTable, err = quoteIdent(fenceTable); err != nil {
-		return s, config.Errorf("fenceTable", "%v", err)
+		return s, drivers.OptionErrorf("fenceTable", "%v", err)
 	}
 	if s.holderTable, err = quoteIdent(fenceTable + holderSuffix); err != nil {
-		return s, config.Errorf("fenceTable", "%v (the driver adds %q for its holder table)", err, holderSuffix)
+		return s, drivers.OptionErrorf("fenceTable", "%v (the driver adds %q for its holder table)", err, holderSuffix)
 	}
 	for _, err := range []error{
 		orDefault("probeInterval", &s.probe, DefaultProbeInterval),
@@ -212,11 +212,11 @@ func (o Options) validate() (settings, error) {
 	case s.liveness == 0:
 		s.liveness = DefaultWaiterLiveness
 	case s.liveness < time.Millisecond:
-		return s, config.Errorf("waiterLiveness", "must be at least 1ms (or negative: off)")
+		return s, drivers.OptionErrorf("waiterLiveness", "must be at least 1ms (or negative: off)")
 	}
 	switch {
 	case s.retries < -1:
-		return s, config.Errorf("retries", "must be -1 (none) or more")
+		return s, drivers.OptionErrorf("retries", "must be -1 (none) or more")
 	case s.retries == -1:
 		s.retries = 0
 	case s.retries == 0:
@@ -231,17 +231,17 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	var cfg *gomysql.Config
 	if o.DSN != "" {
 		if key := kit.SetKey(o, "host", "port", "database", "username", "password", "tls"); key != "" {
-			return nil, config.Errorf(key, "not allowed with dsn")
+			return nil, drivers.OptionErrorf(key, "not allowed with dsn")
 		}
 		c, err := parseDSN(o.DSN)
 		if err != nil {
 			// its message may quote the password: quote nothing
-			return nil, config.Errorf("dsn", "%s (the DSN is not shown: it may hold a password)", dsnProblem(o.DSN, err))
+			return nil, drivers.OptionErrorf("dsn", "%s (the DSN is not shown: it may hold a password)", dsnProblem(o.DSN, err))
 		}
 		cfg = c
 	} else {
 		if o.Port < 0 || o.Port > 65535 {
-			return nil, config.Errorf("port", "must be 1 to 65535")
+			return nil, drivers.OptionErrorf("port", "must be 1 to 65535")
 		}
 		cfg = gomysql.NewConfig()
 		cfg.Net = "tcp"
@@ -257,7 +257,7 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 				if strings.HasPrefix(err.Error(), unknownTLS) {
 					msg = tlsHint
 				}
-				return nil, config.Errorf("tls", "%s", msg)
+				return nil, drivers.OptionErrorf("tls", "%s", msg)
 			}
 		}
 	}
@@ -289,7 +289,7 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 // one is refused.
 func orDefault[T int | time.Duration](key string, v *T, def T) error {
 	if *v < 0 {
-		return config.Errorf(key, "must not be negative")
+		return drivers.OptionErrorf(key, "must not be negative")
 	}
 	if *v == 0 {
 		*v = def

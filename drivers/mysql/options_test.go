@@ -63,11 +63,39 @@ func TestFactoryErrors(t *testing.T) {
 				d.Close(context.Background())
 				t.Fatalf("no error; want %q", tc.want)
 			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q; want it to contain %q", err, tc.want)
+			if !strings.Contains(err.Error(), tc.want) || !errors.Is(err, drivers.ErrOptions) {
+				t.Errorf("error %q; want an invalid option containing %q", err, tc.want)
 			}
 			if strings.Contains(err.Error(), secret) {
 				t.Errorf("error leaks the password: %q", err)
+			}
+		})
+	}
+}
+
+// TestNewOptionKey: New and NewWithDB report an invalid option as a
+// *drivers.OptionsError naming its key ("" for the options as a whole).
+func TestNewOptionKey(t *testing.T) {
+	db := openDB(t, testutil.MySQLDSN())
+	for _, tc := range []struct {
+		name string
+		new  func() (Driver, error)
+		key  string
+	}{
+		{"mode", func() (Driver, error) { return New(Options{Mode: "lease"}) }, "mode"},
+		{"port", func() (Driver, error) { return New(Options{Port: 70000}) }, "port"},
+		{"dsn with host", func() (Driver, error) { return New(Options{DSN: "root@tcp(h)/x", Host: "x"}) }, "host"},
+		{"bad dsn", func() (Driver, error) { return New(Options{DSN: "root@tcp(h)"}) }, "dsn"},
+		{"table", func() (Driver, error) { return NewWithDB(db, Options{Table: "a.b.c"}) }, "table"},
+		{"dsn with db", func() (Driver, error) { return NewWithDB(db, Options{DSN: "root@tcp(h)/x"}) }, "dsn"},
+		{"pool option with db", func() (Driver, error) { return NewWithDB(db, Options{MaxOpenConns: 3}) }, ""},
+		{"nil db", func() (Driver, error) { return NewWithDB(nil, Options{}) }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.new()
+			var oe *drivers.OptionsError
+			if !errors.As(err, &oe) || oe.Key != tc.key || !errors.Is(err, drivers.ErrOptions) {
+				t.Fatalf("error %v; want a *drivers.OptionsError at key %q", err, tc.key)
 			}
 		})
 	}
