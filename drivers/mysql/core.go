@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -139,6 +140,12 @@ func queryRows(ctx context.Context, db querier, q string, args []any, dest []any
 		row()
 	}
 	return rows.Err()
+}
+
+// marks returns n copies of item ("?", "(?,?)") separated by commas: the
+// placeholders of an IN list.
+func marks(item string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(item+",", n), ",")
 }
 
 // Ping pings the server on one of the pool's connections.

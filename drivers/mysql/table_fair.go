@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -156,10 +155,9 @@ func (s settings) acquireSQL() string {
 // its bytes that are no valid UTF-8 would turn into '?'.
 func (s settings) pollSQL(keys int) string {
 	q := queueSQL{q: "queue", me: "m.me", l: s.liveness.Milliseconds()}
-	marks := strings.TrimSuffix(strings.Repeat("?,", keys), ",")
 	return fmt.Sprintf(`SELECT name_hash, expires_at < UTC_TIMESTAMP(6), expires_at >= UTC_TIMESTAMP(6) AND taken_by = m.me,
  IF(INSTR(queue, m.me) > 0, (INSTR(queue, m.me) - 1) DIV %[1]d, -1), LENGTH(queue) DIV %[1]d, %[2]s
-FROM %[3]s, (SELECT CAST(? AS BINARY) AS me) AS m WHERE name_hash IN (%[4]s)`, entryWidth, q.lead(), s.table, marks)
+FROM %[3]s, (SELECT CAST(? AS BINARY) AS me) AS m WHERE name_hash IN (%[4]s)`, entryWidth, q.lead(), s.table, marks("?", keys))
 }
 
 // fastPoll is how often a driver polls the keys whose queue it heads.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
@@ -74,18 +73,17 @@ func (d *tableDriver) reclaimBatch(ctx context.Context) (int64, error) {
 	// NOWAIT: waiting behind an acquisition's shared lock would queue every
 	// new row behind this transaction; try again next round.
 	if err := tx.QueryRowContext(ctx, fmt.Sprintf("SELECT fence FROM %s WHERE id = 1 FOR UPDATE NOWAIT", d.s.floorTable)).Scan(&floor); err != nil {
-		if lockBusy(err) {
+		if isErr(err, 1205, 3572) { // busy: lock wait timeout (MariaDB), ER_LOCK_NOWAIT (MySQL)
 			return 0, nil
 		}
 		return 0, fmt.Errorf("mysql: reclaim: floor: %w", err)
 	}
-	in := strings.TrimSuffix(strings.Repeat("?,", len(hashes)), ",")
 	args := make([]any, len(hashes))
 	for i, h := range hashes {
 		args[i] = h.hash
 	}
 	// the candidates again, locked, as they are now
-	locked, err := queryHashes(ctx, tx, fmt.Sprintf("SELECT name_hash, fence FROM %s WHERE name_hash IN (%s) AND %s FOR UPDATE", d.s.table, in, free), args...)
+	locked, err := queryHashes(ctx, tx, fmt.Sprintf("SELECT name_hash, fence FROM %s WHERE name_hash IN (%s) AND %s FOR UPDATE", d.s.table, marks("?", len(args)), free), args...)
 	if err != nil || len(locked) == 0 {
 		return 0, err
 	}
@@ -100,8 +98,7 @@ func (d *tableDriver) reclaimBatch(ctx context.Context) (int64, error) {
 			return 0, fmt.Errorf("mysql: reclaim: floor: %w", err)
 		}
 	}
-	in = strings.TrimSuffix(strings.Repeat("?,", len(args)), ",")
-	res, err := tx.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE name_hash IN (%s)", d.s.table, in), args...)
+	res, err := tx.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE name_hash IN (%s)", d.s.table, marks("?", len(args))), args...)
 	if err != nil {
 		return 0, fmt.Errorf("mysql: reclaim: %w", err)
 	}

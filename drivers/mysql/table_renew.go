@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -50,10 +49,9 @@ func (d *tableDriver) renewChunk(ctx context.Context, leases []drivers.Lease, ch
 	for j, i := range chunk {
 		args = append(args, hashes[j], leases[i].Token)
 	}
-	marks := strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",")
-	pairs := strings.TrimSuffix(strings.Repeat("(?,?),", len(chunk)), ",")
+	in := marks("?", len(chunk))
 	query := fmt.Sprintf(`UPDATE %s SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
-WHERE name_hash IN (%s) AND (name_hash, token) IN (%s) AND expires_at >= UTC_TIMESTAMP(6)`, d.s.table, marks, pairs)
+WHERE name_hash IN (%s) AND (name_hash, token) IN (%s) AND expires_at >= UTC_TIMESTAMP(6)`, d.s.table, in, marks("(?,?)", len(chunk)))
 	var changed int64
 	err := d.retry(ctx, func() error {
 		res, err := d.db.ExecContext(ctx, query, args...)
@@ -82,7 +80,7 @@ WHERE name_hash IN (%s) AND (name_hash, token) IN (%s) AND expires_at >= UTC_TIM
 	var h []byte
 	var st state
 	if err := queryRows(ctx, d.db, fmt.Sprintf(
-		`SELECT name_hash, token, expires_at >= UTC_TIMESTAMP(6) FROM %s WHERE name_hash IN (%s)`, d.s.table, marks),
+		`SELECT name_hash, token, expires_at >= UTC_TIMESTAMP(6) FROM %s WHERE name_hash IN (%s)`, d.s.table, in),
 		args[1:1+len(chunk)], []any{&h, &st.token, &st.live}, func() { found[string(h)] = st }); err != nil {
 		fail(err)
 		return
