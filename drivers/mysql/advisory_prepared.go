@@ -71,18 +71,13 @@ func (s *socket) execute(ctx context.Context, dc any, q string, args []any) (uin
 	}
 }
 
-// prepared returns q's statement kept on dc, preparing it if need be;
-// errNoPrepare when it is to run as text.
+// prepared returns q's statement kept on dc, go-sql-driver's connection,
+// preparing it if need be; errNoPrepare when it is to run as text.
 func (s *socket) prepared(ctx context.Context, dc any, q string) (driver.StmtQueryContext, error) {
 	if st := s.stmts[q]; st != nil {
 		return st.(driver.StmtQueryContext), nil
 	}
-	pc, ok := dc.(driver.ConnPrepareContext)
-	if !ok {
-		s.noPrepare = true
-		return nil, errNoPrepare
-	}
-	st, err := pc.PrepareContext(ctx, q)
+	st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, q)
 	switch n := errNumber(err); {
 	case err == nil:
 	case missingTable(err) || n == 0: // the sequence is created again; or the connection failed
@@ -93,17 +88,11 @@ func (s *socket) prepared(ctx context.Context, dc any, q string) (driver.StmtQue
 	default:
 		return nil, errNoPrepare // this time as text
 	}
-	sq, ok := st.(driver.StmtQueryContext)
-	if !ok {
-		_ = st.Close()
-		s.noPrepare = true
-		return nil, errNoPrepare
-	}
 	if s.stmts == nil {
 		s.stmts = map[string]driver.Stmt{}
 	}
 	s.stmts[q] = st
-	return sq, nil
+	return st.(driver.StmtQueryContext), nil
 }
 
 // queryOne runs st with nv and returns its one row's one value.
@@ -117,13 +106,10 @@ func queryOne(ctx context.Context, st driver.StmtQueryContext, nv []driver.Named
 	if cerr := rows.Close(); err == nil {
 		err = cerr
 	}
-	switch {
-	case errors.Is(err, io.EOF):
+	if errors.Is(err, io.EOF) {
 		return 0, false, sql.ErrNoRows
-	case err != nil:
+	} else if err != nil {
 		return 0, false, err
-	case len(vals) != 1:
-		return 0, false, fmt.Errorf("mysql: %d columns, want 1", len(vals))
 	}
 	return uintValue(vals[0])
 }
@@ -137,8 +123,6 @@ func uintValue(v driver.Value) (uint64, bool, error) {
 		if x >= 0 {
 			return uint64(x), true, nil
 		}
-	case uint64:
-		return x, true, nil
 	case []byte: // an unsigned BIGINT above MaxInt64
 		n, err := strconv.ParseUint(string(x), 10, 64)
 		return n, err == nil, err

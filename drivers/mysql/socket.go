@@ -77,7 +77,7 @@ type dialSlotKey struct{}
 // connector makes cfg's connections, recording their sockets in s, or is
 // cfg's own for a network that dial, a plain net.Dialer, cannot dial.
 func (s *sockets) connector(cfg *gomysql.Config) (driver.Connector, error) {
-	if cfg.DialFunc == nil && slices.Contains([]string{"tcp", "tcp4", "tcp6", "unix"}, cfg.Net) {
+	if slices.Contains([]string{"tcp", "tcp4", "tcp6", "unix"}, cfg.Net) {
 		cfg.DialFunc = s.dial
 		inner, err := gomysql.NewConnector(cfg)
 		if err != nil {
