@@ -44,14 +44,6 @@ type advisoryDriver struct {
 	bgWG sync.WaitGroup // checkOwn's statements (advisory_own.go)
 }
 
-var (
-	_ Driver = (*advisoryDriver)(nil)
-	_ Driver = (*tableDriver)(nil)
-
-	_ drivers.Handoverer = (*tableDriver)(nil)
-	_ drivers.Lister     = (*tableDriver)(nil)
-)
-
 func newAdvisory(db *sql.DB, own bool, socks *sockets, s settings) *advisoryDriver {
 	a := &advisoryDriver{held: map[string]*heldLock{}, wake: make(chan struct{}, 1), bootSQL: bootSQL}
 	a.init(db, own, socks, s)
@@ -71,10 +63,9 @@ func (a *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 }
 
 // Extend checks on the lock's own connection that it still holds it (ttl
-// is ignored); a check that fails drops the connection and reports the
-// lock lost. The check runs on the driver's context (checkOwn), not ctx:
-// ctx ending cuts the wait for its answer, never the statement, whose
-// cutting would close the connection and free the lock.
+// is ignored); a failed check drops the connection and reports the lock
+// lost. ctx ending cuts the wait for the answer, never the check (checkOwn),
+// whose cutting would close the connection and free the lock.
 func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
 	return call(&a.core, ctx, func(ctx context.Context) (bool, error) {
 		h := a.get(key, token)
@@ -157,7 +148,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
 	if fence == 0 {
-		a.putConn(conn) // it holds nothing
+		a.putConn(conn)
 		return drivers.AcquireResult{}, nil
 	}
 	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: fence, connID: id.conn, takenAt: id.at, conn: conn,
@@ -169,17 +160,14 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	old := a.held[req.Key]
 	a.held[req.Key] = h
 	a.mu.Unlock()
-	// Told at once when the server ends the connection, not at a probe.
 	conn.armHangup(func() { a.lose(h) })
 	a.wakeFor(h)
-	if old != nil {
-		// The earlier holder's connection lost the key (killed, broken)
-		// before the monitor noticed: report it now, or nobody would —
-		// unless a statement runs on it, which will find it gone.
-		if old.mu.TryLock() {
-			a.dropLocked(old, true)
-			old.mu.Unlock()
-		}
+	// An earlier holder's connection lost the key (killed, broken) before
+	// the monitor noticed: report it now (a statement running on it will
+	// find it gone).
+	if old != nil && old.mu.TryLock() {
+		a.dropLocked(old, true)
+		old.mu.Unlock()
 	}
 	a.monitorOnce.Do(a.startMonitor)
 	if a.life.Closed() { // raced with Close, which may have missed h

@@ -32,7 +32,7 @@ func uptimeSQL(table string) string {
 // seconds is reported lost at the first probe).
 const bootSlack = 1
 
-// queryBoot runs q(the boot-time expression) on the pool (withBoot).
+// queryBoot scans q(the boot-time expression)'s row on the pool (withBoot).
 func (a *advisoryDriver) queryBoot(ctx context.Context, q func(boot string) string, args []any, dest ...any) error {
 	return a.withBoot(func(boot string) error {
 		return a.db.QueryRowContext(ctx, q(boot), args...).Scan(dest...)

@@ -6,20 +6,16 @@ import (
 )
 
 // A lock's session is what a probe compares with the server's answers
-// (heldLock.holds): its CONNECTION_ID() and a reading of the server's clock
-// past the boot time and its first seconds (bootSlack), so that after a
-// restart another session with the same id is not taken for it.
-//
-// Neither changes while the connection lives, so on the own pool it is
-// read once per connection, with the boot time, and kept with its socket
-// (the acquire statement's two more columns cost 0.04–0.07 × a bare
-// GET_LOCK + RELEASE_LOCK pair). A lock starts with that boot time
-// (heldLock.boot): a probe finding another reports it lost. A connection
-// made in the server's first seconds is kept so only once an acquisition
-// reads the clock past them; until then, and on NewWithDB's pool, each
-// acquisition reads the session itself. As advisory locks themselves, this
-// assumes a client connection is one server session for life: not so
-// behind a proxy that moves it.
+// (heldLock.holds): its CONNECTION_ID() and the server's clock past the
+// boot time and its first seconds (bootSlack), so that after a restart
+// another session with the same id is not taken for it. Neither changes
+// while the connection lives, so on the own pool it is read once per
+// connection, with the boot time, and kept with its socket; a lock starts
+// with that boot time (heldLock.boot). Until the clock is past the first
+// seconds, and on NewWithDB's pool, each acquisition reads the session in
+// its statement. As advisory locks themselves, this assumes a client
+// connection is one server session for life (not so behind a proxy that
+// moves it).
 
 // session is a connection's CONNECTION_ID(), the clock (takenSQL) during
 // it, the boot time read with it (0: not read) and its wait_timeout in

@@ -109,12 +109,10 @@ func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B
 
 // renew runs f, a Renew, as call does.
 func (c *core) renew(ctx context.Context, leases []drivers.Lease, f func(context.Context, []drivers.Lease) []drivers.RenewResult) []drivers.RenewResult {
-	if c.life.Closed() {
-		return drivers.RenewFailed(len(leases), ErrClosed)
+	out, err := call(c, ctx, func(ctx context.Context) ([]drivers.RenewResult, error) { return f(ctx, leases), nil })
+	if err != nil {
+		return drivers.RenewFailed(len(leases), err)
 	}
-	ctx, stop := c.bind(ctx)
-	defer stop()
-	out := f(ctx, leases)
 	for i := range out {
 		out[i].Err = c.life.ClosedErr(out[i].Err)
 	}
@@ -163,7 +161,7 @@ func (c *core) ServerTime(ctx context.Context) (time.Time, error) {
 	return call(c, ctx, func(ctx context.Context) (time.Time, error) {
 		var us int64
 		if err := c.db.QueryRowContext(ctx, serverTimeSQL).Scan(&us); err != nil {
-			return time.Time{}, fmt.Errorf("mysql: server time: %w", permanent(c.life.ClosedErr(err)))
+			return time.Time{}, fmt.Errorf("mysql: server time: %w", permanent(err))
 		}
 		return time.UnixMicro(us), nil
 	})

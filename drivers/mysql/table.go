@@ -51,27 +51,28 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 
 // Release frees key if token holds it.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	return call(&d.core, ctx, func(ctx context.Context) (bool, error) {
-		id, _, err := d.tableExec(ctx, fmt.Sprintf(tableReleaseSQL, d.s.table), keyHash(key), token)
-		if err != nil {
-			return false, fmt.Errorf("mysql: release: %w", err)
-		}
-		if id >= 1 {
-			d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
-		}
-		return id >= 1, nil
-	})
+	ok, err := d.update(ctx, "release", tableReleaseSQL, keyHash(key), token)
+	if ok {
+		d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
+	}
+	return ok, err
 }
 
 // Extend renews key for token for ttl.
 func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	if ttl <= 0 && !d.life.Closed() { // closed: ErrClosed, as every call
+		return false, errTTL(ttl)
+	}
+	return d.update(ctx, "extend", tableExtendSQL, ttl.Microseconds(), keyHash(key), token)
+}
+
+// update runs op's statement q (of the table, %s) and reports whether it
+// matched the row (LAST_INSERT_ID >= 1).
+func (d *tableDriver) update(ctx context.Context, op, q string, args ...any) (bool, error) {
 	return call(&d.core, ctx, func(ctx context.Context) (bool, error) {
-		if ttl <= 0 {
-			return false, errTTL(ttl)
-		}
-		id, _, err := d.tableExec(ctx, fmt.Sprintf(tableExtendSQL, d.s.table), ttl.Microseconds(), keyHash(key), token)
+		id, _, err := d.tableExec(ctx, fmt.Sprintf(q, d.s.table), args...)
 		if err != nil {
-			return false, fmt.Errorf("mysql: extend: %w", err)
+			return false, fmt.Errorf("mysql: %s: %w", op, err)
 		}
 		return id >= 1, nil
 	})
@@ -188,10 +189,12 @@ func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) 
 // retryPolicy spaces a statement's retries: 5 ms doubling to 20 ms.
 var retryPolicy = backoff.Policy{Start: 5 * time.Millisecond, Cap: 20 * time.Millisecond}
 
-// retry runs f again, up to d.s.retries times, while it fails retryable
-// or interrupted.
+// retry runs f again, up to d.s.retries times, while it fails retryable,
+// or interrupted by the server (1317: an operator's KILL QUERY; the driver
+// ends statements by closing their connection, never so) while ctx lives:
+// rolled back, it can run again.
 func (d *tableDriver) retry(ctx context.Context, f func() error) error {
 	return sqlkit.Retry(ctx, retryPolicy, f, func(attempt int, err error) bool {
-		return attempt <= d.s.retries && (retryable(err) || interrupted(ctx, err))
+		return attempt <= d.s.retries && (retryable(err) || isErr(err, 1317) && ctx.Err() == nil)
 	})
 }
