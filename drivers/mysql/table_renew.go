@@ -49,9 +49,9 @@ func (d *tableDriver) renewChunk(ctx context.Context, leases []drivers.Lease, ch
 	for j, i := range chunk {
 		args = append(args, hashes[j], leases[i].Token)
 	}
-	in := marks("?", len(chunk))
-	query := fmt.Sprintf(`UPDATE %s SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
-WHERE name_hash IN (%s) AND (name_hash, token) IN (%s) AND expires_at >= UTC_TIMESTAMP(6)`, d.s.table, in, marks("(?,?)", len(chunk)))
+	held := fmt.Sprintf("name_hash IN (%s) AND (name_hash, token) IN (%s) AND expires_at >= UTC_TIMESTAMP(6)",
+		marks("?", len(chunk)), marks("(?,?)", len(chunk)))
+	query := fmt.Sprintf("UPDATE %s SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE %s", d.s.table, held)
 	var changed int64
 	err := d.retry(ctx, func() error {
 		res, err := d.db.ExecContext(ctx, query, args...)
@@ -71,22 +71,15 @@ WHERE name_hash IN (%s) AND (name_hash, token) IN (%s) AND expires_at >= UTC_TIM
 		}
 		return
 	}
-	// Some were not renewed: read who holds what.
-	type state struct {
-		token string
-		live  bool
-	}
-	found := map[string]state{}
-	var h []byte
-	var st state
-	if err := queryRows(ctx, d.db, fmt.Sprintf(
-		`SELECT name_hash, token, expires_at >= UTC_TIMESTAMP(6) FROM %s WHERE name_hash IN (%s)`, d.s.table, in),
-		args[1:1+len(chunk)], []any{&h, &st.token, &st.live}, func() { found[string(h)] = st }); err != nil {
+	// Some were not renewed: read which are held.
+	found := map[[2]string]bool{}
+	var h, tok []byte
+	if err := queryRows(ctx, d.db, fmt.Sprintf("SELECT name_hash, token FROM %s WHERE %s", d.s.table, held), args[1:],
+		[]any{&h, &tok}, func() { found[[2]string{string(h), string(tok)}] = true }); err != nil {
 		fail(err)
 		return
 	}
 	for j, i := range chunk {
-		st, ok := found[string(hashes[j])]
-		out[i].Held = ok && st.live && st.token == leases[i].Token
+		out[i].Held = found[[2]string{string(hashes[j]), leases[i].Token}]
 	}
 }
