@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -93,10 +92,9 @@ func (d *advisoryDriver) Release(ctx context.Context, key, token string) (bool, 
 }
 
 // Handover passes the lock from token to next.Token, with a new fence, in
-// one statement that unlocks and locks again: the server grants the lock to
-// a session waiting for it as it unlocks, so a process handing a lock among
-// its goroutines cannot keep it from the others. Without server-side waits
-// (MaxSessions 1) other drivers' waiters poll, unseen: it releases.
+// one statement that unlocks and locks again: a session waiting for it in
+// the server gets it first. Without server-side waits (MaxSessions 1) the
+// waiters poll, unseen: it releases.
 func (d *advisoryDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
 	if d.opts.MaxSessions <= 1 {
 		ok, err := d.Release(ctx, key, token)
@@ -171,10 +169,7 @@ func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 // ServerTime returns the server's clock (µs), read on the main session.
 func (d *advisoryDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
 	err = d.onMain(ctx, func(s *session) error { return s.conn.QueryRow(ctx, serverTimeSQL).Scan(&t) })
-	if err != nil {
-		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.life.ClosedErr(err)))
-	}
-	return t, nil
+	return d.serverTime(t, err)
 }
 
 // Ping pings the server on the main session, opening it when needed.
@@ -201,8 +196,7 @@ func (d *advisoryDriver) onMain(ctx context.Context, f func(s *session) error) e
 
 // Close closes the pinned sessions, freeing their locks, and ends the
 // subscriptions. Later calls fail with ErrClosed; calls in flight when
-// Close is done, or ctx ends, are cut. It returns ctx's error when ctx
-// ended first.
+// Close is done, or ctx ends (its error is returned), are cut.
 func (d *advisoryDriver) Close(ctx context.Context) error {
 	var sessions []*session
 	return d.shutdown(ctx, func() {

@@ -46,9 +46,8 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, l *advLock, req driv
 		// lock_timeout in ms, at least 1 (0: no limit)
 		timeout := strconv.FormatInt(max(wait.Milliseconds(), 1), 10)
 		err = s.conn.QueryRow(ctx, d.sql.waitLock, h, timeout).Scan(&fence)
-		// lock_timeout, deadlock, a cancel not ours: not acquired, unless
-		// granted as the timeout fired (a session lock outlives the
-		// statement's error): then drop it
+		// lock_timeout, deadlock, a cancel not ours: not acquired (a lock
+		// granted as the timeout fired outlives the error: drop it)
 		if state := sqlState(err); state == "55P03" || state == "40P01" || cancelledByOthers(ctx, err) {
 			var held bool
 			herr := s.conn.QueryRow(ctx, d.sql.heldKey, h).Scan(&held)
@@ -83,10 +82,9 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, l *advLock, req driv
 	return uint64(fence), true, nil
 }
 
-// identify makes s show the identity of the token it takes a lock for
-// (sqlkit.Identity) at the end of its application_name (the configured one
-// cut to fit), for Inspect in other sessions, when it changes. All of a
-// session's locks show its last acquisition's identity.
+// identify ends s's application_name with the identity of the token it
+// takes a lock for (sqlkit.Identity), for Inspect in other sessions: all of
+// a session's locks show its last acquisition's identity.
 func (d *advisoryDriver) identify(ctx context.Context, s *session, token string) error {
 	id := sqlkit.Identity(token, maxIdentity)
 	if id == s.ident {
@@ -101,24 +99,18 @@ func (d *advisoryDriver) identify(ctx context.Context, s *session, token string)
 }
 
 // failed restores s after a failed lock statement, which may have taken
-// the lock (session locks survive the rollback): it unlocks h until s no
-// longer holds it, or closes s (a waiter session holding nothing else, or
-// when that fails).
+// the lock (session locks survive the rollback): it unlocks h, or closes s
+// (a waiter session holding nothing else, or when that fails).
 func (d *advisoryDriver) failed(ctx context.Context, s *session, h int64) {
 	if d.settle(s) {
 		return
 	}
-	if s.waiter {
-		d.mu.Lock()
-		empty := len(s.locks) == 0
-		d.mu.Unlock()
-		if empty {
-			d.kill(ctx, s)
-			return
-		}
-	}
-	if !d.drop(ctx, s, h) {
-		d.kill(ctx, s)
+	d.mu.Lock()
+	idle := s.waiter && len(s.locks) == 0
+	d.mu.Unlock()
+	if idle || !d.drop(ctx, s, h) {
+		d.broken(s)
+		_ = s.closeConn(context.WithoutCancel(ctx))
 	}
 }
 
@@ -140,9 +132,8 @@ func (d *advisoryDriver) drop(ctx context.Context, s *session, h int64) bool {
 
 // releaseSlot takes s's slot for a release or a handover, and returns the
 // statement's context and the slot's release. An advisory lock never
-// expires, so a release is not given up when ctx ends first: it waits on,
-// and runs the statement, within StallTimeout; failing that, it closes the
-// connection, which frees its locks.
+// expires, so a release outlives ctx by up to StallTimeout; failing that,
+// it closes the connection, which frees its locks.
 func (d *advisoryDriver) releaseSlot(ctx context.Context, s *session) (context.Context, func(), error) {
 	if s.lock(ctx) == nil {
 		return ctx, s.unlock, nil
@@ -169,10 +160,10 @@ func (d *advisoryDriver) ownLock(key, token string) (int64, *advLock) {
 	return h, l
 }
 
-// unlock runs stmt, a release or a handover, with key's advisory key and
-// args on the session holding key for token, and returns its answer: 0
-// when token did not hold key; 1 for a release; for a handover the new
-// fence (the lock kept, for next) or -1 (a waiting session took it).
+// unlock runs stmt, a release or a handover, on the session holding key
+// for token, and returns 0 when token did not hold key; 1 for a release;
+// for a handover the new fence (the lock kept, for next) or -1 (a waiting
+// session took it).
 func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt string, args ...any) (int64, error) {
 	h, l := d.ownLock(key, token)
 	if l == nil {
@@ -209,8 +200,7 @@ func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt stri
 	return n, err
 }
 
-// heldOn returns the advisory keys s holds in the server: none, and no
-// error, when s died (its locks are gone: that is the answer).
+// heldOn returns the advisory keys s holds in the server: none when s died.
 func (d *advisoryDriver) heldOn(ctx context.Context, s *session) (map[int64]bool, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
@@ -256,8 +246,7 @@ func advisorySQL(n names) advisoryStatements {
 		unlockNotify: "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock($1) AS ok) " +
 			"SELECT CASE WHEN NOT ok THEN 0 WHEN " + notify + " IS NULL THEN 1 ELSE 1 END FROM u",
 		// unlocks, then locks again with a new fence unless a waiting
-		// session was granted it as it unlocked (ProcLockWakeup): -1; 0
-		// when it was not held
+		// session was granted it as it unlocked: -1; 0 when it was not held
 		handover: "WITH u AS MATERIALIZED (SELECT pg_advisory_unlock($1) AS ok) " +
 			"SELECT CASE WHEN NOT ok THEN 0 WHEN pg_try_advisory_lock($1) THEN " + nextval + " ELSE -1 END FROM u",
 		heldKeys: "SELECT " + lockKey + " " + own,

@@ -174,11 +174,6 @@ func (d *advisoryDriver) settle(s *session) bool {
 	return s.dead.Load()
 }
 
-func (d *advisoryDriver) kill(ctx context.Context, s *session) {
-	d.broken(s)
-	_ = s.closeConn(context.WithoutCancel(ctx))
-}
-
 // close closes the connection (freeing its locks in the server) once its
 // statement ends, or under it when ctx ends.
 func (s *session) close(ctx context.Context) error {

@@ -16,10 +16,6 @@ import (
 	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
-// notShown ends the errors about the connection string, never quoted, nor
-// any part of it: which part is the password depends on the parser.
-const notShown = "(the URL is not shown: it may hold a password)"
-
 // urlParts are the parts of a URL after "://" as pgx's parseURLSettings
 // splits them: the user info ends at the first @ before any /; the hosts
 // (ports included) at the first / or ? outside the brackets of an IPv6
@@ -46,14 +42,9 @@ func splitURL(rest string) (u urlParts) {
 }
 
 // checkURL returns raw with a URL's scheme lower-cased (pgx reads any other
-// spelling as key=value, a mistyped URL as a startup parameter that the
-// server's error quotes), and whether raw is a URL ("://" with no "="
+// spelling as key=value), and whether raw is a URL ("://" with no "="
 // before it). It refuses, at the url key, a URL that pgx would split with
-// a piece of the password outside it, where connection errors show it: an
-// @ in the hosts or the database name, an @ in the query after a password
-// (the same to pgx as an unencoded @ in the password), and user info
-// holding a ? with an = after it (a query read as user info: no / before
-// its @).
+// a piece of the password outside it, where connection errors show it.
 func checkURL(raw string) (string, bool, error) {
 	i := strings.Index(raw, "://")
 	if i < 0 || strings.Contains(raw[:i], "=") {
@@ -93,8 +84,7 @@ func checkURL(raw string) (string, bool, error) {
 }
 
 // ports returns the port of each host of hosts (a URL's hosts part) that
-// has a : outside the brackets of an IPv6 host: a port, or, with an
-// unencoded / in the password, a user name's end and the password's start.
+// has one: what follows a : outside the brackets of an IPv6 host.
 func ports(hosts string) []string {
 	var ps []string
 	for _, h := range strings.Split(hosts, ",") {
@@ -106,17 +96,6 @@ func ports(hosts string) []string {
 		}
 	}
 	return ps
-}
-
-// validPorts reports whether each port of hosts is empty or one pgx reads:
-// 1 to 65535, digits only.
-func validPorts(hosts string) bool {
-	for _, p := range ports(hosts) {
-		if n, err := strconv.ParseUint(p, 10, 16); p != "" && (err != nil || n == 0 || strings.Trim(p, "0123456789") != "") {
-			return false
-		}
-	}
-	return true
 }
 
 // paramName is what a runtime parameter's name must look like.
@@ -143,8 +122,7 @@ func checkParsed(cfg *pgxpool.Config, key string) error {
 }
 
 // parseError describes an error of pgxpool.ParseConfig by its kind alone:
-// its message quotes the connection string (masking only the passwords pgx
-// recognizes) or pieces of it.
+// its message quotes the connection string or pieces of it.
 func parseError(err error, key string) error {
 	msg := err.Error()
 	var pe *pgconn.ParseConfigError
@@ -152,19 +130,17 @@ func parseError(err error, key string) error {
 		// match pgx's own words only, not the (redacted) string it quotes
 		msg = strings.TrimPrefix(msg, pgconn.NewParseConfigError(pe.ConnString, "", nil).Error())
 	}
-	kind := "invalid"
 	for _, p := range parseProblems {
 		if strings.Contains(msg, p.phrase) {
-			kind = p.kind
-			break
+			return connError(key, "%s", p.kind)
 		}
 	}
 	for _, name := range parseParams {
-		if kind == "invalid" && strings.Contains(msg, name) {
-			kind = "invalid " + name
+		if strings.Contains(msg, name) {
+			return connError(key, "invalid %s", name)
 		}
 	}
-	return connError(key, "%s", kind)
+	return connError(key, "invalid")
 }
 
 // parseProblems are the kinds of pgx's parse errors by a phrase of their
@@ -201,20 +177,20 @@ var connKeys = append([]string{"host", "port", "dbname", "database", "user", "pa
 
 // connError is an error about the connection string at key: "url", or ""
 // (the driver block) when only the PG* environment variables and the
-// service file were parsed.
+// service file were parsed. It never quotes the string, nor any part of
+// it: which part is the password depends on the parser.
 func connError(key, format string, args ...any) error {
 	if key == "" {
 		return drivers.OptionErrorf("", format+" (in the PG* environment variables or the service file)", args...)
 	}
-	return drivers.OptionErrorf(key, format+" "+notShown, args...)
+	return drivers.OptionErrorf(key, format+" (the URL is not shown: it may hold a password)", args...)
 }
 
 func urlError(format string) error { return connError("url", format) }
 
 // redactURL returns a URL the driver accepts with its passwords (the
 // user's, and query parameters named with "pass", "secret" or "token") as
-// xxxxx; anything else (a URL whose password's end cannot be told, a
-// key=value string) as "(not shown)".
+// xxxxx; anything else as "(not shown)".
 func redactURL(raw string) string {
 	const hidden = "(not shown)"
 	norm, isURL, err := checkURL(raw)
@@ -223,8 +199,13 @@ func redactURL(raw string) string {
 	}
 	scheme, rest, _ := strings.Cut(norm, "://")
 	u := splitURL(rest)
-	if !validPorts(u.hosts) || strings.Count(u.hosts, "[") != strings.Count(u.hosts, "]") {
+	if strings.Count(u.hosts, "[") != strings.Count(u.hosts, "]") {
 		return hidden // pgx refuses it: which part is the password is unclear
+	}
+	for _, p := range ports(u.hosts) { // each empty, or one pgx reads (1 to 65535)
+		if n, err := strconv.ParseUint(p, 10, 16); p != "" && (err != nil || n == 0) {
+			return hidden
+		}
 	}
 	if user, pw, _ := strings.Cut(strings.TrimSuffix(u.userinfo, "@"), ":"); pw != "" {
 		u.userinfo = user + ":" + redact.Mask + "@"
@@ -252,18 +233,13 @@ func redactURL(raw string) string {
 	return scheme + "://" + u.userinfo + u.hosts + u.database + u.query
 }
 
-// hideRefusedParams wraps next, the connection's PgError handler (pgx's
-// closes the connection on FATAL errors), to replace the text of a FATAL
-// error refusing a runtime parameter at startup (before the server sent
-// its process ID): unrecognized (42704), an invalid value (22023), one
-// that cannot be set now (55P02), or a protocol violation or permission
-// error naming one (PgBouncer: "unsupported startup parameter: x", 08P01). The server
-// quotes the parameter's name or value, which may be a piece of the
-// password: pgx reads the rest of an unquoted key=value password after a
-// space or a stray ' as parameters, and so the rest of a query's password
-// after an unencoded &. The SQLSTATE stays; the message names key ("url",
-// or "" for the PG* environment variables and the service file) and no
-// parameter.
+// hideRefusedParams wraps next, the connection's PgError handler, to
+// replace the text of a FATAL error refusing a runtime parameter at
+// startup (refusesParam). The server quotes the parameter's name or value,
+// which may be a piece of the password: pgx reads the rest of an unquoted
+// key=value password after a space or a stray ' as parameters, and so the
+// rest of a query's password after an unencoded &. The SQLSTATE stays; the
+// message names key and no parameter.
 func hideRefusedParams(next pgconn.PgErrorHandler, key string, params map[string]string) pgconn.PgErrorHandler {
 	where := cmp.Or(key, "the PG* environment variables or the service file")
 	return func(c *pgconn.PgConn, pe *pgconn.PgError) bool {
@@ -275,20 +251,21 @@ func hideRefusedParams(next pgconn.PgErrorHandler, key string, params map[string
 					"); its name and value are not shown, as they may be pieces of a password: quote a key=value password " +
 					`holding a space or ' in single quotes (escaping ' and \ as \' and \\), ` +
 					"and percent-encode an & in a URL's password as %26"}
-			// Closed here (false), not by next: pgconn rebuilds the error
-			// from the raw message when a handler keeps the connection,
-			// which pgx's does for a FATAL whose severity is translated.
-			if next != nil {
-				next(c, pe)
-			}
+			// Closed here (false), not by next (pgx's, always set by
+			// ParseConfig): pgconn rebuilds the error from the raw message
+			// when a handler keeps the connection, which pgx's does for a
+			// FATAL whose severity is translated.
+			next(c, pe)
 			return false
 		}
-		return next == nil || next(c, pe)
+		return next(c, pe)
 	}
 }
 
 // refusesParam reports whether pe is a FATAL error about a runtime
-// parameter of params: by its SQLSTATE, or (08P01, 42501) naming one.
+// parameter of params: unrecognized (42704), an invalid value (22023), one
+// that cannot be set now (55P02), or a protocol violation or permission
+// error naming one (PgBouncer: "unsupported startup parameter: x", 08P01).
 func refusesParam(pe *pgconn.PgError, params map[string]string) bool {
 	if !strings.EqualFold(cmp.Or(pe.SeverityUnlocalized, pe.Severity), "FATAL") {
 		return false
@@ -296,10 +273,8 @@ func refusesParam(pe *pgconn.PgError, params map[string]string) bool {
 	if slices.Contains([]string{"42704", "22023", "55P02"}, pe.Code) {
 		return true
 	}
-	// By name only where a refused parameter is what the code says
-	// (PgBouncer's protocol violation, "permission denied to set"): a
-	// role or database error naming a word that is also a parameter's
-	// name keeps its text.
+	// by name only where the code says so: a role or database error
+	// naming a word that is also a parameter's name keeps its text
 	if !slices.Contains([]string{"08P01", "42501"}, pe.Code) {
 		return false
 	}

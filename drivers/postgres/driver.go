@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -21,10 +22,9 @@ import (
 // ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
 var ErrClosed = drivers.ErrClosed
 
-// Driver keeps locks in PostgreSQL, as advisory locks (ModeAdvisory,
-// advisory*.go) or as rows of a table (ModeTable, table*.go), as
-// Options.Mode picks. Both are safe for concurrent use. A capability of one
-// mode only is found by type assertion: drivers.Lister (table mode).
+// Driver keeps locks in PostgreSQL, as advisory locks (ModeAdvisory) or as
+// rows of a table (ModeTable), as Options.Mode picks. Both are safe for
+// concurrent use. Table mode alone is a drivers.Lister.
 type Driver interface {
 	drivers.SQLDriver
 	drivers.Handoverer
@@ -34,20 +34,7 @@ type Driver interface {
 
 // New returns a Driver for opts. It validates them and connects nothing: the
 // first call does.
-func New(opts Options) (Driver, error) {
-	opts = opts.withDefaults()
-	n, err := opts.validate()
-	var cfg *pgxpool.Config
-	if err == nil {
-		cfg, err = opts.poolConfig()
-	}
-	if err != nil {
-		return nil, err
-	}
-	b := newBase(opts, n, cfg.ConnConfig)
-	cfg.ConnConfig.DialFunc = b.lifeDial(cfg.ConnConfig.DialFunc)
-	return b.build(cfg, nil), nil
-}
+func New(opts Options) (Driver, error) { return open(opts, nil) }
 
 // NewWithPool returns a Driver using pool, which it never closes. Table mode
 // runs its statements on the pool. Advisory mode (and every subscription's
@@ -62,22 +49,36 @@ func NewWithPool(pool *pgxpool.Pool, opts Options) (Driver, error) {
 	if kit.SetKey(opts, connectionKeys...) != "" || opts.TLS != nil {
 		return nil, drivers.OptionErrorf("", "connection options are not used with an existing pool")
 	}
+	return open(opts, pool)
+}
+
+// open returns the driver of opts' mode, in table mode on pool (whose
+// sessions it leaves alone) or, when nil, on a pool of its own.
+func open(opts Options, pool *pgxpool.Pool) (Driver, error) {
 	opts = opts.withDefaults()
 	n, err := opts.validate()
 	if err != nil {
 		return nil, err
 	}
-	return newBase(opts, n, pool.Config().ConnConfig).build(nil, pool), nil
-}
-
-// build returns the driver of b's mode: in table mode on the pool built
-// from cfg, or on pool, the application's, whose sessions it leaves alone
-// (synchronousCommit is set per transaction, not at startup).
-func (b *base) build(cfg *pgxpool.Config, pool *pgxpool.Pool) Driver {
-	if b.opts.Mode == ModeAdvisory {
-		return newAdvisory(b)
+	var cfg *pgxpool.Config // the owned pool's
+	var cc *pgx.ConnConfig  // pinned and LISTEN connections
+	if pool != nil {
+		cc = pool.Config().ConnConfig
+	} else if cfg, err = opts.poolConfig(); err == nil {
+		cc = cfg.ConnConfig
+	} else {
+		return nil, err
 	}
-	return newTable(b, cfg, pool)
+	b := &base{Owner: redact.Owner{Name: "postgres.Driver", Options: opts}, opts: opts, names: n, connCfg: cc,
+		bootKey: "mutexfx.boot:" + n.boot, boot: bootCheckSQL(n), schema: baseSchema(n), channels: []string{n.channel}}
+	b.life.Init()
+	if cfg != nil {
+		cc.DialFunc = b.lifeDial(cc.DialFunc)
+	}
+	if opts.Mode == ModeAdvisory {
+		return newAdvisory(b), nil
+	}
+	return newTable(b, cfg, pool), nil
 }
 
 // Factory returns the "postgres" driver factory. Its configuration keys are
@@ -91,21 +92,18 @@ func Factory() drivers.Factory {
 	return f.Of("postgres")
 }
 
-// connectionKeys are the keys of the connection options, in the order
-// errors name them.
+// connectionKeys are the connection options' keys, in the order errors name them.
 var connectionKeys = []string{"url", "host", "port", "database", "username", "password", "sslMode"}
 
 // base is what both drivers share.
 type base struct {
-	// A Driver prints, marshals and logs as its Options do, and nothing
-	// else: its connection configurations hold the password.
-	redact.Owner
+	redact.Owner // prints as its Options only: its configurations hold the password
 
 	opts    Options
 	names   names
-	connCfg *pgx.ConnConfig // pinned and LISTEN connections
-	bootKey string          // marks, in a connection's CustomData, that bootCheck passed
-	boot    string          // the bootCheck statement
+	connCfg *pgx.ConnConfig
+	bootKey string // marks, in a connection's CustomData, that bootCheck passed
+	boot    string // the bootCheck statement
 
 	ddl    sqlkit.Schema
 	schema []schemaObject // what ensureSchema creates
@@ -116,19 +114,11 @@ type base struct {
 	listener  sync.WaitGroup // the LISTEN goroutine, until Close starts
 	channels  []string       // what the LISTEN connection listens on
 
-	// Close must not wait for a statement stuck on a stalled link, nor for
-	// pgx cancelling one (up to 15 s): statements end with the life
-	// (life.Bind), and the owned pool's connections, pgx's cancel ones
-	// too, close with it (lifeDial, conns).
+	// Close waits neither for a statement stuck on a stalled link nor for
+	// pgx cancelling one: statements end with the life (life.Bind), and
+	// the owned pool's connections close with it (lifeDial, conns).
 	life  sqlkit.Life
 	conns sqlkit.Conns
-}
-
-func newBase(opts Options, n names, cc *pgx.ConnConfig) *base {
-	b := &base{Owner: redact.Owner{Name: "postgres.Driver", Options: opts}, opts: opts, names: n, connCfg: cc, bootKey: "mutexfx.boot:" + n.boot, boot: bootCheckSQL(n),
-		schema: baseSchema(n), channels: []string{n.channel}}
-	b.life.Init()
-	return b
 }
 
 // Mode returns the driver's mode, ModeAdvisory or ModeTable.
@@ -151,11 +141,18 @@ func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
 	}
 }
 
-// shutdown is Close: it marks the driver closed, then, under b.mu, ends
-// the subscriptions and calls detach (the driver forgets what it holds),
-// stops the LISTEN goroutine and calls release (the driver closes its
-// connections); calls in flight are cut when ctx ends. A second call waits
-// for the first.
+// serverTime is ServerTime's answer: t, or err as ClosedErr and permanent
+// mark it.
+func (b *base) serverTime(t time.Time, err error) (time.Time, error) {
+	if err != nil {
+		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(b.life.ClosedErr(err)))
+	}
+	return t, nil
+}
+
+// shutdown is Close (sqlkit.Life.Close): under b.mu it ends the
+// subscriptions and calls detach (the driver forgets what it holds), then
+// stops the LISTEN goroutine and calls release (closing its connections).
 func (b *base) shutdown(ctx context.Context, detach func(), release func(context.Context) error) error {
 	return b.life.Close(ctx, "postgres", func() {
 		b.mu.Lock()
@@ -173,13 +170,12 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 // driver's own (where a release notifies the first driver queued for the
 // row), and a Lost event for every advisory lock whose connection broke.
 // The LISTEN connection is opened in the background and reopened after a
-// failure (backoff.Default, reset after a connection that lasted a
-// minute): Subscribe never fails for an unreachable server or a pooler
+// failure: Subscribe never fails for an unreachable server or a pooler
 // refusing LISTEN (waiters then poll). Keys longer than 7999 bytes are
 // released unnotified; in advisory mode only with MaxSessions 1 do
 // releases notify (otherwise waiters wait in the server).
 func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
-	b.mu.Lock() // Close's detach clears subs under it
+	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.life.Check(ctx); err != nil {
 		return nil, err
@@ -189,9 +185,9 @@ func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 	return func() { remove() }, nil
 }
 
-// startListenerLocked starts, with b.mu held, the LISTEN goroutine shared
-// by the subscriptions and the waiting acquisitions, unless it runs or the
-// driver is closed. It ends when Close starts.
+// startListenerLocked starts, with b.mu held, the LISTEN goroutine unless
+// it runs or the driver is closed. It reconnects with backoff.Default
+// (reset after a connection that lasted a minute) until Close starts.
 func (b *base) startListenerLocked() {
 	if b.life.Closed() || b.listening {
 		return
@@ -212,8 +208,7 @@ func (b *base) startListenerLocked() {
 	})
 }
 
-// listenOnce connects, listens and delivers notifications to the
-// subscribers (table mode's waiting acquisitions among them) until the
+// listenOnce delivers notifications to the subscribers until the
 // connection fails or ctx ends.
 func (b *base) listenOnce(ctx context.Context) {
 	conn, err := pgx.ConnectConfig(ctx, b.connCfg)

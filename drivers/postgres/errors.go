@@ -26,40 +26,30 @@ func sqlState(err error) string {
 // privilege missing (42501), no such database (3D000). Fail-overs,
 // restarts, a full connection table and timeouts are not.
 func permanent(err error) error {
-	if !slices.Contains([]string{"28P01", "28000", "42501", "3D000"}, sqlState(err)) || errors.Is(err, drivers.ErrPermanent) {
-		return err
+	if slices.Contains([]string{"28P01", "28000", "42501", "3D000"}, sqlState(err)) {
+		return drivers.Permanent(err)
 	}
-	return drivers.Permanent(err)
+	return err
 }
 
-// conflict reports a serialization failure, a deadlock or a lock timeout:
-// contended statements fail so under a default isolation of serializable
-// or repeatable read, or a short lock_timeout.
-func conflict(err error) bool {
-	return slices.Contains([]string{"40001", "40P01", "55P03"}, sqlState(err))
-}
-
-// retry runs f until it succeeds or fails for good: conflicts are retried
-// for up to conflictBudget; failures before the statement could run
-// (nothing sent yet, or the backend terminated: shutdown, crash recovery,
-// starting up, as a pool hands out connections whose backend ended) and a
-// statement cancelledByOthers five times, with short pauses (retryPolicy).
+// retry runs f until it succeeds or fails for good, pausing 1 ms doubling
+// to 32 ms between attempts. Conflicts (a serialization failure, a
+// deadlock, a lock timeout: contended statements under a default isolation
+// of serializable or repeatable read, or a short lock_timeout) are retried
+// for up to 5 s; failures before the statement could run (nothing sent
+// yet, or the backend terminated: shutdown, crash recovery, starting up,
+// as a pool hands out connections whose backend ended) and a statement
+// cancelledByOthers five times.
 func retry(ctx context.Context, f func() error) error {
-	until := time.Now().Add(conflictBudget)
-	return sqlkit.Retry(ctx, retryPolicy, f, func(attempt int, err error) bool {
-		if conflict(err) {
+	until := time.Now().Add(5 * time.Second)
+	return sqlkit.Retry(ctx, backoff.Policy{Start: time.Millisecond, Cap: 32 * time.Millisecond}, f, func(attempt int, err error) bool {
+		if slices.Contains([]string{"40001", "40P01", "55P03"}, sqlState(err)) {
 			return !time.Now().After(until)
 		}
 		return attempt < 5 && (pgconn.SafeToRetry(err) || cancelledByOthers(ctx, err) ||
 			slices.Contains([]string{"57P01", "57P02", "57P03"}, sqlState(err)))
 	})
 }
-
-// retryPolicy spaces retry's attempts: 1 ms doubling to 32 ms.
-var retryPolicy = backoff.Policy{Start: time.Millisecond, Cap: 32 * time.Millisecond}
-
-// conflictBudget is how long retry retries conflicts (within ctx).
-const conflictBudget = 5 * time.Second
 
 // cancelledByOthers reports a statement the server cancelled (57014) while
 // ctx lives: not this driver's cancel. PostgreSQL reports so a lock timeout

@@ -23,8 +23,7 @@ import (
 // Modes of the driver (Options.Mode).
 const (
 	// ModeAdvisory keeps each lock as a session-level advisory lock on a
-	// connection the driver owns. Locks do not expire; they end with the
-	// connection.
+	// connection the driver owns. Locks end with the connection.
 	ModeAdvisory = "advisory"
 	// ModeTable keeps each lock as a row with an expiry computed with the
 	// database's clock. Works through transaction-pooling poolers.
@@ -88,11 +87,10 @@ type Options struct {
 	Unlogged bool `koanf:"unlogged"`
 	// SynchronousCommit, when set, is the synchronous_commit of the
 	// driver's transactions (table mode). With "off" a server crash forgets
-	// the last ~0.6 s of acquisitions (a lock may be free again while its
-	// holder works on) and releases (held until their ttl); fences stay
-	// increasing (docs/postgres.md). With New it is a startup parameter (PgBouncer
-	// needs it in ignore_startup_parameters, and drops it); with
-	// NewWithPool it is set per transaction. Default: "" (the server's).
+	// the last ~0.6 s of acquisitions and releases; fences stay increasing
+	// (docs/postgres.md). With New it is a startup parameter (PgBouncer
+	// needs it in ignore_startup_parameters); with NewWithPool it is set
+	// per transaction. Default: "" (the server's).
 	SynchronousCommit string `koanf:"synchronousCommit"`
 
 	// MaxSessions is how many connections advisory mode pins: one takes
@@ -138,11 +136,12 @@ func (o Options) withDefaults() Options {
 }
 
 // names are the SQL identifiers the driver uses, quoted; boot is the boot
-// marker, an unlogged one-row table that a server crash empties (bootCheck).
+// marker (bootCheck). Only validate makes them: holding no ', they go into
+// SQL string literals as they are.
 type names struct{ table, sequence, channel, boot, wake string }
 
-// validate checks the mode-independent options and derives the names. Its
-// errors name one key each (drivers.OptionErrorf).
+// validate checks the options but the connection ones and derives the
+// names.
 func (o Options) validate() (names, error) {
 	var n names
 	if o.Mode != ModeAdvisory && o.Mode != ModeTable {
@@ -181,7 +180,7 @@ func (o Options) validate() (names, error) {
 }
 
 // poolConfig builds the connection configuration without connecting. Its
-// errors never contain the password, nor any part of the URL.
+// errors never quote the URL.
 func (o Options) poolConfig() (*pgxpool.Config, error) {
 	if !slices.Contains([]string{"", "disable", "allow", "prefer", "require", "verify-ca", "verify-full"}, o.SSLMode) {
 		return nil, drivers.OptionErrorf("sslMode", "must be disable, allow, prefer, require, verify-ca or verify-full, not %q", o.SSLMode)
@@ -228,9 +227,6 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// Options print (every verb that reaches Format), marshal to JSON and log
-// with the password as xxxxx when set, and the URL as redactURL shows it.
-
 // plainOptions has Options' fields but not their methods: no recursion.
 type plainOptions Options
 
@@ -242,7 +238,8 @@ func (o Options) redacted() Options {
 	return o
 }
 
-// printed is the options with their secrets redacted, as they print.
+// printed is the options as they print, with the password as xxxxx when
+// set and the URL as redactURL shows it.
 func (o Options) printed() redact.Value {
 	return redact.Value{Name: "postgres.Options", Plain: plainOptions(o.redacted())}
 }

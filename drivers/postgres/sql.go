@@ -11,46 +11,33 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// The SQL is built from validated, quoted identifiers; lock names, tokens
-// and durations are always parameters.
-
 // sessionSetup pins, on the driver's own connections (not pooled ones: a
-// pooler may share their sessions), the settings their locks depend on:
-// statement_timeout 0 (a wait in the server ends at its own lock_timeout;
-// ctx and StallTimeout bound statements), idle_session_timeout and
-// idle_in_transaction_session_timeout 0 (an idle advisory session keeps
-// its locks), TCP keepalives and tcp_user_timeout (a vanished holder loses
-// its locks within about 30 s, not two hours). Unknown settings (before
-// PostgreSQL 14 or 12) are skipped.
+// pooler may share their sessions), the settings their locks depend on: no
+// statement or idle timeouts (ctx, lock_timeout and StallTimeout bound
+// statements; an idle advisory session keeps its locks), TCP keepalives
+// and tcp_user_timeout (a vanished holder loses its locks within about
+// 30 s). Settings the server does not know are skipped.
 const sessionSetup = "SELECT count(set_config(name, value, false)) FROM (VALUES " +
 	"('statement_timeout', '0'), ('idle_session_timeout', '0'), ('idle_in_transaction_session_timeout', '0'), " +
 	"('tcp_keepalives_idle', '10'), ('tcp_keepalives_interval', '5'), ('tcp_keepalives_count', '3'), " +
 	"('tcp_user_timeout', '30000')) AS v(name, value) WHERE name IN (SELECT name FROM pg_settings)"
 
-// serverTimeSQL reads the server's clock now (not at the transaction's
-// start, as now() would), the clock of the locks' expiries.
+// serverTimeSQL reads the server's clock now, not at the transaction's start.
 const serverTimeSQL = "SELECT clock_timestamp()"
 
-func nextvalSQL(n names) string {
-	return fmt.Sprintf("nextval('%s')", strings.ReplaceAll(n.sequence, "'", "''")) // (never holds a ': validated)
-}
+func nextvalSQL(n names) string { return "nextval('" + n.sequence + "')" }
 
 // maxPayload is the longest NOTIFY payload (PostgreSQL refuses 8000 bytes).
 const maxPayload = 7999
 
 // payload is the NOTIFY payload for key: the key, or "" (no wake-up: its
-// waiters poll) when it is too long or not text.
+// waiters poll) when it is too long or not PostgreSQL text (valid UTF-8
+// without NUL).
 func payload(key string) string {
-	if len(key) > maxPayload || !isText(key) {
+	if len(key) > maxPayload || !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0 {
 		return ""
 	}
 	return key
-}
-
-// isText reports whether key can be sent as PostgreSQL text: valid UTF-8
-// without NUL.
-func isText(key string) bool {
-	return utf8.ValidString(key) && strings.IndexByte(key, 0) < 0
 }
 
 // schemaObject is an object of the driver's schema: a SQL boolean telling
@@ -60,12 +47,10 @@ type schemaObject struct {
 	create  []string
 }
 
-func regclass(name string) string {
-	return "to_regclass('" + strings.ReplaceAll(name, "'", "''") + "')" // (never holds a ': validated)
-}
+func regclass(name string) string { return "to_regclass('" + name + "')" }
 
 // baseSchema is what both drivers need: the fence sequence and the boot
-// marker, whose row a crash removes (bootCheck).
+// marker (bootCheck).
 func baseSchema(n names) []schemaObject {
 	return []schemaObject{
 		{regclass(n.sequence) + " IS NOT NULL", []string{"CREATE SEQUENCE IF NOT EXISTS " + n.sequence}},
@@ -86,8 +71,7 @@ func (b *base) ensureSchema(ctx context.Context, begin func(context.Context) (pg
 			return err
 		}
 		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-		// it waits for the other drivers and the tables' locks: ctx bounds it,
-		// not the role's timeouts
+		// ctx bounds the waits for the other drivers and the tables' locks
 		if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', '0', true), set_config('statement_timeout', '0', true)"); err != nil {
 			return err
 		}
@@ -116,26 +100,26 @@ func (b *base) ensureSchema(ctx context.Context, begin func(context.Context) (pg
 	})
 }
 
-// ddlLockKey serialises the drivers' CREATE statements (any constant works:
-// a collision only makes two DDL transactions wait for each other).
+// ddlLockKey serialises the drivers' CREATE statements (a collision only
+// makes two DDL transactions wait for each other).
 const ddlLockKey int64 = 0x6d75746578667800 // "mutexfx\x00"
 
 // bootState is what a connection's bootCheck found: the server's crash
 // mark, read before the check, and whether its commits may be asynchronous
-// (guard): then the table driver's fence-taking statements compare the mark
-// (≈ 8 µs each; with synchronous commits a crash forgets no fence).
+// (guard): then the table driver's fence-taking statements compare the
+// mark (with synchronous commits a crash forgets no fence).
 type bootState struct {
 	mark  int64
 	guard bool
 }
 
 // bootGap is how far the fence sequence moves ahead after a crash: more
-// fences than a crash can forget (commits still in the WAL buffers).
+// fences than a crash can forget.
 const bootGap = 1 << 32
 
 // crashMarkSQL is the server's crash mark: when its shared statistics were
-// last reset (µs), which crash recovery does, not a clean restart; cheaper
-// than reading the marker. A manual reset only causes extra checks.
+// last reset (µs), which crash recovery does, not a clean restart. A
+// manual reset only causes extra checks.
 const crashMarkSQL = "coalesce((extract(epoch FROM pg_stat_get_bgwriter_stat_reset_time()) * 1000000)::bigint, 0)"
 
 // bootCheckSQL puts the marker's row back and, when it was missing, moves
@@ -143,21 +127,21 @@ const crashMarkSQL = "coalesce((extract(epoch FROM pg_stat_get_bgwriter_stat_res
 func bootCheckSQL(n names) string {
 	return "WITH s AS MATERIALIZED (SELECT set_config('synchronous_commit', 'on', true)), " +
 		"i AS (INSERT INTO " + n.boot + " (id) SELECT true FROM s ON CONFLICT (id) DO NOTHING RETURNING id) " +
-		fmt.Sprintf("SELECT setval('%s', %s + %d) FROM i", strings.ReplaceAll(n.sequence, "'", "''"), nextvalSQL(n), bootGap)
+		fmt.Sprintf("SELECT setval('%s', %s + %d) FROM i", n.sequence, nextvalSQL(n), bootGap)
 }
 
-// bootCheck runs bootCheckSQL once per connection (docs/postgres.md): a
-// crash empties the marker's unlogged table, so every fence taken after it
-// is taken on a connection checked after it, above those the crash made
-// the sequence forget. For connections that outlive a crash (a pooler's)
-// it returns the crash mark read before the check, which guarded
-// statements compare. It keeps its result in CustomData.
+// bootCheck runs bootCheckSQL once per connection, keeping its result in
+// CustomData (docs/postgres.md): a crash empties the marker's unlogged
+// table, so every fence taken after it is taken on a connection checked
+// after it, above those the crash made the sequence forget. Guarded
+// statements compare the crash mark it read before the check, for
+// connections that outlive a crash (a pooler's).
 func (b *base) bootCheck(ctx context.Context, c *pgconn.PgConn) (bootState, error) {
 	if bs, ok := c.CustomData()[b.bootKey].(bootState); ok {
 		return bs, nil
 	}
 	// the mark first: a crash between the two leaves a stale mark (checked
-	// again), never a stale check under a fresh mark
+	// again), not a stale check
 	rr := c.ExecParams(ctx, "SELECT "+crashMarkSQL+", current_setting('synchronous_commit') = 'off'", nil, nil, nil, nil).Read()
 	if rr.Err == nil && (len(rr.Rows) != 1 || len(rr.Rows[0]) != 2) {
 		rr.Err = fmt.Errorf("unexpected reply: %d rows", len(rr.Rows))

@@ -86,13 +86,11 @@ func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, err
 	return live, d.life.ClosedErr(err)
 }
 
-// runWaking runs a statement that frees key's row and wakes its queue's
-// head with the wake function, passing f the key to notify (NULL: none, a
-// key no NOTIFY can carry). When the server's notification queue is full
-// (SQLSTATE 54000) or the role may not run the wake function (42501), it
-// runs f again without the wake-up rather than leave the lock held; the
-// head polls. (Raised as the statement runs or commits, these leave
-// nothing committed.)
+// runWaking runs f, a statement that frees key's row and wakes its queue's
+// head, with the key to notify (NULL: none, a key no NOTIFY can carry).
+// When the notification queue is full (54000) or the role may not run the
+// wake function (42501), which leave nothing committed, it runs f again
+// without the wake-up: the head polls.
 func (d *tableDriver) runWaking(ctx context.Context, key string, f func(ctx context.Context, p querier, notified any) error) error {
 	var notified any
 	if payload(key) != "" {
@@ -203,13 +201,8 @@ func (d *tableDriver) List(ctx context.Context, prefix string) (out []drivers.Li
 
 // ServerTime returns the server's clock (µs), read on the pool.
 func (d *tableDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
-	err = d.run(ctx, func(ctx context.Context, q querier) error {
-		return q.QueryRow(ctx, serverTimeSQL).Scan(&t)
-	})
-	if err != nil {
-		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(d.life.ClosedErr(err)))
-	}
-	return t, nil
+	err = d.run(ctx, func(ctx context.Context, q querier) error { return q.QueryRow(ctx, serverTimeSQL).Scan(&t) })
+	return d.serverTime(t, err)
 }
 
 // Ping pings the server on a pooled connection; nil before the first call
@@ -223,8 +216,8 @@ func (d *tableDriver) Ping(ctx context.Context) error {
 
 // Close ends the subscriptions and the reclaimer, and closes the pool the
 // driver created (not NewWithPool's). Later calls fail with ErrClosed;
-// calls in flight when Close is done, or ctx ends, are cut. It returns
-// ctx's error when ctx ended first.
+// calls in flight when Close is done, or ctx ends (its error is
+// returned), are cut.
 func (d *tableDriver) Close(ctx context.Context) error {
 	return d.shutdown(ctx, func() {}, func(context.Context) error {
 		d.reclaim.Stop()

@@ -14,18 +14,16 @@ import (
 // attemptOpts are the ways acquireOnce tries: queue, a failed attempt
 // queues this driver in the row (or refreshes its entry); fast, try take
 // first; turn, try the turn statement first (a waiter a release woke);
-// deferQueue, a driver not queued yet does not queue while the row is free
-// for a queued driver (acquireOnce then reports deferred). arrival is the
-// server's clock (ms) at the first acquire statement of a waiting
-// acquisition, which acquireOnce sets: its queue entry's arrival.
+// deferQueue, do not queue yet while the row is free for a queued driver
+// (then reported deferred). arrival, which acquireOnce sets, is the
+// server's clock (ms) at a waiting acquisition's first acquire statement.
 type attemptOpts struct {
 	queue, fast, turn, deferQueue bool
 	arrival                       *float64
 }
 
-// take is the uncontended path: one bare UPDATE takes the row when it is
-// free and nobody queues for it (with turn: when it is this driver's turn,
-// leaving the queue); else it writes nothing and answers false.
+// take is the uncontended path: one UPDATE takes the row when it is free
+// and nobody queues for it (with turn: when it is this driver's turn).
 func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms int64, turn bool) (uint64, bool, error) {
 	var fence int64
 	var took bool
@@ -45,8 +43,8 @@ func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms i
 // acquireOnce inserts the row, or takes over a free one when no live waiter
 // queued before this driver, in one statement that returns the fence, or
 // the holder's remaining ttl. With o.fast (o.turn) it tries take (its
-// turn) first: one round trip uncontended (woken in turn), two else.
-// deferred reports an attempt that did not queue, as o.deferQueue asked.
+// turn) first. deferred reports an attempt that did not queue, as
+// o.deferQueue asked.
 func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, o *attemptOpts) (res drivers.AcquireResult, deferred bool, err error) {
 	ms, err := ttlMillis(req.TTL)
 	if err != nil {
@@ -68,8 +66,7 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 			o.arrival = &now
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
-			// the holder's row, inserted concurrently, is not in the
-			// snapshot: taken, remaining ttl unknown
+			// the holder's row, inserted concurrently, is not in the snapshot
 			res, deferred = drivers.AcquireResult{}, false
 			return nil
 		}
@@ -77,8 +74,7 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 		return err
 	})
 	if err == nil && res.Acquired && res.Fence == 0 {
-		// the row was deleted between the snapshot and the insert: the new
-		// row needs its fence
+		// the row was deleted between the snapshot and the insert
 		err = d.run(ctx, func(ctx context.Context, p querier) error {
 			fs, mark := d.fencing(p)
 			return p.QueryRow(ctx, fs.refence, append([]any{rowID(req.Key), req.Token}, mark...)...).Scan(&res.Fence)
@@ -93,8 +89,7 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 // Waiting in table mode: queued in the row, woken by a release's NOTIFY.
 const (
 	// WaitPollInterval is drivers.WaitPollInterval: how often a waiting
-	// Acquire retries when no NOTIFY wakes it, keeping its place in the
-	// row's queue.
+	// Acquire no NOTIFY wakes retries, keeping its place in the queue.
 	WaitPollInterval = drivers.WaitPollInterval
 	// WaiterLiveness is drivers.WaiterLiveness: how long a queued waiter
 	// keeps its turn without retrying.
@@ -103,10 +98,8 @@ const (
 )
 
 // queueDeferral is how long a waiting Acquire that finds the row free for a
-// queued driver puts off queueing (retrying every deferRetry): a driver
-// that released a lock and waits for it again at once would queue as the
-// next driver takes the row, making it wait for its commit. A variable for
-// the tests.
+// queued driver puts off queueing (retrying every deferRetry), not to make
+// that driver's take wait for its write. A variable for the tests.
 var queueDeferral = 10 * time.Millisecond
 
 // pollDelay is how long a waiting Acquire that no NOTIFY wakes waits
@@ -114,9 +107,8 @@ var queueDeferral = 10 * time.Millisecond
 var pollDelay = kit.PollDelay
 
 // acquireWaiting retries the acquisition, queued in the row, until it gets
-// the lock, req.Wait passes or ctx ends (then: not acquired, the last
-// result, no error). It watches for wake-ups before its first attempt, not
-// to miss a release between that attempt and the wait.
+// the lock, req.Wait passes or ctx ends (then: the last result, no error).
+// It watches for wake-ups from before its first attempt.
 func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	pace := kit.NewPacer(req.Wait)
 	defer pace.Stop()

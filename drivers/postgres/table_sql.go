@@ -16,17 +16,14 @@ type tableStatements struct {
 // fencedStatements are the table driver's statements that take a fence.
 type fencedStatements struct{ take, turn, acquire, refence, handover string }
 
-// ownChannel is the NOTIFY channel of the driver with this id: a release
-// notifies there the first live driver of the row's queue, so that its
-// listener alone wakes. Other releases notify the shared channel.
+// ownChannel is the NOTIFY channel of the driver with this id, where a
+// release wakes the head of the row's queue alone.
 func ownChannel(id string) string { return "mutexfx_" + id }
 
 // asyncHint, in a RETURNING list (evaluated only for a row the statement
-// writes, before its commit), makes the commit asynchronous. It is for the
-// writes whose loss in a crash is safe: a release (the row stays held until
-// its ttl, as a crashed holder's) and a failed attempt's queue entry (its
-// driver queues again at its next retry). A hand-off across processes then
-// waits for one WAL flush, the next holder's (bench/postgres -phases).
+// writes, before its commit), makes the commit asynchronous: for the writes
+// whose loss in a crash is safe, a release (the row stays held until its
+// ttl) and a failed attempt's queue entry (written again at its retry).
 const asyncHint = "set_config('synchronous_commit', 'off', true)"
 
 func tableSQL(n names, o Options, txnSync bool) tableStatements {
@@ -40,13 +37,13 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		synced = fmt.Sprintf("set_config('synchronous_commit', '%s', true) IS NOT NULL", o.SynchronousCommit)
 	}
 	// the RETURNING columns of a release and of an attempt: with asyncHint
-	// where commits would wait for the WAL flush (~8 µs a release)
+	// where commits would wait for the WAL flush
 	released, tookOrQueued := synced, "l.token = $3"
 	if !o.Unlogged && o.SynchronousCommit != "off" {
 		released, tookOrQueued = asyncHint+" IS NOT NULL", "CASE WHEN l.token = $3 THEN true ELSE "+asyncHint+" IS NULL END"
 	}
 	nextval := nextvalSQL(n)
-	shared := "'" + strings.Trim(n.channel, `"`) + "'" // (never holds a ': validated)
+	shared := "'" + strings.Trim(n.channel, `"`) + "'"
 	// guarded(i) is NULL, which the NOT NULL fence column refuses (writing
 	// nothing), when the server's crash mark differs from $i, the one this
 	// connection read before its bootCheck: a connection that outlived a
@@ -94,10 +91,8 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	pruned := "CASE WHEN l.queue = '{}' THEN l.queue ELSE coalesce((SELECT jsonb_object_agg(e.k, e.v) " +
 		"FROM jsonb_each(l.queue) AS e(k, v) WHERE " + live + " AND e.k <> $5::text), '{}') END"
 	// wake(i) notifies the queue's head of key $i (NULL: none) with the
-	// wake function, called only when drivers queue (an uncontended release
-	// notifies nobody): picking the head here, in a subquery, slowed every
-	// release by 10-20 µs (its plan is set up even when skipped), and
-	// notifying in a second statement delayed the hand-off by a round trip
+	// wake function, called only when drivers queue (a subquery here would
+	// be planned for every release)
 	wake := func(i int) string {
 		return fmt.Sprintf("CASE WHEN queue <> '{}' AND $%d::text IS NOT NULL THEN %s(queue, $%d::text, %d, %s) END",
 			i, n.wake, i, WaiterLiveness.Milliseconds(), shared)
@@ -109,13 +104,11 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		return fencedStatements{
 			// the uncontended path: a bare UPDATE of a free row nobody queues
 			// for (it locks only a row it changes); else acquire decides
-			// (the row's name is its key's: an existing row keeps it)
 			take: "UPDATE " + n.table + " AS l SET token = $2, fence = " + fence(4) +
 				", expires_at = " + fmt.Sprintf(ttl, 3) +
 				" WHERE l.id = $1 AND l.expires_at <= now() AND l.queue = '{}' RETURNING l.fence, " + synced,
-			// a woken waiter's turn: a bare UPDATE of a free row whose turn
-			// it is ($4: the driver, $5: the liveness), dropping its queue
-			// entry; else acquire decides
+			// a woken waiter's turn ($4: the driver, $5: the liveness),
+			// dropping its queue entry; else acquire decides
 			turn: "UPDATE " + n.table + " AS l SET token = $2, fence = " + fence(6) +
 				", expires_at = " + fmt.Sprintf(ttl, 3) + ", queue = " + turnParams.Replace(pruned) +
 				" WHERE l.id = $1 AND " + turnParams.Replace(take("l")) + " RETURNING l.fence, " + synced,
@@ -137,9 +130,8 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 				"SELECT false, 0, " + left("expires_at") + ", " + deferred("r") + " OR " + write("r") + ", " + nowMS + " FROM " + n.table +
 				" AS r WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
 			refence: "UPDATE " + n.table + " SET fence = " + fence(3) + " WHERE id = $1 AND token = $2 RETURNING fence",
-			// passes the row from $2 to $3 for $4 ms with a new fence when
-			// nobody queues for it, else releases it as release does,
-			// waking the queue's head ($5: the key, NULL: none)
+			// passes the row from $2 to $3 for $4 ms when nobody queues for
+			// it, else releases it as release does ($5 as wake's)
 			handover: "UPDATE " + n.table + " SET " +
 				"token = CASE WHEN queue = '{}' THEN $3 ELSE '' END, " +
 				"fence = CASE WHEN queue = '{}' THEN " + fence(6) + " ELSE fence END, " +
@@ -158,16 +150,14 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		renew: "WITH " + s + " UPDATE " + n.table + " AS t SET expires_at = now() + u.ttl * interval '1 millisecond' " +
 			"FROM s, unnest($1::bytea[], $2::text[], $3::bigint[]) AS u(id, token, ttl) " +
 			"WHERE t.id = u.id AND t.token = u.token AND t.expires_at > now() RETURNING t.id, t.token",
-		// the ttl left in whole µs: an interval's text form, which the
-		// simple protocol (PgBouncer set-ups) sends, follows the session's
-		// IntervalStyle, and pgx parses only the default one
+		// the ttl left in whole µs, not an interval: pgx parses only the
+		// default IntervalStyle of the simple protocol's text form
 		inspect: "SELECT token, fence, (extract(epoch FROM expires_at - now()) * 1000000)::int8 FROM " + n.table +
 			" WHERE id = $1 AND expires_at > now()",
 		list: "SELECT name, token, fence, (extract(epoch FROM expires_at - now()) * 1000000)::int8 FROM " + n.table +
 			" WHERE expires_at > now() AND token <> '' AND left(name, length($1)) = $1",
-		// deletes up to $1 free rows nobody queues for, each under its
-		// reclaim lock, exclusive, if free now; tried last (equal-cost
-		// quals keep their order): one statement holds at most $1
+		// deletes up to $1 free rows nobody queues for whose reclaim lock
+		// is free now, tried last (equal-cost quals keep their order)
 		reclaim: "DELETE FROM " + n.table + " WHERE id IN (SELECT c.id FROM " + n.table + " AS c" +
 			" WHERE c.expires_at <= now() AND c.queue = '{}' AND " + reclaimLockSQL("pg_try_advisory_xact_lock", "c.id") +
 			" LIMIT $1 FOR UPDATE SKIP LOCKED)",
@@ -232,8 +222,5 @@ func rowID(key string) []byte {
 // shownName is key as the name column shows it, for people: U+FFFD for NUL
 // and invalid bytes.
 func shownName(key string) string {
-	if isText(key) {
-		return key
-	}
 	return strings.ToValidUTF8(strings.ReplaceAll(key, "\x00", "\uFFFD"), "\uFFFD")
 }
