@@ -13,9 +13,7 @@ import (
 )
 
 // advisoryDriver keeps each lock as a session-level advisory lock on a
-// connection it pins: taken without waiting on the main session, or by a
-// wait in the server on a waiter session, which then holds it. Locks do not
-// expire; they end with their session.
+// connection it pins (ModeAdvisory): the lock ends with the connection.
 type advisoryDriver struct {
 	*base
 	sql advisoryStatements
@@ -35,17 +33,16 @@ func newAdvisory(b *base) *advisoryDriver {
 	return &advisoryDriver{base: b, sql: advisorySQL(b.names), held: map[int64]*advLock{}}
 }
 
-// Features reports session locks, with server-side waits unless
-// MaxSessions is 1, the server's clock and fences.
+// Features reports fenced session locks, waited for in the server unless MaxSessions is 1.
 func (d *advisoryDriver) Features() drivers.Features {
 	return drivers.Features{Expiring: false, ServerTime: true, Fencing: true,
 		BlockingWait: d.opts.MaxSessions > 1, Scope: "server", MinTTL: 500 * time.Millisecond}
 }
 
-// Acquire makes one attempt to take req.Key, fence included: without
-// waiting on the main session, or waiting in the server up to req.Wait on
-// a waiter session, which then holds it. Errors that retrying cannot cure
-// match drivers.ErrPermanent.
+// Acquire makes one attempt to take req.Key: without waiting on the main
+// session, or waiting in the server up to req.Wait on a waiter session,
+// which then holds it. Errors retrying cannot cure match
+// drivers.ErrPermanent.
 func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	if err := d.life.Check(ctx); err != nil {
 		return drivers.AcquireResult{}, err
@@ -60,7 +57,7 @@ func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 		d.mu.Unlock()
 		return drivers.AcquireResult{}, nil
 	}
-	l := &advLock{key: req.Key, token: req.Token, pending: true}
+	l := &advLock{key: req.Key, token: req.Token}
 	d.held[h] = l
 	d.mu.Unlock()
 
@@ -76,9 +73,8 @@ func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
 }
 
-// Release unlocks key on the session holding it for token; without
-// server-side waits (MaxSessions 1) it notifies the waiters that poll in
-// the same statement.
+// Release unlocks key on the session holding it for token; with
+// MaxSessions 1 it notifies the polling waiters in the same statement.
 func (d *advisoryDriver) Release(ctx context.Context, key, token string) (bool, error) {
 	if err := d.life.Check(ctx); err != nil {
 		return false, err
@@ -93,8 +89,7 @@ func (d *advisoryDriver) Release(ctx context.Context, key, token string) (bool, 
 
 // Handover passes the lock from token to next.Token, with a new fence, in
 // one statement that unlocks and locks again: a session waiting for it in
-// the server gets it first. Without server-side waits (MaxSessions 1) the
-// waiters poll, unseen: it releases.
+// the server gets it first. With MaxSessions 1 it releases.
 func (d *advisoryDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
 	if d.opts.MaxSessions <= 1 {
 		ok, err := d.Release(ctx, key, token)
@@ -150,7 +145,7 @@ func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 	h := advisoryKey(key)
 	d.mu.Lock()
 	l := d.held[h]
-	if l != nil && !l.pending && l.key == key && l.s != nil && !l.s.dead.Load() {
+	if l != nil && l.s != nil && l.key == key && !l.s.dead.Load() {
 		info := drivers.LockInfo{Token: l.token, Fence: l.fence}
 		d.mu.Unlock()
 		return info, true, nil
@@ -196,7 +191,7 @@ func (d *advisoryDriver) onMain(ctx context.Context, f func(s *session) error) e
 
 // Close closes the pinned sessions, freeing their locks, and ends the
 // subscriptions. Later calls fail with ErrClosed; calls in flight when
-// Close is done, or ctx ends (its error is returned), are cut.
+// Close is done, or ctx ends (its error), are cut.
 func (d *advisoryDriver) Close(ctx context.Context) error {
 	var sessions []*session
 	return d.shutdown(ctx, func() {
@@ -208,9 +203,7 @@ func (d *advisoryDriver) Close(ctx context.Context) error {
 	}, func(ctx context.Context) error {
 		var errs []error
 		for _, s := range sessions {
-			if err := s.close(ctx); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, s.close(ctx)) // (Join drops the nils)
 		}
 		d.hup.Close()
 		return errors.Join(errs...)

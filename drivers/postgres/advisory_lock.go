@@ -16,8 +16,7 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// take runs the lock statement for h and registers l, pending in d.held,
-// as the lock it took on its session.
+// take runs the lock statement for h and registers l as the lock its session took.
 func (d *advisoryDriver) take(ctx context.Context, h int64, l *advLock, req drivers.AcquireRequest) (uint64, bool, error) {
 	wait := req.Wait
 	if dl, ok := ctx.Deadline(); ok && wait > 0 {
@@ -77,14 +76,13 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, l *advLock, req driv
 	if s.dead.Load() || d.held[h] != l {
 		return 0, false, errors.New("postgres: connection lost while acquiring")
 	}
-	l.pending, l.fence, l.s = false, uint64(fence), s
+	l.fence, l.s = uint64(fence), s
 	s.locks[h] = l
 	return uint64(fence), true, nil
 }
 
 // identify ends s's application_name with the identity of the token it
-// takes a lock for (sqlkit.Identity), for Inspect in other sessions: all of
-// a session's locks show its last acquisition's identity.
+// takes a lock for (sqlkit.Identity), which Inspect shows for its locks.
 func (d *advisoryDriver) identify(ctx context.Context, s *session, token string) error {
 	id := sqlkit.Identity(token, maxIdentity)
 	if id == s.ident {
@@ -99,8 +97,7 @@ func (d *advisoryDriver) identify(ctx context.Context, s *session, token string)
 }
 
 // failed restores s after a failed lock statement, which may have taken
-// the lock (session locks survive the rollback): it unlocks h, or closes s
-// (a waiter session holding nothing else, or when that fails).
+// the lock: it unlocks h, or closes s (idle, or when that fails).
 func (d *advisoryDriver) failed(ctx context.Context, s *session, h int64) {
 	if d.settle(s) {
 		return
@@ -131,9 +128,8 @@ func (d *advisoryDriver) drop(ctx context.Context, s *session, h int64) bool {
 }
 
 // releaseSlot takes s's slot for a release or a handover, and returns the
-// statement's context and the slot's release. An advisory lock never
-// expires, so a release outlives ctx by up to StallTimeout; failing that,
-// it closes the connection, which frees its locks.
+// statement's context, which outlives ctx by up to StallTimeout (failing
+// that, it closes the connection, freeing its locks), and the slot's release.
 func (d *advisoryDriver) releaseSlot(ctx context.Context, s *session) (context.Context, func(), error) {
 	if s.lock(ctx) == nil {
 		return ctx, s.unlock, nil
@@ -154,16 +150,15 @@ func (d *advisoryDriver) ownLock(key, token string) (int64, *advLock) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.held[h]
-	if l == nil || l.pending || l.key != key || l.token != token || l.s == nil || l.s.dead.Load() {
+	if l == nil || l.s == nil || l.key != key || l.token != token || l.s.dead.Load() {
 		return h, nil
 	}
 	return h, l
 }
 
 // unlock runs stmt, a release or a handover, on the session holding key
-// for token, and returns 0 when token did not hold key; 1 for a release;
-// for a handover the new fence (the lock kept, for next) or -1 (a waiting
-// session took it).
+// for token: 0 when token did not hold key; 1 for a release; for a handover
+// the new fence (the lock kept, for next) or -1 (a waiting session took it).
 func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt string, args ...any) (int64, error) {
 	h, l := d.ownLock(key, token)
 	if l == nil {
@@ -230,9 +225,7 @@ func advisorySQL(n names) advisoryStatements {
 	nextval := nextvalSQL(n)
 	notify := fmt.Sprintf("CASE WHEN octet_length($2) BETWEEN 1 AND %d THEN pg_notify('%s', $2) END",
 		maxPayload, strings.Trim(n.channel, `"`))
-	// pg_locks shows the one-bigint form as classid (high), objid (low),
-	// objsubid 1
-	const lockKey = "((classid::bigint << 32) | objid::bigint)"
+	const lockKey = "((classid::bigint << 32) | objid::bigint)" // pg_locks' form of a bigint key (objsubid 1)
 	const advisory = "FROM pg_locks AS l WHERE locktype = 'advisory' AND objsubid = 1 AND granted"
 	const own = advisory + " AND l.pid = pg_backend_pid()"
 	return advisoryStatements{
@@ -251,8 +244,7 @@ func advisorySQL(n names) advisoryStatements {
 			"SELECT CASE WHEN NOT ok THEN 0 WHEN pg_try_advisory_lock($1) THEN " + nextval + " ELSE -1 END FROM u",
 		heldKeys: "SELECT " + lockKey + " " + own,
 		heldKey:  "SELECT EXISTS (SELECT 1 " + own + " AND " + lockKey + " = $1)",
-		// the holding session's identity (identify), one row when the
-		// lock is held in this database
+		// the holder's identity (identify), when held in this database
 		holder: "SELECT coalesce((SELECT substring(a.application_name FROM '(~[^~]*~[^~]*~[0-9]+)$') " +
 			"FROM pg_stat_activity AS a WHERE a.pid = l.pid), '') " +
 			advisory + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND " +
@@ -262,7 +254,7 @@ func advisorySQL(n names) advisoryStatements {
 }
 
 // advisoryKey is the advisory lock key of a lock key: the first 8 bytes of
-// its SHA-256 (two keys with the same hash exclude each other, no worse).
+// its SHA-256 (keys with the same hash exclude each other).
 func advisoryKey(key string) int64 {
 	sum := sha256.Sum256([]byte(key))
 	return int64(binary.BigEndian.Uint64(sum[:8]))

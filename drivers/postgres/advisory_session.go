@@ -19,22 +19,19 @@ import (
 )
 
 // session is a connection the advisory driver pins for its locks, which
-// end with it. Its statements run one at a time (slot).
-//
-// The hang-up watch (package hangup) reports its locks lost as soon as the
-// server ends it. While no statement runs, the watch also reads the first
-// byte the server sends unasked: a terminated backend sends its FATAL
-// ErrorResponse ('E') before it releases its locks, and closes the socket
-// only after, so that byte is the one signal that comes before another
-// session can be granted them. While a statement runs (its reply would
-// wake the watch), it watches for hang-ups only.
+// end with it. Its statements run one at a time (slot). The hang-up watch
+// (package hangup) reports its locks lost as soon as the server ends it.
+// While no statement runs, it also peeks at the first byte the server
+// sends unasked: a terminated backend sends its FATAL ErrorResponse ('E')
+// before it releases its locks, the one signal that comes before another
+// session can be granted them.
 type session struct {
 	conn   *pgx.Conn
 	slot   sqlkit.Slot // held while a statement runs
 	waiter bool        // may run blocking waits (not the main session)
 	ident  string      // what identify set (guarded by slot)
 
-	hup    hangup.Conn // watched by the driver's; no socket: not (probes find the break)
+	hup    hangup.Conn // watched by the driver's
 	hungUp func()      // what hup calls: breaks s, then reaps it
 
 	locks     map[int64]*advLock // guarded by the driver's mu
@@ -42,12 +39,11 @@ type session struct {
 	closeOnce sync.Once
 }
 
-// advLock is an advisory lock this driver holds, or is taking (pending).
+// advLock is an advisory lock this driver holds, or is taking (no s yet).
 type advLock struct {
 	key, token string
 	fence      uint64
 	s          *session
-	pending    bool
 }
 
 func (s *session) lock(ctx context.Context) error {
@@ -77,8 +73,7 @@ func (s *session) unlock() {
 	}
 }
 
-// reap closes a dead session's connection unless a statement runs on it
-// (whose unlock then does).
+// reap closes a dead session's connection unless a statement runs on it.
 func (s *session) reap() {
 	if s.slot.TryLock() {
 		_ = s.closeConn(context.Background())
@@ -99,9 +94,8 @@ func (s *session) cut() {
 	s.closeOnce.Do(func() { _ = s.conn.PgConn().Conn().Close() })
 }
 
-// dial opens a pinned connection. A ctx ending during a statement makes pgx
-// ask the server to cancel it, and close the connection only StallTimeout
-// later: a caller's deadline does not drop every lock.
+// dial opens a pinned connection: when a statement's ctx ends, pgx cancels
+// it and closes the connection (its locks lost) only StallTimeout later.
 func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error) {
 	// a dial on a stalled link ends with the life (NewWithPool: no lifeDial)
 	ctx, stop := d.life.Bind(ctx)
@@ -138,15 +132,13 @@ func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error
 	return s, nil
 }
 
-// broken marks s dead: its locks are lost, reported to the subscribers.
-// Idempotent.
+// broken marks s dead, its locks lost, reported to the subscribers.
 func (d *advisoryDriver) broken(s *session) {
 	d.mu.Lock()
-	if s.dead.Load() {
+	if s.dead.Swap(true) {
 		d.mu.Unlock()
 		return
 	}
-	s.dead.Store(true)
 	if d.main == s {
 		d.main = nil
 	}
@@ -224,9 +216,6 @@ func (d *advisoryDriver) mainSession(ctx context.Context) (*session, error) {
 	}
 }
 
-// waiterRedial is how long no waiter session is opened after one failed to.
-const waiterRedial = time.Second
-
 // waiterSession returns, slot taken, a session holding no lock for a
 // blocking wait; nil when all MaxSessions are in use or none opens now.
 func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
@@ -236,7 +225,7 @@ func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 		return nil, ErrClosed
 	}
 	for _, s := range d.waiters {
-		if len(s.locks) == 0 && !s.dead.Load() && s.slot.TryLock() {
+		if len(s.locks) == 0 && s.slot.TryLock() { // (broken removed the dead ones)
 			s.busy()
 			d.mu.Unlock()
 			return s, nil
@@ -252,10 +241,9 @@ func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 	d.mu.Lock()
 	d.dialing--
 	if err != nil && ctx.Err() == nil {
-		// refused (max_connections, the role's limit) or failed: callers
-		// make one attempt on the main session, then the component
-		// retries, rather than fail
-		d.noDial = time.Now().Add(waiterRedial)
+		// refused (max_connections, the role's limit) or failed: for a
+		// second, callers make one attempt on the main session instead
+		d.noDial = time.Now().Add(time.Second)
 		err = nil
 	}
 	d.mu.Unlock()
@@ -287,8 +275,4 @@ func (d *advisoryDriver) adopt(ctx context.Context, s *session) bool {
 	return true
 }
 
-func (d *advisoryDriver) alive(s *session) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return !s.dead.Load() && !d.life.Closed()
-}
+func (d *advisoryDriver) alive(s *session) bool { return !s.dead.Load() && !d.life.Closed() }

@@ -169,16 +169,14 @@ var parseParams = []string{"connect_timeout", "target_session_attrs", "min_proto
 	"pool_max_conn_lifetime_jitter", "pool_max_conn_lifetime", "pool_max_conn_idle_time", "pool_max_conns",
 	"pool_min_idle_conns", "pool_min_conns", "pool_health_check_period", "pool_ping_timeout"}
 
-// connKeys are the query parameters pgx reads itself (none of them a
-// runtime parameter).
+// connKeys are the query parameters pgx reads itself (not runtime ones).
 var connKeys = append([]string{"host", "port", "dbname", "database", "user", "password", "passfile", "sslmode", "sslkey",
 	"sslcert", "sslcertmode", "sslrootcert", "sslnegotiation", "sslpassword", "sslsni", "krbspn", "krbsrvname", "service", "servicefile"},
 	parseParams...)
 
 // connError is an error about the connection string at key: "url", or ""
-// (the driver block) when only the PG* environment variables and the
-// service file were parsed. It never quotes the string, nor any part of
-// it: which part is the password depends on the parser.
+// when only the PG* environment variables and the service file were
+// parsed. It never quotes the string, nor any part of it.
 func connError(key, format string, args ...any) error {
 	if key == "" {
 		return drivers.OptionErrorf("", format+" (in the PG* environment variables or the service file)", args...)
@@ -223,8 +221,7 @@ func redactURL(raw string) string {
 			case strings.Contains(name, "pass") || strings.Contains(name, "secret") || strings.Contains(name, "token"):
 				pairs[i], afterPW = k+"="+redact.Mask, true
 			case afterPW && !slices.Contains(connKeys, name):
-				// a runtime parameter, or the rest of a password with an
-				// unencoded &
+				// a runtime parameter, or the rest of a password after an &
 				pairs[i] = redact.Mask + "=" + redact.Mask
 			}
 		}
@@ -235,11 +232,9 @@ func redactURL(raw string) string {
 
 // hideRefusedParams wraps next, the connection's PgError handler, to
 // replace the text of a FATAL error refusing a runtime parameter at
-// startup (refusesParam). The server quotes the parameter's name or value,
-// which may be a piece of the password: pgx reads the rest of an unquoted
-// key=value password after a space or a stray ' as parameters, and so the
-// rest of a query's password after an unencoded &. The SQLSTATE stays; the
-// message names key and no parameter.
+// startup (refusesParam), which quotes its name or value: a piece of the
+// password when pgx read it as parameters (after a space or a stray ' in a
+// key=value password, after an unencoded & in a query's). The SQLSTATE stays.
 func hideRefusedParams(next pgconn.PgErrorHandler, key string, params map[string]string) pgconn.PgErrorHandler {
 	where := cmp.Or(key, "the PG* environment variables or the service file")
 	return func(c *pgconn.PgConn, pe *pgconn.PgError) bool {
@@ -251,10 +246,9 @@ func hideRefusedParams(next pgconn.PgErrorHandler, key string, params map[string
 					"); its name and value are not shown, as they may be pieces of a password: quote a key=value password " +
 					`holding a space or ' in single quotes (escaping ' and \ as \' and \\), ` +
 					"and percent-encode an & in a URL's password as %26"}
-			// Closed here (false), not by next (pgx's, always set by
-			// ParseConfig): pgconn rebuilds the error from the raw message
-			// when a handler keeps the connection, which pgx's does for a
-			// FATAL whose severity is translated.
+			// closed here, not by next (pgx's, always set): pgconn rebuilds
+			// the error from the raw message when a handler keeps the
+			// connection, as pgx's does for a FATAL whose severity is translated
 			next(c, pe)
 			return false
 		}

@@ -83,9 +83,8 @@ func open(opts Options, pool *pgxpool.Pool) (Driver, error) {
 
 // Factory returns the "postgres" driver factory. Its configuration keys are
 // Options' koanf tags; with driver.client naming a *pgxpool.Pool, the
-// connection keys must be absent. Each invalid option is a *config.Error at
-// its full key path ("mutex.orders.driver.mode: ...") that also wraps
-// ErrOptions, as the errors of New do.
+// connection keys must be absent. An invalid option is a *config.Error at
+// its full key path that wraps ErrOptions.
 func Factory() drivers.Factory {
 	f := kit.NewFactory("a *pgxpool.Pool", New, NewWithPool)
 	f.ConnectionKeys, f.ClientOptions = connectionKeys, "the pool's own configuration applies"
@@ -114,9 +113,8 @@ type base struct {
 	listener  sync.WaitGroup // the LISTEN goroutine, until Close starts
 	channels  []string       // what the LISTEN connection listens on
 
-	// Close waits neither for a statement stuck on a stalled link nor for
-	// pgx cancelling one: statements end with the life (life.Bind), and
-	// the owned pool's connections close with it (lifeDial, conns).
+	// Close waits for no stalled link: statements end with the life
+	// (life.Bind), and so do the owned pool's connections (lifeDial, conns)
 	life  sqlkit.Life
 	conns sqlkit.Conns
 }
@@ -141,8 +139,7 @@ func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
 	}
 }
 
-// serverTime is ServerTime's answer: t, or err as ClosedErr and permanent
-// mark it.
+// serverTime returns ServerTime's result for t and err.
 func (b *base) serverTime(t time.Time, err error) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("postgres: server time: %w", permanent(b.life.ClosedErr(err)))
@@ -167,13 +164,12 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 
 // Subscribe calls fn with a Released event for every release notified on
 // the channel (by any driver on the database) or, in table mode, on the
-// driver's own (where a release notifies the first driver queued for the
-// row), and a Lost event for every advisory lock whose connection broke.
-// The LISTEN connection is opened in the background and reopened after a
-// failure: Subscribe never fails for an unreachable server or a pooler
-// refusing LISTEN (waiters then poll). Keys longer than 7999 bytes are
-// released unnotified; in advisory mode only with MaxSessions 1 do
-// releases notify (otherwise waiters wait in the server).
+// driver's own, and a Lost event for every advisory lock whose connection
+// broke. The LISTEN connection is opened in the background and reopened
+// after a failure: Subscribe never fails for an unreachable server or a
+// pooler refusing LISTEN (waiters then poll). Keys longer than 7999 bytes
+// are released unnotified; in advisory mode only with MaxSessions 1 do
+// releases notify.
 func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -185,9 +181,8 @@ func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 	return func() { remove() }, nil
 }
 
-// startListenerLocked starts, with b.mu held, the LISTEN goroutine unless
-// it runs or the driver is closed. It reconnects with backoff.Default
-// (reset after a connection that lasted a minute) until Close starts.
+// startListenerLocked starts, with b.mu held, the LISTEN goroutine, which
+// reconnects with backoff.Default until Close starts.
 func (b *base) startListenerLocked() {
 	if b.life.Closed() || b.listening {
 		return

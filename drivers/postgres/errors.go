@@ -34,11 +34,9 @@ func permanent(err error) error {
 
 // retry runs f until it succeeds or fails for good, pausing 1 ms doubling
 // to 32 ms between attempts. Conflicts (a serialization failure, a
-// deadlock, a lock timeout: contended statements under a default isolation
-// of serializable or repeatable read, or a short lock_timeout) are retried
-// for up to 5 s; failures before the statement could run (nothing sent
-// yet, or the backend terminated: shutdown, crash recovery, starting up,
-// as a pool hands out connections whose backend ended) and a statement
+// deadlock, a lock timeout) are retried for up to 5 s; failures before the
+// statement could run (nothing sent yet, or the backend terminated, as a
+// pool hands out connections whose backend ended) and a statement
 // cancelledByOthers five times.
 func retry(ctx context.Context, f func() error) error {
 	until := time.Now().Add(5 * time.Second)
@@ -52,10 +50,9 @@ func retry(ctx context.Context, f func() error) error {
 }
 
 // cancelledByOthers reports a statement the server cancelled (57014) while
-// ctx lives: not this driver's cancel. PostgreSQL reports so a lock timeout
-// that fired as its wait was granted when the statement then waits for a
-// second lock; an operator's pg_cancel_backend looks the same. The
-// statement was rolled back: it can run again.
+// ctx lives: not this driver's cancel, but a lock timeout that fired as its
+// wait was granted, or an operator's pg_cancel_backend. The statement was
+// rolled back: it can run again.
 func cancelledByOthers(ctx context.Context, err error) bool {
 	return sqlState(err) == "57014" && ctx.Err() == nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/url"
 	"reflect"
 	"regexp"
 	"slices"
@@ -59,8 +58,7 @@ type Options struct {
 	Database string `koanf:"database"`
 	// Username is the role to connect as. Default: the OS user (libpq's).
 	Username string `koanf:"username"`
-	// Password is the role's password. Never logged nor put in errors.
-	// Default: none.
+	// Password is the role's password, never logged nor put in errors.
 	Password string `koanf:"password"`
 	// SSLMode is libpq's sslmode (disable, allow, prefer, require,
 	// verify-ca, verify-full). Only without URL (put it in the URL then).
@@ -74,8 +72,7 @@ type Options struct {
 	Mode string `koanf:"mode"`
 	// Table is the lock table (table mode), optionally schema-qualified
 	// ("locks.mutex"), each part [A-Za-z_][A-Za-z0-9_]*, used quoted. The
-	// fence sequence (both modes) is its name + "_fence".
-	// Default: "mutexfx_locks".
+	// fence sequence (both modes) is its name + "_fence". Default: "mutexfx_locks".
 	Table string `koanf:"table"`
 	// Channel is the LISTEN/NOTIFY channel for wake-ups; same rules as a
 	// table name part. Default: "mutexfx".
@@ -110,8 +107,7 @@ type Options struct {
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// parseIdent checks an identifier, schema-qualified if qualified, and
-// returns its parts.
+// parseIdent checks an identifier, schema-qualified if qualified.
 func parseIdent(s string, qualified bool, maxLen int) (pgx.Identifier, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) > 2 || (!qualified && len(parts) > 1) {
@@ -135,13 +131,11 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// names are the SQL identifiers the driver uses, quoted; boot is the boot
-// marker (bootCheck). Only validate makes them: holding no ', they go into
-// SQL string literals as they are.
+// names are the SQL identifiers the driver uses, quoted (boot: bootCheck's
+// marker). Only validate makes them: holding no ', they go in SQL literals.
 type names struct{ table, sequence, channel, boot, wake string }
 
-// validate checks the options but the connection ones and derives the
-// names.
+// validate checks the options but the connection ones and derives the names.
 func (o Options) validate() (names, error) {
 	var n names
 	if o.Mode != ModeAdvisory && o.Mode != ModeTable {
@@ -179,8 +173,7 @@ func (o Options) validate() (names, error) {
 	return names{table.Sanitize(), suffixed("_fence"), ch.Sanitize(), suffixed("_boot"), suffixed("_wake")}, nil
 }
 
-// poolConfig builds the connection configuration without connecting. Its
-// errors never quote the URL.
+// poolConfig builds the connection configuration. Its errors never quote the URL.
 func (o Options) poolConfig() (*pgxpool.Config, error) {
 	if !slices.Contains([]string{"", "disable", "allow", "prefer", "require", "verify-ca", "verify-full"}, o.SSLMode) {
 		return nil, drivers.OptionErrorf("sslMode", "must be disable, allow, prefer, require, verify-ca or verify-full, not %q", o.SSLMode)
@@ -194,7 +187,7 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 	conn, key := o.URL, "url"
 	switch {
 	case conn == "":
-		conn, key = "postgres://localhost:5432?sslmode="+url.QueryEscape(cmp.Or(o.SSLMode, "prefer")), ""
+		conn, key = "postgres://localhost:5432?sslmode="+cmp.Or(o.SSLMode, "prefer"), "" // (validated)
 	case o.SSLMode != "":
 		return nil, drivers.OptionErrorf("sslMode", "not allowed with url (set sslmode in the url)")
 	default:
@@ -238,8 +231,8 @@ func (o Options) redacted() Options {
 	return o
 }
 
-// printed is the options as they print, with the password as xxxxx when
-// set and the URL as redactURL shows it.
+// printed is the options as they print: the password as xxxxx when set,
+// the URL as redactURL shows it.
 func (o Options) printed() redact.Value {
 	return redact.Value{Name: "postgres.Options", Plain: plainOptions(o.redacted())}
 }
@@ -250,8 +243,7 @@ func (o Options) String() string { return o.printed().String() }
 // GoString describes the options, secrets redacted, as %#v would.
 func (o Options) GoString() string { return o.printed().GoString() }
 
-// Format prints the options as String does (GoString for %#v): see
-// redact.Format for the verbs fmt does not pass to it.
+// Format prints the options as String does (GoString for %#v).
 func (o Options) Format(f fmt.State, verb rune) { o.printed().Format(f, verb) }
 
 // MarshalJSON gives the options' JSON form, secrets redacted: the

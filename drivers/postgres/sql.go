@@ -12,11 +12,10 @@ import (
 )
 
 // sessionSetup pins, on the driver's own connections (not pooled ones: a
-// pooler may share their sessions), the settings their locks depend on: no
+// pooler may share their sessions), what their locks depend on: no
 // statement or idle timeouts (ctx, lock_timeout and StallTimeout bound
-// statements; an idle advisory session keeps its locks), TCP keepalives
-// and tcp_user_timeout (a vanished holder loses its locks within about
-// 30 s). Settings the server does not know are skipped.
+// statements), TCP keepalives and tcp_user_timeout (a vanished holder loses
+// its locks within about 30 s). Settings the server lacks are skipped.
 const sessionSetup = "SELECT count(set_config(name, value, false)) FROM (VALUES " +
 	"('statement_timeout', '0'), ('idle_session_timeout', '0'), ('idle_in_transaction_session_timeout', '0'), " +
 	"('tcp_keepalives_idle', '10'), ('tcp_keepalives_interval', '5'), ('tcp_keepalives_count', '3'), " +
@@ -30,9 +29,8 @@ func nextvalSQL(n names) string { return "nextval('" + n.sequence + "')" }
 // maxPayload is the longest NOTIFY payload (PostgreSQL refuses 8000 bytes).
 const maxPayload = 7999
 
-// payload is the NOTIFY payload for key: the key, or "" (no wake-up: its
-// waiters poll) when it is too long or not PostgreSQL text (valid UTF-8
-// without NUL).
+// payload is the NOTIFY payload for key: the key, or "" (its waiters poll)
+// when it is too long or not valid UTF-8 without NUL.
 func payload(key string) string {
 	if len(key) > maxPayload || !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0 {
 		return ""
@@ -62,8 +60,8 @@ func baseSchema(n names) []schemaObject {
 }
 
 // ensureSchema creates the missing objects of b.schema (only those: a role
-// may use them without the right to create them), once per driver,
-// serialised between drivers by a transaction-level advisory lock.
+// may use them without the right to create them), one driver at a time
+// (ddlLockKey).
 func (b *base) ensureSchema(ctx context.Context, begin func(context.Context) (pgx.Tx, error)) error {
 	return b.ddl.Ensure(ctx, func(ctx context.Context) error {
 		tx, err := begin(ctx)
@@ -100,26 +98,24 @@ func (b *base) ensureSchema(ctx context.Context, begin func(context.Context) (pg
 	})
 }
 
-// ddlLockKey serialises the drivers' CREATE statements (a collision only
-// makes two DDL transactions wait for each other).
+// ddlLockKey serialises the drivers' CREATE statements.
 const ddlLockKey int64 = 0x6d75746578667800 // "mutexfx\x00"
 
 // bootState is what a connection's bootCheck found: the server's crash
 // mark, read before the check, and whether its commits may be asynchronous
-// (guard): then the table driver's fence-taking statements compare the
-// mark (with synchronous commits a crash forgets no fence).
+// (guard): then the table driver's fence-taking statements compare it.
 type bootState struct {
 	mark  int64
 	guard bool
 }
 
-// bootGap is how far the fence sequence moves ahead after a crash: more
-// fences than a crash can forget.
+// bootGap is how far the fence sequence moves ahead after a crash: past any
+// fence it forgot.
 const bootGap = 1 << 32
 
 // crashMarkSQL is the server's crash mark: when its shared statistics were
-// last reset (µs), which crash recovery does, not a clean restart. A
-// manual reset only causes extra checks.
+// last reset (µs), by crash recovery, not a clean restart (by hand: extra
+// checks only).
 const crashMarkSQL = "coalesce((extract(epoch FROM pg_stat_get_bgwriter_stat_reset_time()) * 1000000)::bigint, 0)"
 
 // bootCheckSQL puts the marker's row back and, when it was missing, moves
@@ -133,15 +129,13 @@ func bootCheckSQL(n names) string {
 // bootCheck runs bootCheckSQL once per connection, keeping its result in
 // CustomData (docs/postgres.md): a crash empties the marker's unlogged
 // table, so every fence taken after it is taken on a connection checked
-// after it, above those the crash made the sequence forget. Guarded
-// statements compare the crash mark it read before the check, for
-// connections that outlive a crash (a pooler's).
+// after it, above those the crash made the sequence forget.
 func (b *base) bootCheck(ctx context.Context, c *pgconn.PgConn) (bootState, error) {
 	if bs, ok := c.CustomData()[b.bootKey].(bootState); ok {
 		return bs, nil
 	}
-	// the mark first: a crash between the two leaves a stale mark (checked
-	// again), not a stale check
+	// the mark first: a crash between the two leaves a stale mark, not a
+	// stale check
 	rr := c.ExecParams(ctx, "SELECT "+crashMarkSQL+", current_setting('synchronous_commit') = 'off'", nil, nil, nil, nil).Read()
 	if rr.Err == nil && (len(rr.Rows) != 1 || len(rr.Rows[0]) != 2) {
 		rr.Err = fmt.Errorf("unexpected reply: %d rows", len(rr.Rows))

@@ -21,16 +21,15 @@ import (
 
 var _ drivers.Lister = (*tableDriver)(nil) // a capability of table mode only
 
-// ErrTTL is returned when an acquisition or extension in table mode asks for
-// a ttl below one millisecond.
+// ErrTTL is returned when a table mode acquisition or extension asks for a
+// ttl below one millisecond.
 var ErrTTL = errors.New("postgres: ttl must be at least 1ms")
 
 // maxRenewBatch is the largest number of leases renewed by one statement.
 const maxRenewBatch = 10000
 
 // tableDriver keeps each lock as a row with an expiry in the server's
-// clock, its waiters queued in the row and woken by NOTIFY, on a pool: its
-// own, or the application's.
+// clock (ModeTable), its waiters queued in the row and woken by NOTIFY.
 type tableDriver struct {
 	*base
 	sql tableStatements
@@ -51,15 +50,13 @@ func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool) *tableDriver {
 	return d
 }
 
-// Features reports expiring locks with waits queued in the row, the
-// server's clock and fences.
+// Features reports expiring, fenced locks with waits queued in the row.
 func (d *tableDriver) Features() drivers.Features {
 	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server", MinTTL: 500 * time.Millisecond}
 }
 
 // Acquire takes the lock in one statement; with req.Wait it waits for its
-// turn (acquireWaiting). Errors that retrying cannot cure match
-// drivers.ErrPermanent.
+// turn. Errors retrying cannot cure match drivers.ErrPermanent.
 func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
 	if err := d.life.Check(ctx); err != nil {
 		return drivers.AcquireResult{}, err
@@ -73,10 +70,8 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 	return res, permanent(d.life.ClosedErr(err))
 }
 
-// Release marks the row free if token holds it and, in the same
-// statement, notifies the first live driver queued for it, if any (the
-// wake function). The row is kept for the next acquisition's one UPDATE;
-// the reclaimer deletes it later.
+// Release marks the row free if token holds it and, in the same statement,
+// wakes the head of its queue. The reclaimer deletes the row later.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
 	var live bool
 	err := d.runWaking(ctx, key, func(ctx context.Context, p querier, notified any) error {
@@ -87,10 +82,9 @@ func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, err
 }
 
 // runWaking runs f, a statement that frees key's row and wakes its queue's
-// head, with the key to notify (NULL: none, a key no NOTIFY can carry).
-// When the notification queue is full (54000) or the role may not run the
-// wake function (42501), which leave nothing committed, it runs f again
-// without the wake-up: the head polls.
+// head, with the key to notify (NULL: none). When the notification queue
+// is full (54000) or the role may not run the wake function (42501), which
+// leave nothing committed, it runs f again without the wake-up.
 func (d *tableDriver) runWaking(ctx context.Context, key string, f func(ctx context.Context, p querier, notified any) error) error {
 	var notified any
 	if payload(key) != "" {
@@ -144,9 +138,10 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 		bid, btok, bttl := make([][]byte, len(batch)), make([]string, len(batch)), make([]int64, len(batch))
 		err := checked
 		for j, i := range batch {
-			var terr error
-			bttl[j], terr = ttlMillis(leases[i].TTL)
-			bid[j], btok[j], err = ids[i], leases[i].Token, cmp.Or(err, terr)
+			bid[j], btok[j], bttl[j] = ids[i], leases[i].Token, leases[i].TTL.Milliseconds()
+			if bttl[j] < 1 {
+				err = cmp.Or(err, ErrTTL)
+			}
 		}
 		renewed := map[string]bool{}
 		if err == nil {
@@ -216,8 +211,7 @@ func (d *tableDriver) Ping(ctx context.Context) error {
 
 // Close ends the subscriptions and the reclaimer, and closes the pool the
 // driver created (not NewWithPool's). Later calls fail with ErrClosed;
-// calls in flight when Close is done, or ctx ends (its error is
-// returned), are cut.
+// calls in flight when Close is done, or ctx ends (its error), are cut.
 func (d *tableDriver) Close(ctx context.Context) error {
 	return d.shutdown(ctx, func() {}, func(context.Context) error {
 		d.reclaim.Stop()
@@ -238,8 +232,7 @@ func ignoreNoRows(err error) error {
 }
 
 // Handover passes key from token to next.Token in one statement when no
-// driver queues for it; else the statement releases key as Release does,
-// waking the queue's head.
+// driver queues for it; else it releases key as Release does.
 func (d *tableDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
 	ms, err := ttlMillis(next.TTL)
 	if err != nil {

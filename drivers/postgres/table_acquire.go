@@ -24,10 +24,8 @@ type attemptOpts struct {
 
 // take is the uncontended path: one UPDATE takes the row when it is free
 // and nobody queues for it (with turn: when it is this driver's turn).
-func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms int64, turn bool) (uint64, bool, error) {
-	var fence int64
-	var took bool
-	err := d.run(ctx, func(ctx context.Context, p querier) error {
+func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms int64, turn bool) (fence uint64, took bool, err error) {
+	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		fs, mark := d.fencing(p)
 		q, args := fs.take, []any{rowID(req.Key), req.Token, ms}
 		if turn {
@@ -37,14 +35,12 @@ func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms i
 		took = err == nil
 		return ignoreNoRows(err)
 	})
-	return uint64(fence), took, err
+	return fence, took, err
 }
 
 // acquireOnce inserts the row, or takes over a free one when no live waiter
-// queued before this driver, in one statement that returns the fence, or
-// the holder's remaining ttl. With o.fast (o.turn) it tries take (its
-// turn) first. deferred reports an attempt that did not queue, as
-// o.deferQueue asked.
+// queued before this driver, in one statement that returns the fence or
+// the holder's remaining ttl, after take when o.fast or o.turn.
 func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, o *attemptOpts) (res drivers.AcquireResult, deferred bool, err error) {
 	ms, err := ttlMillis(req.TTL)
 	if err != nil {
@@ -89,7 +85,7 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 // Waiting in table mode: queued in the row, woken by a release's NOTIFY.
 const (
 	// WaitPollInterval is drivers.WaitPollInterval: how often a waiting
-	// Acquire no NOTIFY wakes retries, keeping its place in the queue.
+	// Acquire that no NOTIFY wakes retries, keeping its place in the queue.
 	WaitPollInterval = drivers.WaitPollInterval
 	// WaiterLiveness is drivers.WaiterLiveness: how long a queued waiter
 	// keeps its turn without retrying.
@@ -98,21 +94,18 @@ const (
 )
 
 // queueDeferral is how long a waiting Acquire that finds the row free for a
-// queued driver puts off queueing (retrying every deferRetry), not to make
-// that driver's take wait for its write. A variable for the tests.
+// queued driver puts off queueing, retrying every deferRetry (tests vary it).
 var queueDeferral = 10 * time.Millisecond
 
-// pollDelay is how long a waiting Acquire that no NOTIFY wakes waits
-// before its next attempt (kit.PollDelay). A variable for the tests.
+// pollDelay is kit.PollDelay, a variable for the tests.
 var pollDelay = kit.PollDelay
 
 // acquireWaiting retries the acquisition, queued in the row, until it gets
 // the lock, req.Wait passes or ctx ends (then: the last result, no error).
-// It watches for wake-ups from before its first attempt.
 func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	pace := kit.NewPacer(req.Wait)
 	defer pace.Stop()
-	wake, unwatch := d.watch(req.Key)
+	wake, unwatch := d.watch(req.Key) // before the first attempt: no release missed
 	defer unwatch()
 	deferUntil := time.Now().Add(queueDeferral)
 	woken := false
@@ -143,8 +136,7 @@ func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireReq
 	}
 }
 
-// watch returns a channel that a release of key heard wakes, and its
-// removal; the driver listens from then.
+// watch returns a channel that a release of key heard wakes, and its removal.
 func (d *tableDriver) watch(key string) (<-chan struct{}, func() bool) {
 	wake := make(chan struct{}, 1)
 	d.mu.Lock()

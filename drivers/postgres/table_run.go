@@ -11,15 +11,13 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// querier runs the table statements: a pooled connection bootCheck
-// passed, and what it found.
+// querier runs the table statements: a pooled connection bootCheck passed (b).
 type querier struct {
 	*pgxpool.Conn
 	b bootState
 }
 
-// getPool returns the pool, creating the owned one (connecting nothing) at
-// first use.
+// getPool returns the pool, creating the owned one at first use.
 func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 	d.poolMu.Lock()
 	defer d.poolMu.Unlock()
@@ -37,9 +35,8 @@ func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 	return p, nil
 }
 
-// run runs f on a pooled connection, with the schema in place, retrying,
-// and recreating the schema once if it was dropped. It fails with ctx's
-// error or ErrClosed (sqlkit.Life.Check) before it starts; Close cuts it.
+// run runs f on a pooled connection, with the schema in place (recreated
+// once if it was dropped), retrying. Close cuts it.
 func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q querier) error) error {
 	if err := d.life.Check(ctx); err != nil {
 		return err
@@ -66,11 +63,12 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 				if err != nil {
 					return err
 				}
-				if err = f(ctx, querier{c, b}); checked || !crashedSince(err) {
+				var pe *pgconn.PgError
+				if err = f(ctx, querier{c, b}); checked || !errors.As(err, &pe) || pe.Code != "23502" || pe.ColumnName != "fence" {
 					return err
 				}
-				// a crash since this connection's check (a pooler's):
-				// check again, then take the fence
+				// a guarded fence was NULL: the crash mark changed since this
+				// connection's check; check again
 				delete(pc.CustomData(), d.bootKey)
 			}
 		})
@@ -82,15 +80,7 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 	}
 }
 
-// crashedSince reports a guarded fence that was NULL: the crash mark
-// changed since the connection's bootCheck.
-func crashedSince(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23502" && pe.ColumnName == "fence"
-}
-
-// fencing returns the fence-taking statements for q, and the crash mark
-// to append to their arguments when guarded.
+// fencing returns q's fence-taking statements, and their crash mark argument.
 func (d *tableDriver) fencing(q querier) (*fencedStatements, []any) {
 	if b := q.b; b.guard {
 		return &d.sql.guarded, []any{b.mark}
@@ -100,15 +90,12 @@ func (d *tableDriver) fencing(q querier) (*fencedStatements, []any) {
 
 // Each driver that took locks deletes the rows free and not queued for,
 // every half of the longest ttl it took one with (internal/reclaim).
-// Fences stay increasing across a deletion: all come from one sequence. A
-// draw for an existing row is made under its lock, after the release it
-// follows. A draw for a row acquire did not see precedes its insert: had
-// the row been inserted, released and deleted in between, the insert would
-// get a fence older than the deleted row's. So acquire draws it holding
-// the row's reclaim lock (a transaction-level advisory lock on its id)
-// shared, and the reclaimer deletes a row only holding it exclusive, never
-// waiting for it: a draw and its insert happen wholly before a deletion
-// commits (ON CONFLICT) or wholly after it.
+// Fences stay increasing across a deletion: a draw for an existing row is
+// made under its lock; a draw for a row acquire did not see precedes its
+// insert, and would be older than a row inserted, released and deleted in
+// between. So acquire draws it holding the row's reclaim lock (a
+// transaction-level advisory lock on its id) shared, and the reclaimer
+// deletes a row only holding it exclusive, never waiting for it.
 
 // reclaimBatch is the most rows one reclaim statement deletes.
 const reclaimBatch = 256
@@ -119,14 +106,12 @@ const reclaimClass = 0x6d757478 // "mutx"
 
 // reclaimLockSQL takes the reclaim lock of the row of id for the
 // transaction with fn: pg_advisory_xact_lock_shared (acquire) or
-// pg_try_advisory_xact_lock (the reclaimer: a row it cannot lock now waits
-// for its next round).
+// pg_try_advisory_xact_lock (the reclaimer).
 func reclaimLockSQL(fn, id string) string {
 	return fmt.Sprintf("%s(%d, ('x' || encode(substring(%s FROM 1 FOR 4), 'hex'))::bit(32)::int)", fn, reclaimClass, id)
 }
 
-// reclaimRows deletes the reclaimable rows, reclaimBatch a statement; it
-// returns how many.
+// reclaimRows deletes the reclaimable rows and returns how many.
 func (d *tableDriver) reclaimRows(ctx context.Context) (int64, error) {
 	return sqlkit.Drain(ctx, reclaimBatch, func(ctx context.Context) (n int64, err error) {
 		err = d.run(ctx, func(ctx context.Context, p querier) error {

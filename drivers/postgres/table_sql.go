@@ -6,8 +6,7 @@ import (
 	"strings"
 )
 
-// tableStatements are the table driver's SQL texts: the fence-taking ones
-// in two forms (fencing).
+// tableStatements are the table driver's SQL texts (fencing picks a form).
 type tableStatements struct {
 	plain, guarded                                 fencedStatements
 	release, extend, renew, inspect, list, reclaim string
@@ -20,16 +19,15 @@ type fencedStatements struct{ take, turn, acquire, refence, handover string }
 // release wakes the head of the row's queue alone.
 func ownChannel(id string) string { return "mutexfx_" + id }
 
-// asyncHint, in a RETURNING list (evaluated only for a row the statement
-// writes, before its commit), makes the commit asynchronous: for the writes
-// whose loss in a crash is safe, a release (the row stays held until its
-// ttl) and a failed attempt's queue entry (written again at its retry).
+// asyncHint, in a RETURNING list (evaluated only for a row written), makes
+// the commit asynchronous: for the writes a crash may lose, a release (the
+// row stays held until its ttl) and a failed attempt's queue entry.
 const asyncHint = "set_config('synchronous_commit', 'off', true)"
 
 func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	// s, a one-row CTE every statement joins, sets synchronous_commit for
-	// the transaction when asked (txnSync); synced does so in the RETURNING
-	// list of the uncontended path's statements, where it costs far less.
+	// the transaction when asked (txnSync); synced does so, cheaper, in the
+	// RETURNING list of the uncontended path's statements.
 	s := "s AS (SELECT)"
 	synced := "true"
 	if txnSync && o.SynchronousCommit != "" {
@@ -44,10 +42,9 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	}
 	nextval := nextvalSQL(n)
 	shared := "'" + strings.Trim(n.channel, `"`) + "'"
-	// guarded(i) is NULL, which the NOT NULL fence column refuses (writing
-	// nothing), when the server's crash mark differs from $i, the one this
-	// connection read before its bootCheck: a connection that outlived a
-	// crash (a pooler's) checks again before it takes a fence (run).
+	// guarded(i) is NULL, which the NOT NULL fence column refuses, when the
+	// server's crash mark differs from $i, the one this connection read
+	// before its bootCheck (run then checks again).
 	guarded := func(i int) string {
 		return fmt.Sprintf("CASE WHEN %s = $%d::bigint THEN %s END", crashMarkSQL, i, nextval)
 	}
@@ -57,11 +54,9 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	// head is the live entry that arrived first. take(a): row a is free and
 	// no live waiter queued before the acquirer ($5). queued: its entry,
 	// refreshed; pruned: the live entries but its. fresh(a): its entry is
-	// under $7/4 old: a failed attempt need not write, and then only reads
-	// (ON CONFLICT DO UPDATE would lock the row: a durable commit per poll).
-	// The insert draws a fence (nextval writes WAL) only for a missing row,
-	// the update under the row's lock; a row deleted meanwhile gets fence 0
-	// (refence).
+	// under $7/4 old: a failed attempt need not write (lock the row), only
+	// read. The insert draws a fence only for a missing row, the update under
+	// the row's lock; a row deleted meanwhile gets fence 0 (refence).
 	live := liveSQL("$7::bigint")
 	take := func(a string) string {
 		return "(" + a + ".expires_at <= now() AND CASE WHEN " + a + ".queue = '{}' THEN true " +
@@ -71,19 +66,17 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		return "coalesce((" + a + ".queue->$5::text->>1)::float8 > " + nowMS + " - $7::bigint / 4, false)"
 	}
 	// deferred(a): the acquirer is not queued and the row is free for a
-	// queued driver; asked to ($8), it queues only after that one's take,
-	// which its write could make wait. An attempt is also reported deferred
-	// (retried soon) when its snapshot meant to write but the locked row
-	// had changed.
+	// queued driver; asked to ($8), it queues only after that one's take.
+	// An attempt is also reported deferred (retried soon) when its snapshot
+	// meant to write but the locked row had changed.
 	deferred := func(a string) string {
 		return "($8::bool AND " + a + ".expires_at <= now() AND " + a + ".queue->$5::text IS NULL)"
 	}
 	write := func(a string) string {
 		return "(" + take(a) + " OR ($6::bool AND NOT " + fresh(a) + " AND NOT " + deferred(a) + "))"
 	}
-	// a new entry arrives at $9 (the server's clock at the waiting
-	// acquisition's first attempt, NULL: now) if that is recent: a deferred
-	// driver keeps its place before those that arrived while it deferred
+	// a new entry arrives at $9 (attemptOpts.arrival, NULL: now) if that is
+	// recent: a deferred driver keeps its place
 	queued := "l.queue || jsonb_build_object($5::text, jsonb_build_array(" +
 		"CASE WHEN (l.queue->$5::text->>1)::float8 > " + nowMS + " - $7::bigint " +
 		"THEN (l.queue->$5::text->>0)::float8 WHEN $9::float8 > " + nowMS + " - $7::bigint " +
@@ -99,7 +92,7 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	}
 	left := func(ts string) string { return "extract(epoch FROM " + ts + " - now())::float8 * 1000" }
 	// tableFenced builds the fence-taking statements with fence(i) as the
-	// fence ($i its parameter, if any).
+	// fence ($i its parameter, if any)
 	tableFenced := func(fence func(i int) string) fencedStatements {
 		return fencedStatements{
 			// the uncontended path: a bare UPDATE of a free row nobody queues
