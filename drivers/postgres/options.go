@@ -84,10 +84,11 @@ type Options struct {
 	Unlogged bool `koanf:"unlogged"`
 	// SynchronousCommit, when set, is the synchronous_commit of the
 	// driver's transactions (table mode). With "off" a server crash forgets
-	// the last ~0.6 s of acquisitions and releases; fences stay increasing
-	// (docs/postgres.md). With New it is a startup parameter (PgBouncer
-	// needs it in ignore_startup_parameters); with NewWithPool it is set
-	// per transaction. Default: "" (the server's).
+	// the last ~0.6 s of acquisitions (a lock may be free again while its
+	// holder works on) and releases; fences stay increasing (docs/postgres.md).
+	// With New it is a startup parameter (PgBouncer needs it in
+	// ignore_startup_parameters); with NewWithPool it is set per
+	// transaction. Default: "" (the server's).
 	SynchronousCommit string `koanf:"synchronousCommit"`
 
 	// MaxSessions is how many connections advisory mode pins: one takes
