@@ -19,7 +19,7 @@ var ErrNilFunc = errors.New("mutexfx: nil fn")
 const (
 	msgNoNew   = "mutexfx: Mutex used without New (build it with mutexfx.New or component.New, or take it from the fx module)"
 	msgNilCtx  = "mutexfx: nil context.Context (use context.Background() or context.TODO())"
-	msgNilLock = "mutexfx: method called on a nil *Lock (TryAcquire returns a nil Lock and a nil error when the name is held: check the Lock, not only the error)"
+	msgNilLock = "mutexfx: method called on a nil *Lock (Acquire and TryAcquire return a nil Lock only with an error — TryAcquire's wraps ErrLocked when the name is held: check the error before using the Lock)"
 	msgNoLock  = "mutexfx: Lock used without Acquire (a Lock comes from Acquire, TryAcquire or Do)"
 )
 

@@ -87,6 +87,29 @@ func TestMisusePanicsNameTheMistake(t *testing.T) {
 	}
 }
 
+// TestNilLockPanicAdvice: the panic of a method called on a nil *Lock
+// tells what TryAcquire does with a held name: it returns a nil Lock with
+// an error wrapping ErrLocked (never a nil error), so the advice is to
+// check the error.
+func TestNilLockPanicAdvice(t *testing.T) {
+	ctx := context.Background()
+	m := newMutex(t, component.Options{})
+	if _, err := m.Acquire(ctx, "held"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.TryAcquire(ctx, "held")
+	if l != nil || !errors.Is(err, component.ErrLocked) {
+		t.Fatalf("TryAcquire of a held name = %v, %v; want nil and ErrLocked", l, err)
+	}
+	defer func() {
+		s, _ := recover().(string)
+		if !strings.Contains(s, "ErrLocked") || strings.Contains(s, "nil error") {
+			t.Fatalf("panic %q; want it to name ErrLocked and claim no nil error", s)
+		}
+	}()
+	l.Held()
+}
+
 // TestNilFunc: Do with a nil fn acquires nothing and returns ErrNilFunc;
 // Run with a nil fn releases the lock it was given.
 func TestNilFunc(t *testing.T) {
