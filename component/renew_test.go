@@ -170,17 +170,29 @@ func (d *slowRenewer) Renew(ctx context.Context, leases []drivers.Lease) []drive
 // more than a third of a 300 ms ttl but well before the lock's expiry,
 // keeps the lock renewed: the bound of a renewal call is never below a
 // second (a bound of ttl/3 cut every call, and the lock was lost).
+//
+// In a synctest bubble: each renewal is sent when the previous one
+// answers, and its answer comes 47 ms before the tracked expiry (287 ms
+// after it was sent). On the host's clock, a renewal timer or the store's
+// 120 ms firing that much late on a loaded machine lost the lock, as it
+// must when the answer comes after the expiry.
 func TestSlowRenewalKeepsLocks(t *testing.T) {
-	d := &slowRenewer{faulty: newFaulty(), delay: 120 * time.Millisecond}
-	m := newMutex(t, component.Options{Driver: d, TTL: 300 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
-	l, err := m.Acquire(context.Background(), "slow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "five renewals, or the lock lost", func() bool { return d.renewed.Load() >= 5 || l.Err() != nil })
-	if !l.Held() {
-		t.Fatalf("lost with a slow but working store: %v", l.Err())
-	}
+	component.Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		d := &slowRenewer{faulty: newFaulty(), delay: 120 * time.Millisecond}
+		m := newMutex(t, component.Options{Driver: d, TTL: 300 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
+		l, err := m.Acquire(context.Background(), "slow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Renewals are sent at 100 ms, then every 120 ms: the fifth
+		// answers at 700 ms.
+		time.Sleep(700 * time.Millisecond)
+		synctest.Wait()
+		if n := d.renewed.Load(); !l.Held() || n < 5 {
+			t.Fatalf("with a slow but working store: held %v after %d renewals: %v", l.Held(), n, l.Err())
+		}
+	})
 }
 
 // renewOnly is a store with batch renewal but no events (no Subscriber):
