@@ -8,24 +8,87 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/memory"
 )
 
 // lateExtend is the memory store as a network store (remote), whose
 // Extend fails at once (its reply is lost) while its request is still on
 // its way: it reaches the store when the test lands it, after requests
-// sent later (another connection's) were applied.
+// sent later (another connection's) were applied. With pass, Extend works;
+// with lateRenew, Renew fails in the same way.
 type lateExtend struct {
 	*remote
-	mu   sync.Mutex
-	land func() // applies the last failed Extend in the store
+	mu        sync.Mutex
+	land      func() // applies the last failed Extend or Renew in the store
+	pass      bool
+	lateRenew bool
 }
 
-func (d *lateExtend) Extend(_ context.Context, key, token string, ttl time.Duration) (bool, error) {
+func (d *lateExtend) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.pass {
+		return d.Driver.Extend(ctx, key, token, ttl)
+	}
 	d.land = func() { _, _ = d.Driver.Extend(context.Background(), key, token, ttl) }
 	return false, errors.New("connection reset")
+}
+
+func (d *lateExtend) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.lateRenew {
+		return d.remote.Renew(ctx, leases)
+	}
+	d.land = func() { d.Driver.Renew(context.Background(), leases) }
+	return drivers.RenewFailed(len(leases), errors.New("connection reset"))
+}
+
+// set changes d's behaviour under its lock.
+func (d *lateExtend) set(f func(d *lateExtend)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f(d)
+}
+
+// lateStore makes, in a synctest bubble, the store d and two Mutexes of
+// ttl on it, the first holding "a" as l.
+func lateStore(t *testing.T, ttl time.Duration) (d *lateExtend, l *Lock, other *Mutex) {
+	d = &lateExtend{remote: &remote{Driver: memory.New()}}
+	m := newOn(t, d, ttl)
+	other = newOn(t, d, ttl)
+	l, err := m.Acquire(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, l, other
+}
+
+// failExtend makes an Extend of l to 300 ms fail, its request left to
+// land, and waits for the renewal the failure sends at once.
+func failExtend(t *testing.T, l *Lock) {
+	if _, err := l.Extend(context.Background(), 300*time.Millisecond); err == nil {
+		t.Fatal("Extend: no error")
+	}
+	synctest.Wait()
+}
+
+// freedAfterLoss tries other's TryAcquire of "a" every 10 ms for 1 s
+// after a late request landed, fails the test if it gets the lock while l
+// still believes it holds it, and reports whether it got it.
+func freedAfterLoss(t *testing.T, l *Lock, other *Mutex) bool {
+	landed := time.Now()
+	for range 100 {
+		time.Sleep(10 * time.Millisecond)
+		if _, err := other.TryAcquire(context.Background(), "a"); err == nil {
+			if l.Err() == nil {
+				t.Fatalf("another holder got the lock %v after the late request landed; the first still believes it holds it", time.Since(landed))
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // TestFailedExtendLandsLate: a failed Extend to a shorter ttl may still
@@ -37,32 +100,98 @@ func (d *lateExtend) Extend(_ context.Context, key, token string, ttl time.Durat
 func TestFailedExtendLandsLate(t *testing.T) {
 	Unpooled(t)
 	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		d := &lateExtend{remote: &remote{Driver: memory.New()}}
-		m := newOn(t, d, 3*time.Second)
-		other := newOn(t, d, 3*time.Second)
-		l, err := m.Acquire(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Extend(ctx, 300*time.Millisecond); err == nil {
-			t.Fatal("Extend: no error")
-		}
-		synctest.Wait() // the renewal sent at once after the failure is done
-		d.mu.Lock()
-		d.land()
-		d.mu.Unlock()
-		landed := time.Now()
-		for range 100 {
-			time.Sleep(10 * time.Millisecond)
-			l2, err := other.TryAcquire(ctx, "a")
-			if err == nil && l.Err() == nil {
-				t.Fatalf("another holder got the lock %v after the late Extend landed; the first still believes it holds it", time.Since(landed))
+		d, l, other := lateStore(t, 3*time.Second)
+		failExtend(t, l)
+		d.set(func(d *lateExtend) { d.land() })
+		freedAfterLoss(t, l, other)
+	})
+}
+
+// TestFailedExtendLandsAfterLongerExtend: a failed Extend to 300 ms, then
+// an Extend to 10 s that succeeds, then the first one's request lands
+// (within its call's deadline, a second after it was sent): the store
+// keeps the lock 300 ms from then. Until that request can no longer land,
+// the lock is renewed every 100 ms, so the store never frees it while the
+// holder believes it holds it; then every third of 10 s, with 10 s.
+// (Before: renewed only every 3.3 s, and another holder got it 300 ms
+// after the request landed while the first still held it.)
+func TestFailedExtendLandsAfterLongerExtend(t *testing.T) {
+	lateLanding(t, 3*time.Second, 500*time.Millisecond, func(l *Lock, _ *lateExtend) { failExtend(t, l) })
+}
+
+// TestFailedRenewalLandsAfterLongerExtend: the same with a renewal to
+// 300 ms that failed, its request landing after an Extend to 10 s
+// succeeded, within the renewal call's deadline (the lock's tracked
+// expiry, 287 ms after it was sent).
+func TestFailedRenewalLandsAfterLongerExtend(t *testing.T) {
+	lateLanding(t, 300*time.Millisecond, 150*time.Millisecond, func(l *Lock, d *lateExtend) {
+		d.set(func(d *lateExtend) { d.lateRenew = true })
+		time.Sleep(100 * time.Millisecond) // the first renewal is due
+		synctest.Wait()
+		d.set(func(d *lateExtend) { d.lateRenew = false })
+	})
+}
+
+// extendTo10s extends l to 10 s through a store that answers again.
+func extendTo10s(t *testing.T, d *lateExtend, l *Lock) {
+	d.set(func(d *lateExtend) { d.pass = true })
+	if ok, err := l.Extend(context.Background(), 10*time.Second); !ok || err != nil {
+		t.Fatalf("Extend to 10 s: %v, %v", ok, err)
+	}
+}
+
+// lateLanding runs a late-landing scenario on a Mutex of ttl: fail leaves
+// a failed request to the store (d.land), then an Extend to 10 s succeeds,
+// the failed request lands at landAt after the acquisition, and the test
+// checks that no other holder gets the lock, and that the lock is renewed
+// with 10 s every 3.3 s once the failed request can no longer land.
+func lateLanding(t *testing.T, ttl, landAt time.Duration, fail func(l *Lock, d *lateExtend)) {
+	Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		d, l, other := lateStore(t, ttl)
+		acquired := time.Now()
+		fail(l, d)
+		extendTo10s(t, d, l)
+		time.Sleep(time.Until(acquired.Add(landAt)))
+		d.set(func(d *lateExtend) { d.land() })
+		for range 3 {
+			if freedAfterLoss(t, l, other) || l.Err() != nil {
+				t.Fatalf("lost a lock the store keeps: %v", l.Err())
 			}
-			if l2 != nil {
-				_, _ = l2.Release(ctx)
-				return
+		}
+		// 3 s after the acquisition, the failed request can no longer
+		// land: the renewals come every 3.3 s again, with 10 s, so the
+		// store's ttl goes down to 6.7 s between them.
+		least := time.Hour
+		for range 35 {
+			time.Sleep(100 * time.Millisecond)
+			info, held, err := d.Inspect(context.Background(), l.Key())
+			if err != nil || !held || info.TTL < 6*time.Second {
+				t.Fatalf("the store's ttl: %v, held %v, %v; want it renewed with 10 s", info.TTL, held, err)
 			}
+			least = min(least, info.TTL)
+		}
+		if least > 7*time.Second || l.Err() != nil {
+			t.Fatalf("the store's ttl went down to %v only over 3.5 s (lock: %v); want renewals every 3.3 s", least, l.Err())
+		}
+	})
+}
+
+// TestLateLandingBoundsExpiry: after a failed Extend to 300 ms and an
+// Extend to 10 s that succeeded, the lock's tracked expiry counts with
+// 300 ms while the failed request may land: when it lands and the
+// renewals fail from then on, the holder loses the lock before the store
+// frees it. (Counted with 10 s, the holder kept it 10 s while the store
+// freed it 300 ms after the landing.)
+func TestLateLandingBoundsExpiry(t *testing.T) {
+	Unpooled(t)
+	synctest.Test(t, func(t *testing.T) {
+		d, l, other := lateStore(t, 3*time.Second)
+		failExtend(t, l)
+		extendTo10s(t, d, l)
+		d.set(func(d *lateExtend) { d.land(); d.lateRenew = true })
+		if !freedAfterLoss(t, l, other) {
+			t.Fatal("the store kept the lock 1 s after a 300 ms Extend landed, no renewal confirmed")
 		}
 	})
 }

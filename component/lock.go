@@ -200,6 +200,7 @@ func (l *Lock) finish(state lockState, cause error) bool {
 		return false
 	}
 	l.state, l.cause = state, cause
+	delete(l.m.late, l)
 	l.m.tel.ended(l, cause)
 	l.cancelContexts(cause)
 	return true
@@ -222,8 +223,12 @@ func (l *Lock) cancelContexts(cause error) {
 // then lost. A store failure is returned as a *DriverError; the store may
 // have applied the new ttl or not (or may apply it later), so the lock's
 // tracked expiry becomes the earlier of the two, and it is renewed with
-// the shorter of the two ttls from then on. Calls to Extend and the
-// renewals of the lock reach the store one at a time.
+// the shorter of the two ttls from then on. A failed request may still
+// reach the store after a later Extend to a longer ttl succeeded: until it
+// can no longer land (its call's deadline), the lock is renewed every
+// third of the failed request's ttl, and its tracked expiry counts with
+// that ttl (late.go). Calls to Extend and the renewals of the lock reach
+// the store one at a time.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
 	l.mustLock()
 	mustCtx(ctx)
@@ -258,6 +263,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
 	// too late anyway (the lock is lost then).
 	cctx, cancel := context.WithDeadline(ctx, minTime(l.expiry, time.Now().Add(max(l.ttl/3, attemptGrace))))
 	defer cancel()
+	deadline, _ := cctx.Deadline()
 	m.mu.Unlock()
 
 	start := time.Now()
@@ -278,6 +284,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (bool, error) {
 		// expiry if that fails too.
 		l.expiry = minTime(l.expiry, start.Add(ttl-drift(ttl)))
 		l.ttl = min(l.ttl, ttl)
+		m.mayLand(l, ttl, callEnd(deadline))
 		l.due = time.Now()
 		m.wakeFor(l)
 	case err != nil:

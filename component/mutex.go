@@ -73,6 +73,9 @@ type Mutex struct {
 	timer    *time.Timer // wakes the scheduler at nextWake
 	stop     chan struct{}
 	nextWake time.Time // when the scheduler looks next
+	// late holds the failed requests of held locks that may still reach
+	// the store (late.go): rare, kept out of Lock.
+	late map[*Lock]lateWindow
 
 	// A queue and a waiter kept for the next acquisition (queue.go);
 	// guarded by mu.
@@ -428,8 +431,9 @@ func (m *Mutex) end(l *Lock, state lockState, cause error) {
 func (m *Mutex) renewed(l *Lock, start time.Time) {
 	l.failures = 0
 	l.renewedAt = start
-	l.expiry = start.Add(l.ttl - drift(l.ttl))
-	l.due = start.Add(l.ttl / 3)
+	ttl := m.paceTTL(l, start)
+	l.expiry = start.Add(ttl - drift(ttl))
+	l.due = start.Add(ttl / 3)
 	if start.Before(m.subSince) {
 		l.due = start
 	}

@@ -55,7 +55,7 @@ func (m *Mutex) schedule() {
 				if l.state != stateHeld {
 					continue
 				}
-				if l.inflight == nil && !now.Before(l.due.Add(-l.ttl/6)) {
+				if l.inflight == nil && !now.Before(l.due.Add(-m.paceTTL(l, now)/6)) {
 					l.inflight = sent
 					batch = append(batch, l)
 				}
@@ -104,10 +104,15 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 	start := time.Now()
 	var starts []time.Time // per lock, when each has a call of its own
 	var results []drivers.RenewResult
+	ends := make([]time.Time, len(leases)) // until when each request may land
 	if m.renewer != nil {
 		ctx, cancel := m.renewContext(start, leases, expiries)
 		results = m.renewer.Renew(ctx, leases)
 		cancel()
+		deadline, _ := ctx.Deadline()
+		for i := range ends {
+			ends[i] = callEnd(deadline)
+		}
 		m.tel.renewed(start, results)
 	} else {
 		results = make([]drivers.RenewResult, len(leases))
@@ -117,6 +122,8 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 			ctx, cancel := m.renewContext(starts[i], leases[i:i+1], expiries[i:i+1])
 			ok, err := m.drv.Extend(ctx, le.Key, le.Token, le.TTL)
 			cancel()
+			deadline, _ := ctx.Deadline()
+			ends[i] = callEnd(deadline)
 			results[i] = drivers.RenewResult{Held: ok, Err: err}
 			m.tel.renewed(starts[i], results[i:i+1])
 		}
@@ -143,6 +150,7 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 		switch r := results[i]; {
 		case r.Err != nil:
 			m.tel.renewFailed(l)
+			m.mayLand(l, leases[i].TTL, ends[i])
 			l.failures++
 			d := backoff.Policy{Start: m.opts.RetryDelay, Cap: maxRetryDelay}.Step(l.failures)
 			if left := time.Until(l.expiry); d >= left {
@@ -150,7 +158,7 @@ func (m *Mutex) renew(batch []*Lock, sent chan struct{}, done chan<- struct{}) {
 				// within half the time left instead, so that a short
 				// ttl gets its retries, but no more often than every
 				// tenth of the ttl or 20 ms, whichever is less.
-				d = max(left/2, min(l.ttl/10, 20*time.Millisecond))
+				d = max(left/2, min(m.paceTTL(l, time.Now())/10, 20*time.Millisecond))
 			}
 			retry := backoff.Draw(d, u) // between d/2 and d
 			l.due = time.Now().Add(retry)
