@@ -49,8 +49,10 @@ func (s *Scheduler) skipped(ctx context.Context, log *zap.Logger, j *job, m *com
 		return
 	}
 	key := m.Prefix() + j.lock
-	info, held, err := ins.Inspect(ctx, key)
+	// The store reads the remaining ttl at the earliest when the look is
+	// sent: the holding's expiry is no earlier than seen + info.TTL.
 	seen := time.Now()
+	info, held, err := ins.Inspect(ctx, key)
 	switch {
 	case err != nil:
 		log.Debug(msg, zap.NamedError("inspectError", err))

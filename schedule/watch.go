@@ -16,13 +16,15 @@ import (
 const watchSlack = 20 * time.Millisecond
 
 // watch follows the holding of j's lock key found at the skipped instant
-// planned (info, read at seen) until it ends or the scheduler stops, and
-// tells how it ended:
+// planned (info, by a look sent at seen) until it ends or the scheduler
+// stops, and tells how it ended:
 //   - a lock that expires (Features.Expiring) is renewed every third of
 //     its ttl while its holder lives, so its remaining ttl never runs
-//     out: one that does (the lock gone no earlier than its remaining
-//     ttl after the last look) was not renewed — its holder died, was
-//     paused or was cut off from the store;
+//     out: one that does (the lock gone when its remaining ttl has passed
+//     since the last look was sent) was not renewed — its holder died,
+//     was paused or was cut off from the store (counted from the look's
+//     answer instead, a slow answer would make an expiry read as a
+//     release);
 //   - a session lock (no ttl) is kept until the end of its hold: one
 //     freed before three quarters of the hold ended with its session.
 //
@@ -48,6 +50,7 @@ func (s *Scheduler) watch(log *zap.Logger, j *job, m *component.Mutex, ins drive
 			return
 		case <-timer.C:
 		}
+		sent := time.Now()
 		cur, held, err := ins.Inspect(s.ctx, key)
 		now := time.Now()
 		switch {
@@ -60,7 +63,7 @@ func (s *Scheduler) watch(log *zap.Logger, j *job, m *component.Mutex, ins drive
 		case held && cur.Token == info.Token && info.TTL == 0 && !s.opts.Clock.Now().Before(end):
 			return // a session lock held past end: nothing more to tell
 		case held && cur.Token == info.Token:
-			info, seen = cur, now
+			info, seen = cur, sent
 			timer.Reset(time.Until(seen.Add(wait(info))))
 			continue
 		}
