@@ -266,10 +266,10 @@ func (d *advisoryDriver) adopt(ctx context.Context, s *session) bool {
 		_ = s.closeConn(context.WithoutCancel(ctx))
 		return false
 	}
-	if s.waiter {
-		d.waiters = append(d.waiters, s)
-	} else {
+	if !s.waiter {
 		d.main = s
+	} else if !s.dead.Load() { // hung up once armed: broken ran, listing it nowhere
+		d.waiters = append(d.waiters, s)
 	}
 	d.mu.Unlock()
 	return true

@@ -244,3 +244,33 @@ func lockWaiter(t *testing.T, admin *pgx.Conn, app string, since time.Time) (pid
 	})
 	return pid, start
 }
+
+// TestWaiterHungUpBeforeAdopt: a new waiter session is armed for hang-ups
+// before waiterSession registers it (adopt). When its connection hangs up in
+// between, the watcher's broken runs first and finds it in no list; adopt
+// must not list it then: a dead session listed stays there (broken removes
+// a session once), is handed to every later blocking wait, whose
+// statements fail on it, and takes a place of MaxSessions for good.
+func TestWaiterHungUpBeforeAdopt(t *testing.T) {
+	ctx := ctxT(t)
+	d := on(t, testutil.PostgresDSN(), Options{MaxSessions: 2}).(*advisoryDriver)
+	s, err := d.dial(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// waiterSession's steps after the dial, the hang-up firing after busy
+	s.slot.Lock()
+	s.busy()
+	s.hungUp()
+	if d.adopt(ctx, s) {
+		s.unlock() // the caller's statement failed on it
+	}
+	got, err := d.waiterSession(ctx)
+	if err != nil || got == nil {
+		t.Fatalf("waiterSession = %v, %v; want a new session (the dead one takes no place)", got, err)
+	}
+	defer got.unlock()
+	if got == s || got.dead.Load() {
+		t.Fatal("waiterSession handed out the session that hung up before it was adopted")
+	}
+}
