@@ -32,19 +32,13 @@ type lateWindow struct {
 }
 
 // mayLand records that a request of l setting ttl failed and may reach
-// the store until until; m.mu held.
+// the store until until; m.mu held. It looks at l's window alone: a
+// store outage fails the renewals of every held lock at once.
 func (m *Mutex) mayLand(l *Lock, ttl time.Duration, until time.Time) {
-	now := time.Now()
-	for k, w := range m.late { // rare: a store failing
-		if !now.Before(w.until) {
-			delete(m.late, k)
-		}
-	}
 	if m.late == nil {
 		m.late = make(map[*Lock]lateWindow)
 	}
-	w, ok := m.late[l]
-	if ok {
+	if w, ok := m.late[l]; ok && time.Now().Before(w.until) {
 		ttl = min(ttl, w.ttl)
 		until = maxTime(until, w.until)
 	}
@@ -53,13 +47,17 @@ func (m *Mutex) mayLand(l *Lock, ttl time.Duration, until time.Time) {
 
 // paceTTL is the ttl that paces l's renewals and bounds its tracked
 // expiry for a call sent at at: l.ttl, or the shorter ttl of a failed
-// request that may land after at; m.mu held.
+// request that may land after at; m.mu held. A window it finds over (at,
+// never after now, is past it) it deletes; finish deletes the others.
 func (m *Mutex) paceTTL(l *Lock, at time.Time) time.Duration {
 	if len(m.late) == 0 {
 		return l.ttl
 	}
 	w, ok := m.late[l]
 	if !ok || !at.Before(w.until) {
+		if ok {
+			delete(m.late, l)
+		}
 		return l.ttl
 	}
 	return min(l.ttl, w.ttl)
