@@ -275,6 +275,13 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	if _, ok := cfg.Params["wait_timeout"]; !ok {
 		cfg.Params["wait_timeout"] = "31536000"
 	}
+	// A statement waiting for a row lock goes on in the server after its
+	// call gave it up (connection closed), and applies once the row is
+	// free: a row-lock wait of 1 s, unless the DSN sets it, bounds how late
+	// a failed call's write can land (InnoDB's default is 50 s).
+	if _, ok := cfg.Params["innodb_lock_wait_timeout"]; !ok {
+		cfg.Params["innodb_lock_wait_timeout"] = "1"
+	}
 	// Every statement must commit on its own, whatever the server or DSN
 	// say: in an open transaction a released row would stay locked, and
 	// fences would roll back.
