@@ -80,12 +80,19 @@ func (d *Driver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, qu
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: %w", err)
 	}
-	r, ok := v.([]any)
-	if !ok || len(r) != 2 {
+	var flag, n int64
+	switch r := v.(type) {
+	case int64: // the common path's reply: the fence
+		flag, n = 1, r
+	case []any:
+		if len(r) != 2 {
+			return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: unexpected reply of %d values", len(r))
+		}
+		flag, _ = r[0].(int64)
+		n, _ = r[1].(int64)
+	default:
 		return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: unexpected reply %T", v)
 	}
-	flag, _ := r[0].(int64)
-	n, _ := r[1].(int64)
 	if flag == 1 {
 		if n <= 0 {
 			return drivers.AcquireResult{}, fmt.Errorf("redis: acquire: bad fence %d", n)

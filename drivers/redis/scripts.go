@@ -137,11 +137,12 @@ end
 `
 
 // acquireScript takes the lock if it is free and it is the caller's turn,
-// and returns {1, fence}; else {0, holder's remaining ttl in ms (0 when the
-// lock is free but reserved for an earlier waiter)}. A lock already held
-// by the caller's token was handed to it by a release, or taken by an
-// earlier run of the same call (go-redis retrying after a lost reply):
-// {1, its fence}.
+// and returns {1, fence} (on the common path, the fence alone: a bare
+// integer costs the server and the client less than an array); else {0,
+// holder's remaining ttl in ms (0 when the lock is free but reserved for
+// an earlier waiter)}. A lock already held by the caller's token was
+// handed to it by a release, or taken by an earlier run of the same call
+// (go-redis retrying after a lost reply): {1, its fence}.
 //
 // Without a queue (the common case) it is SET NX PX, INCR and PEXPIRE of
 // the counter. While live waiters are queued, a free lock goes to the
@@ -169,7 +170,7 @@ if ready and redis.call('EXISTS', KEYS[3]) == 0 then
     local f = redis.call('INCR', KEYS[2])
     if f > math.max(tonumber(mark[1]) or 0, 1) then
       redis.call('PEXPIRE', KEYS[2], ARGV[3])
-      return {1, f}
+      return f
     end
     seeding = true
   elseif ARGV[5] ~= '1' then
