@@ -16,7 +16,8 @@ import goredis "github.com/redis/go-redis/v9"
 //
 // queueLua defines the functions of the queue-aware scripts. Scripts run
 // their common, uncontended path first and define these only when they
-// need them (defining them costs the server time on every call).
+// need them (defining them costs the server time on every call); the
+// acquire script defines epochLua's only in its branch that runs an epoch.
 //
 // Turns: a caller that means to wait is queued under its waiter id (one
 // per driver instance: the component sends one attempt per name at a time)
@@ -90,7 +91,6 @@ local function fence(key, ttl, ek)
   redis.call('PEXPIRE', key, ttl)
   return f
 end
-` + epochLua + `
 local function forget(queue, seen, h)
   redis.call('ZREM', queue, h)
   redis.call('HDEL', seen, h, 't:' .. h, 'x:' .. h)
@@ -182,6 +182,7 @@ if ready and redis.call('EXISTS', KEYS[3]) == 0 then
 end
 ` + queueLua + `
 if not ready then
+` + epochLua + `
   local left = epoch(KEYS[5], KEYS[6], tonumber(ARGV[7]), false)
   if left > 0 then return {0, left} end
 end
