@@ -80,9 +80,13 @@ func lockState(ctx context.Context, lk locker, fd handle, busyTimeout time.Durat
 // time namespace) and not moved by wall-clock steps. Go's own monotonic
 // clock is CLOCK_MONOTONIC too, but only differences are exposed, so the
 // clock is read once by a system call and then advanced with time.Since
-// (no system call). The system call is made first, so the computed time is
-// never ahead of the real one: expiries written are at most a few
-// microseconds early, and expiries checked look at most as much later.
+// (no system call). The clock is read between two readings of Go's clock,
+// taken again (up to syncTries times) until they are at most syncGap
+// apart, and counted from the second: the computed time is never ahead of
+// the real one, and behind it by at most syncGap (unless every try took
+// longer: then by the shortest). A process preempted between the readings
+// would otherwise be behind by the preemption, its expiries written that
+// much early, and another's expiries read as that much later.
 var mono struct {
 	once sync.Once
 	base int64
@@ -90,11 +94,31 @@ var mono struct {
 	err  error
 }
 
+// syncGap and syncTries bound how far behind the host's clock monoNow is.
+const (
+	syncGap   = 20 * time.Microsecond
+	syncTries = 100
+)
+
 // monoNow returns the host's monotonic clock (see hostClock) in nanoseconds.
 func monoNow() (int64, error) {
 	mono.once.Do(func() {
-		mono.base, mono.err = hostClock()
-		mono.at = time.Now()
+		gap := time.Duration(math.MaxInt64)
+		for range syncTries {
+			before := time.Now()
+			base, err := hostClock()
+			at := time.Now()
+			if err != nil {
+				mono.err = err
+				return
+			}
+			if d := at.Sub(before); d < gap {
+				gap, mono.base, mono.at = d, base, at
+			}
+			if gap <= syncGap {
+				return
+			}
+		}
 	})
 	if mono.err != nil {
 		return 0, mono.err
