@@ -113,8 +113,9 @@ func TestCluster(t *testing.T) {
 		ctx := t.Context()
 		var leases []drivers.Lease
 		for i := range 300 {
-			l := drivers.Lease{Key: "redistest:renew:" + strconv.Itoa(i), Token: "t", TTL: 5 * time.Second}
-			if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: l.Key, Token: l.Token, TTL: time.Second}); err != nil || !res.Acquired {
+			// 30 s: 300 acquisitions take seconds on a loaded machine
+			l := drivers.Lease{Key: "redistest:renew:" + strconv.Itoa(i), Token: "t", TTL: time.Minute}
+			if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: l.Key, Token: l.Token, TTL: 30 * time.Second}); err != nil || !res.Acquired {
 				t.Fatalf("Acquire = %+v, %v", res, err)
 			}
 			leases = append(leases, l)
