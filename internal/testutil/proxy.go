@@ -104,7 +104,18 @@ func (p *Proxy) serve() {
 			c.Close()
 			continue
 		}
+		if testHookDialed != nil {
+			testHookDialed(p)
+		}
 		p.mu.Lock()
+		if p.refuse || p.closed {
+			// Cut (or Close) came while this one was being dialled: it
+			// is cut too, or it would carry the traffic Cut should stop.
+			p.mu.Unlock()
+			c.Close()
+			up.Close()
+			continue
+		}
 		p.conns[c] = struct{}{}
 		p.conns[up] = struct{}{}
 		p.mu.Unlock()
@@ -113,6 +124,10 @@ func (p *Proxy) serve() {
 		go p.pipe(up, c)
 	}
 }
+
+// testHookDialed, when set by a test, runs once a connection's upstream
+// is dialled, before it is forwarded.
+var testHookDialed func(p *Proxy)
 
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()

@@ -97,3 +97,21 @@ func TestProxyStallAndCut(t *testing.T) {
 		t.Fatal("FreePort returned 0")
 	}
 }
+
+// TestProxyCutWhileDialling: a connection accepted before Cut whose
+// upstream is dialled after it is cut too, not forwarded.
+func TestProxyCutWhileDialling(t *testing.T) {
+	// Set before the proxy serves and reset after it stopped (cleanups
+	// run last first).
+	testHookDialed = func(p *Proxy) { p.Cut() }
+	t.Cleanup(func() { testHookDialed = nil })
+	p := NewProxy(t, echo(t))
+	c, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := roundTrip(c, time.Second); err == nil {
+		t.Fatal("a connection dialled across Cut answered")
+	}
+}
