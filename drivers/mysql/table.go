@@ -51,11 +51,14 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 
 // Release frees key if token holds it.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	ok, err := d.update(ctx, "release", tableReleaseSQL, keyHash(key), token)
-	if ok {
+	id, err := d.update(ctx, "release", tableReleaseSQL, keyHash(key), token)
+	if id&appendBit != 0 { // others queue: this driver's next attempt joins them
+		d.watch.contended(key)
+	}
+	if id >= 1 {
 		d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
 	}
-	return ok, err
+	return id >= 1, err
 }
 
 // Extend renews key for token for ttl.
@@ -63,18 +66,19 @@ func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Du
 	if ttl <= 0 && !d.life.Closed() { // closed: ErrClosed, as every call
 		return false, errTTL(ttl)
 	}
-	return d.update(ctx, "extend", tableExtendSQL, ttl.Microseconds(), keyHash(key), token)
+	id, err := d.update(ctx, "extend", tableExtendSQL, ttl.Microseconds(), keyHash(key), token)
+	return id >= 1, err
 }
 
-// update runs op's statement q (of the table, %s) and reports whether it
-// matched the row (LAST_INSERT_ID >= 1).
-func (d *tableDriver) update(ctx context.Context, op, q string, args ...any) (bool, error) {
-	return call(&d.core, ctx, func(ctx context.Context) (bool, error) {
+// update runs op's statement q (of the table, %s) and returns its
+// LAST_INSERT_ID (>= 1: it matched the row).
+func (d *tableDriver) update(ctx context.Context, op, q string, args ...any) (int64, error) {
+	return call(&d.core, ctx, func(ctx context.Context) (int64, error) {
 		id, _, err := d.tableExec(ctx, fmt.Sprintf(q, d.s.table), args...)
 		if err != nil {
-			return false, fmt.Errorf("mysql: %s: %w", op, err)
+			return 0, fmt.Errorf("mysql: %s: %w", op, err)
 		}
-		return id >= 1, nil
+		return id, nil
 	})
 }
 
@@ -102,8 +106,10 @@ const heldMark = 1 << 62
 // is the quoted table; values are parameters.
 const (
 	// tableReleaseSQL frees the row if token holds it, keeping the row
-	// (and its fence). LAST_INSERT_ID(fence) >= 1 tells that it matched.
-	tableReleaseSQL = `UPDATE %s SET token = '', expires_at = '1000-01-01 00:00:00', fence = LAST_INSERT_ID(fence)
+	// (and its fence). LAST_INSERT_ID >= 1 tells that it matched: the
+	// fence, plus appendBit when others queue for the row.
+	tableReleaseSQL = `UPDATE %s SET token = '', expires_at = '1000-01-01 00:00:00',
+ fence = LAST_INSERT_ID(fence | IF(queue = '', 0, 1 << 55)) & ((1 << 50) - 1)
 WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 
 	// tableExtendSQL sets the expiry to ttl from now if token holds it.
@@ -127,18 +133,28 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	d.noteTTL(req.TTL)
 	var id, n int64
 	var err error
-	if !d.watch.watching(req.Key) {
+	args := []any{keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
+	plan := d.watch.plan(req.Key)
+	if plan == planRetake || plan == planHead {
 		// Not waited for: its row most likely exists and is free. A plain
 		// UPDATE costs 1.05-1.09× a bare upsert-if-expired + DELETE pair,
-		// an upsert 1.3-1.4×.
+		// an upsert 1.3-1.4×. The queue's head's attempts are this UPDATE
+		// alone: while the row is held it locks it only for a moment.
 		id, n, err = d.tableExec(ctx, d.retakeSQL, req.Token, req.TTL.Microseconds(), d.id, keyHash(req.Key), d.id)
 	}
-	if err == nil && n != 1 {
+	switch {
+	case err != nil:
+	case plan == planHead && n != 1:
+		id = heldMark + d.s.fastPoll().Microseconds() // held: ask again in a fast poll
+	case plan == planQueue:
+		// Others queue before this driver: only the queueing statement
+		// can take, join or stamp; one row lock, not two.
+		id, _, err = d.tableExec(ctx, d.acquireSQL, args...)
+	case n != 1:
 		// The short statement (takes a free row nobody else queues for, or
 		// inserts it), then the queueing one.
-		args := []any{keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
 		id, _, err = d.tableExec(ctx, d.takeSQL, args...)
-		if err == nil && id >= heldMark && d.s.liveness > 0 && !d.watch.queued(req.Key) {
+		if err == nil && id >= heldMark && d.s.liveness > 0 {
 			id, _, err = d.tableExec(ctx, d.acquireSQL, args...)
 		}
 	}

@@ -40,6 +40,7 @@ func (d *tableDriver) Handover(ctx context.Context, key, token string, next driv
 		case id < heldMark:
 			return true, drivers.AcquireResult{Acquired: true, Fence: uint64(id)}, nil
 		}
+		d.watch.contended(key) // released because others queue
 		d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
 		return true, drivers.AcquireResult{}, nil
 	})

@@ -36,7 +36,46 @@ type interest struct {
 	asked   time.Time // last failed acquisition
 	stamped time.Time // last failed acquisition that stamped its queue entry
 	prompt  time.Time // last Released sent for it
+	others  time.Time // this driver released it while others queued
 	pos     int       // place in the key's queue when last polled, -1: none
+}
+
+// acquire's first statements (plan).
+const (
+	planRetake = iota // the plain UPDATE: not waited for
+	planHead          // the plain UPDATE alone
+	planTake          // the short statement, then maybe the queueing one
+	planQueue         // the queueing statement alone
+)
+
+// plan picks acquire's first statement for key: the plain UPDATE alone
+// when this driver heads its queue (as last polled) with a fresh entry,
+// the queueing one when its entry needs a stamp or others queue before it
+// (as polled, or just after it released key to them).
+func (w *watcher) plan(key string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	in := w.keys[key]
+	switch {
+	case in == nil:
+		return planRetake
+	case in.pos == 0 && time.Since(in.stamped) < w.d.s.liveness/2:
+		return planHead
+	case in.pos >= 0 || time.Since(in.others) < w.d.s.liveness/2:
+		return planQueue
+	case time.Since(in.asked) < watchInterest:
+		return planTake
+	}
+	return planRetake
+}
+
+// contended notes that this driver released key while others queued for
+// it. Not a wait (the watcher polls no key for it): its next attempt joins
+// the queue in one statement (plan).
+func (w *watcher) contended(key string) {
+	w.mu.Lock()
+	w.keys[key] = &interest{others: time.Now(), pos: -1}
+	w.mu.Unlock()
 }
 
 // failed records and watches a failed acquisition of key (stamped: it
@@ -65,24 +104,6 @@ func (w *watcher) failed(key string, stamped bool) (retry time.Duration) {
 		w.once.Do(w.start)
 	}
 	return retry
-}
-
-// queued reports whether this driver's entry, as last polled, heads key's
-// queue and is fresh: a failed short attempt needs no queueing one.
-func (w *watcher) queued(key string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	in := w.keys[key]
-	return in != nil && in.pos == 0 && time.Since(in.stamped) < w.d.s.liveness/2
-}
-
-// watching reports whether an acquisition of key failed within
-// watchInterest: it is being waited for.
-func (w *watcher) watching(key string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	in := w.keys[key]
-	return in != nil && time.Since(in.asked) < watchInterest
 }
 
 // pruneLocked forgets the keys not asked for within watchInterest (w.mu
