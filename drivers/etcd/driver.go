@@ -31,14 +31,8 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
-// Compile-time checks of the capabilities the driver offers.
-var (
-	_ drivers.Driver     = (*Driver)(nil)
-	_ drivers.Renewer    = (*Driver)(nil)
-	_ drivers.Inspector  = (*Driver)(nil)
-	_ drivers.Describer  = (*Driver)(nil)
-	_ drivers.Subscriber = (*Driver)(nil)
-)
+// Compile-time check of the capabilities the driver offers.
+var _ kit.Capable = (*Driver)(nil)
 
 // ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
 var ErrClosed = drivers.ErrClosed

@@ -18,14 +18,8 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
-// Compile-time checks of the capabilities the driver implements.
-var (
-	_ drivers.Driver     = (*Driver)(nil)
-	_ drivers.Renewer    = (*Driver)(nil)
-	_ drivers.Inspector  = (*Driver)(nil)
-	_ drivers.Subscriber = (*Driver)(nil)
-	_ drivers.Describer  = (*Driver)(nil)
-)
+// Compile-time check of the capabilities the driver offers.
+var _ kit.Capable = (*Driver)(nil)
 
 // Driver keeps locks in a directory of lock files. It is safe for concurrent
 // use; instances on the same directory, in one process or in several, exclude

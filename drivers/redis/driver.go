@@ -26,15 +26,12 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 )
 
 // Compile-time checks of the capabilities the driver offers.
 var (
-	_ drivers.Driver     = (*Driver)(nil)
-	_ drivers.Renewer    = (*Driver)(nil)
-	_ drivers.Subscriber = (*Driver)(nil)
-	_ drivers.Inspector  = (*Driver)(nil)
-	_ drivers.Describer  = (*Driver)(nil)
+	_ kit.Capable        = (*Driver)(nil)
 	_ drivers.Handoverer = (*Driver)(nil)
 )
 
