@@ -100,9 +100,11 @@ type AcquireResult struct {
 	// acquisition of the same key in the store. Zero only for drivers without
 	// fencing (Features.Fencing false).
 	Fence uint64
-	// HolderTTL is, when not Acquired, the holder's remaining time to live if
-	// the store told it (zero when unknown). The component uses it to bound
-	// its wait.
+	// HolderTTL is, when not Acquired, how long the store says the lock
+	// stays taken at most: the holder's remaining time to live, or less
+	// where the driver knows an attempt may succeed sooner (a queue's head
+	// polling its row). Zero when unknown. The component uses it to bound
+	// its wait before the next attempt.
 	HolderTTL time.Duration
 }
 
