@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,5 +74,59 @@ func TestTableContendedStatements(t *testing.T) {
 	}
 	if got := log.Take(); !slices.Equal(got, []string{"UPDATE"}) {
 		t.Fatalf("head's attempt at the released row: statements %q; want one UPDATE", got)
+	}
+}
+
+// TestTableContendedForgotten: a driver that releases many keys others
+// queue for and never waits itself (so its poller, which forgets stale
+// keys, never runs) keeps a bounded number of them in mind.
+func TestTableContendedForgotten(t *testing.T) {
+	const keys, workers = 1100, 8
+	ctx := ctxT(t)
+	// a table of its own: its rows keep other's queue entry, so the
+	// reclaimer leaves them
+	table := "mutexfx_test_contended_" + runID
+	admin := openDB(t, testutil.MySQLDSN())
+	t.Cleanup(func() {
+		if _, err := admin.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+table+", "+table+floorSuffix); err != nil {
+			t.Error(err)
+		}
+	})
+	opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: table}
+	d, other := openDriver(t, opts), openDriver(t, opts)
+	prefix := "mysqltest:" + t.Name() + ":"
+	// each key: d takes it, other queues for it, d releases it
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < keys; i += workers {
+				key, tok := prefix+fmt.Sprint(i), token()
+				if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute}); err != nil || !res.Acquired {
+					errs <- fmt.Errorf("d Acquire %d = %+v, %v", i, res, err)
+					return
+				}
+				if res, err := other.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token(), TTL: time.Minute}); err != nil || res.Acquired {
+					errs <- fmt.Errorf("other Acquire %d = %+v, %v; want queued", i, res, err)
+					return
+				}
+				if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
+					errs <- fmt.Errorf("d Release %d = %v, %v", i, ok, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	w := &tab(d).watch
+	w.mu.Lock()
+	n := len(w.keys)
+	w.mu.Unlock()
+	if n > maxInterests {
+		t.Fatalf("d keeps %d keys it released to others in mind; want at most %d", n, maxInterests)
 	}
 }

@@ -14,6 +14,11 @@ import (
 // acquisition (a waiting component retries at least every second).
 const watchInterest = 2 * time.Second
 
+// maxInterests is how many keys a driver keeps in mind before it forgets
+// those not asked for within watchInterest without waiting for its poller
+// (which runs only once a subscribed driver's acquisition failed).
+const maxInterests = 1024
+
 // watcher gives table mode its wake-ups and its waiters' places. MySQL
 // pushes nothing, so while someone is subscribed one goroutine reads the
 // keys this driver found held, in one query, and sends Released (a prompt
@@ -71,10 +76,15 @@ func (w *watcher) plan(key string) int {
 
 // contended notes that this driver released key while others queued for
 // it. Not a wait (the watcher polls no key for it): its next attempt joins
-// the queue in one statement (plan).
+// the queue in one statement (plan). Keys noted so and never asked for
+// again are forgotten by the poller or, while none runs, here.
 func (w *watcher) contended(key string) {
+	now := time.Now()
 	w.mu.Lock()
-	w.keys[key] = &interest{others: time.Now(), pos: -1}
+	if len(w.keys) >= maxInterests {
+		w.pruneLocked(now)
+	}
+	w.keys[key] = &interest{others: now, pos: -1}
 	w.mu.Unlock()
 }
 
@@ -96,7 +106,7 @@ func (w *watcher) failed(key string, stamped bool) (retry time.Duration) {
 	if in.pos == 0 { // the component waits this plus a millisecond
 		retry = max(w.d.s.fastPoll()-time.Millisecond, time.Microsecond)
 	}
-	if len(w.keys) > 1024 { // unsubscribed drivers have no poller pruning
+	if len(w.keys) > maxInterests { // unsubscribed drivers have no poller pruning
 		w.pruneLocked(now)
 	}
 	w.mu.Unlock()
