@@ -61,6 +61,7 @@ type Proxy struct {
 	refuse  bool
 	closed  bool
 	conns   map[net.Conn]struct{}
+	holds   holds // HoldNext's (proxyhold.go)
 }
 
 // NewProxy starts a proxy to target and stops it when the test ends.
@@ -118,10 +119,14 @@ func (p *Proxy) serve() {
 		}
 		p.conns[c] = struct{}{}
 		p.conns[up] = struct{}{}
+		h := p.holds.take(c, up)
 		p.mu.Unlock()
 		p.wg.Add(2)
 		go p.pipe(c, up)
-		go p.pipe(up, c)
+		go func() {
+			h.wait()
+			p.pipe(up, c)
+		}()
 	}
 }
 
@@ -223,6 +228,7 @@ func (p *Proxy) Close() {
 	for c := range p.conns {
 		c.Close()
 	}
+	p.holds.releaseAll()
 	p.mu.Unlock()
 	p.ln.Close()
 	p.wg.Wait()
