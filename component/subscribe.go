@@ -16,7 +16,11 @@ import (
 // once subscribed the Mutex catches up: every queue's first waiter looks
 // again (a release's wake-up may have been missed), and every lock whose
 // last acquire or renewal call started before is renewed at once (a loss
-// may have been missed; a renewal finds it): see Mutex.renewed.
+// may have been missed; a renewal finds it): see Mutex.renewed. A driver
+// whose Subscribe returns before its store has the subscription (Redis)
+// catches up its own blocking waits (Features.BlockingWait) when the store
+// confirms it, the first time and after every reconnection: a queue's
+// first waiter waits there, so nothing more is needed here.
 
 // subscribeLocked starts subscribing to the store's events, once; m.mu
 // held and the Mutex not closed. After a failure it tries again at a later

@@ -48,9 +48,10 @@ type Driver struct {
 	id       string // waiter id in the stores' queues
 	args     fixedArgs
 	watchers watchers
-	longest  ttlSeen    // the longest ttl asked for (the default restart wait)
-	servers  servers    // the server processes seen (detect.go)
-	slots    slotChecks // Cluster: the master process each slot was checked on
+	longest  ttlSeen       // the longest ttl asked for (the default restart wait)
+	servers  servers       // the server processes seen (detect.go)
+	slots    slotChecks    // Cluster: the master process each slot was checked on
+	poll     time.Duration // a waiting call's poll interval: WaitPollInterval (tests lengthen it)
 
 	ctx    context.Context // cancelled by Close; ends the driver's goroutines
 	cancel context.CancelFunc
@@ -155,7 +156,7 @@ func nilClient(isNil bool) error {
 }
 
 func newDriver(c goredis.UniversalClient, owned, cluster bool, set settings) *Driver {
-	d := &Driver{client: c, owned: owned, cluster: cluster, set: set, id: rand.Text()}
+	d := &Driver{client: c, owned: owned, cluster: cluster, set: set, id: rand.Text(), poll: WaitPollInterval}
 	d.args = newFixedArgs(d)
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.health = newHealth(d)

@@ -29,7 +29,11 @@ type subscription struct {
 // subscribers it has; it
 // is opened by the first Subscribe, in the background (Subscribe does not
 // wait for the network), and closed with the last cancel or Close. Events
-// are hints: messages published while the connection is down are lost.
+// are hints: messages published while the connection is down, or before
+// the server has the subscription, are lost. The driver's own waiting
+// Acquire calls do not miss them: each time the server confirms the
+// subscription (the first time, and after every reconnection) they all
+// look again at once (see subscribed).
 func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
 	if err := kit.LockOpen(ctx, &d.mu, &d.closed); err != nil {
 		return nil, err
@@ -66,7 +70,7 @@ func (d *Driver) startSubscription() *subscription {
 		ps:   d.client.Subscribe(d.ctx),
 		done: make(chan struct{}),
 	}
-	go sub.run(ctx, d.channel(), d.message)
+	go sub.run(ctx, d.channel(), d.message, d.subscribed)
 	return sub
 }
 
@@ -75,19 +79,28 @@ func (d *Driver) channel() string { return d.set.channel + ":" + d.id }
 
 // run subscribes (go-redis remembers the channel and resubscribes after a
 // reconnection even if this first attempt fails) and delivers messages
-// until the Pub/Sub is closed.
-func (s *subscription) run(ctx context.Context, channel string, handle func(payload string) (string, bool)) {
+// until the Pub/Sub is closed. Each time the server confirms the
+// subscription, the first and after every reconnection, it calls
+// subscribed: a message published before that was not heard.
+func (s *subscription) run(ctx context.Context, channel string, handle func(payload string) (string, bool), subscribed func()) {
 	defer close(s.done)
 	sctx, cancel := context.WithTimeout(ctx, DefaultDialTimeout)
 	_ = s.ps.Subscribe(sctx, channel)
 	cancel()
-	ch := s.ps.Channel(goredis.WithChannelSize(1024), goredis.WithChannelHealthCheckInterval(3*time.Second))
-	for msg := range ch {
-		key, ok := handle(msg.Payload)
-		if !ok {
-			continue
+	ch := s.ps.ChannelWithSubscriptions(goredis.WithChannelSize(1024), goredis.WithChannelHealthCheckInterval(3*time.Second))
+	for m := range ch {
+		switch m := m.(type) {
+		case *goredis.Message:
+			key, ok := handle(m.Payload)
+			if !ok {
+				continue
+			}
+			s.listeners.Publish(drivers.Event{Kind: drivers.Released, Key: key})
+		case *goredis.Subscription:
+			if m.Kind == "subscribe" {
+				subscribed()
+			}
 		}
-		s.listeners.Publish(drivers.Event{Kind: drivers.Released, Key: key})
 	}
 }
 

@@ -30,6 +30,10 @@ type watchers struct {
 	// registers only after its first attempt failed, and a release may
 	// hand it the lock before that. watch takes them.
 	early map[attempt]grant
+	// since is when the server last confirmed the driver's subscription
+	// (subscribed): a call whose first attempt started before may have
+	// missed its message.
+	since time.Time
 	once  sync.Once // starts the driver's own subscription
 }
 
@@ -89,10 +93,10 @@ func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest)
 	}
 	pace := kit.NewPacerFrom(start, req.Wait)
 	defer pace.Stop()
-	w := d.watch(req.Key, req.Token)
+	w := d.watch(req.Key, req.Token, start)
 	defer func() { d.unwatch(req, w, res.Acquired) }()
 	for {
-		tick, ok := pace.After(kit.PollDelay(res.HolderTTL))
+		tick, ok := pace.After(d.pollDelay(res.HolderTTL))
 		if !ok {
 			return d.leaveNow(ctx, req, res)
 		}
@@ -115,6 +119,17 @@ func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest)
 			return d.confirmHandoff(ctx, req, res) // it may have been handed over
 		}
 	}
+}
+
+// pollDelay is the delay before a waiting call's next attempt when no
+// message wakes it: the driver's poll interval (WaitPollInterval, as
+// kit.PollDelay), or just past the holder's remaining ttl when that ends
+// first (holderTTL 0: not told).
+func (d *Driver) pollDelay(holderTTL time.Duration) time.Duration {
+	if holderTTL > 0 && holderTTL < d.poll {
+		return holderTTL + time.Millisecond
+	}
+	return d.poll
 }
 
 // leaveNow ends a wait whose time is up: the lock when a release handed it
@@ -169,10 +184,11 @@ func (d *Driver) listen() {
 	})
 }
 
-// watch registers a waiting call for key, whose first attempt did not get
-// the lock. A lock handed to it since then is its at once (w.fence set, w
-// woken).
-func (d *Driver) watch(key, token string) *watch {
+// watch registers a waiting call for key, whose first attempt, started at
+// start, did not get the lock. A lock handed to it since then is its at
+// once (w.fence set, w woken); a subscription confirmed since then wakes
+// it (see subscribed).
+func (d *Driver) watch(key, token string, start time.Time) *watch {
 	ws := &d.watchers
 	var w *watch
 	if bubble.Unpooled.Load() {
@@ -187,10 +203,9 @@ func (d *Driver) watch(key, token string) *watch {
 	if g, ok := ws.early[a]; ok {
 		delete(ws.early, a)
 		w.fence = g.fence
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		w.signal()
+	} else if !ws.since.Before(start) {
+		w.signal()
 	}
 	if ws.byKey == nil {
 		ws.byKey = map[string]*watch{}
@@ -299,10 +314,7 @@ func (d *Driver) message(payload string) (string, bool) {
 			w.fence = fence
 			found = true
 		}
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		w.signal()
 	}
 	a := attempt{key, token}
 	_, orphan := ws.ended[a]
@@ -323,6 +335,33 @@ func (d *Driver) message(payload string) (string, bool) {
 		d.leaveLater(drivers.AcquireRequest{Key: key, Token: token})
 	}
 	return key, true
+}
+
+// subscribed runs each time the server confirms the driver's subscription:
+// the first time, and after every reconnection (go-redis subscribes
+// again). A release message published before that was lost, so every
+// waiting call looks again at once (one attempt: a lock handed to its
+// token meanwhile is then its own, as the acquire script returns it), and
+// so does a call whose first attempt started before but that does not
+// watch yet (watch).
+func (d *Driver) subscribed() {
+	ws := &d.watchers
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.since = time.Now()
+	for _, first := range ws.byKey {
+		for w := first; w != nil; w = w.next {
+			w.signal()
+		}
+	}
+}
+
+// signal wakes w's call, if it is not woken already; watchers.mu held.
+func (w *watch) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // parseMessage reads "w<key>" (fence 0) or "g<fence>,<token length>,<token><key>".

@@ -209,9 +209,16 @@ func TestGrantBeforeWatch(t *testing.T) {
 		t.Fatalf("h: %+v, %v", res, err)
 	}
 	w.listen()
-	waitFor(t, "waiter subscribed", func() bool { return numSub(t, h, w.channel()) == 1 })
+	waitFor(t, "waiter's subscription confirmed", func() bool {
+		w.watchers.mu.Lock()
+		defer w.watchers.mu.Unlock()
+		return !w.watchers.since.IsZero()
+	})
 	wreq := req("w", time.Second)
-	if res, err := w.acquireOnce(ctx, wreq, true); err != nil || res.Acquired { // its first attempt
+	// its first attempt, started after the confirmation: only the grant
+	// wakes it
+	start := time.Now()
+	if res, err := w.acquireOnce(ctx, wreq, true); err != nil || res.Acquired {
 		t.Fatalf("w: %+v, %v", res, err)
 	}
 	if ok, err := h.Release(ctx, key, "h"); err != nil || !ok {
@@ -226,7 +233,7 @@ func TestGrantBeforeWatch(t *testing.T) {
 		_, ok := w.watchers.early[attempt{key, "w"}]
 		return ok
 	})
-	wt := w.watch(key, "w")
+	wt := w.watch(key, "w", start)
 	defer w.unwatch(wreq, wt, true)
 	select {
 	case <-wt.wake:
