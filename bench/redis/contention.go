@@ -292,3 +292,23 @@ func summarize(all []record, start time.Time) (contention, error) {
 		release:   p(rels, 50),
 	}, nil
 }
+
+// runProcs is the -procs run: the ring and each library contending in
+// processes, -repeat times, one line per run and library, no table.
+func runProcs() error {
+	fmt.Printf("Redis contention in processes: %s, %d workers × %v holding %v, %d run(s)\n",
+		*addr, *workers, *duration, *hold, *repeat)
+	for r := range max(*repeat, 1) {
+		for _, lib := range append([]string{ring}, libs...) {
+			c, err := contendProcesses(lib)
+			if err != nil {
+				fmt.Printf("run %d %s: failed: %v\n", r+1, lib, err)
+				continue
+			}
+			fmt.Printf("run %d %s: %.0f/s p99 %s same %.0f%% hand-off %.0fµs release %.0fµs cpu %s\n", r+1, lib,
+				c.perSec, ms(c.waitP99), 100*c.sameAgain, float64(c.handOff)/float64(time.Microsecond),
+				float64(c.release)/float64(time.Microsecond), cpuPerAcq(c))
+		}
+	}
+	return nil
+}

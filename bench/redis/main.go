@@ -44,6 +44,7 @@ var (
 	ttl      = flag.Duration("ttl", 3*time.Second, "lock ttl of the renewal measurement (renewed every ttl/3)")
 	repeat   = flag.Int("repeat", 1, "runs of the latency and contention measurements; the table shows their medians")
 	only     = flag.String("libs", "", "measure only these libraries (comma-separated, mutexfx among them; empty: all)")
+	procs    = flag.Bool("procs", false, "run only the contention in processes (the ring, then each library), -repeat times, and print each run")
 )
 
 func main() {
@@ -65,7 +66,11 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(); err != nil {
+	do := run
+	if *procs {
+		do = runProcs
+	}
+	if err := do(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
