@@ -52,6 +52,7 @@ type Driver struct {
 	servers  servers       // the server processes seen (detect.go)
 	slots    slotChecks    // Cluster: the master process each slot was checked on
 	poll     time.Duration // a waiting call's poll interval: WaitPollInterval (tests lengthen it)
+	subCheck subCheck      // the Pub/Sub connection's health check: defaultSubCheck (tests shorten it)
 
 	ctx    context.Context // cancelled by Close; ends the driver's goroutines
 	cancel context.CancelFunc
@@ -156,7 +157,7 @@ func nilClient(isNil bool) error {
 }
 
 func newDriver(c goredis.UniversalClient, owned, cluster bool, set settings) *Driver {
-	d := &Driver{client: c, owned: owned, cluster: cluster, set: set, id: rand.Text(), poll: WaitPollInterval}
+	d := &Driver{client: c, owned: owned, cluster: cluster, set: set, id: rand.Text(), poll: WaitPollInterval, subCheck: defaultSubCheck}
 	d.args = newFixedArgs(d)
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.health = newHealth(d)

@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"errors"
+	"net"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -11,15 +13,31 @@ import (
 )
 
 // subscription is the driver's one Pub/Sub connection on its own release
-// channel (Channel + ":" + its waiter id), shared by every Subscribe call. go-redis reconnects and
-// resubscribes it after a network error.
+// channel (Channel + ":" + its waiter id), shared by every Subscribe call.
+// Its one goroutine reads the connection itself, checks its health and
+// has go-redis reconnect and resubscribe it after a network error (see
+// run: go-redis's Channel would add two goroutines and miss a connection
+// gone silent).
 type subscription struct {
 	ps     *goredis.PubSub
-	cancel context.CancelFunc // cuts the initial SUBSCRIBE short
-	done   chan struct{}      // closed when the delivery goroutine ends
+	check  subCheck
+	cancel context.CancelFunc // ends the goroutine, cuts its SUBSCRIBE or dial short
+	done   chan struct{}      // closed when the goroutine ends
 
 	listeners kit.Listeners
 }
+
+// subCheck is the Pub/Sub connection's health check, go-redis Channel's
+// own: a connection silent for idle is pinged; one that answers nothing
+// within pong of the ping is dropped and replaced.
+type subCheck struct{ idle, pong time.Duration }
+
+// defaultSubCheck is go-redis Channel's health check (3 s, 5 s).
+var defaultSubCheck = subCheck{idle: 3 * time.Second, pong: 5 * time.Second}
+
+// subRetryDelay is the pause between failed attempts to reconnect the
+// Pub/Sub (go-redis Channel's), from the second in a row.
+const subRetryDelay = 100 * time.Millisecond
 
 // Subscribe calls fn with a Released event whenever a lock is released
 // while this driver's waiter is the first live one queued for it (the key
@@ -60,12 +78,13 @@ func (d *Driver) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(),
 	}, nil
 }
 
-// startSubscription opens the Pub/Sub and its delivery goroutine. Called
-// with d.mu held.
+// startSubscription opens the Pub/Sub and its goroutine. Called with d.mu
+// held.
 func (d *Driver) startSubscription() *subscription {
 	ctx, cancel := context.WithCancel(d.ctx)
 	sub := &subscription{
 		cancel: cancel,
+		check:  d.subCheck,
 		// No channel yet: this connects nothing. The goroutine subscribes.
 		ps:   d.client.Subscribe(d.ctx),
 		done: make(chan struct{}),
@@ -79,34 +98,88 @@ func (d *Driver) channel() string { return d.set.channel + ":" + d.id }
 
 // run subscribes (go-redis remembers the channel and resubscribes after a
 // reconnection even if this first attempt fails) and delivers messages
-// until the Pub/Sub is closed. Each time the server confirms the
-// subscription, the first and after every reconnection, it calls
+// until ctx ends or the Pub/Sub is closed. Each time the server confirms
+// the subscription, the first and after every reconnection, it calls
 // subscribed: a message published before that was not heard.
+//
+// It reads as go-redis's Channel does, without the goroutines Channel
+// forwards messages and pings through: go-redis keeps the connection when
+// a read with a timeout (ReceiveTimeout's) times out, and drops it on any
+// other read error or a failed ping (the next read then reconnects and
+// resubscribes). A connection silent for check.idle is pinged, and the
+// read after the ping has a context deadline instead of a timeout: go-redis
+// drops a connection whose read ends with that (it answered nothing, not
+// even the pong), which Channel's check would never see.
 func (s *subscription) run(ctx context.Context, channel string, handle func(payload string) (string, bool), subscribed func()) {
 	defer close(s.done)
 	sctx, cancel := context.WithTimeout(ctx, DefaultDialTimeout)
 	_ = s.ps.Subscribe(sctx, channel)
 	cancel()
-	ch := s.ps.ChannelWithSubscriptions(goredis.WithChannelSize(1024), goredis.WithChannelHealthCheckInterval(3*time.Second))
-	for m := range ch {
-		switch m := m.(type) {
-		case *goredis.Message:
-			key, ok := handle(m.Payload)
-			if !ok {
-				continue
-			}
-			s.listeners.Publish(drivers.Event{Kind: drivers.Released, Key: key})
-		case *goredis.Subscription:
-			if m.Kind == "subscribe" {
-				subscribed()
+	pinged, failed := false, 0
+	for {
+		msg, err := s.receive(ctx, pinged)
+		var ne net.Error
+		switch {
+		case ctx.Err() != nil || errors.Is(err, goredis.ErrClosed):
+			return
+		case err == nil:
+			pinged, failed = false, 0
+			s.deliver(msg, handle, subscribed)
+		case !pinged && errors.As(err, &ne) && ne.Timeout():
+			pinged = true
+			pctx, cancel := context.WithTimeout(ctx, s.check.pong)
+			_ = s.ps.Ping(pctx) // a ping that cannot be written reconnects
+			cancel()
+		default:
+			pinged = false
+			if failed++; failed > 1 && !pause(ctx, subRetryDelay) {
+				return
 			}
 		}
 	}
 }
 
-// stop closes the Pub/Sub and waits for the delivery goroutine, or for ctx.
-// A SUBSCRIBE stuck on a silent server holds the Pub/Sub until the command
-// timeout; the goroutine then ends on its own.
+// receive reads the next message; after a ping (pinged), its deadline
+// is a failure that drops the connection (see run).
+func (s *subscription) receive(ctx context.Context, pinged bool) (any, error) {
+	if !pinged {
+		return s.ps.ReceiveTimeout(ctx, s.check.idle)
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.check.pong)
+	defer cancel()
+	return s.ps.ReceiveTimeout(rctx, 0)
+}
+
+// deliver handles a release message and a subscription confirmation;
+// pongs are only signs of life.
+func (s *subscription) deliver(msg any, handle func(payload string) (string, bool), subscribed func()) {
+	switch m := msg.(type) {
+	case *goredis.Message:
+		if key, ok := handle(m.Payload); ok {
+			s.listeners.Publish(drivers.Event{Kind: drivers.Released, Key: key})
+		}
+	case *goredis.Subscription:
+		if m.Kind == "subscribe" {
+			subscribed()
+		}
+	}
+}
+
+// pause waits d, or until ctx ends (false).
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// stop ends the goroutine, closes the Pub/Sub and waits for both, or for
+// ctx. A SUBSCRIBE stuck on a silent server holds the Pub/Sub until the
+// command timeout; the goroutine then ends on its own.
 func (s *subscription) stop(ctx context.Context) error {
 	s.cancel()
 	closed := make(chan struct{})

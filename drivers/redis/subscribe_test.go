@@ -191,3 +191,22 @@ func TestConfirmationBeforeWatch(t *testing.T) {
 	default:
 	}
 }
+
+// TestSilentSubscriptionReplaced: the Pub/Sub connection goes silent (the
+// network holds its bytes; the socket stays open). Pinged after
+// subCheck.idle and unanswered for subCheck.pong, it is dropped and
+// replaced, and the new subscription hears the next hand-off.
+func TestSilentSubscriptionReplaced(t *testing.T) {
+	s := newLateSubscriber(t)
+	s.w.subCheck = subCheck{idle: 100 * time.Millisecond, pong: 200 * time.Millisecond}
+	s.subscribe(t)
+	again := s.p.HoldNext()
+	s.p.Stall()
+	arrived(t, again)
+	s.p.Resume()
+	again.Release()
+	waitFor(t, "one subscription, the new one", func() bool { return numSub(t, s.h, s.w.channel()) == 1 })
+	got := s.hold(t)
+	s.release(t, "w")
+	s.acquiredSoon(t, got, time.Now())
+}
