@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -118,11 +117,4 @@ func renewerMain(args []string) int {
 	periods := wall.Seconds() / (lockTTL / 3).Seconds()
 	fmt.Printf("%.2f %.4f\n", float64(trips)/periods, cpu.Seconds()/wall.Seconds())
 	return 0
-}
-
-// cpuTime is the process's user and system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
