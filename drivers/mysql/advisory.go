@@ -221,7 +221,7 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 		}
 		return f.V, s, err
 	}
-	args = append([]any{keyHash(req.Key)}, args...)
+	args = append([]any{sqlkit.KeyHash(req.Key)}, args...)
 	if st.holders { // the statement sets the counter row's holder columns
 		holder := sqlkit.Identity(req.Token, 0)
 		args = append(append([]any{args[0], holder}, args[1:]...), holder)

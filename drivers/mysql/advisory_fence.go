@@ -5,11 +5,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // lockName is the GET_LOCK name of key: "mutexfx:" and 48 hex digits of
-// keyHash, 56 characters (the limit is 64).
-func lockName(key string) string { return "mutexfx:" + hex.EncodeToString(keyHash(key)[:24]) }
+// sqlkit.KeyHash, 56 characters (the limit is 64).
+func lockName(key string) string { return "mutexfx:" + hex.EncodeToString(sqlkit.KeyHash(key)[:24]) }
 
 // Advisory statements: every value a parameter, %[1]s the validated fence
 // object, %[2]s the timeout ("? / 1000": a millisecond parameter, or "0").

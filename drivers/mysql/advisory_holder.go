@@ -69,7 +69,7 @@ func (a *advisoryDriver) ensureHolders(ctx context.Context, fence string) (bool,
 // holderQuery returns the statement reading key's holder, and its arguments.
 func (a *advisoryDriver) holderQuery(counter bool, key, boot string) (string, []any) {
 	if counter {
-		return fmt.Sprintf(holderSQL, a.s.fenceTable, boot, "f.name_hash = ?", bootSlack), []any{keyHash(key), lockName(key)}
+		return fmt.Sprintf(holderSQL, a.s.fenceTable, boot, "f.name_hash = ?", bootSlack), []any{sqlkit.KeyHash(key), lockName(key)}
 	}
 	row := fmt.Sprintf("f.slot = u.id MOD %d", holderSlots)
 	return fmt.Sprintf(holderSQL, a.s.holderTable, boot, row, bootSlack), []any{lockName(key)}

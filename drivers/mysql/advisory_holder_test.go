@@ -10,6 +10,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
@@ -33,7 +34,7 @@ func setHolderRow(ctx context.Context, t *testing.T, db *sql.DB, opts Options, k
 	var err error
 	if opts.Fence == FenceCounter {
 		_, err = db.ExecContext(ctx, "UPDATE "+opts.FenceTable+" SET holder = ?, conn_id = ?, taken_at = "+takenAt+
-			" WHERE name_hash = ?", holder, id, keyHash(key))
+			" WHERE name_hash = ?", holder, id, sqlkit.KeyHash(key))
 	} else {
 		_, err = db.ExecContext(ctx, "REPLACE INTO "+DefaultFenceTable+holderSuffix+" (slot, holder, conn_id, taken_at) VALUES (?, ?, ?, "+
 			takenAt+")", id%holderSlots, holder, id)
@@ -165,7 +166,7 @@ func TestAdvisoryHolderOldCounterTable(t *testing.T) {
 	db := openDB(t, testutil.MySQLDSN())
 	table := oldCounterTable(ctx, t, db, "mutexfx_test_oldfence_"+runID)
 	key := "mysqltest:" + runID + ":old"
-	if _, err := db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?, 41)", keyHash(key)); err != nil {
+	if _, err := db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?, 41)", sqlkit.KeyHash(key)); err != nil {
 		t.Fatal(err)
 	}
 	opts := Options{DSN: testutil.MySQLDSN(), Fence: FenceCounter, FenceTable: table}

@@ -7,7 +7,6 @@
 package mysql
 
 import (
-	"crypto/sha256"
 	"database/sql"
 	"fmt"
 	"time"
@@ -90,13 +89,6 @@ func newDriver(db *sql.DB, own bool, socks *sockets, s settings) Driver {
 		return newTable(db, own, socks, s)
 	}
 	return newAdvisory(db, own, socks, s)
-}
-
-// keyHash is the SHA-256 of key: the table's primary key and the source of
-// advisory lock names, fixed-size and case-exact for any key.
-func keyHash(key string) []byte {
-	h := sha256.Sum256([]byte(key))
-	return h[:]
 }
 
 // checkToken rejects tokens the token column cannot hold.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -13,7 +14,7 @@ import (
 func queueOf(t *testing.T, d Driver, key string) [][]byte {
 	t.Helper()
 	var q []byte
-	if err := coreOf(d).db.QueryRowContext(ctxT(t), "SELECT queue FROM "+tab(d).s.table+" WHERE name_hash = ?", keyHash(key)).Scan(&q); err != nil {
+	if err := coreOf(d).db.QueryRowContext(ctxT(t), "SELECT queue FROM "+tab(d).s.table+" WHERE name_hash = ?", sqlkit.KeyHash(key)).Scan(&q); err != nil {
 		t.Fatal(err)
 	}
 	var ids [][]byte
@@ -110,7 +111,7 @@ func TestTableQueuePrune(t *testing.T) {
 		dead = append(dead, bytes.Repeat([]byte{byte('A' + i)}, 16)...)
 		dead = append(dead, "0000000000001"...)
 	}
-	if _, err := tab(a).db.ExecContext(ctx, "UPDATE "+tab(a).s.table+" SET queue = ? WHERE name_hash = ?", dead, keyHash(key)); err != nil {
+	if _, err := tab(a).db.ExecContext(ctx, "UPDATE "+tab(a).s.table+" SET queue = ? WHERE name_hash = ?", dead, sqlkit.KeyHash(key)); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := a.Release(ctx, key, tok); err != nil || !ok {

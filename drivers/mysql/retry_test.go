@@ -9,6 +9,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/drivertest"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -127,7 +128,7 @@ func heldRowLocked(ctx context.Context, t *testing.T, d Driver, table string) (k
 	}
 	t.Cleanup(func() { _ = tx.Rollback() })
 	var fence uint64
-	if err := tx.QueryRowContext(ctx, "SELECT fence FROM "+table+" WHERE name_hash = ? FOR UPDATE", keyHash(key)).Scan(&fence); err != nil {
+	if err := tx.QueryRowContext(ctx, "SELECT fence FROM "+table+" WHERE name_hash = ? FOR UPDATE", sqlkit.KeyHash(key)).Scan(&fence); err != nil {
 		t.Fatal(err)
 	}
 	return key, tok, admin, tx

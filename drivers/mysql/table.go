@@ -51,7 +51,7 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 
 // Release frees key if token holds it.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	id, err := d.update(ctx, "release", tableReleaseSQL, keyHash(key), token)
+	id, err := d.update(ctx, "release", tableReleaseSQL, sqlkit.KeyHash(key), token)
 	if id&appendBit != 0 { // others queue: this driver's next attempt joins them
 		d.watch.contended(key)
 	}
@@ -66,7 +66,7 @@ func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Du
 	if ttl <= 0 && !d.life.Closed() { // closed: ErrClosed, as every call
 		return false, errTTL(ttl)
 	}
-	id, err := d.update(ctx, "extend", tableExtendSQL, ttl.Microseconds(), keyHash(key), token)
+	id, err := d.update(ctx, "extend", tableExtendSQL, ttl.Microseconds(), sqlkit.KeyHash(key), token)
 	return id >= 1, err
 }
 
@@ -133,14 +133,14 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	d.noteTTL(req.TTL)
 	var id, n int64
 	var err error
-	args := []any{keyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
+	args := []any{sqlkit.KeyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
 	plan := d.watch.plan(req.Key)
 	if plan == planRetake || plan == planHead {
 		// Not waited for: its row most likely exists and is free. A plain
 		// UPDATE costs 1.05-1.09× a bare upsert-if-expired + DELETE pair,
 		// an upsert 1.3-1.4×. The queue's head's attempts are this UPDATE
 		// alone: while the row is held it locks it only for a moment.
-		id, n, err = d.tableExec(ctx, d.retakeSQL, req.Token, req.TTL.Microseconds(), d.id, keyHash(req.Key), d.id)
+		id, n, err = d.tableExec(ctx, d.retakeSQL, req.Token, req.TTL.Microseconds(), d.id, sqlkit.KeyHash(req.Key), d.id)
 	}
 	switch {
 	case err != nil:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // Inspect reads key's row: its token, fence and remaining ttl.
@@ -19,7 +20,7 @@ func (d *tableDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo
 		var us int64
 		err = d.db.QueryRowContext(ctx, fmt.Sprintf(
 			`SELECT token, fence, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM %s WHERE name_hash = ? AND expires_at >= UTC_TIMESTAMP(6)`,
-			d.s.table), keyHash(key)).Scan(&info.Token, &info.Fence, &us)
+			d.s.table), sqlkit.KeyHash(key)).Scan(&info.Token, &info.Fence, &us)
 		if errors.Is(err, sql.ErrNoRows) {
 			return drivers.LockInfo{}, false, nil
 		}

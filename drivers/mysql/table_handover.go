@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // tableHandoverSQL passes the row to another token, with the next fence
@@ -31,7 +32,7 @@ func (d *tableDriver) Handover(ctx context.Context, key, token string, next driv
 		if err := checkTake(next); err != nil {
 			return false, drivers.AcquireResult{}, err
 		}
-		id, n, err := d.tableExec(ctx, d.handoverSQL, next.Token, d.id, next.TTL.Microseconds(), keyHash(key), token)
+		id, n, err := d.tableExec(ctx, d.handoverSQL, next.Token, d.id, next.TTL.Microseconds(), sqlkit.KeyHash(key), token)
 		switch {
 		case err != nil:
 			return false, drivers.AcquireResult{}, fmt.Errorf("mysql: handover: %w", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // renew extends leases with one UPDATE per RenewBatch leases of one ttl;
@@ -43,7 +44,7 @@ func (d *tableDriver) renewChunk(ctx context.Context, leases []drivers.Lease, ch
 	args := make([]any, 0, 1+3*len(chunk))
 	args = append(args, ttl.Microseconds())
 	for j, i := range chunk {
-		hashes[j] = keyHash(leases[i].Key)
+		hashes[j] = sqlkit.KeyHash(leases[i].Key)
 		args = append(args, hashes[j])
 	}
 	for j, i := range chunk {

@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// lockTableDDL is table mode's table (docs/mysql.md): name_hash is keyHash,
-// name the key for people. A release keeps the row for the next plain
-// UPDATE; the reclaimer deletes it (table_reclaim.go). taken_by (the last
-// taker) and queue serve fair hand-off (table_fair.go).
+// lockTableDDL is table mode's table (docs/mysql.md): name_hash is
+// sqlkit.KeyHash, name the key for people. A release keeps the row for the
+// next plain UPDATE; the reclaimer deletes it (table_reclaim.go). taken_by
+// (the last taker) and queue serve fair hand-off (table_fair.go).
 const lockTableDDL = `CREATE TABLE IF NOT EXISTS %s (
   name_hash BINARY(32) NOT NULL,
   token VARBINARY(255) NOT NULL,

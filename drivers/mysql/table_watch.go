@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // watchInterest is how long a key stays watched after its last failed
@@ -238,7 +239,7 @@ func (w *watcher) read(ctx context.Context, chunk []string) ([]keyState, error) 
 	args := make([]any, 0, 1+len(chunk))
 	args = append(args, w.d.id)
 	for _, k := range chunk {
-		args = append(args, keyHash(k))
+		args = append(args, sqlkit.KeyHash(k))
 	}
 	found := map[string]keyState{}
 	var h []byte
@@ -250,7 +251,7 @@ func (w *watcher) read(ctx context.Context, chunk []string) ([]keyState, error) 
 	}
 	out := make([]keyState, len(chunk))
 	for i, k := range chunk {
-		st, ok := found[string(keyHash(k))]
+		st, ok := found[string(sqlkit.KeyHash(k))]
 		if !ok {
 			st = keyState{free: true, pos: -1}
 		}

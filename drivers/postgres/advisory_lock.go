@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -254,11 +253,8 @@ func advisorySQL(n names) advisoryStatements {
 }
 
 // advisoryKey is the advisory lock key of a lock key: the first 8 bytes of
-// its SHA-256 (keys with the same hash exclude each other).
-func advisoryKey(key string) int64 {
-	sum := sha256.Sum256([]byte(key))
-	return int64(binary.BigEndian.Uint64(sum[:8]))
-}
+// its sqlkit.KeyHash (keys with the same hash exclude each other).
+func advisoryKey(key string) int64 { return int64(binary.BigEndian.Uint64(sqlkit.KeyHash(key))) }
 
 // maxIdentity is how much of application_name PostgreSQL keeps.
 const maxIdentity = 63

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 )
 
@@ -22,7 +23,7 @@ func TestGivenUpStatementDoesNotLand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM "+baseOf(d).names.table+" WHERE id = $1 FOR UPDATE", rowID(key)); err != nil {
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM "+baseOf(d).names.table+" WHERE id = $1 FOR UPDATE", sqlkit.KeyHash(key)); err != nil {
 		t.Fatal(err)
 	}
 	sqltest.GivenUpExtendDoesNotLand(ctx, t, d, key, tok, func() error { return tx.Rollback(ctx) })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -189,7 +190,7 @@ func TestCancelledByOthers(t *testing.T) {
 					t.Fatal(err)
 				}
 				block = []string{"BEGIN", "SELECT 1 FROM " + baseOf(d).names.table + " WHERE id = $1 FOR UPDATE"}
-				free, arg = "COMMIT", rowID(key)
+				free, arg = "COMMIT", sqlkit.KeyHash(key)
 			}
 			for _, q := range block {
 				args := []any{arg}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
 
@@ -76,7 +77,7 @@ func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, err
 	var live bool
 	err := d.runWaking(ctx, key, func(ctx context.Context, p querier, notified any) error {
 		live = false
-		return ignoreNoRows(p.QueryRow(ctx, d.sql.release, rowID(key), token, notified).Scan(&live, nil))
+		return ignoreNoRows(p.QueryRow(ctx, d.sql.release, sqlkit.KeyHash(key), token, notified).Scan(&live, nil))
 	})
 	return live, d.life.ClosedErr(err)
 }
@@ -108,7 +109,7 @@ func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Du
 	}
 	var n int64
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		tag, err := p.Exec(ctx, d.sql.extend, rowID(key), token, ms)
+		tag, err := p.Exec(ctx, d.sql.extend, sqlkit.KeyHash(key), token, ms)
 		n = tag.RowsAffected()
 		return err
 	})
@@ -130,7 +131,7 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 	order := make([]int, len(leases))
 	ids := make([][]byte, len(leases))
 	for i, l := range leases {
-		order[i], ids[i] = i, rowID(l.Key)
+		order[i], ids[i] = i, sqlkit.KeyHash(l.Key)
 	}
 	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(ids[a], ids[b]) })
 	checked := d.life.Check(ctx)
@@ -168,7 +169,7 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.LockInfo, ok bool, err error) {
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		var left int64 // µs
-		err := p.QueryRow(ctx, d.sql.inspect, rowID(key)).Scan(&info.Token, &info.Fence, &left)
+		err := p.QueryRow(ctx, d.sql.inspect, sqlkit.KeyHash(key)).Scan(&info.Token, &info.Fence, &left)
 		ok = err == nil
 		info.TTL = time.Duration(left) * time.Microsecond
 		return ignoreNoRows(err)
@@ -242,7 +243,7 @@ func (d *tableDriver) Handover(ctx context.Context, key, token string, next driv
 	var fence int64
 	err = d.runWaking(ctx, key, func(ctx context.Context, p querier, notified any) error {
 		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.handover, append([]any{rowID(key), token, next.Token, ms, notified}, mark...)...).Scan(nil, &handed, &fence, nil)
+		err := p.QueryRow(ctx, fs.handover, append([]any{sqlkit.KeyHash(key), token, next.Token, ms, notified}, mark...)...).Scan(nil, &handed, &fence, nil)
 		held = err == nil
 		return ignoreNoRows(err)
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/kit"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // attemptOpts are the ways acquireOnce tries: queue, a failed attempt
@@ -27,7 +28,7 @@ type attemptOpts struct {
 func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms int64, turn bool) (fence uint64, took bool, err error) {
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		fs, mark := d.fencing(p)
-		q, args := fs.take, []any{rowID(req.Key), req.Token, ms}
+		q, args := fs.take, []any{sqlkit.KeyHash(req.Key), req.Token, ms}
 		if turn {
 			q, args = fs.turn, append(args, d.id, WaiterLiveness.Milliseconds())
 		}
@@ -56,7 +57,7 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		var left, now float64
 		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.acquire, append([]any{rowID(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue, o.arrival}, mark...)...).
+		err := p.QueryRow(ctx, fs.acquire, append([]any{sqlkit.KeyHash(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue, o.arrival}, mark...)...).
 			Scan(&res.Acquired, &res.Fence, &left, &deferred, &now)
 		if err == nil && o.arrival == nil {
 			o.arrival = &now
@@ -73,7 +74,7 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 		// the row was deleted between the snapshot and the insert
 		err = d.run(ctx, func(ctx context.Context, p querier) error {
 			fs, mark := d.fencing(p)
-			return p.QueryRow(ctx, fs.refence, append([]any{rowID(req.Key), req.Token}, mark...)...).Scan(&res.Fence)
+			return p.QueryRow(ctx, fs.refence, append([]any{sqlkit.KeyHash(req.Key), req.Token}, mark...)...).Scan(&res.Fence)
 		})
 	}
 	if err != nil {

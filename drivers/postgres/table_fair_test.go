@@ -14,6 +14,7 @@ import (
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/drivertest"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
@@ -143,7 +144,7 @@ func TestTableQueueOrder(t *testing.T) {
 		})
 		within(t, 5*time.Second, fmt.Sprintf("waiter %d queued", i), func() bool {
 			var queued bool
-			err := c.QueryRow(ctx, "SELECT queue ? $2 FROM mutexfx_locks WHERE id = $1", rowID(key), tableOf(d).id).Scan(&queued)
+			err := c.QueryRow(ctx, "SELECT queue ? $2 FROM mutexfx_locks WHERE id = $1", sqlkit.KeyHash(key), tableOf(d).id).Scan(&queued)
 			return err == nil && queued
 		})
 	}
@@ -193,7 +194,7 @@ func TestTableNoBarging(t *testing.T) {
 	defer c.Close(context.WithoutCancel(ctx))
 	order := sqltest.TakeTurns(ctx, t, ms[:], name, rounds, func(holder, other int) bool {
 		var queued bool
-		err := c.QueryRow(ctx, "SELECT COALESCE(queue ? $2, false) FROM mutexfx_locks WHERE id = $1", rowID("fault:"+name), ids[other]).Scan(&queued)
+		err := c.QueryRow(ctx, "SELECT COALESCE(queue ? $2, false) FROM mutexfx_locks WHERE id = $1", sqlkit.KeyHash("fault:"+name), ids[other]).Scan(&queued)
 		if err != nil {
 			t.Fatalf("queue of %q: %v", name, err)
 		}
@@ -285,7 +286,7 @@ func TestTableRowDeletedDuringAcquire(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer admin.Close(ctx)
-			if _, err := admin.Exec(ctx, "UPDATE mutexfx_locks SET queue = $2 WHERE id = $1", rowID(key), tc.queue); err != nil {
+			if _, err := admin.Exec(ctx, "UPDATE mutexfx_locks SET queue = $2 WHERE id = $1", sqlkit.KeyHash(key), tc.queue); err != nil {
 				t.Fatal(err)
 			}
 			tx, err := admin.Begin(ctx)
@@ -293,7 +294,7 @@ func TestTableRowDeletedDuringAcquire(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = tx.Rollback(ctx) }()
-			if _, err := tx.Exec(ctx, "DELETE FROM mutexfx_locks WHERE id = $1", rowID(key)); err != nil {
+			if _, err := tx.Exec(ctx, "DELETE FROM mutexfx_locks WHERE id = $1", sqlkit.KeyHash(key)); err != nil {
 				t.Fatal(err)
 			}
 			got := drivertest.AcquireAsync(ctx, d, drivers.AcquireRequest{Key: key, Token: "t2", TTL: time.Minute})

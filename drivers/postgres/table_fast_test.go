@@ -13,6 +13,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/drivertest"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -126,7 +127,7 @@ func TestTableRoundTrips(t *testing.T) {
 			version := func() string {
 				var v string
 				err := tableOf(b).run(ctx, func(ctx context.Context, p querier) error {
-					return p.QueryRow(ctx, "SELECT xmin::text || '/' || xmax::text FROM "+baseOf(a).names.table+" WHERE id = $1", rowID(key)).Scan(&v)
+					return p.QueryRow(ctx, "SELECT xmin::text || '/' || xmax::text FROM "+baseOf(a).names.table+" WHERE id = $1", sqlkit.KeyHash(key)).Scan(&v)
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -171,7 +172,7 @@ func TestTableTurn(t *testing.T) {
 	got := drivertest.AcquireAsync(ctx, a, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute, Wait: time.Minute})
 	queued := func() bool {
 		var in bool
-		err := pool.QueryRow(ctx, "SELECT queue ? $2 FROM mutexfx_locks WHERE id = $1", rowID(key), tableOf(a).id).Scan(&in)
+		err := pool.QueryRow(ctx, "SELECT queue ? $2 FROM mutexfx_locks WHERE id = $1", sqlkit.KeyHash(key), tableOf(a).id).Scan(&in)
 		return err == nil && in
 	}
 	within(t, 10*time.Second, "the waiter queues", queued)

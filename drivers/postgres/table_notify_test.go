@@ -12,6 +12,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/drivertest"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // listenRaw opens a connection listening on channel.
@@ -58,7 +59,7 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 	waitFor(ctx, c, key)
 	var raw []byte
 	err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
-		return p.QueryRow(ctx, "SELECT queue FROM "+baseOf(a).names.table+" WHERE id = $1", rowID(key)).Scan(&raw)
+		return p.QueryRow(ctx, "SELECT queue FROM "+baseOf(a).names.table+" WHERE id = $1", sqlkit.KeyHash(key)).Scan(&raw)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 	stale := fmt.Sprintf(`{"STALEDRIVER": [%d, %d]}`, time.Now().Add(-time.Minute).UnixMilli(), time.Now().Add(-time.Minute).UnixMilli())
 	acquire(dead)
 	err = tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
-		_, err := p.Exec(ctx, "UPDATE "+baseOf(a).names.table+" SET queue = $2::jsonb WHERE id = $1", rowID(dead), stale)
+		_, err := p.Exec(ctx, "UPDATE "+baseOf(a).names.table+" SET queue = $2::jsonb WHERE id = $1", sqlkit.KeyHash(dead), stale)
 		return err
 	})
 	if err != nil {
@@ -211,7 +212,7 @@ func TestTableQueueDeferred(t *testing.T) {
 		t.Helper()
 		var raw []byte
 		err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
-			return p.QueryRow(ctx, "SELECT xmin::text, queue FROM "+baseOf(a).names.table+" WHERE id = $1", rowID(key)).Scan(&version, &raw)
+			return p.QueryRow(ctx, "SELECT xmin::text, queue FROM "+baseOf(a).names.table+" WHERE id = $1", sqlkit.KeyHash(key)).Scan(&version, &raw)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -310,7 +311,7 @@ func TestTableDeferredArrival(t *testing.T) {
 	}
 	var arrival float64
 	err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
-		return p.QueryRow(ctx, "SELECT (queue->$2->>0)::float8 FROM "+baseOf(a).names.table+" WHERE id = $1", rowID(key), tableOf(c).id).Scan(&arrival)
+		return p.QueryRow(ctx, "SELECT (queue->$2->>0)::float8 FROM "+baseOf(a).names.table+" WHERE id = $1", sqlkit.KeyHash(key), tableOf(c).id).Scan(&arrival)
 	})
 	if err != nil || arrival != *o.arrival {
 		t.Fatalf("c's arrival %v, %v; want its first attempt's, %v", arrival, err, *o.arrival)
@@ -385,7 +386,7 @@ func waitQueued(ctx context.Context, t *testing.T, a, b Driver, key string) {
 		var queued bool
 		err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
 			return p.QueryRow(ctx, "SELECT coalesce(queue ? $2, false) FROM "+
-				baseOf(a).names.table+" WHERE id = $1", rowID(key), tableOf(b).id).Scan(&queued)
+				baseOf(a).names.table+" WHERE id = $1", sqlkit.KeyHash(key), tableOf(b).id).Scan(&queued)
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"strings"
 )
@@ -204,12 +203,6 @@ func tableSchema(n names, o Options) []schemaObject {
 			" AND NOT attisdropped AND attname = 'queue')",
 			[]string{"ALTER TABLE " + n.table + " ADD COLUMN IF NOT EXISTS queue jsonb NOT NULL DEFAULT '{}'"}},
 	}
-}
-
-// rowID is a lock's primary key: its key's SHA-256 (any key fits an index).
-func rowID(key string) []byte {
-	sum := sha256.Sum256([]byte(key))
-	return sum[:]
 }
 
 // shownName is key as the name column shows it, for people: U+FFFD for NUL

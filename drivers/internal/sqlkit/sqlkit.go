@@ -2,12 +2,13 @@
 // share around their stores' statements: a driver's life and its Close
 // (Life), the connections it dialled, cut together on Close (Conns), the
 // state of its schema (Schema), the statement slot of a pinned connection
-// (Slot), the reclaimer's rounds (Drain) and the holder part of a token
-// (Identity).
+// (Slot), the reclaimer's rounds (Drain), the holder part of a token
+// (Identity) and the hash that keys a lock in the store (KeyHash).
 package sqlkit
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -196,6 +197,14 @@ func Identity(token string, limit int) string {
 		return ""
 	}
 	return token[i:j]
+}
+
+// KeyHash is the SHA-256 of a lock's key: its row's primary key and the
+// source of its advisory lock's name or number, fixed-size and case-exact
+// for any key.
+func KeyHash(key string) []byte {
+	h := sha256.Sum256([]byte(key))
+	return h[:]
 }
 
 // Drain runs round, which deletes up to batch reclaimable rows, until a
