@@ -21,6 +21,6 @@ func TestTableReclaim(t *testing.T) {
 		rows := func(n *int) error {
 			return admin.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM "+table).Scan(n)
 		}
-		return sqltest.ReclaimTable{Driver: d, Rows: rows, Sweep: d.reclaimRows}
+		return sqltest.ReclaimTable{Driver: d, Rows: rows, Sweep: d.reclaim.Drain}
 	})
 }

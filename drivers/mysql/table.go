@@ -11,7 +11,6 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/internal/backoff"
-	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
 
 // tableDriver holds each lock as a row whose expiry the database's clock
@@ -23,8 +22,8 @@ type tableDriver struct {
 	retakeSQL, handoverSQL string
 	takeSQL, acquireSQL    string // the short and the queueing acquire statements
 
-	watch   watcher      // wake-ups and queue places (table_watch.go)
-	reclaim reclaim.Loop // deletes the rows no longer needed (table_reclaim.go)
+	watch   watcher          // wake-ups and queue places (table_watch.go)
+	reclaim sqlkit.Reclaimer // deletes the rows no longer needed (table_reclaim.go)
 }
 
 func newTable(db *sql.DB, own bool, socks *sockets, s settings) *tableDriver {
@@ -35,6 +34,7 @@ func newTable(db *sql.DB, own bool, socks *sockets, s settings) *tableDriver {
 	d.retakeSQL = fmt.Sprintf(tableRetakeSQL, s.table)
 	d.handoverSQL = fmt.Sprintf(tableHandoverSQL, s.table, heldMark)
 	d.watch = watcher{d: d, keys: map[string]*interest{}}
+	d.reclaim.Batch, d.reclaim.Round = reclaimBatch, d.reclaimRound
 	return d
 }
 
@@ -130,7 +130,7 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	if err := checkTake(req); err != nil {
 		return drivers.AcquireResult{}, err
 	}
-	d.noteTTL(req.TTL)
+	d.reclaim.Note(req.TTL)
 	var id, n int64
 	var err error
 	args := []any{sqlkit.KeyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
-
-	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // Rows free and not queued for are deleted by each table-mode driver every
@@ -43,21 +40,11 @@ const (
 // reclaimBatch is the most rows one reclaim transaction deletes.
 const reclaimBatch = 1000
 
-// noteTTL starts the reclaimer, or makes it run at least every ttl/2.
-func (d *tableDriver) noteTTL(ttl time.Duration) {
-	d.reclaim.Note(ttl, func(ctx context.Context) { _, _ = d.reclaimRows(ctx) })
-}
-
-// reclaimRows deletes the reclaimable rows and returns how many.
-func (d *tableDriver) reclaimRows(ctx context.Context) (int64, error) {
-	return sqlkit.Drain(ctx, reclaimBatch, d.reclaimBatch)
-}
-
-// reclaimBatch deletes up to reclaimBatch reclaimable rows, found by a
+// reclaimRound deletes up to reclaimBatch reclaimable rows, found by a
 // plain read, in one READ COMMITTED transaction (a locking read locks only
 // the rows it returns): lock the floor, then the rows, raise the floor to
 // their highest fence, delete them.
-func (d *tableDriver) reclaimBatch(ctx context.Context) (int64, error) {
+func (d *tableDriver) reclaimRound(ctx context.Context) (int64, error) {
 	const free = "expires_at < UTC_TIMESTAMP(6) AND queue = ''"
 	// the candidates, before the floor is locked: new rows wait for it
 	hashes, err := queryHashes(ctx, d.db, fmt.Sprintf("SELECT name_hash, 0 FROM %s WHERE %s LIMIT %d", d.s.table, free, reclaimBatch))

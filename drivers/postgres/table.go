@@ -17,7 +17,6 @@ import (
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
-	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
 
 var _ drivers.Lister = (*tableDriver)(nil) // a capability of table mode only
@@ -40,12 +39,13 @@ type tableDriver struct {
 	poolMu  sync.Mutex      // creates and closes the pool
 	pool    atomic.Pointer[pgxpool.Pool]
 
-	reclaim reclaim.Loop // deletes the rows no longer needed
+	reclaim sqlkit.Reclaimer // deletes the rows no longer needed
 }
 
 func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool) *tableDriver {
 	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, pool != nil), id: rand.Text(), poolCfg: cfg}
 	d.pool.Store(pool)
+	d.reclaim.Batch, d.reclaim.Round = reclaimBatch, d.reclaimRound
 	b.schema = append(b.schema, tableSchema(b.names, b.opts)...)
 	b.channels = append(b.channels, pgx.Identifier{ownChannel(d.id)}.Sanitize())
 	return d
@@ -62,7 +62,7 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 	if err := d.life.Check(ctx); err != nil {
 		return drivers.AcquireResult{}, err
 	}
-	d.reclaim.Note(req.TTL, func(ctx context.Context) { _, _ = d.reclaimRows(ctx) })
+	d.reclaim.Note(req.TTL)
 	if req.Wait > 0 {
 		res, err = d.acquireWaiting(ctx, req)
 	} else {

@@ -16,6 +16,6 @@ func TestTableReclaim(t *testing.T) {
 		})
 		d := tableOf(shared(t, Options{Mode: ModeTable, Table: table}))
 		rows := func(n *int) error { return admin.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(n) }
-		return sqltest.ReclaimTable{Driver: d, Rows: rows, Sweep: d.reclaimRows}
+		return sqltest.ReclaimTable{Driver: d, Rows: rows, Sweep: d.reclaim.Drain}
 	})
 }

@@ -7,8 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
 // querier runs the table statements: a pooled connection bootCheck passed (b).
@@ -111,14 +109,12 @@ func reclaimLockSQL(fn, id string) string {
 	return fmt.Sprintf("%s(%d, ('x' || encode(substring(%s FROM 1 FOR 4), 'hex'))::bit(32)::int)", fn, reclaimClass, id)
 }
 
-// reclaimRows deletes the reclaimable rows and returns how many.
-func (d *tableDriver) reclaimRows(ctx context.Context) (int64, error) {
-	return sqlkit.Drain(ctx, reclaimBatch, func(ctx context.Context) (n int64, err error) {
-		err = d.run(ctx, func(ctx context.Context, p querier) error {
-			tag, err := p.Exec(ctx, d.sql.reclaim, reclaimBatch)
-			n = tag.RowsAffected()
-			return err
-		})
-		return n, err
+// reclaimRound deletes up to reclaimBatch reclaimable rows.
+func (d *tableDriver) reclaimRound(ctx context.Context) (n int64, err error) {
+	err = d.run(ctx, func(ctx context.Context, p querier) error {
+		tag, err := p.Exec(ctx, d.sql.reclaim, reclaimBatch)
+		n = tag.RowsAffected()
+		return err
 	})
+	return n, err
 }

@@ -2,8 +2,8 @@
 // share around their stores' statements: a driver's life and its Close
 // (Life), the connections it dialled, cut together on Close (Conns), the
 // state of its schema (Schema), the statement slot of a pinned connection
-// (Slot), the reclaimer's rounds (Drain), the holder part of a token
-// (Identity) and the hash that keys a lock in the store (KeyHash).
+// (Slot), the clean-up of a table's rows (Reclaimer), the holder part of a
+// token (Identity) and the hash that keys a lock in the store (KeyHash).
 package sqlkit
 
 import (
@@ -14,9 +14,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/internal/lifectx"
+	"github.com/mutexfx/mutexfx/internal/reclaim"
 )
 
 // Life is a driver's life. It is closed when Close starts, and its calls
@@ -207,14 +209,30 @@ func KeyHash(key string) []byte {
 	return h[:]
 }
 
-// Drain runs round, which deletes up to batch reclaimable rows, until a
-// round deletes fewer or fails; it returns how many rows it deleted.
-func Drain(ctx context.Context, batch int64, round func(context.Context) (int64, error)) (int64, error) {
+// Reclaimer is a table driver's clean-up (package reclaim): every half of
+// the longest ttl noted, it drains the reclaimable rows (Drain). Set Batch
+// and Round before the first Note.
+type Reclaimer struct {
+	reclaim.Loop
+	// Batch is the most rows a Round deletes.
+	Batch int64
+	// Round deletes up to Batch reclaimable rows and returns how many.
+	Round func(context.Context) (int64, error)
+}
+
+// Note starts the reclaimer, or makes it run at least every ttl/2.
+func (r *Reclaimer) Note(ttl time.Duration) {
+	r.Loop.Note(ttl, func(ctx context.Context) { _, _ = r.Drain(ctx) })
+}
+
+// Drain runs Round until a round deletes fewer than Batch rows or fails;
+// it returns how many rows it deleted.
+func (r *Reclaimer) Drain(ctx context.Context) (int64, error) {
 	var total int64
 	for {
-		n, err := round(ctx)
+		n, err := r.Round(ctx)
 		total += n
-		if err != nil || n < batch {
+		if err != nil || n < r.Batch {
 			return total, err
 		}
 	}

@@ -136,8 +136,9 @@ func TestLifeSecondClose(t *testing.T) {
 	})
 }
 
-// TestDrain: rounds run until one deletes fewer than a batch or fails.
-func TestDrain(t *testing.T) {
+// TestReclaimerDrain: rounds run until one deletes fewer than a batch or
+// fails.
+func TestReclaimerDrain(t *testing.T) {
 	errRound := errors.New("round")
 	for _, tc := range []struct {
 		name      string
@@ -151,13 +152,14 @@ func TestDrain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runs := 0
-			total, err := Drain(context.Background(), 10, func(context.Context) (int64, error) {
+			r := Reclaimer{Batch: 10, Round: func(context.Context) (int64, error) {
 				runs++
 				if runs-1 == tc.failAt {
 					return tc.rounds[runs-1], errRound
 				}
 				return tc.rounds[runs-1], nil
-			})
+			}}
+			total, err := r.Drain(context.Background())
 			if total != tc.wantTotal || runs != tc.wantRuns || (tc.failAt >= 0) != errors.Is(err, errRound) {
 				t.Fatalf("Drain = %d, %v after %d rounds; want %d after %d", total, err, runs, tc.wantTotal, tc.wantRuns)
 			}
