@@ -3,7 +3,6 @@ package mysql
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"strings"
 
@@ -57,12 +56,10 @@ func redactDSN(dsn string) string {
 	return user + ":" + redact.Mask + dsn[at:]
 }
 
-// scrubPassword returns msg, or, when it holds the password (as is, query-
-// or path-escaped), what failed and a note that it is withheld: masking
-// would reveal a short password where it matches the message's words.
+// scrubPassword returns msg, or, when it holds the password
+// (redact.Quotes), what failed and a note that it is withheld.
 func scrubPassword(msg, what, password string) string {
-	if password != "" && (strings.Contains(msg, password) || strings.Contains(msg, url.QueryEscape(password)) ||
-		strings.Contains(msg, url.PathEscape(password))) {
+	if redact.Quotes(msg, password) {
 		return what + " (go-sql-driver's message is withheld: it contains the password)"
 	}
 	return msg

@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
 // urlProblems are the kinds of url.Parse errors, named in New's error in
@@ -135,17 +136,13 @@ func hasPrefixFold(s, prefix string) bool {
 }
 
 // scrub removes the URL from an error message, and withholds a message
-// that contains a secret (as is, query- or path-escaped) altogether:
-// masking each occurrence would show where a short secret matches the
-// parser's own words.
+// that contains a secret (redact.Quotes) altogether.
 func scrub(msg, rawURL string, secrets ...string) string {
 	if rawURL != "" {
 		msg = strings.ReplaceAll(msg, rawURL, "<url>")
 	}
-	for _, s := range secrets {
-		if s != "" && (strings.Contains(msg, s) || strings.Contains(msg, url.QueryEscape(s)) || strings.Contains(msg, url.PathEscape(s))) {
-			return "invalid (the parser's message is withheld: it may quote the password)"
-		}
+	if redact.Quotes(msg, secrets...) {
+		return "invalid (the parser's message is withheld: it may quote the password)"
 	}
 	return msg
 }

@@ -5,6 +5,7 @@ package redact
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 )
 
@@ -32,4 +33,17 @@ func Format(f fmt.State, verb rune, str, goStr func() string) {
 // plain type.
 func GoString(name string, plain any) string {
 	return name + strings.TrimPrefix(fmt.Sprintf("%#v", plain), fmt.Sprintf("%T", plain))
+}
+
+// Quotes reports whether msg, a parser's message, holds one of secrets
+// (those set) as is, query- or path-escaped. Such a message is withheld
+// whole: masking each occurrence would show where a short secret matches
+// the parser's own words.
+func Quotes(msg string, secrets ...string) bool {
+	for _, s := range secrets {
+		if s != "" && (strings.Contains(msg, s) || strings.Contains(msg, url.QueryEscape(s)) || strings.Contains(msg, url.PathEscape(s))) {
+			return true
+		}
+	}
+	return false
 }

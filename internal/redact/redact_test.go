@@ -43,3 +43,24 @@ func TestGoString(t *testing.T) {
 		t.Fatalf("GoString = %s; want %s", got, want)
 	}
 }
+
+// TestQuotes: a secret is found as is and escaped both ways; an unset one
+// is never found.
+func TestQuotes(t *testing.T) {
+	for _, tc := range []struct {
+		msg     string
+		secrets []string
+		want    bool
+	}{
+		{"bad password p@ss/w rd", []string{"p@ss/w rd"}, true},
+		{"bad value p%40ss%2Fw+rd", []string{"p@ss/w rd"}, true}, // query-escaped
+		{"bad value p@ss%2Fw%20rd", []string{"p@ss/w rd"}, true}, // path-escaped
+		{"bad value", []string{"", "other"}, false},
+		{"bad value", nil, false},
+		{"second one: s3cr3t", []string{"x9", "s3cr3t"}, true},
+	} {
+		if got := Quotes(tc.msg, tc.secrets...); got != tc.want {
+			t.Errorf("Quotes(%q, %q) = %v; want %v", tc.msg, tc.secrets, got, tc.want)
+		}
+	}
+}
