@@ -76,22 +76,17 @@ func (a *advisoryDriver) holderQuery(counter bool, key, boot string) (string, []
 }
 
 // identify writes token's identity in conn's holder row when it changed
-// (sequence and uuid_short fences, own pool).
+// (sqlkit.Identify; sequence and uuid_short fences, own pool).
 func (a *advisoryDriver) identify(ctx context.Context, conn pinned, token string) error {
-	id := sqlkit.Identity(token, 0)
-	if conn.sock == nil || conn.sock.ident == id || a.noIdent.Load() {
+	if st := a.stmts.Load(); conn.sock == nil || a.noIdent.Load() || st.fence == FenceCounter || !st.holders {
 		return nil
 	}
-	if st := a.stmts.Load(); st.fence == FenceCounter || !st.holders {
-		return nil
-	}
-	_, err := conn.exec(ctx, fmt.Sprintf(identifySQL, a.s.holderTable), []any{id, id})
-	if errNumber(err) != 0 && !missingTable(err) { // refused: no grant, read-only
-		a.noIdent.Store(true)
-		return nil
-	}
-	if err == nil {
-		conn.sock.ident = id
-	}
-	return err
+	return sqlkit.Identify(&conn.sock.ident, token, 0, func(id string) error {
+		_, err := conn.exec(ctx, fmt.Sprintf(identifySQL, a.s.holderTable), []any{id, id})
+		if errNumber(err) != 0 && !missingTable(err) { // refused (no grant, read-only): write no more
+			a.noIdent.Store(true)
+			return nil
+		}
+		return err
+	})
 }

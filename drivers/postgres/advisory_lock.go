@@ -81,18 +81,13 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, l *advLock, req driv
 }
 
 // identify ends s's application_name with the identity of the token it
-// takes a lock for (sqlkit.Identity), which Inspect shows for its locks.
+// takes a lock for (sqlkit.Identify), which Inspect shows for its locks.
 func (d *advisoryDriver) identify(ctx context.Context, s *session, token string) error {
-	id := sqlkit.Identity(token, maxIdentity)
-	if id == s.ident {
-		return nil
-	}
-	app := d.connCfg.RuntimeParams["application_name"]
-	if _, err := s.conn.Exec(ctx, d.sql.identify, app[:min(len(app), maxIdentity-len(id))]+id); err != nil {
+	return sqlkit.Identify(&s.ident, token, maxIdentity, func(id string) error {
+		app := d.connCfg.RuntimeParams["application_name"]
+		_, err := s.conn.Exec(ctx, d.sql.identify, app[:min(len(app), maxIdentity-len(id))]+id)
 		return err
-	}
-	s.ident = id
-	return nil
+	})
 }
 
 // failed restores s after a failed lock statement, which may have taken

@@ -3,7 +3,8 @@
 // (Life), the connections it dialled, cut together on Close (Conns), the
 // state of its schema (Schema), the statement slot of a pinned connection
 // (Slot), the clean-up of a table's rows (Reclaimer), the holder part of a
-// token (Identity) and the hash that keys a lock in the store (KeyHash).
+// token and its writing (Identity, Identify) and the hash that keys a lock
+// in the store (KeyHash).
 package sqlkit
 
 import (
@@ -199,6 +200,23 @@ func Identity(token string, limit int) string {
 		return ""
 	}
 	return token[i:j]
+}
+
+// Identify shows token's identity (Identity, limit) where the store shows
+// a connection's holder, by write, unless *shown, what the connection
+// shows since its last write, is that identity already; it then records
+// it in *shown. A connection changes holders often, its identity seldom:
+// most acquisitions write nothing.
+func Identify(shown *string, token string, limit int, write func(id string) error) error {
+	id := Identity(token, limit)
+	if id == *shown {
+		return nil
+	}
+	if err := write(id); err != nil {
+		return err
+	}
+	*shown = id
+	return nil
 }
 
 // KeyHash is the SHA-256 of a lock's key: its row's primary key and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -216,6 +217,43 @@ func TestIdentity(t *testing.T) {
 		if got := Identity(tc.token, tc.limit); got != tc.want {
 			t.Errorf("Identity(%q, %d) = %q; want %q", tc.token, tc.limit, got, tc.want)
 		}
+	}
+}
+
+// TestIdentify: an identity is written when it differs from the one
+// shown, and counts as shown only once written.
+func TestIdentify(t *testing.T) {
+	errWrite := errors.New("write")
+	var shown string
+	var writes []string
+	fail := false
+	write := func(id string) error {
+		writes = append(writes, id)
+		if fail {
+			return errWrite
+		}
+		return nil
+	}
+	steps := []struct {
+		token     string
+		fail      bool
+		wantErr   bool
+		wantShown string
+	}{
+		{"r~app~host~1~x", false, false, "~app~host~1"},
+		{"s~app~host~1~y", false, false, "~app~host~1"}, // the same identity: no write
+		{"t~app~host~2~z", true, true, "~app~host~1"},   // failed: still the old one
+		{"t~app~host~2~z", false, false, "~app~host~2"},
+	}
+	for i, st := range steps {
+		fail = st.fail
+		err := Identify(&shown, st.token, 0, write)
+		if (err != nil) != st.wantErr || shown != st.wantShown {
+			t.Fatalf("step %d: Identify = %v, shown %q; want error %v, shown %q", i, err, shown, st.wantErr, st.wantShown)
+		}
+	}
+	if want := []string{"~app~host~1", "~app~host~2", "~app~host~2"}; !slices.Equal(writes, want) {
+		t.Fatalf("writes = %q; want %q", writes, want)
 	}
 }
 
