@@ -95,16 +95,12 @@ func (c *core) acquireWith(ctx context.Context, req drivers.AcquireRequest, ensu
 }
 
 // call2 is call for a call with two results.
-func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B, error)) (A, B, error) {
-	type ab struct {
-		a A
-		b B
-	}
-	r, err := call(c, ctx, func(ctx context.Context) (ab, error) {
-		a, b, err := f(ctx)
-		return ab{a, b}, err
+func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B, error)) (a A, b B, err error) {
+	_, err = call(c, ctx, func(ctx context.Context) (_ struct{}, err error) {
+		a, b, err = f(ctx)
+		return struct{}{}, err
 	})
-	return r.a, r.b, err
+	return a, b, err
 }
 
 // renew runs f, a Renew, as call does.
