@@ -24,3 +24,18 @@ func TestTableReclaim(t *testing.T) {
 		return sqltest.ReclaimTable{Driver: d, Rows: rows, Sweep: d.reclaim.Drain}
 	})
 }
+
+// TestTableDropped: a lock table dropped under a running driver is
+// created again (sqltest.TableDropped).
+func TestTableDropped(t *testing.T) {
+	const table = "mutexfx_test_dropped"
+	admin := openDB(t, testutil.MySQLDSN())
+	drop := func(ctx context.Context) error {
+		_, err := admin.ExecContext(ctx, "DROP TABLE IF EXISTS "+table)
+		return err
+	}
+	t.Cleanup(func() {
+		_, _ = admin.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+table+", "+table+floorSuffix)
+	})
+	sqltest.TableDropped(t, openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: table}), drop)
+}

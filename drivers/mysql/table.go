@@ -177,27 +177,22 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 }
 
 // tableExec runs a statement with retries, creating the table again if it
-// was dropped, and returns LAST_INSERT_ID and the rows affected.
+// was dropped (sqlkit.Schema.Run), and returns LAST_INSERT_ID and the rows
+// affected.
 func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) (id, n int64, err error) {
-	recreated := false
-	err = d.retry(ctx, func() error {
-		res, err := d.exec(ctx, query, args)
-		if err != nil && missingTable(err) && !recreated {
-			recreated = true
-			d.ddl.Lost()
-			if err := d.ddl.Ensure(ctx, d.ensureSchema); err != nil {
+	ensure := func() error { return d.ddl.Ensure(ctx, d.ensureSchema) }
+	err = d.ddl.Run(ensure, missingTable, func() error {
+		return d.retry(ctx, func() error {
+			res, err := d.exec(ctx, query, args)
+			if err != nil {
 				return err
 			}
-			res, err = d.exec(ctx, query, args)
-		}
-		if err != nil {
+			if id, err = res.LastInsertId(); err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
 			return err
-		}
-		if id, err = res.LastInsertId(); err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
+		})
 	})
 	return id, n, err
 }

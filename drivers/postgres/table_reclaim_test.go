@@ -19,3 +19,18 @@ func TestTableReclaim(t *testing.T) {
 		return sqltest.ReclaimTable{Driver: d, Rows: rows, Sweep: d.reclaim.Drain}
 	})
 }
+
+// TestTableDropped: a lock table dropped under a running driver is
+// created again (sqltest.TableDropped).
+func TestTableDropped(t *testing.T) {
+	const table = "mutexfx_test_dropped"
+	admin := connectT(t)
+	drop := func(ctx context.Context) error {
+		_, err := admin.Exec(ctx, "DROP TABLE IF EXISTS "+table)
+		return err
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP TABLE IF EXISTS "+table+", "+table+"_boot; DROP SEQUENCE IF EXISTS "+table+"_fence")
+	})
+	sqltest.TableDropped(t, shared(t, Options{Mode: ModeTable, Table: table}), drop)
+}

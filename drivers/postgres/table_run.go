@@ -45,11 +45,15 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 	if err != nil {
 		return err
 	}
-	for again := true; ; again = false {
+	ensure := func() error {
 		if err := d.ensureSchema(ctx, p.Begin); err != nil {
 			return fmt.Errorf("postgres: creating %s: %w", d.names.table, err)
 		}
-		err = retry(ctx, func() error {
+		return nil
+	}
+	gone := func(err error) bool { return sqlState(err) == "42P01" || sqlState(err) == "42883" } // the table, or the wake function
+	return d.ddl.Run(ensure, gone, func() error {
+		return retry(ctx, func() error {
 			c, err := p.Acquire(ctx)
 			if err != nil {
 				return err
@@ -70,12 +74,7 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 				delete(pc.CustomData(), d.bootKey)
 			}
 		})
-		if again && (sqlState(err) == "42P01" || sqlState(err) == "42883") { // the table, or the wake function, is gone
-			d.ddl.Lost()
-			continue
-		}
-		return err
-	}
+	})
 }
 
 // fencing returns q's fence-taking statements, and their crash mark argument.

@@ -140,6 +140,22 @@ func (s *Schema) Lost() {
 	s.Unlock()
 }
 
+// Run runs f, a statement, after ensure (the driver's Ensure of s) and,
+// when f's error says that the schema is gone (missing: an operator
+// dropped a table), once more after creating it again.
+func (s *Schema) Run(ensure func() error, missing func(error) bool, f func() error) error {
+	for again := true; ; again = false {
+		if err := ensure(); err != nil {
+			return err
+		}
+		err := f()
+		if !again || err == nil || !missing(err) {
+			return err
+		}
+		s.Lost()
+	}
+}
+
 // Slot is a mutex that can also be waited for until a context ends: the
 // right to run statements on a pinned connection. Its zero value is free.
 type Slot struct {

@@ -201,6 +201,38 @@ func TestSchema(t *testing.T) {
 	}
 }
 
+// TestSchemaRun: f runs once more, after the schema is created again,
+// only when its error says the schema is gone, and only once.
+func TestSchemaRun(t *testing.T) {
+	errGone, errOther := errors.New("gone"), errors.New("other")
+	for _, tc := range []struct {
+		name                 string
+		errs                 []error // f's error in each run
+		wantRuns, wantCreate int
+		wantErr              error
+	}{
+		{"ok", []error{nil}, 1, 1, nil},
+		{"other error", []error{errOther}, 1, 1, errOther},
+		{"gone, then ok", []error{errGone, nil}, 2, 2, nil},
+		{"gone twice", []error{errGone, errGone}, 2, 2, errGone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s Schema
+			runs, creates := 0, 0
+			ensure := func() error {
+				return s.Ensure(context.Background(), func(context.Context) error { creates++; return nil })
+			}
+			err := s.Run(ensure, func(err error) bool { return errors.Is(err, errGone) }, func() error {
+				runs++
+				return tc.errs[runs-1]
+			})
+			if runs != tc.wantRuns || creates != tc.wantCreate || !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+				t.Fatalf("Run = %v after %d runs, %d creations; want %v after %d, %d", err, runs, creates, tc.wantErr, tc.wantRuns, tc.wantCreate)
+			}
+		})
+	}
+}
+
 // TestIdentity: the holder part of a token, within the limit.
 func TestIdentity(t *testing.T) {
 	for _, tc := range []struct {

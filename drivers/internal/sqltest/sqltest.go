@@ -159,6 +159,31 @@ func Reclaim(t *testing.T, open func(t *testing.T, table string) ReclaimTable) {
 	})
 }
 
+// TableDropped checks that a table-mode driver whose lock table an
+// operator dropped (drop) while it ran creates it again: a release then
+// finds nothing held, and the key can be taken and released again.
+func TableDropped(t *testing.T, d drivers.Driver, drop func(ctx context.Context) error) {
+	ctx := Context(t, time.Minute)
+	key := "dropped:" + rand.Text()
+	take := func(token string) {
+		t.Helper()
+		if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token, TTL: time.Minute}); err != nil || !res.Acquired {
+			t.Fatalf("Acquire = %+v, %v", res, err)
+		}
+	}
+	take("a")
+	if err := drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := d.Release(ctx, key, "a"); err != nil || ok {
+		t.Fatalf("Release after the drop = %v, %v; want false, nil", ok, err)
+	}
+	take("b")
+	if ok, err := d.Release(ctx, key, "b"); err != nil || !ok {
+		t.Fatalf("Release = %v, %v; want true, nil", ok, err)
+	}
+}
+
 // HolderOfOtherMutex checks that Inspect through b of a lock held
 // through a (another driver, another session) tells the holder's
 // application, host and pid.
