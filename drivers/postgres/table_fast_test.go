@@ -159,8 +159,12 @@ func TestTableRoundTrips(t *testing.T) {
 
 // TestTableTurn: a waiter woken by the release that hands it its turn takes
 // the lock with the turn statement alone (no acquire statement after it),
-// with a fence above the releaser's, and leaves the row's queue.
+// with a fence above the releaser's, and leaves the row's queue. Its polls
+// are put off past the wait: a poll that came first under load would take
+// the lock with another statement.
 func TestTableTurn(t *testing.T) {
+	defer func(f func(time.Duration) time.Duration) { pollDelay = f }(pollDelay)
+	pollDelay = func(time.Duration) time.Duration { return time.Hour }
 	ctx := ctxT(t)
 	a, log, pool := tracedTable(t, Options{Mode: ModeTable})
 	b := shared(t, Options{Mode: ModeTable})
