@@ -3,7 +3,9 @@ package mysql
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
@@ -17,11 +19,16 @@ func TestTableReclaim(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		d := tab(openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: table}))
+		opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: table, WaiterLiveness: time.Second}
+		d := tab(openDriver(t, opts))
 		rows := func(n *int) error {
 			return admin.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM "+table).Scan(n)
 		}
-		return sqltest.ReclaimTable{Driver: d, Rows: rows, Sweep: d.reclaim.Drain}
+		var waiters []drivers.Driver
+		for range 4 {
+			waiters = append(waiters, openDriver(t, opts))
+		}
+		return sqltest.ReclaimTable{Driver: d, Rows: rows, Sweep: d.reclaim.Drain, Waiters: waiters, Liveness: opts.WaiterLiveness}
 	})
 }
 

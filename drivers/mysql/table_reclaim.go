@@ -6,8 +6,9 @@ import (
 	"fmt"
 )
 
-// Rows free and not queued for are deleted by each table-mode driver every
-// half of the longest ttl it took a lock with (internal/reclaim).
+// Free rows no live waiter queues for (reclaimSQL) are deleted by each
+// table-mode driver every half of the longest ttl it took a lock with
+// (internal/reclaim).
 //
 // A deleted row's fence must not start again from 1: the one-row floor
 // table (name + floorSuffix) is raised to the highest fence deleted, in the
@@ -45,9 +46,8 @@ const reclaimBatch = 1000
 // the rows it returns): lock the floor, then the rows, raise the floor to
 // their highest fence, delete them.
 func (d *tableDriver) reclaimRound(ctx context.Context) (int64, error) {
-	const free = "expires_at < UTC_TIMESTAMP(6) AND queue = ''"
 	// the candidates, before the floor is locked: new rows wait for it
-	hashes, err := queryHashes(ctx, d.db, fmt.Sprintf("SELECT name_hash, 0 FROM %s WHERE %s LIMIT %d", d.s.table, free, reclaimBatch))
+	hashes, err := queryHashes(ctx, d.db, d.s.reclaimSQL("name_hash, 0", "TRUE")+fmt.Sprintf(" LIMIT %d", reclaimBatch))
 	if err != nil || len(hashes) == 0 {
 		return 0, err
 	}
@@ -70,7 +70,7 @@ func (d *tableDriver) reclaimRound(ctx context.Context) (int64, error) {
 		args[i] = h.hash
 	}
 	// the candidates again, locked, as they are now
-	locked, err := queryHashes(ctx, tx, fmt.Sprintf("SELECT name_hash, fence FROM %s WHERE name_hash IN (%s) AND %s FOR UPDATE", d.s.table, marks("?", len(args)), free), args...)
+	locked, err := queryHashes(ctx, tx, d.s.reclaimSQL("name_hash, fence", "name_hash IN ("+marks("?", len(args))+")")+" FOR UPDATE", args...)
 	if err != nil || len(locked) == 0 {
 		return 0, err
 	}
@@ -94,6 +94,20 @@ func (d *tableDriver) reclaimRound(ctx context.Context) (int64, error) {
 	}
 	n, _ := res.RowsAffected()
 	return n, nil
+}
+
+// reclaimSQL selects cols of the rows matching where that are reclaimable:
+// free, and no live waiter queued (each entry dead as queueSQL.dead judges
+// it: any acquisition may take the row), or with fair hand-off off, none.
+// mutexfx_entry numbers a queue's entries.
+func (s settings) reclaimSQL(cols, where string) string {
+	if s.liveness == 0 {
+		return fmt.Sprintf("SELECT %s FROM %s WHERE %s AND expires_at < UTC_TIMESTAMP(6) AND queue = ''", cols, s.table, where)
+	}
+	return fmt.Sprintf(`WITH RECURSIVE mutexfx_entry (i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM mutexfx_entry WHERE i < %[1]d)
+SELECT %[2]s FROM %[3]s WHERE %[4]s AND expires_at < UTC_TIMESTAMP(6) AND (queue = '' OR NOT EXISTS (SELECT 1 FROM mutexfx_entry
+ WHERE i < LENGTH(queue) DIV %[5]d AND SUBSTRING(queue, i * %[5]d + 17, 13) >= %[6]s))`,
+		maxQueue-1, cols, s.table, where, entryWidth, stampSQL(s.liveness.Milliseconds()))
 }
 
 // hashFence is a row's name_hash and fence.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 )
 
@@ -16,7 +17,11 @@ func TestTableReclaim(t *testing.T) {
 		})
 		d := tableOf(shared(t, Options{Mode: ModeTable, Table: table}))
 		rows := func(n *int) error { return admin.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(n) }
-		return sqltest.ReclaimTable{Driver: d, Rows: rows, Sweep: d.reclaim.Drain}
+		var waiters []drivers.Driver
+		for range 4 {
+			waiters = append(waiters, shared(t, Options{Mode: ModeTable, Table: table}))
+		}
+		return sqltest.ReclaimTable{Driver: d, Rows: rows, Sweep: d.reclaim.Drain, Waiters: waiters, Liveness: WaiterLiveness}
 	})
 }
 

@@ -85,8 +85,8 @@ func (d *tableDriver) fencing(q querier) (*fencedStatements, []any) {
 	return &d.sql.plain, nil
 }
 
-// Each driver that took locks deletes the rows free and not queued for,
-// every half of the longest ttl it took one with (internal/reclaim).
+// Each driver that took locks deletes the free rows no live waiter queues
+// for, every half of the longest ttl it took one with (internal/reclaim).
 // Fences stay increasing across a deletion: a draw for an existing row is
 // made under its lock; a draw for a row acquire did not see precedes its
 // insert, and would be older than a row inserted, released and deleted in

@@ -148,11 +148,11 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 			" WHERE id = $1 AND expires_at > now()",
 		list: "SELECT name, token, fence, (extract(epoch FROM expires_at - now()) * 1000000)::int8 FROM " + n.table +
 			" WHERE expires_at > now() AND token <> '' AND left(name, length($1)) = $1",
-		// deletes up to $1 free rows nobody queues for whose reclaim lock
-		// is free now, tried last (equal-cost quals keep their order)
-		reclaim: "DELETE FROM " + n.table + " WHERE id IN (SELECT c.id FROM " + n.table + " AS c" +
-			" WHERE c.expires_at <= now() AND c.queue = '{}' AND " + reclaimLockSQL("pg_try_advisory_xact_lock", "c.id") +
-			" LIMIT $1 FOR UPDATE SKIP LOCKED)",
+		// deletes up to $1 free rows no live waiter queues for (liveSQL as a jsonpath: a
+		// subquery's cost would count for every row) whose reclaim lock, tried last, is free
+		reclaim: "DELETE FROM " + n.table + " WHERE id IN (SELECT c.id FROM " + n.table + " AS c WHERE c.expires_at <= now() AND " +
+			"CASE WHEN c.queue = '{}' OR NOT jsonb_path_exists(c.queue, '$.*[1] ? (@ > $t)', jsonb_build_object('t', " + nowMS +
+			fmt.Sprintf(" - %d)) THEN %s END LIMIT $1 FOR UPDATE SKIP LOCKED)", WaiterLiveness.Milliseconds(), reclaimLockSQL("pg_try_advisory_xact_lock", "c.id")),
 	}
 }
 

@@ -126,6 +126,10 @@ type ReclaimTable struct {
 	Rows func(n *int) error
 	// Sweep runs one reclaim round.
 	Sweep func(ctx context.Context) (int64, error)
+	// Waiters are at least 4 other drivers on the table, and Liveness how
+	// long a waiter's queue entry lives after its last attempt.
+	Waiters  []drivers.Driver
+	Liveness time.Duration
 }
 
 // Reclaim checks the reclaimer on tables open makes (on table, a name of
@@ -133,7 +137,8 @@ type ReclaimTable struct {
 // and released once each leave at most 1 % of their rows one ttl after
 // the last release (Rows); a name acquired again after its row was
 // reclaimed gets a higher fence, also while acquisitions race with
-// reclaims (Fences).
+// reclaims (Fences); a free row stays while a live waiter queues for it,
+// and goes once its waiters are dead (Queued: reclaimQueued).
 func Reclaim(t *testing.T, open func(t *testing.T, table string) ReclaimTable) {
 	run := func(t *testing.T) (ReclaimTable, func() int, func(context.Context) error) {
 		rt := open(t, "mutexfx_reclaim_"+strings.ToLower(rand.Text()[:8]))
@@ -156,6 +161,10 @@ func Reclaim(t *testing.T, open func(t *testing.T, table string) ReclaimTable) {
 		ctx := Context(t, time.Minute)
 		testutil.FencesAfterReclaim(ctx, t, rt.Driver, sweep, count)
 		testutil.FencesIncrease(ctx, t, rt.Driver, sweep)
+	})
+	t.Run("Queued", func(t *testing.T) {
+		rt, count, sweep := run(t)
+		reclaimQueued(t, rt, count, sweep)
 	})
 }
 
