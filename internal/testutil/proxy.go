@@ -58,6 +58,7 @@ type Proxy struct {
 	cond    *sync.Cond
 	stalled bool
 	blocked int // pipes holding bytes back while stalled
+	split   int // SplitNext's n, until a read longer than it comes
 	refuse  bool
 	closed  bool
 	conns   map[net.Conn]struct{}
@@ -148,7 +149,17 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			chunk := buf[:n]
 			p.mu.Lock()
+			if head := p.split; head > 0 && n > head && !p.stalled {
+				p.split, p.stalled = 0, true
+				p.mu.Unlock()
+				if _, werr := dst.Write(buf[:head]); werr != nil {
+					return
+				}
+				chunk = buf[head:n]
+				p.mu.Lock()
+			}
 			if p.stalled && !p.closed {
 				p.blocked++
 				for p.stalled && !p.closed {
@@ -161,7 +172,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 			if closed {
 				return
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			if _, werr := dst.Write(chunk); werr != nil {
 				return
 			}
 		}
@@ -179,6 +190,16 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 func (p *Proxy) Stall() {
 	p.mu.Lock()
 	p.stalled = true
+	p.mu.Unlock()
+}
+
+// SplitNext cuts the next read longer than n bytes, either way, in two:
+// its first n bytes are forwarded, then the proxy stalls (as Stall) with
+// the rest held back until Resume, as a network that delays the end of a
+// message.
+func (p *Proxy) SplitNext(n int) {
+	p.mu.Lock()
+	p.split = n
 	p.mu.Unlock()
 }
 
