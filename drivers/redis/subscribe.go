@@ -109,13 +109,17 @@ func (d *Driver) channel() string { return d.set.channel + ":" + d.id }
 // resubscribes). A connection silent for check.idle is pinged, and the
 // read after the ping has a context deadline instead of a timeout: go-redis
 // drops a connection whose read ends with that (it answered nothing, not
-// even the pong), which Channel's check would never see.
+// even the pong), which Channel's check would never see. A read that
+// failed but kept the connection may have taken part of a message with
+// it (the rest then reads as a reply of its own, a pong): once a read
+// succeeds again, the waiting calls look again, as after a
+// resubscription.
 func (s *subscription) run(ctx context.Context, channel string, handle func(payload string) (string, bool), subscribed func()) {
 	defer close(s.done)
 	sctx, cancel := context.WithTimeout(ctx, DefaultDialTimeout)
 	_ = s.ps.Subscribe(sctx, channel)
 	cancel()
-	pinged, failed := false, 0
+	pinged, failed, doubt := false, 0, false
 	for {
 		msg, err := s.receive(ctx, pinged)
 		var ne net.Error
@@ -125,13 +129,17 @@ func (s *subscription) run(ctx context.Context, channel string, handle func(payl
 		case err == nil:
 			pinged, failed = false, 0
 			s.deliver(msg, handle, subscribed)
+			if doubt {
+				doubt = false
+				subscribed()
+			}
 		case !pinged && errors.As(err, &ne) && ne.Timeout():
-			pinged = true
+			pinged, doubt = true, true
 			pctx, cancel := context.WithTimeout(ctx, s.check.pong)
 			_ = s.ps.Ping(pctx) // a ping that cannot be written reconnects
 			cancel()
 		default:
-			pinged = false
+			pinged, doubt = false, true
 			if failed++; failed > 1 && !pause(ctx, subRetryDelay) {
 				return
 			}

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -209,4 +210,28 @@ func TestSilentSubscriptionReplaced(t *testing.T) {
 	got := s.hold(t)
 	s.release(t, "w")
 	s.acquiredSoon(t, got, time.Now())
+}
+
+// TestSplitMessageNotMissed: a hand-off message arrives in two parts,
+// the second after the Pub/Sub's idle read timed out. go-redis keeps the
+// connection after such a timeout and reads the message's tail as a reply
+// of its own (the message is lost). Once the connection answers again the
+// waiting calls look again, as after a resubscription.
+func TestSplitMessageNotMissed(t *testing.T) {
+	s := newLateSubscriber(t)
+	s.w.subCheck = subCheck{idle: 200 * time.Millisecond, pong: 5 * time.Second}
+	s.subscribe(t)
+	got := s.hold(t)
+	// The split falls before the payload: its tail, a bulk string, reads
+	// as a pong (anywhere else it fails to parse and the connection is
+	// replaced). The message's header (">3" in RESP3, "*3" in RESP2) is
+	// longer than a PING (14 bytes).
+	ch := s.w.channel()
+	s.p.SplitNext(len(fmt.Sprintf(">3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n", len(ch), ch)))
+	s.release(t, "w")
+	// the message's tail and the ping after the idle timeout, held
+	waitFor(t, "the read timed out and pinged", func() bool { return s.p.Blocked() == 2 })
+	resumed := time.Now()
+	s.p.Resume()
+	s.acquiredSoon(t, got, resumed)
 }
