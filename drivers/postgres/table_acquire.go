@@ -98,8 +98,8 @@ const (
 // queued driver puts off queueing, retrying every deferRetry (tests vary it).
 var queueDeferral = 10 * time.Millisecond
 
-// pollDelay is kit.PollDelay, a variable for the tests.
-var pollDelay = kit.PollDelay
+// pollDelay is kit.PollDelay every WaitPollInterval, a variable for the tests.
+var pollDelay = func(holderTTL time.Duration) time.Duration { return kit.PollDelay(holderTTL, WaitPollInterval) }
 
 // acquireWaiting retries the acquisition, queued in the row, until it gets
 // the lock, req.Wait passes or ctx ends (then: the last result, no error).

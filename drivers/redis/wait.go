@@ -96,7 +96,7 @@ func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest)
 	w := d.watch(req.Key, req.Token, start)
 	defer func() { d.unwatch(req, w, res.Acquired) }()
 	for {
-		tick, ok := pace.After(d.pollDelay(res.HolderTTL))
+		tick, ok := pace.After(kit.PollDelay(res.HolderTTL, d.poll))
 		if !ok {
 			return d.leaveNow(ctx, req, res)
 		}
@@ -119,17 +119,6 @@ func (d *Driver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest)
 			return d.confirmHandoff(ctx, req, res) // it may have been handed over
 		}
 	}
-}
-
-// pollDelay is the delay before a waiting call's next attempt when no
-// message wakes it: the driver's poll interval (WaitPollInterval, as
-// kit.PollDelay), or just past the holder's remaining ttl when that ends
-// first (holderTTL 0: not told).
-func (d *Driver) pollDelay(holderTTL time.Duration) time.Duration {
-	if holderTTL > 0 && holderTTL < d.poll {
-		return holderTTL + time.Millisecond
-	}
-	return d.poll
 }
 
 // leaveNow ends a wait whose time is up: the lock when a release handed it

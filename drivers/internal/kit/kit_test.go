@@ -56,7 +56,7 @@ func TestPollDelay(t *testing.T) {
 		{time.Hour, drivers.WaitPollInterval},
 		{20 * time.Millisecond, 21 * time.Millisecond},
 	} {
-		if got := kit.PollDelay(tc.ttl); got != tc.want {
+		if got := kit.PollDelay(tc.ttl, drivers.WaitPollInterval); got != tc.want {
 			t.Errorf("PollDelay(%v) = %v; want %v", tc.ttl, got, tc.want)
 		}
 	}

@@ -1,10 +1,6 @@
 package kit
 
-import (
-	"time"
-
-	"github.com/mutexfx/mutexfx/drivers"
-)
+import "time"
 
 // Pacer paces the attempts of a waiting Acquire that keeps its turn in the
 // store's queue by retrying (Features.BlockingWait): it ends the wait at
@@ -24,13 +20,14 @@ func NewPacerFrom(start time.Time, wait time.Duration) *Pacer {
 }
 
 // PollDelay is the delay before a waiting Acquire's next attempt when no
-// wake-up comes: drivers.WaitPollInterval, or just past the holder's
-// remaining ttl when that ends first (holderTTL 0: not told).
-func PollDelay(holderTTL time.Duration) time.Duration {
-	if holderTTL > 0 && holderTTL < drivers.WaitPollInterval {
+// wake-up comes: every (the driver's poll interval, normally
+// drivers.WaitPollInterval), or just past the holder's remaining ttl when
+// that ends first (holderTTL 0: not told).
+func PollDelay(holderTTL, every time.Duration) time.Duration {
+	if holderTTL > 0 && holderTTL < every {
 		return holderTTL + time.Millisecond
 	}
-	return drivers.WaitPollInterval
+	return every
 }
 
 // After returns a channel that receives once delay has passed, or at the
