@@ -42,6 +42,17 @@ func echo(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// dial connects to addr, closed when the test ends.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func roundTrip(c net.Conn, d time.Duration) error {
 	c.SetDeadline(time.Now().Add(d))
 	if _, err := c.Write([]byte("ping\n")); err != nil {
@@ -53,11 +64,7 @@ func roundTrip(c net.Conn, d time.Duration) error {
 
 func TestProxyStallAndCut(t *testing.T) {
 	p := NewProxy(t, echo(t))
-	c, err := net.Dial("tcp", p.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, p.Addr)
 	if err := roundTrip(c, time.Second); err != nil {
 		t.Fatalf("through the proxy: %v", err)
 	}
@@ -72,11 +79,7 @@ func TestProxyStallAndCut(t *testing.T) {
 		t.Fatalf("Blocked = %d after a request into the stall; want 1", n)
 	}
 	p.Resume()
-	c2, err := net.Dial("tcp", p.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
+	c2 := dial(t, p.Addr)
 	if err := roundTrip(c2, time.Second); err != nil {
 		t.Fatalf("after Resume: %v", err)
 	}
@@ -85,11 +88,7 @@ func TestProxyStallAndCut(t *testing.T) {
 		t.Fatal("a cut link answered")
 	}
 	p.Heal()
-	c3, err := net.Dial("tcp", p.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c3.Close()
+	c3 := dial(t, p.Addr)
 	if err := roundTrip(c3, time.Second); err != nil {
 		t.Fatalf("after Heal: %v", err)
 	}
@@ -106,11 +105,7 @@ func TestProxyCutWhileDialling(t *testing.T) {
 	testHookDialed = func(p *Proxy) { p.Cut() }
 	t.Cleanup(func() { testHookDialed = nil })
 	p := NewProxy(t, echo(t))
-	c, err := net.Dial("tcp", p.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, p.Addr)
 	if err := roundTrip(c, time.Second); err == nil {
 		t.Fatal("a connection dialled across Cut answered")
 	}

@@ -1,7 +1,6 @@
 package testutil
 
 import (
-	"net"
 	"testing"
 	"time"
 )
@@ -11,30 +10,18 @@ import (
 // Cut closes the held connection.
 func TestProxyHoldNext(t *testing.T) {
 	p := NewProxy(t, echo(t))
-	before, err := net.Dial("tcp", p.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer before.Close()
+	before := dial(t, p.Addr)
 	if err := roundTrip(before, time.Second); err != nil {
 		t.Fatalf("before HoldNext: %v", err)
 	}
 
 	hold := p.HoldNext()
-	held, err := net.Dial("tcp", p.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
+	held := dial(t, p.Addr)
 	<-hold.Arrived()
 	if err := roundTrip(held, 200*time.Millisecond); err == nil {
 		t.Fatal("a held connection answered")
 	}
-	after, err := net.Dial("tcp", p.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer after.Close()
+	after := dial(t, p.Addr)
 	if err := roundTrip(after, time.Second); err != nil {
 		t.Fatalf("the connection after the held one: %v", err)
 	}
@@ -47,11 +34,7 @@ func TestProxyHoldNext(t *testing.T) {
 	}
 
 	cut := p.HoldNext()
-	c, err := net.Dial("tcp", p.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, p.Addr)
 	<-cut.Arrived()
 	cut.Cut()
 	if err := roundTrip(c, time.Second); err == nil {
@@ -63,11 +46,7 @@ func TestProxyHoldNext(t *testing.T) {
 func TestProxyCloseReleasesHolds(t *testing.T) {
 	p := NewProxy(t, echo(t))
 	hold := p.HoldNext()
-	c, err := net.Dial("tcp", p.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	dial(t, p.Addr)
 	<-hold.Arrived()
 	p.Close() // waits for its goroutines, the held one's too
 }

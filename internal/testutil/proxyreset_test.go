@@ -11,22 +11,14 @@ import (
 // (ECONNRESET at the client, not EOF) and that new connections work.
 func TestProxyReset(t *testing.T) {
 	p := NewProxy(t, echo(t))
-	c, err := net.Dial("tcp", p.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, p.Addr)
 	echoLine(t, c)
 	p.Reset()
 	buf := make([]byte, 8)
 	if _, err := c.Read(buf); !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("read after Reset: %v, want ECONNRESET", err)
 	}
-	c2, err := net.Dial("tcp", p.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
+	c2 := dial(t, p.Addr)
 	echoLine(t, c2)
 }
 

@@ -2,7 +2,6 @@ package testutil
 
 import (
 	"io"
-	"net"
 	"testing"
 	"time"
 )
@@ -12,11 +11,7 @@ import (
 // pass whole.
 func TestProxySplitNext(t *testing.T) {
 	p := NewProxy(t, echo(t))
-	c, err := net.Dial("tcp", p.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, p.Addr)
 	p.SplitNext(4)
 	if err := roundTrip(c, time.Second); err != nil { // "ping\n": 5 bytes, split on its way out
 		if p.Blocked() == 0 {
