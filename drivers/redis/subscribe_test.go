@@ -98,6 +98,17 @@ func (s *lateSubscriber) acquiredSoon(t *testing.T, got <-chan drivertest.Outcom
 	}
 }
 
+// releaseUnheard has h release while w's SUBSCRIBE waits in hold (the
+// release sees no subscriber), lets it through, and checks that the
+// waiter has the lock soon after.
+func (s *lateSubscriber) releaseUnheard(t *testing.T, got <-chan drivertest.Outcome, hold *testutil.Hold) {
+	t.Helper()
+	s.release(t, "")
+	landed := time.Now()
+	hold.Release()
+	s.acquiredSoon(t, got, landed)
+}
+
 // arrived waits for hold's connection.
 func arrived(t *testing.T, hold *testutil.Hold) {
 	t.Helper()
@@ -121,10 +132,7 @@ func TestReleaseBeforeFirstSubscription(t *testing.T) {
 	if n := numSub(t, s.h, s.w.channel()); n != 0 {
 		t.Fatalf("%d subscribers while the SUBSCRIBE is held", n)
 	}
-	s.release(t, "")
-	landed := time.Now()
-	hold.Release()
-	s.acquiredSoon(t, got, landed)
+	s.releaseUnheard(t, got, hold)
 }
 
 // TestReleaseWhileResubscribing: the Pub/Sub connection breaks while a
@@ -139,10 +147,7 @@ func TestReleaseWhileResubscribing(t *testing.T) {
 	first.Cut()
 	arrived(t, again)
 	waitFor(t, "old subscription gone", func() bool { return numSub(t, s.h, s.w.channel()) == 0 })
-	s.release(t, "")
-	landed := time.Now()
-	again.Release()
-	s.acquiredSoon(t, got, landed)
+	s.releaseUnheard(t, got, again)
 }
 
 // TestGrantLostWithItsConnection: a release hands the lock to the waiting
