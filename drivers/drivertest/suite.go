@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
 )
@@ -69,6 +72,11 @@ func (s *suite) mutex(t *testing.T, d drivers.Driver, opts component.Options) *c
 		d = s.h.New(t)
 	}
 	opts.Driver = d
+	if opts.Logger == nil {
+		// A failing test shows the component's warnings (failed
+		// renewals, losses) with its output.
+		opts.Logger = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	}
 	if opts.Prefix == "" {
 		opts.Prefix = "drivertest:"
 	}
