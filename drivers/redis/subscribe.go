@@ -3,7 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
-	"net"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -96,50 +96,42 @@ func (d *Driver) startSubscription() *subscription {
 // channel is the driver's own release channel.
 func (d *Driver) channel() string { return d.set.channel + ":" + d.id }
 
-// run subscribes (go-redis remembers the channel and resubscribes after a
-// reconnection even if this first attempt fails) and delivers messages
-// until ctx ends or the Pub/Sub is closed. Each time the server confirms
-// the subscription, the first and after every reconnection, it calls
-// subscribed: a message published before that was not heard.
+// run subscribes and delivers messages until ctx ends or the Pub/Sub is
+// closed. Each time the server confirms the subscription, the first and
+// after every reconnection, it calls subscribed: a message published
+// before that was not heard.
 //
 // It reads as go-redis's Channel does, without the goroutines Channel
-// forwards messages and pings through: go-redis keeps the connection when
-// a read with a timeout (ReceiveTimeout's) times out, and drops it on any
-// other read error or a failed ping (the next read then reconnects and
-// resubscribes). A connection silent for check.idle is pinged, and the
-// read after the ping has a context deadline instead of a timeout: go-redis
-// drops a connection whose read ends with that (it answered nothing, not
-// even the pong), which Channel's check would never see. A read that
-// failed but kept the connection may have taken part of a message with
-// it (the rest then reads as a reply of its own, a pong): once a read
-// succeeds again, the waiting calls look again, as after a
-// resubscription.
+// forwards messages and pings through. A read has a context deadline
+// check.idle + check.pong after the last thing read, and a timer pings the
+// connection check.idle after it: a live connection answers the ping (a
+// pong is read), and a read that reaches its deadline makes go-redis drop
+// the connection (the next read reconnects and resubscribes), so a
+// connection gone silent is replaced, which Channel's check would never
+// do. No read ends with a timeout that keeps the connection (go-redis's
+// ReceiveTimeout): one that ended inside a message would leave its tail to
+// be read as a reply of its own, any bytes of a key or token taken as
+// RESP.
 func (s *subscription) run(ctx context.Context, channel string, handle func(payload string) (string, bool), subscribed func()) {
 	defer close(s.done)
-	sctx, cancel := context.WithTimeout(ctx, DefaultDialTimeout)
-	_ = s.ps.Subscribe(sctx, channel)
-	cancel()
-	pinged, failed, doubt := false, 0, false
-	for {
-		msg, err := s.receive(ctx, pinged)
-		var ne net.Error
+	if !s.subscribe(ctx, channel) {
+		return
+	}
+	p := s.startPinger(ctx)
+	defer p.stop()
+	for failed := 0; ; {
+		rctx, cancel := context.WithTimeout(ctx, s.check.idle+s.check.pong)
+		msg, err := s.ps.ReceiveTimeout(rctx, 0)
+		cancel()
+		p.reset()
 		switch {
 		case ctx.Err() != nil || errors.Is(err, goredis.ErrClosed):
 			return
 		case err == nil:
-			pinged, failed = false, 0
+			failed = 0
 			s.deliver(msg, handle, subscribed)
-			if doubt {
-				doubt = false
-				subscribed()
-			}
-		case !pinged && errors.As(err, &ne) && ne.Timeout():
-			pinged, doubt = true, true
-			pctx, cancel := context.WithTimeout(ctx, s.check.pong)
-			_ = s.ps.Ping(pctx) // a ping that cannot be written reconnects
-			cancel()
 		default:
-			pinged, doubt = false, true
+			// go-redis dropped the connection: the next read reconnects
 			if failed++; failed > 1 && !pause(ctx, subRetryDelay) {
 				return
 			}
@@ -147,15 +139,61 @@ func (s *subscription) run(ctx context.Context, channel string, handle func(payl
 	}
 }
 
-// receive reads the next message; after a ping (pinged), its deadline
-// is a failure that drops the connection (see run).
-func (s *subscription) receive(ctx context.Context, pinged bool) (any, error) {
-	if !pinged {
-		return s.ps.ReceiveTimeout(ctx, s.check.idle)
+// subscribe sends the first SUBSCRIBE until one is written, and reports
+// false when ctx ended first. go-redis resubscribes the channel on every
+// reconnection, but only once a Subscribe call has returned: a failed
+// first SUBSCRIBE reconnects at once, to a connection with no
+// subscription, which nothing would ever replace.
+func (s *subscription) subscribe(ctx context.Context, channel string) bool {
+	for attempt := 0; ; attempt++ {
+		sctx, cancel := context.WithTimeout(ctx, DefaultDialTimeout)
+		err := s.ps.Subscribe(sctx, channel)
+		cancel()
+		switch {
+		case err == nil:
+			return true
+		case ctx.Err() != nil || errors.Is(err, goredis.ErrClosed):
+			return false
+		case attempt > 0 && !pause(ctx, subRetryDelay):
+			return false
+		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, s.check.pong)
-	defer cancel()
-	return s.ps.ReceiveTimeout(rctx, 0)
+}
+
+// pinger pings the Pub/Sub connection check.idle after the last thing
+// read, from a timer's goroutine, while run's read waits.
+type pinger struct {
+	idle time.Duration
+	t    *time.Timer
+
+	mu      sync.Mutex // held by a ping under way
+	stopped bool
+}
+
+func (s *subscription) startPinger(ctx context.Context) *pinger {
+	p := &pinger{idle: s.check.idle}
+	p.t = time.AfterFunc(p.idle, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.stopped {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, s.check.pong)
+		defer cancel()
+		_ = s.ps.Ping(pctx) // one that cannot be written reconnects
+	})
+	return p
+}
+
+// reset sets the next ping check.idle from now.
+func (p *pinger) reset() { p.t.Reset(p.idle) }
+
+// stop stops the timer and waits for a ping under way: none starts after.
+func (p *pinger) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopped = true
+	p.t.Stop()
 }
 
 // deliver handles a release message and a subscription confirmation;

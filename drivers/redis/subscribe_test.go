@@ -218,25 +218,48 @@ func TestSilentSubscriptionReplaced(t *testing.T) {
 }
 
 // TestSplitMessageNotMissed: a hand-off message arrives in two parts,
-// the second after the Pub/Sub's idle read timed out. go-redis keeps the
-// connection after such a timeout and reads the message's tail as a reply
-// of its own (the message is lost). Once the connection answers again the
-// waiting calls look again, as after a resubscription.
+// the second after the subscription's idle ping. The read waits on for the
+// rest (none ends with a timeout that keeps the connection), so the
+// message is whole and the waiter has the lock as soon as it arrives. Were
+// the read to time out and keep the connection, go-redis would read the
+// tail as a reply of its own: split before the payload, a bulk string read
+// as a pong (the message lost); split two bytes before the end of a key
+// ending in "*0", an empty array, which panics in go-redis's
+// PubSub.newMessage and ends the process.
 func TestSplitMessageNotMissed(t *testing.T) {
-	s := newLateSubscriber(t)
-	s.w.subCheck = subCheck{idle: 200 * time.Millisecond, pong: 5 * time.Second}
-	s.subscribe(t)
-	got := s.hold(t)
-	// The split falls before the payload: its tail, a bulk string, reads
-	// as a pong (anywhere else it fails to parse and the connection is
-	// replaced). The message's header (">3" in RESP3, "*3" in RESP2) is
-	// longer than a PING (14 bytes).
-	ch := s.w.channel()
-	s.p.SplitNext(len(fmt.Sprintf(">3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n", len(ch), ch)))
-	s.release(t, "w")
-	// the message's tail and the ping after the idle timeout, held
-	waitFor(t, "the read timed out and pinged", func() bool { return s.p.Blocked() == 2 })
-	resumed := time.Now()
-	s.p.Resume()
-	s.acquiredSoon(t, got, resumed)
+	tests := []struct {
+		name   string
+		suffix string                       // of the key
+		split  func(ch, payload string) int // bytes of the message sent first
+	}{
+		{"before the payload", "", func(ch, _ string) int {
+			return len(fmt.Sprintf(">3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n", len(ch), ch))
+		}},
+		{"inside the key", "*0", func(ch, payload string) int {
+			return len(fmt.Sprintf(">3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$%d\r\n%s", len(ch), ch, len(payload), payload)) - len("*0")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newLateSubscriber(t)
+			s.key += tt.suffix
+			s.w.subCheck = subCheck{idle: 200 * time.Millisecond, pong: 5 * time.Second}
+			s.subscribe(t)
+			got := s.hold(t)
+			f, err := s.h.Client().Get(t.Context(), fenceKey(s.key)).Uint64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := s.w.channel()
+			// the grant the release publishes (see queueLua's pass); the
+			// message's header is ">3" in RESP3 ("*3" in RESP2: as long)
+			s.p.SplitNext(tt.split(ch, fmt.Sprintf("g%d,1,w%s", f+1, s.key)))
+			s.release(t, "w")
+			// the message's tail and the idle ping, held
+			waitFor(t, "the idle ping", func() bool { return s.p.Blocked() == 2 })
+			resumed := time.Now()
+			s.p.Resume()
+			s.acquiredSoon(t, got, resumed)
+		})
+	}
 }
