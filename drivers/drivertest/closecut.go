@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/poll"
 )
 
 // CloseCutsStalledCall checks that Close does not wait past its ctx for a
@@ -33,17 +34,10 @@ func CloseCutsStalledCall(t *testing.T, d drivers.Driver, errClosed error, stall
 	// and a waiting acquisition of the held name, which may need a new
 	// connection (advisory mode)
 	waited := AcquireAsync(context.Background(), d, drivers.AcquireRequest{Key: key, Token: rand.Text(), TTL: time.Minute, Wait: time.Minute})
-	for blocked() == 0 {
-		if ctx.Err() != nil {
-			t.Fatal("no call reached the stalled link")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, time.Minute, "a call to reach the stalled link", func() bool { return blocked() > 0 })
 	// both calls in the stall, as a rule (a background probe may count
 	// too; a call cut before it is sent must end as well)
-	for deadline := time.Now().Add(time.Second); blocked() < 2 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(time.Second, poll.Every, func() bool { return blocked() >= 2 })
 	closeCutting(t, d)
 	select {
 	case r := <-done:
@@ -67,17 +61,10 @@ func CloseCutsStalledCall(t *testing.T, d drivers.Driver, errClosed error, stall
 // errClosed.
 func CloseCutsStalledDial(t *testing.T, d drivers.Driver, errClosed error, stall, resume func(), blocked func() int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	stall()
 	defer resume()
 	done := AcquireAsync(context.Background(), d, drivers.AcquireRequest{Key: "closecut:" + rand.Text(), Token: rand.Text(), TTL: time.Minute})
-	for blocked() == 0 {
-		if ctx.Err() != nil {
-			t.Fatal("the first Acquire never reached the stalled link")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, time.Minute, "the first Acquire to reach the stalled link", func() bool { return blocked() > 0 })
 	closeCutting(t, d)
 	wantNotAcquired(t, "first Acquire", done, errClosed)
 }

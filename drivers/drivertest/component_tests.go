@@ -12,6 +12,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/poll"
 )
 
 // heldByA returns two components on the store, a lock name, and the lock
@@ -134,11 +135,11 @@ func (s *suite) testNotReentrant(t *testing.T) {
 	}
 }
 
-// renewalTTL is the least ttl of the renewal test. The test is about
-// renewals keeping a lock, not about how short a pause loses it (the
-// LostWhen tests are): a renewal is lost only when the store, or the
-// test's process, stalls for two thirds of the ttl, and a loaded CI host
-// has stalled the -race TLS suite for 400 ms.
+// renewalTTL is the least ttl of the tests of a lock kept by renewals.
+// They are about renewals keeping a lock, not about how short a pause
+// loses it (the LostWhen tests are): a renewal is lost only when the
+// store, or the test's process, stalls for two thirds of the ttl, and a
+// loaded CI host has stalled the -race TLS suite for 400 ms.
 const renewalTTL = 2 * time.Second
 
 func (s *suite) testRenewal(t *testing.T) {
@@ -254,9 +255,7 @@ func (s *suite) testCancel(t *testing.T) {
 	why := errors.New("client went away")
 	cctx, cancel := context.WithCancelCause(ctx)
 	go func() {
-		for b.Waiters(n) == 0 {
-			time.Sleep(time.Millisecond)
-		}
+		poll.Until(time.Minute, poll.Every, func() bool { return b.Waiters(n) > 0 })
 		cancel(why)
 	}()
 	start := time.Now()

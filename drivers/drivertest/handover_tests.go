@@ -85,7 +85,7 @@ func (s *suite) testHandoverContract(t *testing.T) {
 // whose stranger's token hands nothing.)
 func (s *suite) testHandoverToWaiter(t *testing.T) {
 	ctx := ctxT(t)
-	ttl := s.h.TTL
+	ttl := max(s.h.TTL, renewalTTL)
 	m := s.mutex(t, nil, component.Options{TTL: ttl})
 	n := name(t)
 	first, err := m.Acquire(ctx, n)

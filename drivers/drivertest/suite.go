@@ -21,6 +21,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/poll"
 )
 
 // Harness opens drivers on the store under test.
@@ -111,15 +112,12 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// waitFor polls cond every few milliseconds until it holds or d passes.
+// waitFor checks cond every few milliseconds until it holds (poll.Until),
+// and fails the test naming what after d.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !poll.Until(d, poll.Every, cond) {
+		t.Fatalf("timed out after %v waiting for %s", d, what)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mutexfx/mutexfx/internal/poll"
 )
 
 // EtcdCluster is a throwaway etcd cluster started by a test from the
@@ -107,22 +109,18 @@ func (m *EtcdMember) start() {
 // leader and a working store.
 func (m *EtcdMember) waitHealthy(d time.Duration) {
 	m.t.Helper()
-	deadline := time.Now().Add(d)
 	cl := &http.Client{Timeout: time.Second}
-	for {
+	if !poll.Until(d, 50*time.Millisecond, func() bool {
 		resp, err := cl.Get("http://" + m.ClientAddr + "/health")
-		if err == nil {
-			var b [256]byte
-			k, _ := resp.Body.Read(b[:])
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && strings.Contains(string(b[:k]), `"true"`) {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("etcd %s on %s is not healthy after %v; log:\n%s", m.Name, m.ClientAddr, d, m.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
+		var b [256]byte
+		k, _ := resp.Body.Read(b[:])
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && strings.Contains(string(b[:k]), `"true"`)
+	}) {
+		m.t.Fatalf("etcd %s on %s is not healthy after %v; log:\n%s", m.Name, m.ClientAddr, d, m.Log())
 	}
 }
 

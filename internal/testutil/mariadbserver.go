@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mutexfx/mutexfx/internal/poll"
 )
 
 // MariaDB is a throwaway mariadbd for tests that kill, stop or restart a
@@ -84,18 +86,16 @@ func (m *MariaDB) Start() {
 		m.t.Fatalf("mariadbd: %v", err)
 	}
 	m.cmd = cmd
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", m.Addr(), time.Second)
-		if err == nil {
+	var err error
+	if !poll.Until(30*time.Second, 20*time.Millisecond, func() bool {
+		var c net.Conn
+		if c, err = net.DialTimeout("tcp", m.Addr(), time.Second); err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(m.dir, "error.log"))
-			m.t.Fatalf("mariadbd does not answer on %s: %v\n%s", m.Addr(), err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil
+	}) {
+		log, _ := os.ReadFile(filepath.Join(m.dir, "error.log"))
+		m.t.Fatalf("mariadbd does not answer on %s: %v\n%s", m.Addr(), err, log)
 	}
 }
 

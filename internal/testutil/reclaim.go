@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/internal/poll"
 )
 
 // ReclaimNames is how many names a table-mode reclaim test acquires and
@@ -81,16 +82,11 @@ func AcquireReleaseEach(ctx context.Context, d drivers.Driver, n int, ttl time.D
 func RowsWithin(t testing.TB, d time.Duration, limit int, count func() int) (int, time.Duration) {
 	t.Helper()
 	start := time.Now()
-	for {
-		n := count()
-		if n <= limit {
-			return n, time.Since(start)
-		}
-		if time.Since(start) > d {
-			t.Fatalf("%d rows %v later; want at most %d within %v", n, time.Since(start), limit, d)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the store: it sends no signal
+	var n int
+	if !poll.Until(d, 20*time.Millisecond, func() bool { n = count(); return n <= limit }) {
+		t.Fatalf("%d rows %v later; want at most %d within %v", n, time.Since(start), limit, d)
 	}
+	return n, time.Since(start)
 }
 
 // FencesAfterReclaim acquires a name through d three times a round,

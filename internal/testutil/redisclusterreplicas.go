@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mutexfx/mutexfx/internal/poll"
 )
 
 // StartRedisClusterReplicas starts a Redis Cluster of three masters, as
@@ -31,7 +33,7 @@ func StartRedisClusterReplicas(t testing.TB, nodeTimeout time.Duration) *RedisCl
 		c.Replicas = append(c.Replicas, r)
 	}
 	for i, r := range c.Replicas {
-		poll(t, "the replica knows its master", func() (bool, string) {
+		await(t, "the replica knows its master", func() (bool, string) {
 			_, err := r.Command("CLUSTER", "REPLICATE", ids[i])
 			return err == nil, fmt.Sprint(err)
 		})
@@ -45,7 +47,7 @@ func StartRedisClusterReplicas(t testing.TB, nodeTimeout time.Duration) *RedisCl
 // WaitInSync waits until the master c.Nodes[i] has its replica online.
 func (c *RedisCluster) WaitInSync(t testing.TB, i int) {
 	t.Helper()
-	poll(t, "replica in sync", func() (bool, string) {
+	await(t, "replica in sync", func() (bool, string) {
 		info, err := c.Nodes[i].Command("INFO", "replication")
 		return err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online"), info
 	})
@@ -97,9 +99,9 @@ func (c *RedisCluster) WaitMaster(t testing.TB, i int, r *RedisServer) {
 	if err != nil {
 		t.Fatalf("cluster myid on %s: %v", r.Addr, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		info, err := r.Command("INFO", "replication")
+	var info string
+	if !poll.Until(30*time.Second, 20*time.Millisecond, func() bool {
+		info, err = r.Command("INFO", "replication")
 		ok := err == nil && strings.Contains(info, "role:master")
 		for j, n := range c.Nodes {
 			if ok && j != i {
@@ -107,14 +109,10 @@ func (c *RedisCluster) WaitMaster(t testing.TB, i int, r *RedisServer) {
 				ok = err == nil && masterLine(nodes, id)
 			}
 		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not a master serving its slots within 30 s (%q, %v); the others see it as:%s",
-				r.Addr, info, err, c.seenAs(i, strings.TrimSpace(id)))
-		}
-		time.Sleep(20 * time.Millisecond)
+		return ok
+	}) {
+		t.Fatalf("%s not a master serving its slots within 30 s (%q, %v); the others see it as:%s",
+			r.Addr, info, err, c.seenAs(i, strings.TrimSpace(id)))
 	}
 	c.Replicas[i], c.Nodes[i] = c.Nodes[i], r
 	c.Addrs[i] = r.Addr

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mutexfx/mutexfx/internal/poll"
 )
 
 // SentinelOptions configure StartRedisSentinel.
@@ -92,7 +94,7 @@ func StartRedisSentinel(t testing.TB, o SentinelOptions) *RedisSentinel {
 		s.Replica = startRedis(t, FreePort(t), t.TempDir(), redisSpec{auth: dataAuth, extra: args})
 		// In sync before the Sentinel starts, so that its first INFO of the
 		// master already lists the replica.
-		poll(t, "replica in sync", func() (bool, string) {
+		await(t, "replica in sync", func() (bool, string) {
 			info, err := s.Master.Command("INFO", "replication")
 			return err == nil && strings.Contains(info, "connected_slaves:1") &&
 				strings.Contains(info, "state=online"), info
@@ -130,7 +132,7 @@ func StartRedisSentinel(t testing.TB, o SentinelOptions) *RedisSentinel {
 	if o.Replica {
 		want = "slaves=1"
 	}
-	poll(t, "Sentinel sees the master", func() (bool, string) {
+	await(t, "Sentinel sees the master", func() (bool, string) {
 		info, err := s.Sentinel.Command("INFO", "sentinel")
 		return err == nil && strings.Contains(info, "status=ok") &&
 			strings.Contains(info, "address="+s.Master.Addr) && strings.Contains(info, want), info
@@ -157,43 +159,37 @@ func (s *RedisSentinel) MasterAddr() (string, error) {
 func (s *RedisSentinel) WaitFailover(t testing.TB, old string) *RedisServer {
 	t.Helper()
 	var next *RedisServer
-	deadline := time.Now().Add(20 * time.Second)
-	for next == nil {
-		addr, err := s.MasterAddr()
-		if err == nil && addr != old {
+	var addr string
+	var err error
+	if !poll.Until(20*time.Second, 20*time.Millisecond, func() bool {
+		if addr, err = s.MasterAddr(); err == nil && addr != old {
 			for _, n := range []*RedisServer{s.Master, s.Replica} {
 				if n != nil && n.Addr == addr {
 					next = n
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no failover from %s within 20 s (master now %q, %v); Sentinel log:\n%s", old, addr, err, s.Sentinel.Log())
-		}
-		if next == nil {
-			time.Sleep(20 * time.Millisecond)
-		}
+		return next != nil
+	}) {
+		t.Fatalf("no failover from %s within 20 s (master now %q, %v); Sentinel log:\n%s", old, addr, err, s.Sentinel.Log())
 	}
-	poll(t, "the new master takes writes", func() (bool, string) {
+	await(t, "the new master takes writes", func() (bool, string) {
 		info, err := next.Command("INFO", "replication")
 		return err == nil && strings.Contains(info, "role:master"), info
 	})
 	return next
 }
 
-// poll calls cond every 20 ms until it reports true, and fails the test
+// await checks cond every 20 ms until it reports true, and fails the test
 // with cond's last detail after 20 s.
-func poll(t testing.TB, what string, cond func() (bool, string)) {
+func await(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("testutil: timed out waiting: %s (last: %q)", what, detail)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var detail string
+	if !poll.Until(20*time.Second, 20*time.Millisecond, func() bool {
+		ok, d := cond()
+		detail = d
+		return ok
+	}) {
+		t.Fatalf("testutil: timed out waiting: %s (last: %q)", what, detail)
 	}
 }

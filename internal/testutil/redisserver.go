@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mutexfx/mutexfx/internal/poll"
 )
 
 // RedisServer is a throwaway redis-server started by a test on a free port,
@@ -125,15 +127,11 @@ func (s *RedisServer) start() {
 	s.mu.Lock()
 	s.cmd = cmd
 	s.mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if reply, err := s.Command("PING"); err == nil && reply == "PONG" {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("redis-server on %s does not answer; log:\n%s", s.Addr, s.Log())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll.Until(10*time.Second, 20*time.Millisecond, func() bool {
+		reply, err := s.Command("PING")
+		return err == nil && reply == "PONG"
+	}) {
+		s.t.Fatalf("redis-server on %s does not answer; log:\n%s", s.Addr, s.Log())
 	}
 }
 
@@ -215,15 +213,13 @@ func startCluster(t testing.TB, nodeTimeout time.Duration) *RedisCluster {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for _, n := range c.Nodes {
-		for {
-			info, err := RedisCommand(n.Addr, "CLUSTER", "INFO")
-			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:3") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("cluster node %s not ready: %q %v", n.Addr, info, err)
-			}
-			time.Sleep(50 * time.Millisecond)
+		var info string
+		var err error
+		if !poll.Until(time.Until(deadline), 50*time.Millisecond, func() bool {
+			info, err = RedisCommand(n.Addr, "CLUSTER", "INFO")
+			return err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:3")
+		}) {
+			t.Fatalf("cluster node %s not ready: %q %v", n.Addr, info, err)
 		}
 	}
 	return c
