@@ -9,7 +9,9 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
+	"github.com/mutexfx/mutexfx/internal/poll"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -193,4 +195,75 @@ func TestTableQueuePrepared(t *testing.T) {
 			t.Fatalf("d2 Release = %v, %v", ok, err)
 		}
 	}
+}
+
+// TestTableSlowPollKeepsPlace: with a PollInterval far above
+// WaiterLiveness/2, a component waiting (subscribed, its retries backing
+// off past the liveness) still has its queue entry stamped in time: the
+// watcher prompts it when the stamp falls due, not only every
+// PollInterval. The entry never lapses, and a driver arriving later does
+// not take the freed lock first. (Paced by PollInterval alone, the entry
+// lapsed and the newcomer overtook.)
+func TestTableSlowPollKeepsPlace(t *testing.T) {
+	ctx := ctxT(t)
+	const table = "mutexfx_r3_slowpoll"
+	admin := openDB(t, testutil.MySQLDSN())
+	t.Cleanup(func() {
+		_, _ = admin.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+table+", "+table+floorSuffix)
+	})
+	opts := Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: table, PollInterval: time.Second} // liveness: default 100ms
+	h, x := openDriver(t, opts), openDriver(t, opts)
+	wd := openDriver(t, opts)
+	w := mutexOn(t, wd, 10*time.Second)
+	key := w.Prefix() + "k"
+
+	tokH := token()
+	if res, err := h.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tokH, TTL: 30 * time.Second}); err != nil || !res.Acquired {
+		t.Fatalf("h acquire = %+v, %v", res, err)
+	}
+	type got struct {
+		l   *component.Lock
+		err error
+	}
+	done := make(chan got, 1)
+	go func() {
+		l, err := w.Acquire(ctx, "k", component.WithTimeout(20*time.Second))
+		done <- got{l, err}
+	}()
+	waitFor(t, 5*time.Second, "w queued", func() bool {
+		q := queueOf(t, h, key)
+		return len(q) == 1 && bytes.Equal(q[0], tab(wd).id)
+	})
+	// w's entry, by the server's clock, over the component's quick retries
+	// and well past them
+	dead := func() bool {
+		var d bool
+		err := admin.QueryRowContext(ctx, "SELECT LENGTH(queue) >= 29 AND SUBSTRING(queue, 17, 13) < "+stampSQL(100)+
+			" FROM "+table+" WHERE name_hash = ?", sqlkit.KeyHash(key)).Scan(&d)
+		return err == nil && d
+	}
+	if poll.Until(2*time.Second, 5*time.Millisecond, dead) {
+		t.Fatal("w's queue entry lapsed while it waited")
+	}
+	select {
+	case g := <-done:
+		t.Fatalf("w's wait ended early: %v, %v", g.l, g.err)
+	default:
+	}
+	if ok, err := h.Release(ctx, key, tokH); err != nil || !ok {
+		t.Fatalf("h release = %v, %v", ok, err)
+	}
+	res, err := x.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token(), TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Acquired {
+		t.Fatalf("x, arriving after w, took the lock while w was waiting and retrying (PollInterval %v, WaiterLiveness %v)",
+			opts.PollInterval, DefaultWaiterLiveness)
+	}
+	g := <-done
+	if g.err != nil {
+		t.Fatal(g.err)
+	}
+	_, _ = g.l.Release(ctx)
 }

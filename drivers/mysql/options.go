@@ -102,8 +102,10 @@ type Options struct {
 	// keys its waiters found held became free, to wake them (while a
 	// component is subscribed and someone waits). A queued driver (see
 	// WaiterLiveness) polls every 2 × place × PollInterval/10, at most
-	// PollInterval; at the head its attempts poll every PollInterval/10
-	// (at least 1ms). Default 10ms.
+	// PollInterval, and when its entry needs a stamp (WaiterLiveness/2
+	// after the last, however long PollInterval); at the head its attempts
+	// poll every PollInterval/10, at most WaiterLiveness/4 (at least 1ms).
+	// Default 10ms.
 	PollInterval time.Duration `koanf:"pollInterval"`
 	// WaiterLiveness turns on table mode's fair hand-off and is how long a
 	// waiter keeps its place without asking again. Each row holds a FIFO

@@ -160,9 +160,15 @@ func (s settings) pollSQL(keys int) string {
 FROM %[3]s, (SELECT CAST(? AS BINARY) AS me) AS m WHERE name_hash IN (%[4]s)`, entryWidth, q.lead(), s.table, marks("?", keys))
 }
 
-// fastPoll is how often a driver polls the keys whose queue it heads.
+// fastPoll is how often a driver polls the keys whose queue it heads:
+// PollInterval/10, and with fair hand-off at most WaiterLiveness/4 (its
+// attempts then stamp its entry in time), at least 1ms.
 func (s settings) fastPoll() time.Duration {
-	return max(s.poll/10, time.Millisecond)
+	p := s.poll / 10
+	if s.liveness > 0 {
+		p = min(p, s.liveness/4)
+	}
+	return max(p, time.Millisecond)
 }
 
 // pollEvery is how often a driver polls a key it is queued for at pos:

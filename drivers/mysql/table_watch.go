@@ -26,7 +26,10 @@ const maxInterests = 1024
 // to ask again) when a key became free for this driver (table_fair.go),
 // when it should join the queue, and WaiterLiveness/2 after its last
 // stamp. It polls every PollInterval, faster nearer the head
-// (settings.pollEvery).
+// (settings.pollEvery), and when a queued entry's stamp falls due,
+// whatever PollInterval (sleep, stampDue): an entry left unstamped for
+// WaiterLiveness is dead, and a later arrival would overtake its live
+// waiter.
 type watcher struct {
 	d *tableDriver
 
@@ -137,7 +140,7 @@ func (w *watcher) remove(key string) {
 // start starts the polling goroutine; it ends with Close.
 func (w *watcher) start() {
 	w.wg.Go(func() {
-		t := time.NewTimer(w.d.s.poll)
+		t := time.NewTimer(w.sleep())
 		defer t.Stop()
 		for {
 			select {
@@ -162,7 +165,7 @@ type keyState struct {
 // poll reads the watched keys, prompts their waiters and returns when to
 // poll next.
 func (w *watcher) poll(ctx context.Context) (next time.Duration) {
-	next = w.d.s.poll
+	next = w.sleep()
 	now := time.Now()
 	w.mu.Lock()
 	w.pruneLocked(now)
@@ -225,6 +228,9 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 	default:
 		every = s.poll
 	}
+	if st.pos >= 0 && !refresh {
+		every = min(every, w.stampDue(in, now))
+	}
 	// Prompt again once the waiter answered the last prompt, or two fast
 	// polls later (a component no longer waiting ignores it).
 	if (allowed || refresh || join || headed) && (in.asked.After(in.prompt) || now.Sub(in.prompt) >= 2*s.fastPoll()) {
@@ -232,6 +238,23 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 		return true, every
 	}
 	return false, every
+}
+
+// sleep is the longest the poller sleeps: PollInterval, or with fair
+// hand-off at most WaiterLiveness/2, so that an entry queued meanwhile is
+// looked at by the time its stamp falls due (a poll with no key watched
+// reads nothing).
+func (w *watcher) sleep() time.Duration {
+	if l := w.d.s.liveness / 2; l > 0 {
+		return min(w.d.s.poll, l)
+	}
+	return w.d.s.poll
+}
+
+// stampDue is how long until in's queue entry needs a stamp (w.mu held):
+// its waiter is then prompted to ask again, which stamps it.
+func (w *watcher) stampDue(in *interest, now time.Time) time.Duration {
+	return max(in.stamped.Add(w.d.s.liveness/2).Sub(now), w.d.s.fastPoll())
 }
 
 // read returns the state of chunk's keys (a missing row: free, no queue).
