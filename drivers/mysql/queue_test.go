@@ -199,14 +199,14 @@ func TestWatchJudge(t *testing.T) {
 		{"held by another, not queued", keyState{pos: -1, n: 2}, true, s.poll, 0},
 	} {
 		key := "judge:" + c.name
-		if r := tab(d).watch.failed(key, true); r != 0 {
+		if r := tab(d).watch.failed(key, true, time.Now()); r != 0 {
 			t.Fatalf("%s: first failure's hint %v", c.name, r)
 		}
 		prompt, every := tab(d).watch.judge(key, c.st)
 		if prompt != c.prompt || every != c.every {
 			t.Errorf("%s: judge = %v, %v; want %v, %v", c.name, prompt, every, c.prompt, c.every)
 		}
-		if r := tab(d).watch.failed(key, false); r != c.retry {
+		if r := tab(d).watch.failed(key, false, time.Now()); r != c.retry {
 			t.Errorf("%s: hint %v, want %v", c.name, r, c.retry)
 		}
 	}

@@ -131,6 +131,7 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 		return drivers.AcquireResult{}, err
 	}
 	d.reclaim.Note(req.TTL)
+	start := time.Now() // no stamp this call writes is older
 	var id, n int64
 	var err error
 	args := []any{sqlkit.KeyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
@@ -164,7 +165,7 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	switch {
 	case id >= heldMark:
 		ttl := time.Duration(id&valueMask) * time.Microsecond
-		if retry := d.watch.failed(req.Key, id&(appendBit|refreshBit) != 0); retry > 0 && retry < ttl {
+		if retry := d.watch.failed(req.Key, id&(appendBit|refreshBit) != 0, start); retry > 0 && retry < ttl {
 			ttl = retry
 		}
 		return drivers.AcquireResult{HolderTTL: ttl}, nil

@@ -92,10 +92,12 @@ func (w *watcher) contended(key string) {
 	w.mu.Unlock()
 }
 
-// failed records and watches a failed acquisition of key (stamped: it
-// stamped the queue entry). It returns how soon to ask again: fastPoll at
-// the head (its attempts are then the polls), else 0.
-func (w *watcher) failed(key string, stamped bool) (retry time.Duration) {
+// failed records and watches a failed acquisition of key, started at
+// start (stamped: it stamped the queue entry; the stamp is its statement's
+// start in the server's clock, so the entry's age counts from the call's
+// start, not from its answer). It returns how soon to ask again: fastPoll
+// at the head (its attempts are then the polls), else 0.
+func (w *watcher) failed(key string, stamped bool, start time.Time) (retry time.Duration) {
 	now := time.Now()
 	w.mu.Lock()
 	in := w.keys[key]
@@ -105,7 +107,7 @@ func (w *watcher) failed(key string, stamped bool) (retry time.Duration) {
 	}
 	in.asked = now
 	if stamped {
-		in.stamped = now
+		in.stamped = start
 	}
 	if in.pos == 0 { // the component waits this plus a millisecond
 		retry = max(w.d.s.fastPoll()-time.Millisecond, time.Microsecond)
