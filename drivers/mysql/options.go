@@ -113,7 +113,9 @@ type Options struct {
 	// the first live one (anyone if none), so a process that releases and
 	// asks again queues behind other processes' waiters. An entry is
 	// stamped again (a small write) WaiterLiveness/2 after its last stamp; a
-	// dead head delays the others by at most WaiterLiveness. Negative: off.
+	// dead head delays the others by at most WaiterLiveness (an attempt
+	// drops up to three dead head entries: more cost one more attempt per
+	// three). Negative: off.
 	// Default 100ms.
 	WaiterLiveness time.Duration `koanf:"waiterLiveness"`
 	// RenewBatch is the most leases renewed by one statement in table
