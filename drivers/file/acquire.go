@@ -74,6 +74,13 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drive
 	}
 	if !res.Acquired {
 		d.markBusy(name, req.Key)
+		// The watcher reports only names marked busy: a release between
+		// the read and markBusy made no event. Look once more, the name
+		// now marked (and watched, while subscribed), and report one
+		// found so.
+		if _, busy, err := d.peekBusy(name, buf[:]); err == nil && !busy {
+			d.emit(drivers.Event{Kind: drivers.Released, Key: req.Key})
+		}
 	}
 	return res, nil
 }
@@ -117,14 +124,20 @@ func (d *Driver) acquireLocked(ctx context.Context, fd handle, name string, req 
 	if h.live, err = d.lk.hold(fd, path, live); err != nil {
 		return res, false, err
 	}
-	if err := d.publish(fd, buf, req, h, first); err != nil {
+	// drop undoes the liveness lock when the lock is not kept (the caller
+	// closes fd): other processes then see its holder dead.
+	drop := func() {
 		if h.live != noHandle {
 			_ = closeHandle(h.live)
 			d.lk.forget(path, live)
 		}
+	}
+	if err := d.publish(fd, buf, req, h, first); err != nil {
+		drop()
 		return res, false, err
 	}
-	if !d.addHolder(req.Key, req.Token, h) {
+	if !d.addHolder(req.Key, req.Token, h) { // closed meanwhile
+		drop()
 		return res, false, ErrClosed
 	}
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, true, nil
