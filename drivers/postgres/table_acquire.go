@@ -21,6 +21,7 @@ import (
 type attemptOpts struct {
 	queue, fast, turn, deferQueue bool
 	arrival                       *float64
+	due                           time.Time // when the entry's next stamp is due (zero: none)
 }
 
 // take is the uncontended path: one UPDATE takes the row when it is free
@@ -54,13 +55,21 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 		}
 	}
 	live := WaiterLiveness.Milliseconds()
+	o.due = time.Time{}
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		var left, now float64
+		var stamp *float64
+		start := time.Now() // never after the statement's now()
 		fs, mark := d.fencing(p)
 		err := p.QueryRow(ctx, fs.acquire, append([]any{sqlkit.KeyHash(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue, o.arrival}, mark...)...).
-			Scan(&res.Acquired, &res.Fence, &left, &deferred, &now)
+			Scan(&res.Acquired, &res.Fence, &left, &deferred, &now, &stamp)
 		if err == nil && o.arrival == nil {
 			o.arrival = &now
+		}
+		if err == nil && stamp != nil {
+			// the entry is rewritten by the first attempt at least
+			// WaiterLiveness/4 after its stamp: make one then
+			o.due = start.Add(time.Duration((*stamp + float64(live)/4 - now) * float64(time.Millisecond)))
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			// the holder's row, inserted concurrently, is not in the snapshot
@@ -118,6 +127,9 @@ func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireReq
 			return res, err
 		}
 		delay := pollDelay(res.HolderTTL)
+		if !o.due.IsZero() {
+			delay = min(delay, max(time.Until(o.due), 0)+time.Millisecond)
+		}
 		if deferred {
 			delay = deferRetry
 		}

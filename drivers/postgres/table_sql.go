@@ -116,10 +116,10 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 				"expires_at = CASE WHEN " + take("l") + " THEN excluded.expires_at ELSE l.expires_at END, " +
 				"queue = CASE WHEN " + take("l") + " THEN " + pruned + " ELSE " + queued + " END " +
 				"WHERE " + write("l") + " " +
-				"RETURNING " + tookOrQueued + " AS took, l.fence, l.expires_at) " +
+				"RETURNING " + tookOrQueued + " AS took, l.fence, l.expires_at, (l.queue->$5::text->>1)::float8 AS stamp) " +
 				"SELECT took, CASE WHEN took THEN fence ELSE 0 END, " +
-				"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END, false, " + nowMS + " FROM ins UNION ALL " +
-				"SELECT false, 0, " + left("expires_at") + ", " + deferred("r") + " OR " + write("r") + ", " + nowMS + " FROM " + n.table +
+				"CASE WHEN took THEN 0 ELSE " + left("expires_at") + " END, false, " + nowMS + ", stamp FROM ins UNION ALL " +
+				"SELECT false, 0, " + left("expires_at") + ", " + deferred("r") + " OR " + write("r") + ", " + nowMS + ", (r.queue->$5::text->>1)::float8 FROM " + n.table +
 				" AS r WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
 			refence: "UPDATE " + n.table + " SET fence = " + fence(3) + " WHERE id = $1 AND token = $2 RETURNING fence",
 			// passes the row from $2 to $3 for $4 ms when nobody queues for
