@@ -166,3 +166,59 @@ func TestLongerTTLLengthensTheWait(t *testing.T) {
 		t.Fatalf("wait seen by the 1s driver afterwards = %v; want the lengthened one", res.HolderTTL)
 	}
 }
+
+// TestRestartWaitNotShortened: after a restart without persistence, a
+// driver reconnecting to the new server process starts a forced epoch with
+// the wait it knows: none when it was asked for no ttl yet (it only
+// inspected), a shorter one when its locks' ttls are. Neither shortens the
+// wait another driver's acquire started with the holder's longer ttl (with
+// none, the wait was deleted and the forgotten lock granted 30-60 ms after
+// the restart).
+func TestRestartWaitNotShortened(t *testing.T) {
+	const ttl = 4 * time.Second
+	for _, tc := range []struct {
+		name  string
+		known func(t *testing.T, w *Driver) // what the reconnecting driver did before
+	}{
+		{"no ttl yet", func(t *testing.T, w *Driver) {
+			if _, _, err := w.Inspect(t.Context(), "x"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a shorter ttl", func(t *testing.T, w *Driver) {
+			if res, err := w.Acquire(t.Context(), drivers.AcquireRequest{Key: "y", Token: "w", TTL: 500 * time.Millisecond}); err != nil || !res.Acquired {
+				t.Fatalf("Acquire = %+v, %v", res, err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testutil.StartRedis(t)
+			known(t, s)
+			holder := rawDriver(t, Options{Addrs: []string{s.Addr}})
+			if res, err := holder.Acquire(t.Context(), drivers.AcquireRequest{Key: "x", Token: "old", TTL: ttl}); err != nil || !res.Acquired {
+				t.Fatalf("Acquire = %+v, %v", res, err)
+			}
+			w := rawDriver(t, Options{Addrs: []string{s.Addr}})
+			tc.known(t, w)
+			restarted := time.Now()
+			s.Restart()
+			other := rawDriver(t, Options{Addrs: []string{s.Addr}})
+			// other's first attempt starts the epoch, waiting the holder's ttl
+			if res, err := other.Acquire(t.Context(), drivers.AcquireRequest{Key: "x", Token: "new", TTL: ttl}); err != nil || res.Acquired {
+				t.Fatalf("first Acquire after the restart = %+v, %v; want refused", res, err)
+			}
+			// w's next call reconnects, finds the new run_id: a forced epoch
+			testutil.Poll(t, 5*time.Second, "w reconnected", func() bool {
+				_, _, err := w.Inspect(t.Context(), "x")
+				return err == nil
+			})
+			tick := time.NewTicker(50 * time.Millisecond) // attempts through the wait
+			defer tick.Stop()
+			for ; time.Since(restarted) < ttl-500*time.Millisecond; <-tick.C {
+				if res, err := other.Acquire(t.Context(), drivers.AcquireRequest{Key: "x", Token: "new", TTL: ttl}); err == nil && res.Acquired {
+					t.Fatalf("granted %v after the restart, within the forgotten holder's ttl %v", time.Since(restarted), ttl)
+				}
+			}
+		})
+	}
+}

@@ -368,7 +368,9 @@ return {t, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1])}
 // never flushed (FLUSHALL, FLUSHDB in INFO commandstats) and is no promoted
 // replica (master_replid2) means a brand-new store: no wait; else the
 // server may have granted locks before it forgot them, and the wait is
-// counted from its start (restart) or from now. The uptime counts whole
+// counted from its start (restart) or from now. A forced epoch never
+// shortens a wait that runs: another driver, which knows a longer ttl,
+// may have started it (a driver not asked for a ttl yet knows none). The uptime counts whole
 // seconds of the server's clock and may be up to 1 s ahead: 1 s of it is
 // not counted. A user refused INFO waits the whole wait.
 const epochLua = `
@@ -402,6 +404,10 @@ local function epoch(ek, wk, wait, force)
     end
   end
   redis.call('SET', ek, t[1] .. string.format('%06d', tonumber(t[2])))
+  if force then
+    local pttl = redis.call('PTTL', wk)
+    if pttl >= left then return math.max(pttl, 0) end
+  end
   if left > 0 then
     redis.call('SET', wk, ms - (wait - left), 'PX', left)
     return left
