@@ -68,13 +68,13 @@ func (o Options) fromURL(u *goredis.UniversalOptions) error {
 		}
 		co, err := goredis.ParseClusterURL(o.URL)
 		if err != nil {
-			return drivers.OptionErrorf("url", "%s", scrub(err.Error(), o.URL, secret, o.Password))
+			return parseError(err, o.URL, parsed, secret, o.Password)
 		}
 		src = co
 	} else {
 		so, err := goredis.ParseURL(o.URL)
 		if err != nil {
-			return drivers.OptionErrorf("url", "%s", scrub(err.Error(), o.URL, secret, o.Password))
+			return parseError(err, o.URL, parsed, secret, o.Password)
 		}
 		u.Addrs = []string{so.Addr}
 		src, skip = so, []string{"Addr", "Network"}
@@ -137,6 +137,25 @@ func hasPrefixFold(s, prefix string) bool {
 
 // scrub removes the URL from an error message, and withholds a message
 // that contains a secret (redact.Quotes) altogether.
+// parseError is the url option's error for go-redis's parser error err on
+// rawURL (parsed). With a password among the query parameters, the names
+// of parameters the parser does not know are withheld: a password with an
+// unescaped & ends early, and the rest reads as such a name.
+func parseError(err error, rawURL string, parsed *url.URL, secrets ...string) error {
+	var inQuery bool
+	for k, v := range parsed.Query() {
+		if strings.EqualFold(k, "password") {
+			inQuery = true
+			secrets = append(secrets, v...)
+		}
+	}
+	if inQuery && strings.Contains(err.Error(), "unexpected option") {
+		return drivers.OptionErrorf("url", "has query parameters go-redis does not know (their names are withheld: "+
+			"they may be pieces of the password; percent-encode an & in a query value as %%26)")
+	}
+	return drivers.OptionErrorf("url", "%s", scrub(err.Error(), rawURL, secrets...))
+}
+
 func scrub(msg, rawURL string, secrets ...string) string {
 	if rawURL != "" {
 		msg = strings.ReplaceAll(msg, rawURL, "<url>")

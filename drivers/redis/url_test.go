@@ -156,6 +156,10 @@ func TestURLOptionsRefused(t *testing.T) {
 		{"cluster-only parameter", Options{URL: "redis://h:1?read_only=true"}, "unexpected option: read_only"},
 		{"skip_verify in cluster mode", Options{URL: "rediss://h:1?skip_verify=true", Cluster: true}, "unexpected option: skip_verify"},
 		{"bad value", Options{URL: "redis://h:1?pool_size=many"}, "invalid pool_size number"},
+		// a password with an unescaped & in the query: its tail reads as
+		// a parameter's name, which is not shown
+		{"password's tail", Options{URL: "redis://h:1/0?password=Zq7&k9W"}, "names are withheld"},
+		{"password's tail, cluster", Options{URL: "redis://h:1?Password=Zq7&k9W", Cluster: true}, "names are withheld"},
 		{"several addrs, no mode", Options{Addrs: []string{"h:1", "h:2"}}, "addrs: several addresses need cluster"},
 	}
 	for _, tt := range tests {
@@ -167,6 +171,9 @@ func TestURLOptionsRefused(t *testing.T) {
 			}
 			if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %q; want ErrOptions containing %q", err, tt.want)
+			}
+			if msg := err.Error(); strings.Contains(msg, "Zq7") || strings.Contains(msg, "k9W") {
+				t.Fatalf("error %q shows a piece of the password", msg)
 			}
 		})
 	}
