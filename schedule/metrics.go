@@ -39,7 +39,8 @@ const (
 	OutcomeSkippedHeldElsewhere = "skipped_held_elsewhere"
 	// OutcomeSkippedRunning: the job's previous run was still going here.
 	OutcomeSkippedRunning = "skipped_running"
-	// OutcomeMissed: the scheduler woke up too late for the instant.
+	// OutcomeMissed: the scheduler woke up, or an exclusive job's store
+	// answered, too late for the instant.
 	OutcomeMissed = "missed"
 	// OutcomeStoreError: an exclusive job's lock store was missing or
 	// failed to answer.

@@ -27,16 +27,10 @@ func (s *Scheduler) fire(j *job, planned time.Time) {
 		return
 	}
 	defer s.checkSkew(ctx, log, j, m, planned)
-	// An instance whose clock is ahead has held the lock since its own
-	// planned instant and releases it hold later by its clock: an attempt
-	// this late could find it released already and run the instant again.
-	// Up to half the hold late, the instances' clocks may differ by up to
-	// the other half (less the store's answer time).
-	if late := s.opts.Clock.Now().Sub(planned); late > j.plan.hold(planned)/2 {
-		s.lost(log, j, OutcomeMissed, "exclusive job skipped an instant: too late to be sure no other instance ran it",
-			zap.Duration("late", late), zap.String("cause", "late"))
+	if s.tooLate(log, j, planned) {
 		return
 	}
+	sent := time.Now()
 	lock, err := m.TryAcquire(ctx, j.lock, component.WithTTL(j.ttl(planned)))
 	switch {
 	case errors.Is(err, component.ErrLocked):
@@ -50,8 +44,44 @@ func (s *Scheduler) fire(j *job, planned time.Time) {
 		s.count(j, OutcomeStoreError)
 		return
 	}
+	// The store granted the lock at some moment before its answer, maybe
+	// after a holder ran the instant and released it at the end of its
+	// hold: the same rule again, now that the answer came.
+	if s.tooLate(log, j, planned, zap.Duration("attempt", time.Since(sent))) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		if _, err := lock.Release(rctx); err != nil {
+			log.Debug("lock of a skipped instant not released: it expires after its ttl",
+				zap.String("lock", j.lock), zap.Error(err))
+		}
+		return
+	}
 	j.sawHolder("")
 	s.runHeld(ctx, log, j, lock, planned)
+}
+
+// releaseTimeout bounds the release of a lock got too late to run its
+// instant.
+const releaseTimeout = time.Second
+
+// tooLate reports whether the exclusive instant planned of j can no longer
+// run here, logging and counting it as missed if so: the scheduler's clock
+// reads more than half the hold past it. An instance whose clock is ahead
+// holds the lock from its own instant until the hold ends by its clock,
+// then releases it: at most half the hold late, while the instances'
+// clocks differ by less than the other half, a lock found free was not
+// released by a holder of this instant. fire asks before its attempt
+// (then the attempt still has to reach the store in time) and again once
+// it got the lock (the store granted it before it answered), so that an
+// attempt answered late runs nothing: fields tell the attempt's time.
+func (s *Scheduler) tooLate(log *zap.Logger, j *job, planned time.Time, fields ...zap.Field) bool {
+	late := s.opts.Clock.Now().Sub(planned)
+	if late <= j.plan.hold(planned)/2 {
+		return false
+	}
+	s.lost(log, j, OutcomeMissed, "exclusive job skipped an instant: too late to be sure no other instance ran it",
+		append([]zap.Field{zap.Duration("late", late), zap.String("cause", "late")}, fields...)...)
+	return true
 }
 
 // runHeld runs j holding lock for planned, then keeps lock until the hold

@@ -22,7 +22,7 @@ const period = 400 * time.Millisecond
 
 // skews are the instances' clock offsets of the skewed scenarios: up to
 // ±period/16, 50 ms between the extremes, within the 100 ms that an
-// exclusive instant tolerates (half its hold, see fire).
+// exclusive instant tolerates (half its hold, see tooLate).
 var skews = []time.Duration{-period / 16, 0, period / 16}
 
 func TestExclusiveThreeInstancesExactlyOnce(t *testing.T) {
