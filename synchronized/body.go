@@ -35,6 +35,11 @@ var ErrBodyTooLarge = errors.New("synchronized: the request body is too large")
 // Middleware's answers:
 //   - a body longer than the limit: 413 (E_MUTEX_BODY_TOO_LARGE);
 //   - a body that is not one JSON object: 400 (E_MUTEX_BODY);
+//   - a body with a key of a field twice, or spelt in another letter
+//     case, in an object the field is read from: 400 (E_MUTEX_BODY),
+//     see ErrAmbiguousKey. encoding/json matches keys to struct fields
+//     ignoring case, the last one winning: without this the handler
+//     could work on another value than the lock is named from;
 //   - a field absent, null, empty, or an object or array: 400
 //     (E_MUTEX_LOCK_NAME).
 func JSONMiddleware(tmpl string, opts Options) (func(http.Handler) http.Handler, error) {
@@ -50,9 +55,13 @@ func JSONMiddleware(tmpl string, opts Options) (func(http.Handler) http.Handler,
 	for _, f := range t.Fields() {
 		segs[f] = strings.Split(f, ".")
 	}
+	keys := newKeyTree(t.Fields())
 	return MiddlewareFunc(func(r *http.Request) (string, error) {
-		obj, err := readJSONObject(r, limit)
+		obj, body, err := readJSONObject(r, limit)
 		if err != nil {
+			return "", err
+		}
+		if err := checkKeys(body, keys, "the body"); err != nil {
 			return "", err
 		}
 		v := reflect.ValueOf(obj)
@@ -61,20 +70,21 @@ func JSONMiddleware(tmpl string, opts Options) (func(http.Handler) http.Handler,
 }
 
 // readJSONObject reads r's body, at most limit bytes, puts it back for the
-// handler and decodes it as one JSON object, numbers as json.Number.
-func readJSONObject(r *http.Request, limit int64) (map[string]any, error) {
+// handler and decodes it as one JSON object, numbers as json.Number. It
+// returns the object and the body.
+func readJSONObject(r *http.Request, limit int64) (map[string]any, []byte, error) {
 	if r.ContentLength > limit {
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrBodyTooLarge, r.ContentLength, limit)
+		return nil, nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrBodyTooLarge, r.ContentLength, limit)
 	}
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil, fmt.Errorf("%w: no body", ErrBody)
+		return nil, nil, fmt.Errorf("%w: no body", ErrBody)
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBody, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrBody, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, limit)
+		return nil, nil, fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, limit)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
@@ -82,13 +92,13 @@ func readJSONObject(r *http.Request, limit int64) (map[string]any, error) {
 	dec.UseNumber()
 	var obj map[string]any
 	if err := dec.Decode(&obj); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBody, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrBody, err)
 	}
 	if obj == nil {
-		return nil, fmt.Errorf("%w: null", ErrBody)
+		return nil, nil, fmt.Errorf("%w: null", ErrBody)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: data after the object", ErrBody)
+		return nil, nil, fmt.Errorf("%w: data after the object", ErrBody)
 	}
-	return obj, nil
+	return obj, b, nil
 }

@@ -24,7 +24,8 @@ const (
 	// CodeRoute: the lock name template names a field the route cannot
 	// supply, a server bug (500).
 	CodeRoute = "E_MUTEX_ROUTE"
-	// CodeBody: the request body is not the JSON object expected (400).
+	// CodeBody: the request body is not the JSON object expected (400),
+	// or a key of the lock name is ambiguous in it (ErrAmbiguousKey).
 	CodeBody = "E_MUTEX_BODY"
 	// CodeBodyTooLarge: the request body exceeds the limit (413).
 	CodeBodyTooLarge = "E_MUTEX_BODY_TOO_LARGE"
@@ -44,9 +45,9 @@ type Problem struct {
 
 // ProblemOf maps an error of the middleware (or of the action wrapper) to
 // its problem, testing in this order: ErrRequestEnded → 503, ErrRoute →
-// 500, ErrBodyTooLarge → 413, ErrBody → 400, ErrLockName → 400, ErrClosed
-// → 503, ErrDriver → 503, ErrTimeout → 409, anything else
-// → 500. A store that did not answer in time fails with an error wrapping
+// 500, ErrBodyTooLarge → 413, ErrAmbiguousKey → 400, ErrBody → 400,
+// ErrLockName → 400, ErrClosed → 503, ErrDriver → 503, ErrTimeout → 409,
+// anything else → 500. A store that did not answer in time fails with an error wrapping
 // both component.ErrTimeout and ErrDriver: it is a store failure (503),
 // not a lock held by another request.
 func ProblemOf(err error) Problem {
@@ -58,6 +59,8 @@ func ProblemOf(err error) Problem {
 		p.Status, p.Code, p.Detail = http.StatusInternalServerError, CodeRoute, "the server cannot name the lock of this resource"
 	case errors.Is(err, ErrBodyTooLarge):
 		p.Status, p.Code, p.Detail = http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is too large"
+	case errors.Is(err, ErrAmbiguousKey):
+		p.Status, p.Code, p.Detail = http.StatusBadRequest, CodeBody, "the request body has a key of the lock name twice, or spelt in another letter case"
 	case errors.Is(err, ErrBody):
 		p.Status, p.Code, p.Detail = http.StatusBadRequest, CodeBody, "the request body is not a JSON object"
 	case errors.Is(err, ErrLockName):
