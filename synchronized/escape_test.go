@@ -141,3 +141,28 @@ func TestMiddlewareEscapesPathValues(t *testing.T) {
 		})
 	}
 }
+
+// TestTemplatesMeetAcrossRoutes: a template escapes only its own
+// separators, so two templates sharing a prefix can give one name (as
+// docs/synchronized.md says: give each template its own prefix), while
+// templates with their own prefixes never do.
+func TestTemplatesMeetAcrossRoutes(t *testing.T) {
+	exec := func(tmpl, id string) string {
+		tp, err := synchronized.ParseTemplate(tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return execute(t, tp, map[string]string{"id": id})
+	}
+	if a, b := exec("order:{id}", "1-refund"), exec("order:{id}-refund", "1"); a != b {
+		t.Errorf("order:{id} with 1-refund gives %q, order:{id}-refund with 1 %q: the docs say they meet", a, b)
+	}
+	for _, id := range []string{"1", "1-refund", "refund:1", "1:refund"} {
+		if a, b := exec("order:{id}", id), exec("refund:{id}", id); a == b {
+			t.Errorf("order:{id} and refund:{id} both give %q for %q", a, id)
+		}
+		if a := exec("order:{id}", id); a == exec("refund:{id}", "1") {
+			t.Errorf("order:{id} with %q gives refund:{id}'s name for 1", id)
+		}
+	}
+}

@@ -22,15 +22,18 @@ var ErrLockName = errors.New("synchronized: cannot name the lock")
 // values (see Wrap). Two fields are separated by literal text that does not
 // begin with '%' ("{tenant}:{id}", not "{tenant}{id}").
 //
-// Values are escaped so that different inputs never share a name: in each
-// value, '%', every character of the template's literal text other than
-// ASCII letters and digits, the first character of the text between two
-// fields, and bytes that are not UTF-8 are percent-encoded (%XX per byte,
-// upper-case hex). Under "{tenant}:{id}", tenant "a:b" and id "c" give
-// "a%3Ab:c", tenant "a" and id "b:c" give "a:b%3Ac"; under "order:{id}", id
-// "1:refund" gives "order:1%3Arefund", not the name "order:{id}:refund"
-// gives for id 1. Values without such characters are written as they are
-// ("order:42", "order:7f3c-a1").
+// Values are escaped so that different inputs of one template never share
+// a name: in each value, '%', every character of the template's literal
+// text other than ASCII letters and digits, the first character of the
+// text between two fields, and bytes that are not UTF-8 are
+// percent-encoded (%XX per byte, upper-case hex). Under "{tenant}:{id}",
+// tenant "a:b" and id "c" give "a%3Ab:c", tenant "a" and id "b:c" give
+// "a:b%3Ac"; under "order:{id}", id "1:refund" gives "order:1%3Arefund".
+// Values without such characters are written as they are ("order:42",
+// "order:7f3c-a1"). Two templates escape only their own separators, so
+// their names can meet: "order:{id}" with id "1-refund" and
+// "order:{id}-refund" with id "1" both give "order:1-refund". Give each
+// template its own prefix.
 //
 // A Template is immutable and safe for concurrent use.
 type Template struct {
