@@ -79,7 +79,7 @@ func lockTTL(sec int64) time.Duration {
 // revision its answer was read at. e.mu held.
 func (d *Driver) enqueue(ctx context.Context, cli *clientv3.Client, e *entry, req drivers.AcquireRequest) (drivers.AcquireResult, place, error) {
 	var res drivers.AcquireResult
-	if e.spent || e.maybe { // its create revision was (or may be) a fence: a new key, a new fence
+	if e.spent { // its create revision was a fence: a new key, a new fence
 		if _, err := d.dequeue(ctx, e); err != nil {
 			return res, place{}, err
 		}
@@ -119,9 +119,6 @@ func (d *Driver) enqueue(ctx context.Context, cli *clientv3.Client, e *entry, re
 			d.leaseGone(l)
 			continue
 		case err != nil:
-			if e.rev == 0 { // the store may have put the key: delete it later
-				e.maybe, e.token = true, req.Token
-			}
 			return res, place{}, err
 		case !resp.Succeeded: // the key is not as the driver left it: see how it is
 			kvs := resp.Responses[0].GetResponseRange().GetKvs()

@@ -39,7 +39,7 @@ func (d *Driver) own(ctx context.Context, key, token string, held bool, fn func(
 		return false, d.closedErr(err)
 	}
 	defer e.mu.unlock()
-	if (e.rev == 0 && !e.maybe) || e.token != token || (held && !e.held) {
+	if e.rev == 0 || e.token != token || (held && !e.held) {
 		return false, nil
 	}
 	fn(e)

@@ -31,10 +31,6 @@ type entry struct {
 	// create revision was that lock's fence, so it is deleted, never
 	// taken again.
 	spent bool
-	// maybe: a put of wk (rev 0: a new key) got no answer; the store may
-	// have it, on a lease the driver's other locks keep alive, so it is
-	// deleted as a spent key is (by any revision), never left behind.
-	maybe bool
 }
 
 // chanMutex is a mutex whose Lock gives up when ctx ends (a call that
@@ -91,7 +87,7 @@ func (d *Driver) unuse(e *entry) {
 	// Every call locks e.mu within a use: with none at work, nobody holds it.
 	rev, held := e.rev, e.held
 	switch {
-	case rev == 0 && !e.maybe:
+	case rev == 0:
 		if d.entries[e.key] == e {
 			delete(d.entries, e.key)
 		}
@@ -128,14 +124,13 @@ func (d *Driver) expireWaiter(e *entry, gen uint64) {
 		return
 	}
 	defer e.mu.unlock()
-	if !e.held && (e.rev != 0 || e.maybe) {
+	if !e.held && e.rev != 0 {
 		_, _ = d.dequeue(ctx, e)
 	}
 }
 
-// dequeue deletes e's key if it is still the one the driver put (any key
-// at wk when the put's answer was lost: e.maybe); e.mu held. It reports
-// whether the key was first in line (held) when deleted.
+// dequeue deletes e's key if it is still the one the driver put; e.mu
+// held. It reports whether the key was first in line (held) when deleted.
 // When the store does not answer, a held key is spent: no longer held by
 // anyone, deleted by the linger timer once the entry is unused, again at
 // every linger until the store answers, or by the next attempt before it
@@ -149,17 +144,16 @@ func (d *Driver) dequeue(ctx context.Context, e *entry) (bool, error) {
 		return false, err
 	}
 	defer done()
-	txn := cli.Txn(cctx)
-	if !e.maybe {
-		txn = txn.If(clientv3.Compare(clientv3.CreateRevision(e.wk), "=", e.rev))
-	}
-	resp, err := txn.Then(headOp(d.queue(e.key)), clientv3.OpDelete(e.wk)).Commit()
+	resp, err := cli.Txn(cctx).
+		If(clientv3.Compare(clientv3.CreateRevision(e.wk), "=", e.rev)).
+		Then(headOp(d.queue(e.key)), clientv3.OpDelete(e.wk)).
+		Commit()
 	if err != nil {
 		e.spend()
 		return false, d.closedErr(err)
 	}
 	first := resp.Succeeded && isHead(resp.Responses[0], e.wk)
-	e.rev, e.held, e.lease, e.spent, e.maybe = 0, false, nil, false, false
+	e.rev, e.held, e.lease, e.spent = 0, false, nil, false
 	return first, nil
 }
 
