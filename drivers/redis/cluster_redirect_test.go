@@ -82,3 +82,58 @@ func TestClusterSlotWithoutRunRecord(t *testing.T) {
 		t.Fatalf("fence %d <= the one before %d", fence, before)
 	}
 }
+
+// TestClusterRestartChecksBeforeFirstScript: a Cluster master restarts
+// with its epoch marker and run record kept (a persistence file that
+// missed the last acquisition). The driver, which made no call while it was
+// down, finds the slot checked (same node, same gen), then go-redis drops
+// the dead idle connection and dials a new one for the script: that
+// connection finds the new run_id and must check the slot on itself before
+// the script runs there, which then grants nothing for the restart wait.
+func TestClusterRestartChecksBeforeFirstScript(t *testing.T) {
+	c := testutil.StartRedisCluster(t)
+	knownCluster(t, c)
+	d := clusterDriver(t, c, Options{})
+	ctx := t.Context()
+	x := byMaster(t, c, "redistest:restartfirst:", 1)[victim][0]
+	held, err := d.Acquire(ctx, drivers.AcquireRequest{Key: x, Token: "held", TTL: 4 * time.Second})
+	if err != nil || !held.Acquired {
+		t.Fatalf("Acquire(held) = %+v, %v", held, err)
+	}
+	m := slotMarks()[slot(lockKey(x))]
+	node := c.Nodes[victim]
+	mark, _ := node.Command("GET", m[0])
+	run, _ := node.Command("GET", m[0]+runSuffix)
+	fence, _ := node.Command("GET", fenceKey(x))
+	if mark == "" || run == "" {
+		t.Fatalf("marker %q run %q", mark, run)
+	}
+	node.Restart()
+	waitFor(t, "the restarted master serves its slots", func() bool {
+		info, err := node.Command("CLUSTER", "INFO")
+		return err == nil && strings.Contains(info, "cluster_state:ok")
+	})
+	// what a persistence file written before the last acquisition keeps
+	for _, kv := range [][2]string{{m[0], mark}, {m[0] + runSuffix, run}, {fenceKey(x), fence}} {
+		if _, err := node.Command("SET", kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := node.Command("DEL", lockKey(x)); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: x, Token: "new", TTL: 4 * time.Second})
+	t.Logf("first Acquire after the restart = %+v, %v", res, err)
+	if n, err := d.health.node(ctx, lockKey(x)); err == nil {
+		_, due := d.slots.need(slot(lockKey(x)), n)
+		t.Logf("after it: gen %d, slot check due again: %v", n.gen.Load(), due)
+	}
+	if err == nil && res.Acquired {
+		t.Fatalf("granted %v after the master's restart (new run_id) while %q may still hold it", time.Since(restarted), "held")
+	}
+	res, err = d.Acquire(ctx, drivers.AcquireRequest{Key: x, Token: "new", TTL: 4 * time.Second})
+	if err == nil && res.Acquired {
+		t.Fatalf("second Acquire granted %v after the master's restart", time.Since(restarted))
+	}
+}

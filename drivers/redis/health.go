@@ -74,11 +74,16 @@ type node struct {
 	// is not known (see evalReplicated).
 	counted atomic.Bool
 	// gen counts the times a Cluster master may have become another
-	// server process: its connections found a new run_id, or it answered
-	// again after a network error. A slot checked on an older gen is
-	// checked again (see slotChecks).
-	gen   atomic.Uint64
-	runID string // a Cluster master's run_id at the last new connection (mu)
+	// server process: its connections found a new run_id (the slots it
+	// checked are checked on that connection first: see newProcess), or
+	// it answered again after a network error. A slot checked on an older
+	// gen is checked again (see slotChecks).
+	gen atomic.Uint64
+
+	// runMu is held by a new connection that records a Cluster master's
+	// run_id, across the checks a new one calls for (see newProcess).
+	runMu sync.Mutex
+	runID string // a Cluster master's run_id at the last new connection (runMu)
 }
 
 // pruneAfter is how long a Cluster master that is up may go unused before
