@@ -84,6 +84,11 @@ func (d *Driver) enqueue(ctx context.Context, cli *clientv3.Client, e *entry, re
 			return res, place{}, err
 		}
 	}
+	if e.lost != "" { // a key put for a failed attempt: not this one's place
+		if err := d.deleteLost(ctx, e); err != nil {
+			return res, place{}, err
+		}
+	}
 	if e.held {
 		if e.token == req.Token { // a retried call that got it
 			return drivers.AcquireResult{Acquired: true, Fence: uint64(e.rev)}, place{}, nil
@@ -119,6 +124,9 @@ func (d *Driver) enqueue(ctx context.Context, cli *clientv3.Client, e *entry, re
 			d.leaseGone(l)
 			continue
 		case err != nil:
+			if e.rev == 0 { // the store may have put the key: see deleteLost
+				e.lost = req.Token
+			}
 			return res, place{}, err
 		case !resp.Succeeded: // the key is not as the driver left it: see how it is
 			kvs := resp.Responses[0].GetResponseRange().GetKvs()

@@ -31,6 +31,11 @@ type entry struct {
 	// create revision was that lock's fence, so it is deleted, never
 	// taken again.
 	spent bool
+	// lost: the token of an attempt whose put of a new key (rev 0) got
+	// no answer; the store may hold wk with that value, on a lease the
+	// driver's other locks keep alive. deleteLost deletes wk only while
+	// its value is that token: a later attempt's key holds its own.
+	lost string
 }
 
 // chanMutex is a mutex whose Lock gives up when ctx ends (a call that
@@ -87,7 +92,7 @@ func (d *Driver) unuse(e *entry) {
 	// Every call locks e.mu within a use: with none at work, nobody holds it.
 	rev, held := e.rev, e.held
 	switch {
-	case rev == 0:
+	case rev == 0 && e.lost == "":
 		if d.entries[e.key] == e {
 			delete(d.entries, e.key)
 		}
@@ -124,6 +129,9 @@ func (d *Driver) expireWaiter(e *entry, gen uint64) {
 		return
 	}
 	defer e.mu.unlock()
+	if e.lost != "" && d.deleteLost(ctx, e) != nil {
+		return
+	}
 	if !e.held && e.rev != 0 {
 		_, _ = d.dequeue(ctx, e)
 	}
@@ -155,6 +163,29 @@ func (d *Driver) dequeue(ctx context.Context, e *entry) (bool, error) {
 	first := resp.Succeeded && isHead(resp.Responses[0], e.wk)
 	e.rev, e.held, e.lease, e.spent = 0, false, nil, false
 	return first, nil
+}
+
+// deleteLost deletes wk if its value is e.lost, the token of an attempt
+// whose put got no answer; e.mu held. Once the store answers, that put is
+// known not to be there (any more). The guard is the value, never "any
+// key at wk": a delete whose answer is lost may be applied later still,
+// after a later attempt put its own key there, which carries its own
+// token.
+func (d *Driver) deleteLost(ctx context.Context, e *entry) error {
+	cli, cctx, done, err := d.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = cli.Txn(cctx).
+		If(clientv3.Compare(clientv3.Value(e.wk), "=", e.lost)).
+		Then(clientv3.OpDelete(e.wk)).
+		Commit()
+	if err != nil {
+		return d.closedErr(err)
+	}
+	e.lost = ""
+	return nil
 }
 
 // spend marks a held key whose delete failed as spent (see dequeue); e.mu
