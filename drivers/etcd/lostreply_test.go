@@ -10,7 +10,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -28,29 +27,19 @@ import (
 func TestLostAcquireAnswerLeavesNoKey(t *testing.T) {
 	c := singleMember(t)
 	var loseTxnAnswer, cut atomic.Bool
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second,
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if cut.Load() {
-				return status.Error(codes.Unavailable, "link cut (test)")
+	d := driverVia(t, c, grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if cut.Load() {
+			return status.Error(codes.Unavailable, "link cut (test)")
+		}
+		if strings.HasSuffix(method, "/Txn") && loseTxnAnswer.CompareAndSwap(true, false) {
+			if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
+				return err
 			}
-			if strings.HasSuffix(method, "/Txn") && loseTxnAnswer.CompareAndSwap(true, false) {
-				if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
-					return err
-				}
-				cut.Store(true) // the answer is lost, and the link with it
-				return status.Error(codes.Unavailable, "answer lost (test)")
-			}
-			return invoker(ctx, method, req, reply, cc, opts...)
-		})}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	d, err := NewWithClient(cli, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close(context.Background())
+			cut.Store(true) // the answer is lost, and the link with it
+			return status.Error(codes.Unavailable, "answer lost (test)")
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}))
 	ctx := t.Context()
 	const ttl = time.Second
 	kept := drivers.Lease{Key: "kept", Token: "k", TTL: ttl}
@@ -59,7 +48,7 @@ func TestLostAcquireAnswerLeavesNoKey(t *testing.T) {
 	}
 
 	loseTxnAnswer.Store(true)
-	_, err = d.Acquire(ctx, drivers.AcquireRequest{Key: "stuck", Token: "s", TTL: ttl})
+	_, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "stuck", Token: "s", TTL: ttl})
 	if err == nil {
 		t.Fatal("Acquire with its answer lost: no error")
 	}
@@ -104,34 +93,24 @@ func TestLateDeleteSparesLaterKey(t *testing.T) {
 	c := singleMember(t)
 	var loseTxnAnswer, holdDelete atomic.Bool
 	held := make(chan func() error, 1) // a delete not sent yet, already given up on
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second,
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if !strings.HasSuffix(method, "/Txn") {
-				return invoker(ctx, method, req, reply, cc, opts...)
-			}
-			if loseTxnAnswer.CompareAndSwap(true, false) {
-				if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
-					return err
-				}
-				return status.Error(codes.Unavailable, "answer lost (test)")
-			}
-			if deletes(req) && holdDelete.CompareAndSwap(true, false) {
-				held <- func() error {
-					return invoker(context.WithoutCancel(ctx), method, req, new(pb.TxnResponse), cc, opts...)
-				}
-				return status.Error(codes.Unavailable, "no answer yet (test)")
-			}
+	d := driverVia(t, c, grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if !strings.HasSuffix(method, "/Txn") {
 			return invoker(ctx, method, req, reply, cc, opts...)
-		})}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	d, err := NewWithClient(cli, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close(context.Background())
+		}
+		if loseTxnAnswer.CompareAndSwap(true, false) {
+			if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
+				return err
+			}
+			return status.Error(codes.Unavailable, "answer lost (test)")
+		}
+		if deletes(req) && holdDelete.CompareAndSwap(true, false) {
+			held <- func() error {
+				return invoker(context.WithoutCancel(ctx), method, req, new(pb.TxnResponse), cc, opts...)
+			}
+			return status.Error(codes.Unavailable, "no answer yet (test)")
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}))
 	ctx := t.Context()
 	const key, ttl = "late", 5 * time.Second
 
@@ -159,6 +138,7 @@ func TestLateDeleteSparesLaterKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	default:
+		t.Fatal("the driver sent no delete of the key the lost Acquire may have put")
 	}
 
 	other := open(t, Options{Endpoints: c.Endpoints()})

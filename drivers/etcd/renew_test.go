@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
 	"github.com/mutexfx/mutexfx/drivers"
@@ -55,16 +54,7 @@ func (c *rpcCounter) options() []grpc.DialOption {
 func TestRenewTenThousand(t *testing.T) {
 	c := singleMember(t)
 	rpcs := &rpcCounter{n: map[string]int{}}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, DialOptions: rpcs.options()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	d, err := NewWithClient(cli, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close(context.Background())
+	d := driverVia(t, c, rpcs.options()...)
 	ctx := t.Context()
 	const n = 10000
 	leases := make([]drivers.Lease, n)
