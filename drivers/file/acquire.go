@@ -75,9 +75,12 @@ func (d *Driver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drive
 	if !res.Acquired {
 		d.markBusy(name, req.Key)
 		// The watcher reports only names marked busy: a release between
-		// the read and markBusy made no event. Look once more, the name
-		// now marked (and watched, while subscribed), and report one
-		// found so.
+		// the read and markBusy made no event. While someone listens,
+		// look once more, the name now marked (and watched), and report
+		// one found so.
+		if d.subs.Len() == 0 {
+			return res, nil
+		}
 		if _, busy, err := d.peekBusy(name, buf[:]); err == nil && !busy {
 			d.emit(drivers.Event{Kind: drivers.Released, Key: req.Key})
 		}
