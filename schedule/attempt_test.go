@@ -7,6 +7,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/memory"
 	"github.com/mutexfx/mutexfx/internal/bubble"
@@ -25,6 +28,30 @@ func (d slowAcquire) Acquire(ctx context.Context, req drivers.AcquireRequest) (d
 	return d.Driver.Acquire(ctx, req)
 }
 
+// slowAndPrompt returns the schedulers of job("B"), whose attempts reach
+// drv delay late (with its Mutex and its logs), and, unless prompt is "",
+// of job(prompt) on drv itself: B first.
+func slowAndPrompt(t *testing.T, drv *memory.Driver, delay time.Duration, job func(who string) schedule.Job, prompt string) (
+	[]*schedule.Scheduler, *component.Mutex, *observer.ObservedLogs,
+) {
+	t.Helper()
+	logB, obsB := logs()
+	mB := newMutex(t, slowAcquire{drv, delay})
+	b, err := schedule.New(schedule.Options{Logger: logB, Mutex: mB}, job("B"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheds := []*schedule.Scheduler{b}
+	if prompt != "" {
+		other, err := schedule.New(schedule.Options{Mutex: newMutex(t, drv)}, job(prompt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheds = append(scheds, other)
+	}
+	return scheds, mB, obsB
+}
+
 // TestExclusiveAttemptAnsweredLate: an exclusive job every 400 ms (hold
 // 200 ms, half of it 100 ms), clocks in sync. Instance B's attempts are
 // sent at the instant, so B is on time before them, and reach the store
@@ -37,13 +64,13 @@ func (d slowAcquire) Acquire(ctx context.Context, req drivers.AcquireRequest) (d
 func TestExclusiveAttemptAnsweredLate(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		prompt bool          // instance A, whose attempts reach the store at once, runs too
+		prompt string        // instance A ("" for none), whose attempts reach the store at once, runs too
 		delay  time.Duration // of B's attempts
 		want   string        // the instance running each instant, "" for none
 	}{
-		{"after another ran it", true, 300 * time.Millisecond, "A"},
-		{"alone, within half the hold", false, 50 * time.Millisecond, "B"},
-		{"alone, past half the hold", false, 300 * time.Millisecond, ""},
+		{"after another ran it", "A", 300 * time.Millisecond, "A"},
+		{"alone, within half the hold", "", 50 * time.Millisecond, "B"},
+		{"alone, past half the hold", "", 300 * time.Millisecond, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bubble.Unpool(t)
@@ -54,20 +81,7 @@ func TestExclusiveAttemptAnsweredLate(t *testing.T) {
 				job := func(who string) schedule.Job {
 					return schedule.Job{Name: "report", Every: every, Exclusive: true, Run: r.job(who)}
 				}
-				logB, obsB := logs()
-				mB := newMutex(t, slowAcquire{drv, tc.delay})
-				b, err := schedule.New(schedule.Options{Logger: logB, Mutex: mB}, job("B"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				scheds := []*schedule.Scheduler{b}
-				if tc.prompt {
-					a, err := schedule.New(schedule.Options{Mutex: newMutex(t, drv)}, job("A"))
-					if err != nil {
-						t.Fatal(err)
-					}
-					scheds = append(scheds, a)
-				}
+				scheds, mB, obsB := slowAndPrompt(t, drv, tc.delay, job, tc.prompt)
 				first := time.Now().Truncate(every).Add(every)
 				for _, s := range scheds {
 					if err := s.Start(context.Background()); err != nil {

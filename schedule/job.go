@@ -73,7 +73,11 @@ type Job struct {
 	// interrupted by the crash of the instance running it (its lock
 	// expired instead of being released) or by the loss of its lock: an
 	// instance that skipped the instant and saw it end so runs it again,
-	// with Planned the original instant. The re-run is not re-run. The
+	// with Planned the original instant. The re-run is not re-run. It
+	// keeps the lock a hold past the moment it noticed (not into the last
+	// half hold before the next instant); an instance noticing in that last
+	// half hold, or whose attempt is answered past half that window, skips
+	// the re-run, lest another instance have re-run it already. The
 	// instant then runs at least once, possibly twice (the interrupted
 	// run may have done part or all of its work): make the job
 	// idempotent. Default: false (at most once).
@@ -144,6 +148,19 @@ const maxHold = 30 * time.Second
 // instant).
 func (p plan) hold(planned time.Time) time.Duration {
 	return min(p.period(planned)/2, maxHold)
+}
+
+// rerunUntil is when a re-run of the instant planned, noticed interrupted
+// at from, releases its lock after a short run: a hold past from, so that
+// the instances noticing the interruption a little later find it held,
+// but no later than half the next instant's hold before that instant,
+// whose attempts an instance with a clock ahead makes that early.
+func (p plan) rerunUntil(planned, from time.Time) time.Time {
+	until := from.Add(p.hold(planned))
+	if next := p.next(from); !next.IsZero() && next.Add(-p.hold(next)/2).Before(until) {
+		until = next.Add(-p.hold(next) / 2)
+	}
+	return until
 }
 
 // minTTL is the least Job.TTL, the component's least ttl; minFitTTL the

@@ -52,7 +52,8 @@ const (
 	// that run counts too, as ran, failed or interrupted.
 	OutcomeRerun = "rerun"
 	// OutcomeRerunSkipped: an instant interrupted elsewhere is not run
-	// again here because the job is running here.
+	// again here because the job is running here, or too late to be sure
+	// that no other instance ran it again (see Job.RerunInterrupted).
 	OutcomeRerunSkipped = "rerun_skipped"
 )
 

@@ -48,21 +48,27 @@ func (s *Scheduler) fire(j *job, planned time.Time) {
 	// after a holder ran the instant and released it at the end of its
 	// hold: the same rule again, now that the answer came.
 	if s.tooLate(log, j, planned, zap.Duration("attempt", time.Since(sent))) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-		if _, err := lock.Release(rctx); err != nil {
-			log.Debug("lock of a skipped instant not released: it expires after its ttl",
-				zap.String("lock", j.lock), zap.Error(err))
-		}
+		releaseLate(ctx, log, j, lock)
 		return
 	}
 	j.sawHolder("")
-	s.runHeld(ctx, log, j, lock, planned)
+	s.runHeld(ctx, log, j, lock, planned.Add(j.plan.hold(planned)))
 }
 
 // releaseTimeout bounds the release of a lock got too late to run its
 // instant.
 const releaseTimeout = time.Second
+
+// releaseLate releases lock, j's lock got too late to run with it, at
+// once rather than leaving it to expire.
+func releaseLate(ctx context.Context, log *zap.Logger, j *job, lock *component.Lock) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if _, err := lock.Release(rctx); err != nil {
+		log.Debug("lock of a skipped instant not released: it expires after its ttl",
+			zap.String("lock", j.lock), zap.Error(err))
+	}
+}
 
 // tooLate reports whether the exclusive instant planned of j can no longer
 // run here, logging and counting it as missed if so: the scheduler's clock
@@ -75,8 +81,8 @@ const releaseTimeout = time.Second
 // it got the lock (the store granted it before it answered), so that an
 // attempt answered late runs nothing: fields tell the attempt's time.
 func (s *Scheduler) tooLate(log *zap.Logger, j *job, planned time.Time, fields ...zap.Field) bool {
-	late := s.opts.Clock.Now().Sub(planned)
-	if late <= j.plan.hold(planned)/2 {
+	late, ok := s.inTime(planned, j.plan.hold(planned))
+	if ok {
 		return false
 	}
 	s.lost(log, j, OutcomeMissed, "exclusive job skipped an instant: too late to be sure no other instance ran it",
@@ -84,13 +90,23 @@ func (s *Scheduler) tooLate(log *zap.Logger, j *job, planned time.Time, fields .
 	return true
 }
 
-// runHeld runs j holding lock for planned, then keeps lock until the hold
-// ends.
-func (s *Scheduler) runHeld(ctx context.Context, log *zap.Logger, j *job, lock *component.Lock, planned time.Time) {
+// inTime returns how late the scheduler's clock reads past from, and
+// whether by at most half of hold, the time the holders of a run starting
+// at from keep its lock past from: a lock found free by then was not
+// released by such a holder, their clocks (or the moments they took
+// from) differing by less than the other half.
+func (s *Scheduler) inTime(from time.Time, hold time.Duration) (time.Duration, bool) {
+	late := s.opts.Clock.Now().Sub(from)
+	return late, hold > 0 && late <= hold/2
+}
+
+// runHeld runs j holding lock, then keeps lock until the clock reads
+// until (see hold).
+func (s *Scheduler) runHeld(ctx context.Context, log *zap.Logger, j *job, lock *component.Lock, until time.Time) {
 	log = log.With(zap.String("holder", holderID(lock.Token())), zap.Uint64("fence", lock.Fence()))
 	_ = component.Run(ctx, lock, func(lctx context.Context, l *component.Lock) error {
 		s.call(lctx, log, j)
-		s.hold(j, l, planned.Add(j.plan.hold(planned)))
+		s.hold(j, l, until)
 		return nil
 	})
 }

@@ -86,14 +86,24 @@ func (s *Scheduler) watch(log *zap.Logger, j *job, m *component.Mutex, ins drive
 }
 
 // rerun runs the interrupted instant planned of j once more, here, if
-// this instance gets j's lock (one attempt) and is not running j.
+// this instance gets j's lock (one attempt) and is not running j. The
+// re-run keeps the lock until rerunUntil. As at an instant, an attempt
+// answered past half that window (a slow store) runs nothing: the
+// instances noticing the interruption within half the window of each
+// other, a lock found free by then was not released by another re-run.
 func (s *Scheduler) rerun(log *zap.Logger, j *job, m *component.Mutex, planned time.Time) {
 	if !j.running.CompareAndSwap(false, true) {
 		s.lost(log, j, OutcomeRerunSkipped, "interrupted instant not run again: the job is running here", zap.String("cause", "running"))
 		return
 	}
 	defer j.running.Store(false)
+	from := s.opts.Clock.Now()
+	until := j.plan.rerunUntil(planned, from)
+	if s.rerunLate(log, j, from, until) {
+		return
+	}
 	ctx := context.WithValue(s.ctx, plannedKey{}, planned)
+	sent := time.Now()
 	lock, err := m.TryAcquire(ctx, j.lock, component.WithTTL(j.ttl(planned)))
 	switch {
 	case errors.Is(err, component.ErrLocked):
@@ -105,8 +115,25 @@ func (s *Scheduler) rerun(log *zap.Logger, j *job, m *component.Mutex, planned t
 		log.Error("interrupted instant not run again: its lock could not be tried", zap.Error(err))
 		return
 	}
+	if s.rerunLate(log, j, from, until, zap.Duration("attempt", time.Since(sent))) {
+		releaseLate(ctx, log, j, lock)
+		return
+	}
 	log = log.With(zap.Bool("rerun", true))
 	log.Info("running an interrupted instant again")
 	s.count(j, OutcomeRerun)
-	s.runHeld(ctx, log, j, lock, planned)
+	s.runHeld(ctx, log, j, lock, until)
+}
+
+// rerunLate reports whether a re-run of j noticed at from, keeping its
+// lock until until, can no longer start here, logging and counting it as
+// skipped if so (see inTime); fields tell the attempt's time.
+func (s *Scheduler) rerunLate(log *zap.Logger, j *job, from, until time.Time, fields ...zap.Field) bool {
+	late, ok := s.inTime(from, until.Sub(from))
+	if ok {
+		return false
+	}
+	s.lost(log, j, OutcomeRerunSkipped, "interrupted instant not run again: too late to be sure no other instance ran it again",
+		append([]zap.Field{zap.Duration("late", late), zap.String("cause", "late")}, fields...)...)
+	return true
 }

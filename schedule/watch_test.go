@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -71,4 +72,87 @@ func TestWatchSlowInspectTellsExpiry(t *testing.T) {
 		}
 		t.Fatalf("no warning of the instant %s interrupted", planned.Format("15:04:05.000"))
 	})
+}
+
+// TestRerunAttemptAnsweredLate: an exclusive job every 4 s (hold 2 s, ttl
+// 1 s) whose lock, at an instant, is held by a dead holder: it expires
+// 2.5 s past the instant, after the hold. Instances B and C, with RerunInterrupted, skipped the
+// instant and notice the expiry together; C's attempt to run it again is
+// answered at once, B's (a slow store) delay later. C's re-run keeps the
+// lock for a hold from then, but not into the last half hold before the
+// next instant (3 s past this one), so B's attempt finds it held, or,
+// answered past half that window, C's release: B then releases the lock
+// at once and does not run the instant a third time. Alone, B re-runs it
+// when answered within half the window, not later.
+func TestRerunAttemptAnsweredLate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		prompt string        // instance C ("" for none), whose attempts reach the store at once, watches too
+		delay  time.Duration // of B's attempts
+		want   string        // the instance re-running the instant, "" for none
+		late   bool          // B's answer comes past half the window (0.24 s)
+	}{
+		{"while another re-runs it", "C", 100 * time.Millisecond, "C", false},
+		{"after another re-ran it", "C", 600 * time.Millisecond, "C", true},
+		{"alone, within half the window", "", 100 * time.Millisecond, "B", false},
+		{"alone, past half the window", "", 600 * time.Millisecond, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bubble.Unpool(t)
+			synctest.Test(t, func(t *testing.T) {
+				const every = 4 * time.Second
+				drv := memory.New()
+				r := newRuns()
+				job := func(who string) schedule.Job {
+					return schedule.Job{Name: "j", Every: every, Exclusive: true, RerunInterrupted: true, Run: r.job(who)}
+				}
+				scheds, mB, obsB := slowAndPrompt(t, drv, tc.delay, job, tc.prompt)
+				planned := time.Now().Truncate(every).Add(every)
+				time.Sleep(time.Until(planned.Add(-500 * time.Millisecond)))
+				key := mB.Prefix() + schedule.LockPrefix + "j"
+				if _, err := drv.Acquire(context.Background(), drivers.AcquireRequest{
+					Key: key, Token: "dead~app~host~1", TTL: 3 * time.Second,
+				}); err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range scheds {
+					if err := s.Start(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// The expiry is noticed 2.52 s past the instant: the window ends
+				// at 3 s. Look past it and B's answer, before the next instant.
+				time.Sleep(time.Until(planned.Add(3500 * time.Millisecond)))
+				synctest.Wait()
+				if _, held, err := drv.Inspect(context.Background(), key); err != nil || held {
+					t.Errorf("the job's lock is held (%v) past the re-runs' window and B's attempt", err)
+				}
+				for _, s := range scheds {
+					stop(t, s)
+				}
+
+				var want []string
+				if tc.want != "" {
+					want = []string{tc.want}
+				}
+				if who := r.snapshot()[planned.UTC()]; !slices.Equal(who, want) {
+					t.Errorf("instant %s ran by %v, want %v", planned.Format("15:04:05.000"), who, want)
+				}
+				var skips int
+				for _, e := range obsB.FilterMessageSnippet("not run again: too late").All() {
+					if got := e.ContextMap()["attempt"]; got != tc.delay {
+						t.Errorf("B refused a re-run after an attempt of %v, want %v", got, tc.delay)
+					}
+					skips++
+				}
+				wantSkips := 0
+				if tc.late {
+					wantSkips = 1
+				}
+				if skips != wantSkips {
+					t.Errorf("B refused %d re-runs as too late, want %d", skips, wantSkips)
+				}
+			})
+		})
+	}
 }
