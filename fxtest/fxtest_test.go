@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/v2"
 	"go.uber.org/fx"
 	fxt "go.uber.org/fx/fxtest"
 	"go.uber.org/goleak"
@@ -71,6 +73,46 @@ func TestModulesArePrivate(t *testing.T) {
 	}
 	if l, err := b.TryAcquire(ctx, "x"); l == nil || err != nil {
 		t.Fatalf("second app's store shares the first's locks: %v, %v", l, err)
+	}
+}
+
+// TestModuleStoresShareLikeProduction: in production, stores on the same
+// backend with the default prefix ("mutex:") share their locks, as every
+// memory store does (one process-wide driver): a name held in store "a" is
+// held in store "b". fxtest.Module's stores, on one driver with the default
+// prefix, do the same, so an app's test sees the contention production
+// has.
+func TestModuleStoresShareLikeProduction(t *testing.T) {
+	k := koanf.New(".")
+	if err := k.Load(confmap.Provider(map[string]any{"mutex": map[string]any{
+		"a": map[string]any{"driver": "memory", "default": true},
+		"b": map[string]any{"driver": "memory"},
+	}}, ""), nil); err != nil {
+		t.Fatal(err)
+	}
+	shared := func(module fx.Option) bool {
+		var r *mutexfx.Registry
+		app := fxt.New(t, module, fx.Populate(&r), fx.NopLogger)
+		app.RequireStart()
+		defer app.RequireStop()
+		a, errA := r.Get("a")
+		b, errB := r.Get("b")
+		if err := errors.Join(errA, errB); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := a.TryAcquire(ctx, "fxtest-shared"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := b.TryAcquire(ctx, "fxtest-shared")
+		if err != nil && !errors.Is(err, mutexfx.ErrLocked) {
+			t.Fatal(err)
+		}
+		return err != nil
+	}
+	prod, test := shared(mutexfx.Module(k)), shared(fxtest.Module("a", "b"))
+	if !prod || test != prod {
+		t.Fatalf("a name held in store a is held in store b: production %v, fxtest %v; want true for both", prod, test)
 	}
 }
 
