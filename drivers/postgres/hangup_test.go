@@ -19,18 +19,26 @@ import (
 const heldBy = `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted
 	AND ((classid::bigint << 32) | objid::bigint) = $1`
 
-// hangupTests are the hang-up tests on PostgreSQL: the holder's backend
-// terminated (pg_terminate_backend) or its link reset, another session
-// waiting in pg_advisory_lock. The component's ttl is a minute: no renewal
-// probes in between.
-func hangupTests(t testing.TB) sqltest.Hangup {
-	admin := connectT(t)
+// proxied starts a proxy to the shared server, stopped when the test ends,
+// and returns it and the DSN through it.
+func proxied(t testing.TB) (*testutil.Proxy, string) {
+	t.Helper()
 	u, err := url.Parse(testutil.PostgresDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := testutil.NewProxy(t, u.Host)
 	u.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Port()))
+	return p, u.String()
+}
+
+// hangupTests are the hang-up tests on PostgreSQL: the holder's backend
+// terminated (pg_terminate_backend) or its link reset, another session
+// waiting in pg_advisory_lock. The component's ttl is a minute: no renewal
+// probes in between.
+func hangupTests(t testing.TB) sqltest.Hangup {
+	admin := connectT(t)
+	p, dsn := proxied(t)
 	mutex := func(dsn string) func(testing.TB) *component.Mutex {
 		return func(t testing.TB) *component.Mutex { return mutexOn(t, on(t, dsn, Options{}), time.Minute) }
 	}
@@ -44,7 +52,7 @@ func hangupTests(t testing.TB) sqltest.Hangup {
 	return sqltest.Hangup{
 		Cases: []sqltest.HangupCase{
 			{Name: "TerminateBackend", Mutex: mutex(testutil.PostgresDSN()), Fault: terminate},
-			{Name: "ResetLink", Mutex: mutex(u.String()), Fault: func(context.Context, testing.TB, *component.Lock) { p.Cut(); p.Heal() }},
+			{Name: "ResetLink", Mutex: mutex(dsn), Fault: func(context.Context, testing.TB, *component.Lock) { p.Cut(); p.Heal() }},
 		},
 		Waiter: func(ctx context.Context, t testing.TB, l *component.Lock) sqltest.Waiter {
 			waiter, err := pgx.Connect(ctx, testutil.PostgresDSN())

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/kit"
@@ -40,14 +41,32 @@ func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms i
 	return fence, took, err
 }
 
-// acquireOnce inserts the row, or takes over a free one when no live waiter
-// queued before this driver, in one statement that returns the fence or
-// the holder's remaining ttl, after take when o.fast or o.turn.
-func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, o *attemptOpts) (res drivers.AcquireResult, deferred bool, err error) {
+// acquireOnce makes an attempt. When the link failed after a statement was
+// sent, that statement may have taken the lock (and dropped the driver's
+// queue entry) before its answer was lost: it reads the row back and
+// returns the lock if req.Token holds it. An error would make the
+// component release the lock and ask again as a new arrival, at the back
+// of the queue.
+func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, o *attemptOpts) (drivers.AcquireResult, bool, error) {
 	ms, err := ttlMillis(req.TTL)
 	if err != nil {
 		return drivers.AcquireResult{}, false, err
 	}
+	res, deferred, err := d.attempt(ctx, req, ms, o)
+	var pe *pgconn.PgError
+	if err == nil || ctx.Err() != nil || errors.As(err, &pe) || pgconn.SafeToRetry(err) {
+		return res, deferred, err // answered, or nothing sent
+	}
+	if info, held, ierr := d.Inspect(ctx, req.Key); ierr == nil && held && info.Token == req.Token && info.Fence != 0 {
+		return drivers.AcquireResult{Acquired: true, Fence: info.Fence}, false, nil
+	}
+	return res, deferred, err
+}
+
+// attempt inserts the row, or takes over a free one when no live waiter
+// queued before this driver, in one statement that returns the fence or
+// the holder's remaining ttl (ms: req.TTL), after take when o.fast or o.turn.
+func (d *tableDriver) attempt(ctx context.Context, req drivers.AcquireRequest, ms int64, o *attemptOpts) (res drivers.AcquireResult, deferred bool, err error) {
 	if o.fast || o.turn {
 		fence, took, err := d.take(ctx, req, ms, o.turn)
 		if err != nil || took {

@@ -1,0 +1,72 @@
+package postgres
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
+)
+
+// TestTableTakeAnswerLost: a waiting table-mode acquisition whose taking
+// statement commits but whose answer the link loses (reset after the
+// commit) reads its row back and returns the lock it took. An error would
+// have made its component release the lock and ask again as a new arrival:
+// the statement that took the lock dropped the waiter's queue entry, so it
+// went to the back of the queue.
+func TestTableTakeAnswerLost(t *testing.T) {
+	ctx := ctxT(t)
+	p, dsn := proxied(t)
+	h := shared(t, Options{Mode: ModeTable})
+	w := on(t, dsn, Options{Mode: ModeTable, MaxConns: 1}) // one connection: the one the link loses
+	key := fmt.Sprintf("lost:%s:%d", t.Name(), time.Now().UnixNano())
+	id := sqlkit.KeyHash(key)
+	if res, err := h.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "h", TTL: time.Minute}); err != nil || !res.Acquired {
+		t.Fatalf("h Acquire = %+v, %v", res, err)
+	}
+	type answer struct {
+		res drivers.AcquireResult
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		res, err := w.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "w", TTL: time.Minute, Wait: 20 * time.Second})
+		answered <- answer{res, err}
+	}()
+	admin := connectT(t)
+	within(t, 5*time.Second, "w queued", func() bool { _, _, ok := entryAge(ctx, t, admin, key, tableOf(w).id); return ok })
+
+	// x frees the row (as a release that wakes no one) and keeps it locked:
+	// w's next stamp, due every WaiterLiveness/4, waits for x's commit,
+	// then takes the lock
+	x, err := connectT(t).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var xpid uint32
+	if err := x.QueryRow(ctx, "UPDATE mutexfx_locks SET token = '', expires_at = 'epoch' WHERE id = $1 RETURNING pg_backend_pid()", id).Scan(&xpid); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 5*time.Second, "w's statement waiting for x", func() bool {
+		var n int
+		err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))", xpid).Scan(&n)
+		return err == nil && n > 0
+	})
+	p.Stall()
+	if err := x.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 5*time.Second, "w's answer held back", func() bool { return p.Blocked() > 0 })
+	var token string
+	var fence uint64
+	if err := admin.QueryRow(ctx, "SELECT token, fence FROM mutexfx_locks WHERE id = $1", id).Scan(&token, &fence); err != nil || token != "w" {
+		t.Fatalf("row = %q, %v; want taken by w's statement", token, err)
+	}
+	p.Reset() // the answer is lost
+	p.Resume()
+	got := <-answered
+	if got.err != nil || !got.res.Acquired || got.res.Fence != fence {
+		t.Fatalf("w Acquire = %+v, %v; want the lock its statement took (fence %d)", got.res, got.err, fence)
+	}
+}
