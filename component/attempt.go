@@ -27,8 +27,18 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	var err error
 	late, closing, overdue := false, false, false
 	var actx *attemptCtx // nil in process
-	ended := false       // actx ended with the lock recorded
+	ended := false       // the call's count (and actx) ended with the lock recorded
 	if m.feat.InProcess {
+		// Counted, not cancelled: Close waits for the short call, so the
+		// driver is not closed under it.
+		if !m.beginCall() {
+			return nil, res, ErrClosed
+		}
+		defer func() {
+			if !ended {
+				m.endCall()
+			}
+		}()
 		res, err = m.drv.Acquire(ctx, req)
 	} else {
 		limit := attemptLimit(now, deadline, ttl, wait)
@@ -115,8 +125,10 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	m.loseIfLostEarly(l, actx)
 	if actx != nil {
 		m.endAttemptLocked(actx)
-		ended = true
+	} else {
+		m.endCallLocked()
 	}
+	ended = true
 	m.mu.Unlock()
 	return l, res, nil
 }

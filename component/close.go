@@ -13,11 +13,11 @@ import (
 // first.
 //
 // The locks' contexts are cancelled (cause ErrClosed) before they are
-// released in the store. Store attempts in flight are cancelled; Close
-// waits for them, and for the releases, handovers and Extends in flight
-// (bounded by ctx), while it releases the held locks, so that the driver
-// is not closed under them and a lock an attempt got is released before it
-// closes.
+// released in the store. Store attempts in flight are cancelled (an
+// in-process store's are short and run to their end); Close waits for
+// them, and for the releases, handovers and Extends in flight (bounded by
+// ctx), while it releases the held locks, so that the driver is not closed
+// under them and a lock an attempt got is released before it closes.
 func (m *Mutex) Close(ctx context.Context) error {
 	m.mustBuilt()
 	mustCtx(ctx)
@@ -119,8 +119,19 @@ func (m *Mutex) shutdown(ctx context.Context) error {
 	return nil
 }
 
-// endCall ends what a m.calls++ under m.mu (beginAttempt, Release,
-// Extend) counted.
+// beginCall counts a call Close waits for; false after Close.
+func (m *Mutex) beginCall() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.calls++
+	return true
+}
+
+// endCall ends what a m.calls++ under m.mu (beginCall, beginAttempt,
+// Release, Extend) counted.
 func (m *Mutex) endCall() {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -228,3 +228,59 @@ func TestClosePanicked(t *testing.T) {
 		t.Fatalf("second Close = %v; want errClosePanicked", err)
 	}
 }
+
+// inProcGated is gated as an in-process store whose Acquire also waits at
+// the gate (an in-process call is short, never cut: Close waits for it).
+type inProcGated struct{ *gated }
+
+func (g inProcGated) Features() drivers.Features { return g.Driver.Features() }
+
+func (g inProcGated) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+	defer g.gate()()
+	return g.Driver.Acquire(ctx, req)
+}
+
+// TestCloseWaitsForInProcessAcquire: Close waits for an in-process store's
+// Acquire in flight, and the lock it got is released before Close closes
+// the driver.
+func TestCloseWaitsForInProcessAcquire(t *testing.T) {
+	ctx := context.Background()
+	g := inProcGated{newGated()}
+	m, err := New(Options{Driver: g, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.feat.InProcess {
+		t.Fatal("the store is not in process")
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	openGate := sync.OnceFunc(func() { close(g.open) })
+	defer openGate() // first, when the test fails
+	wg.Go(func() {
+		if _, err := m.TryAcquire(ctx, "a"); !errors.Is(err, ErrClosed) {
+			t.Errorf("TryAcquire during Close: %v; want ErrClosed", err)
+		}
+	})
+	<-g.entered // the Acquire is in flight
+	closed := make(chan error, 1)
+	wg.Go(func() { closed <- m.Close(ctx) })
+	pollLocked(t, m, "Close to wait for the Acquire or close the driver under it", func() bool {
+		select {
+		case <-g.closed:
+			return true
+		default:
+			return m.closed && m.settled != nil
+		}
+	})
+	openGate()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if g.closedUnder != 0 {
+		t.Fatalf("the driver was closed with %d calls in flight", g.closedUnder)
+	}
+	if info, held, err := g.Driver.Inspect(ctx, DefaultPrefix+"a"); err != nil || held {
+		t.Fatalf("after Close the store holds %+v (%v): the attempt's lock was not released first", info, err)
+	}
+}
