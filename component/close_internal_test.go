@@ -116,29 +116,35 @@ func TestCloseWaitsForReleases(t *testing.T) {
 				}
 			})
 			<-g.entered // the call is in flight
-			closed := make(chan error, 1)
-			wg.Go(func() { closed <- m.Close(ctx) })
-			// Let it through once Close waits for it (its state has no
-			// signal: poll it) — or once Close closed the driver under it.
-			pollLocked(t, m, "Close to wait for the call or close the driver under it", func() bool {
-				select {
-				case <-g.closed:
-					return true
-				default:
-					return m.closed && m.settled != nil
-				}
-			})
-			openGate()
-			if err := <-closed; err != nil {
-				t.Fatal(err)
-			}
+			closeUnder(t, m, g, openGate)
 			if (call == "Handover") != (g.handed.Load() > 0) {
 				t.Fatalf("%d handovers", g.handed.Load())
 			}
-			if g.closedUnder != 0 {
-				t.Fatalf("the driver was closed with %d calls in flight", g.closedUnder)
-			}
 		})
+	}
+}
+
+// closeUnder closes m while a call is held at g's gate: it lets the call
+// through once Close waits for it (that state has no signal: it is polled)
+// or once Close closed the driver under it, which fails the test.
+func closeUnder(t *testing.T, m *Mutex, g *gated, openGate func()) {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close(context.Background()) }()
+	pollLocked(t, m, "Close to wait for the call or close the driver under it", func() bool {
+		select {
+		case <-g.closed:
+			return true
+		default:
+			return m.closed && m.settled != nil
+		}
+	})
+	openGate()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if g.closedUnder != 0 {
+		t.Fatalf("the driver was closed with %d calls in flight", g.closedUnder)
 	}
 }
 
@@ -263,23 +269,7 @@ func TestCloseWaitsForInProcessAcquire(t *testing.T) {
 		}
 	})
 	<-g.entered // the Acquire is in flight
-	closed := make(chan error, 1)
-	wg.Go(func() { closed <- m.Close(ctx) })
-	pollLocked(t, m, "Close to wait for the Acquire or close the driver under it", func() bool {
-		select {
-		case <-g.closed:
-			return true
-		default:
-			return m.closed && m.settled != nil
-		}
-	})
-	openGate()
-	if err := <-closed; err != nil {
-		t.Fatal(err)
-	}
-	if g.closedUnder != 0 {
-		t.Fatalf("the driver was closed with %d calls in flight", g.closedUnder)
-	}
+	closeUnder(t, m, g.gated, openGate)
 	if info, held, err := g.Driver.Inspect(ctx, DefaultPrefix+"a"); err != nil || held {
 		t.Fatalf("after Close the store holds %+v (%v): the attempt's lock was not released first", info, err)
 	}
