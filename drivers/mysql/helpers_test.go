@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -141,11 +142,31 @@ func coreOf(d Driver) *core {
 // set to connect through it as that DSN does.
 func proxied(t testing.TB, opts Options) (*testutil.Proxy, Options) {
 	t.Helper()
+	p, cfg := proxyTo(t)
+	opts.Host, opts.Port, opts.Database, opts.Username, opts.Password = "127.0.0.1", p.Port(), cfg.DBName, cfg.User, cfg.Passwd
+	return p, opts
+}
+
+// proxiedDSN returns a proxy to the test server and the test DSN through
+// it, with params (session variables) set.
+func proxiedDSN(t testing.TB, params map[string]string) (*testutil.Proxy, string) {
+	t.Helper()
+	p, cfg := proxyTo(t)
+	cfg.Addr = p.Addr
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	maps.Copy(cfg.Params, params)
+	return p, cfg.FormatDSN()
+}
+
+// proxyTo starts a proxy to the test server, stopped when the test ends,
+// and returns it and the test DSN's configuration.
+func proxyTo(t testing.TB) (*testutil.Proxy, *gomysql.Config) {
+	t.Helper()
 	cfg, err := gomysql.ParseDSN(testutil.MySQLDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := testutil.NewProxy(t, cfg.Addr)
-	opts.Host, opts.Port, opts.Database, opts.Username, opts.Password = "127.0.0.1", p.Port(), cfg.DBName, cfg.User, cfg.Passwd
-	return p, opts
+	return testutil.NewProxy(t, cfg.Addr), cfg
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
@@ -160,6 +161,10 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 		}
 	}
 	if err != nil {
+		if res, ok := d.tookAnyway(ctx, req, err); ok {
+			d.watch.remove(req.Key)
+			return res, nil
+		}
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
 	switch {
@@ -175,6 +180,24 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	default:
 		return drivers.AcquireResult{}, errors.New("mysql: acquire: no answer in LAST_INSERT_ID (statement rewritten by a proxy?)")
 	}
+}
+
+// tookAnyway reads req.Key's row back after err, a failed statement of
+// acquire, when its outcome is unknown: the link failed after sending it
+// (no server error, not driver.ErrBadConn) and ctx is alive. That statement
+// may have taken the lock, and dropped this driver's queue entry, before
+// its answer was lost; an error would make the component release the lock
+// and ask again as a new arrival, at the back of the queue. ok: req.Token
+// holds the row, res is the lock.
+func (d *tableDriver) tookAnyway(ctx context.Context, req drivers.AcquireRequest, err error) (res drivers.AcquireResult, ok bool) {
+	if ctx.Err() != nil || errNumber(err) != 0 || errors.Is(err, driver.ErrBadConn) {
+		return res, false // answered, or nothing sent
+	}
+	info, held, ierr := d.Inspect(ctx, req.Key)
+	if ierr != nil || !held || info.Token != req.Token || info.Fence == 0 {
+		return res, false
+	}
+	return drivers.AcquireResult{Acquired: true, Fence: info.Fence}, true
 }
 
 // tableExec runs a statement with retries, creating the table again if it
