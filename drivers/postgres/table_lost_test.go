@@ -1,12 +1,14 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 )
 
 // TestTableTakeAnswerLost: a waiting table-mode acquisition whose taking
@@ -69,4 +71,38 @@ func TestTableTakeAnswerLost(t *testing.T) {
 	if got.err != nil || !got.res.Acquired || got.res.Fence != fence {
 		t.Fatalf("w Acquire = %+v, %v; want the lock its statement took (fence %d)", got.res, got.err, fence)
 	}
+}
+
+// TestTableHandoverAnswerLost: a Release handing the lock to a waiter of
+// the same Mutex whose handover UPDATE commits but whose answer the link
+// loses leaves the waiter to get the lock at once (sqltest).
+func TestTableHandoverAnswerLost(t *testing.T) {
+	p, dsn := proxied(t)
+	const ttl = 20 * time.Second
+	admin := connectT(t)
+	sqltest.HandoverAnswerLost(ctxT(t), t, sqltest.LostHandover{
+		Mutex: mutexOn(t, on(t, dsn, Options{Mode: ModeTable, MaxConns: 1}), ttl),
+		Name:  fmt.Sprintf("handlost:%d", time.Now().UnixNano()),
+		Proxy: p,
+		TTL:   ttl,
+		LockRow: func(ctx context.Context, key string) (func() error, func() bool) {
+			x, err := connectT(t).Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var xpid uint32
+			if err := x.QueryRow(ctx, "SELECT pg_backend_pid() FROM mutexfx_locks WHERE id = $1 FOR UPDATE", sqlkit.KeyHash(key)).Scan(&xpid); err != nil {
+				t.Fatal(err)
+			}
+			return func() error { return x.Commit(ctx) }, func() bool {
+				var n int
+				err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))", xpid).Scan(&n)
+				return err == nil && n > 0
+			}
+		},
+		Token: func(ctx context.Context, key string) (tok string, err error) {
+			err = admin.QueryRow(ctx, "SELECT coalesce((SELECT token FROM mutexfx_locks WHERE id = $1 AND expires_at > now()), '')", sqlkit.KeyHash(key)).Scan(&tok)
+			return tok, err
+		},
+	})
 }
