@@ -122,6 +122,13 @@ func heldRowLocked(ctx context.Context, t *testing.T, d Driver, table string) (k
 		t.Fatalf("Acquire = %+v, %v", res, err)
 	}
 	admin = openDB(t, testutil.MySQLDSN())
+	return key, tok, admin, lockRow(ctx, t, admin, table, key)
+}
+
+// lockRow locks key's row of table, which must exist, in a transaction of
+// admin that changes nothing (rolled back when the test ends).
+func lockRow(ctx context.Context, t *testing.T, admin *sql.DB, table, key string) *sql.Tx {
+	t.Helper()
 	tx, err := admin.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -131,5 +138,5 @@ func heldRowLocked(ctx context.Context, t *testing.T, d Driver, table string) (k
 	if err := tx.QueryRowContext(ctx, "SELECT fence FROM "+table+" WHERE name_hash = ? FOR UPDATE", sqlkit.KeyHash(key)).Scan(&fence); err != nil {
 		t.Fatal(err)
 	}
-	return key, tok, admin, tx
+	return tx
 }

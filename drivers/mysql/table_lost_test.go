@@ -2,11 +2,13 @@ package mysql
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqltest"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -85,4 +87,34 @@ func TestTableTakeAnswerLost(t *testing.T) {
 	if ok, err := w.Release(ctx, key, "w"); err != nil || !ok {
 		t.Fatalf("w Release = %v, %v", ok, err)
 	}
+}
+
+// TestTableHandoverAnswerLost: a Release handing the lock to a waiter of
+// the same Mutex whose handover UPDATE commits but whose answer the link
+// loses leaves the waiter to get the lock at once (sqltest).
+func TestTableHandoverAnswerLost(t *testing.T) {
+	const table, ttl = "mutexfx_test_locks", 20 * time.Second
+	// one connection, the one the link loses; its statement waits for the
+	// test's row lock as long as the test needs (not the driver's 1 s)
+	p, dsn := proxiedDSN(t, map[string]string{"innodb_lock_wait_timeout": "30"})
+	w := openDriver(t, Options{DSN: dsn, Mode: ModeTable, Table: table, MaxOpenConns: 1})
+	admin := openDB(t, testutil.MySQLDSN())
+	sqltest.HandoverAnswerLost(ctxT(t), t, sqltest.LostHandover{
+		Mutex: mutexOn(t, w, ttl),
+		Name:  "handlost",
+		Proxy: p,
+		TTL:   ttl,
+		LockRow: func(ctx context.Context, key string) (func() error, func() bool) {
+			var wid int64
+			if err := coreOf(w).db.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&wid); err != nil {
+				t.Fatal(err)
+			}
+			return lockRow(ctx, t, admin, table, key).Commit, running(ctx, t, admin, "ID = ? AND COMMAND = 'Query' AND INFO LIKE 'UPDATE%'", wid)
+		},
+		Token: func(ctx context.Context, key string) (tok string, err error) {
+			err = admin.QueryRowContext(ctx, "SELECT COALESCE((SELECT token FROM "+table+
+				" WHERE name_hash = ? AND expires_at >= UTC_TIMESTAMP(6)), '')", sqlkit.KeyHash(key)).Scan(&tok)
+			return tok, err
+		},
+	})
 }
