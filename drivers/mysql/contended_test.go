@@ -20,13 +20,16 @@ import (
 // asks again in a fast poll (PollInterval/10, less the component's 1 ms).
 func TestTableContendedStatements(t *testing.T) {
 	ctx := ctxT(t)
+	// other's entry stays live between its attempts, however slow the
+	// machine: this test is about the statements, not liveness
+	const live = 10 * time.Second
 	log := &testutil.StatementLog{}
-	d, err := NewWithDB(loggingDB(t, log, false), Options{Mode: ModeTable, Table: "mutexfx_test_locks", PollInterval: 100 * time.Millisecond})
+	d, err := NewWithDB(loggingDB(t, log, false), Options{Mode: ModeTable, Table: "mutexfx_test_locks", PollInterval: 100 * time.Millisecond, WaiterLiveness: live})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close(context.Background()) })
-	other := openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks"})
+	other := openDriver(t, Options{DSN: testutil.MySQLDSN(), Mode: ModeTable, Table: "mutexfx_test_locks", WaiterLiveness: live})
 	key := fmt.Sprintf("contended:%d", time.Now().UnixNano())
 	acquire := func(d Driver, tok string) drivers.AcquireResult {
 		t.Helper()
