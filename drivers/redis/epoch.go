@@ -77,3 +77,73 @@ func (d *Driver) restartWait(ms int64) int64 {
 	}
 	return max(d.longest.ms.Load(), ms)
 }
+
+// epochLua defines epoch(ek, wk, wait, force), which returns the ms left
+// before the server may grant locks (0: it may now). With the marker ek
+// present (and force false) that is the wait key's ttl, raised to the
+// caller's wait counted from the epoch's start (a driver with a longer
+// ttl lengthens it). Else (and with force: the driver found a new server
+// process) it starts an epoch: ek = the server's clock in µs (the fence
+// floor), and wk, for the wait, the start in ms with a ttl of the wait. A
+// missing marker on a server that has been up longer than the wait, was
+// never flushed (FLUSHALL, FLUSHDB in INFO commandstats) and is no promoted
+// replica (master_replid2) means a brand-new store: no wait; else the
+// server may have granted locks before it forgot them, and the wait is
+// counted from its start (restart) or from now. A forced epoch never
+// shortens a wait that runs: another driver, which knows a longer ttl,
+// may have started it (a driver not asked for a ttl yet knows none). The uptime counts whole
+// seconds of the server's clock and may be up to 1 s ahead: 1 s of it is
+// not counted. A user refused INFO waits the whole wait.
+const epochLua = `
+local function info(section)
+  local r = redis.pcall('INFO', section)
+  if type(r) ~= 'string' then return '' end
+  return r
+end
+local function epoch(ek, wk, wait, force)
+  local t = redis.call('TIME')
+  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if not force and redis.call('EXISTS', ek) == 1 then
+    local start = tonumber(redis.call('GET', wk) or '')
+    if not start then return 0 end
+    local left = start + wait - ms
+    local pttl = redis.call('PTTL', wk)
+    if left > pttl then
+      redis.call('PEXPIRE', wk, left)
+      return left
+    end
+    return math.max(pttl, 0)
+  end
+  local left = wait
+  if not force then
+    local up = tonumber(string.match(info('server'), 'uptime_in_seconds:(%d+)') or '')
+    local cs = info('commandstats')
+    local id2 = string.match(info('replication'), 'master_replid2:(%x+)')
+    if up and id2 and not string.find(id2, '[^0]') and not string.find(cs, 'cmdstat_flushall:', 1, true) and
+        not string.find(cs, 'cmdstat_flushdb:', 1, true) then
+      left = wait - math.max(up - 1, 0) * 1000
+    end
+  end
+  redis.call('SET', ek, t[1] .. string.format('%06d', tonumber(t[2])))
+  if force then
+    local pttl = redis.call('PTTL', wk)
+    if pttl >= left then return math.max(pttl, 0) end
+  end
+  if left > 0 then
+    redis.call('SET', wk, ms - (wait - left), 'PX', left)
+    return left
+  end
+  redis.call('DEL', wk)
+  return 0
+end
+`
+
+// epochSrc starts a new epoch on the server that runs it (see
+// epochLua), for a driver that found a new server process, and returns the
+// wait in ms.
+//
+//	KEYS[1] epoch marker, KEYS[2] its wait key
+//	ARGV[1] restart wait (ms)
+const epochSrc = epochLua + `
+return epoch(KEYS[1], KEYS[2], tonumber(ARGV[1]), true)
+`

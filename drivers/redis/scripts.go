@@ -14,6 +14,13 @@ import goredis "github.com/redis/go-redis/v9"
 // that a full server still lets a holder give its lock up, to a waiter or
 // a successor, instead of failing and leaving it held until its ttl.
 //
+// Server time: beside the commands, a number passed to redis.call costs
+// the server a printf (%.17g) and a tonumber of a string a strtod, each
+// about as much as a cheap command; the scripts pass the ARGV strings and
+// string literals as they are, format a computed value once when it is
+// stored twice, and read each key once (`go test -run '^$' -bench Scripts
+// ./drivers/redis` reports the server's µs per script).
+//
 // queueLua defines the functions of the queue-aware scripts. Scripts run
 // their common, uncontended path first and define these only when they
 // need them (defining them costs the server time on every call); the
@@ -84,9 +91,8 @@ local function seed(key, ttl, floor)
   redis.call('PEXPIRE', key, ttl)
   return f
 end
-local function fence(key, ttl, ek)
+local function fence(key, ttl, floor)
   local f = redis.call('INCR', key)
-  local floor = tonumber(redis.call('GET', ek) or '0') or 0
   if f == 1 or f <= floor then return seed(key, ttl, floor) end
   redis.call('PEXPIRE', key, ttl)
   return f
@@ -97,14 +103,15 @@ local function forget(queue, seen, h)
 end
 local function head(queue, seen, ms, live)
   while true do
-    local h = redis.call('ZRANGE', queue, 0, 0)[1]
+    local h = redis.call('ZRANGE', queue, '0', '0')[1]
     if not h then return nil end
     if tonumber(redis.call('HGET', seen, h) or '0') >= ms - live then return h end
     forget(queue, seen, h)
   end
 end
 local function pass(lock, fkey, queue, seen, prefix, key, live, fttl, h, ek, wk)
-  if redis.call('EXISTS', wk) == 1 then
+  local mark = redis.call('MGET', wk, ek)
+  if mark[1] then
     redis.call('DEL', lock)
     redis.pcall('PUBLISH', prefix .. h, 'w' .. key)
     return
@@ -115,7 +122,7 @@ local function pass(lock, fkey, queue, seen, prefix, key, live, fttl, h, ek, wk)
     w = redis.call('HMGET', seen, h, 't:' .. h, 'x:' .. h)
     if tonumber(w[1] or '0') >= ms - live then break end
     forget(queue, seen, h)
-    h = redis.call('ZRANGE', queue, 0, 0)[1]
+    h = redis.call('ZRANGE', queue, '0', '0')[1]
     if not h then
       redis.call('DEL', lock)
       return
@@ -127,8 +134,9 @@ local function pass(lock, fkey, queue, seen, prefix, key, live, fttl, h, ek, wk)
   if tok and ttl and not subs.err and subs[2] > 0 then
     forget(queue, seen, h)
     redis.call('SET', lock, tok, 'PX', ttl)
-    local f = fence(fkey, math.max(fttl, tonumber(ttl)), ek)
-    redis.pcall('PUBLISH', ch, 'g' .. string.format('%d', f) .. ',' .. #tok .. ',' .. tok .. key)
+    if tonumber(ttl) > tonumber(fttl) then fttl = ttl end
+    local f = fence(fkey, fttl, tonumber(mark[2]) or 0)
+    redis.pcall('PUBLISH', ch, string.format('g%d,%d,', f, #tok) .. tok .. key)
   else
     redis.call('DEL', lock)
     redis.pcall('PUBLISH', ch, 'w' .. key)
@@ -164,8 +172,9 @@ end
 var acquireScript = goredis.NewScript(`
 local mark = redis.call('MGET', KEYS[5], KEYS[6])
 local ready = mark[1] and not mark[2]
-local seeding = false
+local seeding, empty = false, false
 if ready and redis.call('EXISTS', KEYS[3]) == 0 then
+  empty = true
   if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     local f = redis.call('INCR', KEYS[2])
     if f > math.max(tonumber(mark[1]) or 0, 1) then
@@ -185,35 +194,40 @@ if not ready then
 ` + epochLua + `
   local left = epoch(KEYS[5], KEYS[6], tonumber(ARGV[7]), false)
   if left > 0 then return {0, left} end
+  mark[1] = redis.call('GET', KEYS[5])
 end
 if seeding then
   redis.call('DEL', KEYS[2])
-  return {1, fence(KEYS[2], ARGV[3], KEYS[5])}
+  return {1, fence(KEYS[2], ARGV[3], tonumber(mark[1]) or 0)}
 end
-local live = tonumber(ARGV[6])
 local id = ARGV[4]
-local ms = now()
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
   forget(KEYS[3], KEYS[4], id)
   return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
 end
+local ms
 if not v then
-  local h = head(KEYS[3], KEYS[4], ms, live)
+  ms = now()
+  local h = head(KEYS[3], KEYS[4], ms, tonumber(ARGV[6]))
   if h == nil or h == id then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
     forget(KEYS[3], KEYS[4], id)
-    return {1, fence(KEYS[2], ARGV[3], KEYS[5])}
+    return {1, fence(KEYS[2], ARGV[3], tonumber(mark[1]) or 0)}
   end
 end
 if ARGV[5] == '1' then
-  if not redis.call('ZSCORE', KEYS[3], id) then
-    local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')[2]
-    redis.call('ZADD', KEYS[3], math.max(ms, tonumber(last or '0') + 1), id)
+  ms = ms or now()
+  local at = string.format('%d', ms)
+  if empty then
+    redis.call('ZADD', KEYS[3], at, id)
+  elseif not redis.call('ZSCORE', KEYS[3], id) then
+    local after = tonumber(redis.call('ZRANGE', KEYS[3], '-1', '-1', 'WITHSCORES')[2] or '0') + 1
+    redis.call('ZADD', KEYS[3], after > ms and after or at, id)
   end
-  redis.call('HSET', KEYS[4], id, ms, 't:' .. id, ARGV[1], 'x:' .. id, ARGV[2])
-  redis.call('PEXPIRE', KEYS[3], live)
-  redis.call('PEXPIRE', KEYS[4], live)
+  redis.call('HSET', KEYS[4], id, at, 't:' .. id, ARGV[1], 'x:' .. id, ARGV[2])
+  redis.call('PEXPIRE', KEYS[3], ARGV[6])
+  redis.call('PEXPIRE', KEYS[4], ARGV[6])
 end
 if not v then return {0, 0} end
 return {0, redis.call('PTTL', KEYS[1])}
@@ -234,7 +248,7 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[1])
   return 1
 end
-local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+local first = redis.call('ZRANGE', KEYS[3], '0', '0')[1]
 ` + queueLua + passLua + `
 return 1
 `)
@@ -253,23 +267,24 @@ var handoverScript = goredis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[6] then return {2, tonumber(redis.call('GET', KEYS[2]) or '0')} end
 if cur ~= ARGV[1] then return {0, 0} end
-local fttl = math.max(tonumber(ARGV[5]), tonumber(ARGV[7]))
-local seeding = false
-local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+local fttl = ARGV[5]
+if tonumber(ARGV[7]) > tonumber(fttl) then fttl = ARGV[7] end
+local floor
+local first = redis.call('ZRANGE', KEYS[3], '0', '0')[1]
 if not first then
   redis.call('DEL', KEYS[1])
   redis.call('SET', KEYS[1], ARGV[6], 'PX', ARGV[7])
   local f = redis.call('INCR', KEYS[2])
-  if f > math.max(tonumber(redis.call('GET', KEYS[5]) or '0') or 0, 1) then
+  floor = tonumber(redis.call('GET', KEYS[5]) or '0') or 0
+  if f > math.max(floor, 1) then
     redis.call('PEXPIRE', KEYS[2], fttl)
     return {2, f}
   end
-  seeding = true
 end
 ` + queueLua + `
-if seeding then
+if floor then
   redis.call('DEL', KEYS[2])
-  return {2, fence(KEYS[2], fttl, KEYS[5])}
+  return {2, fence(KEYS[2], fttl, floor)}
 end
 ` + passLua + `
 return {1, 0}
@@ -279,7 +294,7 @@ return {1, 0}
 // (releaseScript, handoverScript, leaveScript: each defines first, the
 // queue's first member).
 const passLua = `
-pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), first, KEYS[5], KEYS[6])`
+pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], first, KEYS[5], KEYS[6])`
 
 // leaveScript ends a waiting attempt that got no lock in time. It first
 // unregisters the attempt's token, so that no later release hands it the
@@ -301,15 +316,16 @@ pass(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4]), to
 var leaveScript = goredis.NewScript(`
 local id = ARGV[6]
 if redis.call('HGET', KEYS[4], 't:' .. id) == ARGV[1] then
-  redis.call('HDEL', KEYS[4], 't:' .. id, 'x:' .. id)
   if ARGV[7] == '1' then
+    redis.call('HDEL', KEYS[4], 't:' .. id, 'x:' .. id, id)
     redis.call('ZREM', KEYS[3], id)
-    redis.call('HDEL', KEYS[4], id)
+  else
+    redis.call('HDEL', KEYS[4], 't:' .. id, 'x:' .. id)
   end
 end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
 if ARGV[7] ~= '1' then return {1, tonumber(redis.call('GET', KEYS[2]) or '0')} end
-local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+local first = redis.call('ZRANGE', KEYS[3], '0', '0')[1]
 if not first then
   redis.call('DEL', KEYS[1])
   return {0, 0}
@@ -356,73 +372,3 @@ local t = redis.call('GET', KEYS[1])
 if not t then return false end
 return {t, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1])}
 `)
-
-// epochLua defines epoch(ek, wk, wait, force), which returns the ms left
-// before the server may grant locks (0: it may now). With the marker ek
-// present (and force false) that is the wait key's ttl, raised to the
-// caller's wait counted from the epoch's start (a driver with a longer
-// ttl lengthens it). Else (and with force: the driver found a new server
-// process) it starts an epoch: ek = the server's clock in µs (the fence
-// floor), and wk, for the wait, the start in ms with a ttl of the wait. A
-// missing marker on a server that has been up longer than the wait, was
-// never flushed (FLUSHALL, FLUSHDB in INFO commandstats) and is no promoted
-// replica (master_replid2) means a brand-new store: no wait; else the
-// server may have granted locks before it forgot them, and the wait is
-// counted from its start (restart) or from now. A forced epoch never
-// shortens a wait that runs: another driver, which knows a longer ttl,
-// may have started it (a driver not asked for a ttl yet knows none). The uptime counts whole
-// seconds of the server's clock and may be up to 1 s ahead: 1 s of it is
-// not counted. A user refused INFO waits the whole wait.
-const epochLua = `
-local function info(section)
-  local r = redis.pcall('INFO', section)
-  if type(r) ~= 'string' then return '' end
-  return r
-end
-local function epoch(ek, wk, wait, force)
-  local t = redis.call('TIME')
-  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  if not force and redis.call('EXISTS', ek) == 1 then
-    local start = tonumber(redis.call('GET', wk) or '')
-    if not start then return 0 end
-    local left = start + wait - ms
-    local pttl = redis.call('PTTL', wk)
-    if left > pttl then
-      redis.call('PEXPIRE', wk, left)
-      return left
-    end
-    return math.max(pttl, 0)
-  end
-  local left = wait
-  if not force then
-    local up = tonumber(string.match(info('server'), 'uptime_in_seconds:(%d+)') or '')
-    local cs = info('commandstats')
-    local id2 = string.match(info('replication'), 'master_replid2:(%x+)')
-    if up and id2 and not string.find(id2, '[^0]') and not string.find(cs, 'cmdstat_flushall:', 1, true) and
-        not string.find(cs, 'cmdstat_flushdb:', 1, true) then
-      left = wait - math.max(up - 1, 0) * 1000
-    end
-  end
-  redis.call('SET', ek, t[1] .. string.format('%06d', tonumber(t[2])))
-  if force then
-    local pttl = redis.call('PTTL', wk)
-    if pttl >= left then return math.max(pttl, 0) end
-  end
-  if left > 0 then
-    redis.call('SET', wk, ms - (wait - left), 'PX', left)
-    return left
-  end
-  redis.call('DEL', wk)
-  return 0
-end
-`
-
-// epochSrc starts a new epoch on the server that runs it (see
-// epochLua), for a driver that found a new server process, and returns the
-// wait in ms.
-//
-//	KEYS[1] epoch marker, KEYS[2] its wait key
-//	ARGV[1] restart wait (ms)
-const epochSrc = epochLua + `
-return epoch(KEYS[1], KEYS[2], tonumber(ARGV[1]), true)
-`
