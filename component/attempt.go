@@ -29,11 +29,9 @@ func (m *Mutex) attempt(ctx context.Context, name string, ttl time.Duration, now
 	var actx *attemptCtx // nil in process
 	ended := false       // the call's count (and actx) ended with the lock recorded
 	if m.feat.InProcess {
-		// Counted, not cancelled: Close waits for the short call, so the
-		// driver is not closed under it.
-		if !m.beginCall() {
-			return nil, res, ErrClosed
-		}
+		// Counted (by the caller, in the hold of m.mu in which it found
+		// the Mutex open and w first in line), not cancelled: Close waits
+		// for the short call, so the driver is not closed under it.
 		defer func() {
 			if !ended {
 				m.endCall()

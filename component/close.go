@@ -119,18 +119,18 @@ func (m *Mutex) shutdown(ctx context.Context) error {
 	return nil
 }
 
-// beginCall counts a call Close waits for; false after Close.
-func (m *Mutex) beginCall() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return false
+// countInProcess counts the attempt the caller, holding m.mu and having
+// found the Mutex open, is about to make when the store is in process
+// (attempt ends the count); calls to other stores are counted by
+// beginAttempt. Counting in the caller's hold costs an uncontended
+// acquisition no hold of its own.
+func (m *Mutex) countInProcess() {
+	if m.feat.InProcess {
+		m.calls++
 	}
-	m.calls++
-	return true
 }
 
-// endCall ends what a m.calls++ under m.mu (beginCall, beginAttempt,
+// endCall ends what a m.calls++ under m.mu (countInProcess, beginAttempt,
 // Release, Extend) counted.
 func (m *Mutex) endCall() {
 	m.mu.Lock()

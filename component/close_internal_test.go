@@ -235,42 +235,71 @@ func TestClosePanicked(t *testing.T) {
 	}
 }
 
-// inProcGated is gated as an in-process store whose Acquire also waits at
-// the gate (an in-process call is short, never cut: Close waits for it).
-type inProcGated struct{ *gated }
+// inProcGated is gated as an in-process store whose Acquire calls, from
+// the from-th on, also wait at the gate (an in-process call is short,
+// never cut: Close waits for it).
+type inProcGated struct {
+	*gated
+	from  int32
+	calls *atomic.Int32
+}
 
 func (g inProcGated) Features() drivers.Features { return g.Driver.Features() }
 
 func (g inProcGated) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
-	defer g.gate()()
+	if g.calls.Add(1) >= g.from {
+		defer g.gate()()
+	}
 	return g.Driver.Acquire(ctx, req)
 }
 
 // TestCloseWaitsForInProcessAcquire: Close waits for an in-process store's
-// Acquire in flight, and the lock it got is released before Close closes
-// the driver.
+// Acquire in flight, made by TryAcquire, by Acquire at once, or by Acquire
+// after a failed attempt, and a lock it got is released before Close
+// closes the driver.
 func TestCloseWaitsForInProcessAcquire(t *testing.T) {
-	ctx := context.Background()
-	g := inProcGated{newGated()}
-	m, err := New(Options{Driver: g, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !m.feat.InProcess {
-		t.Fatal("the store is not in process")
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	openGate := sync.OnceFunc(func() { close(g.open) })
-	defer openGate() // first, when the test fails
-	wg.Go(func() {
-		if _, err := m.TryAcquire(ctx, "a"); !errors.Is(err, ErrClosed) {
-			t.Errorf("TryAcquire during Close: %v; want ErrClosed", err)
-		}
-	})
-	<-g.entered // the Acquire is in flight
-	closeUnder(t, m, g.gated, openGate)
-	if info, held, err := g.Driver.Inspect(ctx, DefaultPrefix+"a"); err != nil || held {
-		t.Fatalf("after Close the store holds %+v (%v): the attempt's lock was not released first", info, err)
+	for _, tc := range []struct {
+		name  string
+		taken bool  // the name is held elsewhere: attempts fail
+		from  int32 // the first gated Acquire call
+		call  func(m *Mutex) error
+	}{
+		{"TryAcquire", false, 1, func(m *Mutex) error { _, err := m.TryAcquire(context.Background(), "a"); return err }},
+		{"Acquire", false, 1, func(m *Mutex) error { _, err := m.Acquire(context.Background(), "a"); return err }},
+		{"AcquireAgain", true, 2, func(m *Mutex) error {
+			_, err := m.Acquire(context.Background(), "a", WithTimeout(Forever))
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			g := inProcGated{newGated(), tc.from, new(atomic.Int32)}
+			m, err := New(Options{Driver: g, TTL: time.Minute, RetryDelay: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !m.feat.InProcess {
+				t.Fatal("the store is not in process")
+			}
+			if tc.taken {
+				if res, err := g.Driver.Acquire(ctx, drivers.AcquireRequest{Key: DefaultPrefix + "a", Token: "other", TTL: time.Minute}); err != nil || !res.Acquired {
+					t.Fatalf("other holder: %+v, %v", res, err)
+				}
+			}
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			openGate := sync.OnceFunc(func() { close(g.open) })
+			defer openGate() // first, when the test fails
+			wg.Go(func() {
+				if err := tc.call(m); !errors.Is(err, ErrClosed) {
+					t.Errorf("%s during Close: %v; want ErrClosed", tc.name, err)
+				}
+			})
+			<-g.entered // the Acquire is in flight
+			closeUnder(t, m, g.gated, openGate)
+			if info, held, err := g.Driver.Inspect(ctx, DefaultPrefix+"a"); err != nil || held != tc.taken {
+				t.Fatalf("after Close the store holds %+v (%v, %v): the attempt's lock was not released first", info, held, err)
+			}
+		})
 	}
 }

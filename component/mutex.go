@@ -159,6 +159,7 @@ func (m *Mutex) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 	w := m.enqueue(name, o.ttl)
 	m.startLocked()
 	m.subscribeLocked()
+	m.countInProcess() // ended by attempt, below
 	m.mu.Unlock()
 	var l *Lock // with it, w was dequeued by attempt
 	defer func() {
@@ -234,6 +235,9 @@ func (m *Mutex) acquire(ctx context.Context, name string, o acquireOptions, star
 	m.subscribeLocked()
 	head, busy := m.queues[name].waiters[0] == w, m.held[name] != nil
 	w.parked = !head || busy
+	if !w.parked {
+		m.countInProcess() // ended by the first attempt, below
+	}
 	m.mu.Unlock()
 
 	var lastErr error // the store's error at the last attempt, if it failed
@@ -305,6 +309,9 @@ func (m *Mutex) acquire(ctx context.Context, name string, o acquireOptions, star
 			closed := m.closed
 			head, busy = m.queues[name].waiters[0] == w, m.held[name] != nil
 			w.parked = !head || busy
+			if !closed && !w.parked {
+				m.countInProcess() // ended by the attempt, below
+			}
 			m.mu.Unlock()
 			if closed {
 				return nil, ErrClosed
