@@ -38,10 +38,38 @@ func StartRedisClusterReplicas(t testing.TB, nodeTimeout time.Duration) *RedisCl
 			return err == nil, fmt.Sprint(err)
 		})
 	}
+	// Every master must know every replica before a test kills one: a
+	// master learns of a node from the gossip of nodes it knows, and a
+	// replica promoted after its master died, whom no living master had
+	// heard of, would stay unknown to them for good.
+	for i, r := range c.Replicas {
+		rid, err := r.Command("CLUSTER", "MYID")
+		if err != nil {
+			t.Fatalf("cluster myid on %s: %v", r.Addr, err)
+		}
+		for _, n := range c.Nodes {
+			await(t, "every master knows the replica", func() (bool, string) {
+				nodes, err := n.Command("CLUSTER", "NODES")
+				return err == nil && replicaLine(nodes, strings.TrimSpace(rid), strings.TrimSpace(ids[i])), nodes
+			})
+		}
+	}
 	for i := range c.Nodes {
 		c.WaitInSync(t, i)
 	}
 	return c
+}
+
+// replicaLine reports whether CLUSTER NODES output lists node id as a
+// replica of master.
+func replicaLine(nodes, id, master string) bool {
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[0] == id && strings.Contains(f[2], "slave") && f[3] == master {
+			return true
+		}
+	}
+	return false
 }
 
 // WaitInSync waits until the master c.Nodes[i] has its replica online.
