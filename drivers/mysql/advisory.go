@@ -34,7 +34,7 @@ type advisoryDriver struct {
 	idleTimer *time.Timer    // returns kept connections to the pool (advisory_conn.go)
 	idleWG    sync.WaitGroup // idleTimer's function, armed or running
 
-	bootSQL []string     // boot time expressions, tried in order (advisory_boot.go)
+	bootSQL []string     // boot time expressions, tried in order (advisory_session.go)
 	bootSrc atomic.Int32 // index of the one in use
 
 	monitorOnce sync.Once
@@ -64,8 +64,8 @@ func (a *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest
 
 // Extend checks on the lock's own connection that it still holds it (ttl
 // is ignored); a failed check drops the connection and reports the lock
-// lost. ctx ending cuts the wait for the answer, never the check (checkOwn),
-// whose cutting would close the connection and free the lock.
+// lost. ctx ending cuts the wait for the answer, never the check
+// (checkOwn): cut, it would close the connection and free the lock.
 func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
 	return call(&a.core, ctx, func(ctx context.Context) (bool, error) {
 		h := a.get(key, token)
@@ -101,21 +101,18 @@ type heldLock struct {
 	connID           int64         // its connection's CONNECTION_ID()
 	takenAt          int64         // the server's clock (takenSQL) in its session, at or before the acquire
 	boot             atomic.Int64  // the boot time read with its session or first probed; 0: none yet
-	idle             time.Duration // its session's wait_timeout (0: unknown): advisory_idle.go
+	idle             time.Duration // its session's wait_timeout (0: unknown): upkeep
 
 	used      atomic.Int64 // UnixNano: last statement on conn started (or the acquire ended)
 	confirmed atomic.Int64 // UnixNano: last acquire, renewal or Extend that found it held started
 	dropAt    atomic.Int64 // UnixNano: when the monitor drops it after a failed renewal; 0: never
 
-	mu   sqlkit.Slot // serialises the use of conn
-	conn pinned
-	// A release gave up waiting for the busy conn, or the lock was lost:
-	// its user drops conn when done (unlock), a check of the driver's own
-	// on it is ended (abort), and the server frees the lock.
-	giveUp   atomic.Bool
-	abort    atomic.Pointer[context.CancelFunc]
-	lostSent atomic.Bool // the Lost event went out
-	done     bool        // released or lost: conn is gone
+	mu       sqlkit.Slot // serialises the use of conn
+	conn     pinned
+	giveUp   atomic.Bool                        // a release gave up on the busy conn, or h was lost: its user drops it (unlock)
+	abort    atomic.Pointer[context.CancelFunc] // ends the driver's own check running on conn
+	lostSent atomic.Bool                        // the Lost event went out
+	done     bool                               // released or lost: conn is gone
 }
 
 func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
@@ -130,8 +127,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	}
 	fence, id, err := a.take(ctx, conn, req, name)
 	if cached && ctx.Err() == nil && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
-		// A kept connection died idle (its session, and anything it took,
-		// ended): once more on one from the pool.
+		// a kept connection died idle, its session with it: once more on a pooled one
 		discard(conn.conn)
 		if conn, err = a.poolConn(ctx); err != nil {
 			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
@@ -139,9 +135,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 		fence, id, err = a.take(ctx, conn, req, name)
 	}
 	if err != nil {
-		// The statement may have taken the lock: drop the connection, so
-		// that the server frees it.
-		discard(conn.conn)
+		discard(conn.conn) // the statement may have taken the lock: the server frees it
 		if missingTable(err) {
 			a.ddl.Lost()
 		}
@@ -162,9 +156,8 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	a.mu.Unlock()
 	conn.armHangup(func() { a.lose(h) })
 	a.wakeFor(h)
-	// An earlier holder's connection lost the key (killed, broken) before
-	// the monitor noticed: report it now (a statement running on it will
-	// find it gone).
+	// an earlier holder's connection lost the key before the monitor
+	// noticed: report it now (a statement running on it finds it gone)
 	if old != nil && old.mu.TryLock() {
 		a.dropLocked(old, true)
 		old.mu.Unlock()
@@ -178,10 +171,10 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 }
 
 // take runs name's acquire statement on conn, blocking in the server up to
-// req.Wait, and returns the fence (0: not acquired) and conn's session:
-// known (advisory_session.go), or read in the same round trip (in another
-// for the counter fence, once acquired). It first writes the holder's
-// identity when it changed (advisory_holder.go).
+// req.Wait, after writing the holder's identity if it changed
+// (advisory_fence.go). It returns the fence (0: not acquired) and conn's
+// session: known, or read in the same round trip (in another for the
+// counter fence, once acquired): advisory_session.go.
 func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.AcquireRequest, name string) (fence uint64, s session, err error) {
 	known, ok, err := a.session(ctx, conn)
 	if err != nil {
@@ -190,33 +183,28 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 	if err := a.identify(ctx, conn, req.Token); err != nil {
 		return 0, s, err
 	}
-	// At most req.Wait, never past ctx's deadline (a statement cancelled by
-	// ctx costs its connection), after the round trips above.
+	// never past ctx's deadline: a statement ctx cancels costs its connection
 	wait := max(req.Wait, 0)
 	if dl, has := ctx.Deadline(); has {
 		wait = max(min(wait, time.Until(dl)-20*time.Millisecond), 0)
 	}
 	args := []any{name, wait.Milliseconds()}
-	if wait == 0 {
+	st, timed := a.stmts.Load(), 0
+	if wait > 0 {
+		timed = 1
+	} else {
 		args = args[:1] // the statement says 0: the server parses no division
 	}
-	st := a.stmts.Load()
-	q, qs := st.acquire[0][0], st.acquire[0][1]
-	if wait > 0 {
-		q, qs = st.acquire[1][0], st.acquire[1][1]
-	}
+	q, qs := st.acquire[timed][0], st.acquire[timed][1]
 	switch st.fence {
 	case FenceSequence, FenceUUIDShort:
-		// NULL (V 0): GET_LOCK's wait was interrupted (max_statement_time,
-		// max_execution_time, KILL QUERY): nothing is held, not acquired.
+		// NULL: GET_LOCK's wait was interrupted (max_statement_time,
+		// max_execution_time, KILL QUERY): nothing is held
 		var f sql.Null[uint64]
 		if ok {
 			s = known
 			f.V, f.Valid, err = conn.queryUint(ctx, q, args)
-		} else {
-			err = conn.queryRow(ctx, qs, args, &f, &s.conn, &s.at, &s.wait)
-		}
-		if err == nil && !ok {
+		} else if err = conn.queryRow(ctx, qs, args, &f, &s.conn, &s.at, &s.wait); err == nil {
 			conn.learn(s)
 		}
 		return f.V, s, err
@@ -236,8 +224,7 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 	case ok:
 		s = known
 	default:
-		err = conn.queryRow(ctx, "SELECT "+sessionSQL, nil, &s.conn, &s.at, &s.wait)
-		if err == nil {
+		if err = conn.queryRow(ctx, "SELECT "+sessionSQL, nil, &s.conn, &s.at, &s.wait); err == nil {
 			conn.learn(s)
 		}
 	}
@@ -254,10 +241,10 @@ func (a *advisoryDriver) get(key, token string) *heldLock {
 	return nil
 }
 
-// Release runs RELEASE_LOCK on the lock's connection. Whenever it cannot
-// tell that it ran (ctx ended, the statement failed), it drops the
-// connection instead, so that the server frees the lock: an advisory lock
-// never expires, and one on an untracked connection would stay until Close.
+// Release runs RELEASE_LOCK on the lock's connection, or, whenever it
+// cannot tell that it ran (ctx ended, the statement failed), drops the
+// connection, so that the server frees the lock: an advisory lock never
+// expires.
 func (a *advisoryDriver) Release(ctx context.Context, key, token string) (_ bool, err error) {
 	ctx, stop := a.bind(ctx)
 	defer stop()
@@ -266,8 +253,7 @@ func (a *advisoryDriver) Release(ctx context.Context, key, token string) (_ bool
 	if h == nil {
 		return false, nil
 	}
-	if err := h.mu.LockContext(ctx, a.life.Closing()); err != nil {
-		// ctx ended while a statement runs on the connection: give up.
+	if err := h.mu.LockContext(ctx, a.life.Closing()); err != nil { // a statement runs on the connection
 		if h.abandon() {
 			a.unlock(h)
 		}
@@ -296,17 +282,16 @@ func (a *advisoryDriver) Release(ctx context.Context, key, token string) (_ bool
 	return true, nil
 }
 
-// drop ends h unless it ended: forgets it and drops its connection, so that
-// the server frees the lock.
+// drop forgets h and drops its connection (the server frees the lock),
+// unless h ended.
 func (a *advisoryDriver) drop(h *heldLock) {
 	h.mu.Lock()
 	a.dropLocked(h, false)
 	h.mu.Unlock()
 }
 
-// dropLocked is drop with h.mu held; lost tells the subscribers before the
-// connection is dropped, so that the holder is told before anyone else can
-// get the lock.
+// dropLocked is drop with h.mu held; lost tells the subscribers first:
+// the holder hears of it before anyone else can get the lock.
 func (a *advisoryDriver) dropLocked(h *heldLock, lost bool) {
 	if h.done {
 		return

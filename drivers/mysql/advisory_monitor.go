@@ -13,8 +13,8 @@ import (
 )
 
 // startMonitor starts the goroutine that probes the held locks every
-// ProbeInterval, reporting those lost, and runs upkeep (advisory_idle.go)
-// when due. It ends with Close.
+// ProbeInterval, reporting those lost, and runs upkeep when due. It ends
+// with Close.
 func (a *advisoryDriver) startMonitor() {
 	a.monitorWG.Go(func() {
 		ctx := a.life.Closing()
@@ -120,9 +120,7 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 	for j, h := range hs {
 		i := idx[j]
 		switch {
-		case errs[j] != nil:
-			// The lock stays, dropped only if no renewal confirms it by its
-			// expiry (advisory_idle.go).
+		case errs[j] != nil: // the lock stays, unless unconfirmed by its expiry
 			a.renewFailed(ctx, h, leases[i].TTL)
 			out[i].Err = errs[j]
 		case held[j]:
@@ -137,7 +135,7 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 
 // Inspect asks the server whether anyone holds key: a lock held through
 // this driver in full (as a probe tells it), another with only its
-// holder's identity when the holder rows tell it (advisory_holder.go). TTL
+// holder's identity when the holder rows tell it (advisory_fence.go). TTL
 // is zero: advisory locks do not expire.
 func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) {
@@ -146,8 +144,8 @@ func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 		}
 		var id, boot sql.NullInt64
 		var holder sql.NullString
-		// With the boot source in use, not the next: a missing holder table's
-		// error is also a missing source's.
+		// the boot source in use, not the next: a missing holder table's
+		// error is also a missing source's
 		read := false
 		if st := a.stmts.Load(); st.holders {
 			q, args := a.holderQuery(st.fence == FenceCounter, key, a.bootSQL[a.bootSrc.Load()])
@@ -177,4 +175,73 @@ func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 		}
 		return drivers.LockInfo{Holder: holder.String}, true, nil
 	})
+}
+
+// upkeep drops the locks of hs past the time a failed renewal set
+// (renewFailed) and checks on their own connections (checkOwn) those idle
+// for half their wait_timeout: probes ask on pooled connections, and the
+// server closes a connection idle for wait_timeout, handing its lock to a
+// waiter before the holder is told. So a live holder's connection never
+// idles out, while a partitioned one still loses its locks within
+// wait_timeout. It returns when to run again.
+func (a *advisoryDriver) upkeep(hs []*heldLock) time.Time {
+	now := time.Now()
+	next := now.Add(time.Hour)
+	soon := func(t time.Time) {
+		if t.Before(next) {
+			next = t
+		}
+	}
+	for _, h := range hs {
+		if at := h.dropAt.Load(); at != 0 {
+			if now.UnixNano() >= at {
+				a.lose(h) // (never waits for a busy connection)
+				continue
+			}
+			soon(time.Unix(0, at))
+		}
+		if h.idle <= 0 {
+			continue
+		}
+		if due := time.Unix(0, h.used.Load()).Add(h.idle / 2); now.Before(due) {
+			soon(due)
+			continue
+		}
+		if a.checkOwn(h, nil) == nil { // a statement runs there: it counts; look again soon
+			soon(now.Add(min(a.s.probe, h.idle/4)))
+			continue
+		}
+		soon(now.Add(h.idle / 2))
+	}
+	return next
+}
+
+// wakeFor wakes the monitor for h, just acquired, when h's wait_timeout is
+// under four probe intervals (a touch may be due before the next look).
+func (a *advisoryDriver) wakeFor(h *heldLock) {
+	if h.idle > 0 && h.idle/2 < 2*a.s.probe {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// confirm records that a call started at start found h held.
+func (h *heldLock) confirm(start time.Time) {
+	h.confirmed.Store(start.UnixNano())
+	h.dropAt.Store(0)
+}
+
+// renewFailed records that a renewal of h with ttl got no answer. Its
+// holder counts h lost at its expiry (ttl after the last confirming call's
+// start) and never releases it, and an advisory lock does not expire: the
+// monitor drops h then, unless confirmed first. Without a ttl, a renewal
+// whose ctx ended drops h at once.
+func (a *advisoryDriver) renewFailed(ctx context.Context, h *heldLock, ttl time.Duration) {
+	if ttl > 0 {
+		h.dropAt.CompareAndSwap(0, h.confirmed.Load()+int64(ttl))
+	} else if ctx.Err() != nil {
+		a.lose(h)
+	}
 }

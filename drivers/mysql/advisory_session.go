@@ -5,21 +5,44 @@ import (
 	"database/sql"
 )
 
-// A lock's session is what a probe compares with the server's answers
-// (heldLock.holds): its CONNECTION_ID() and the server's clock past the
-// boot time and its first seconds (bootSlack), so that after a restart
-// another session with the same id is not taken for it. Neither changes
-// while the connection lives, so on the own pool it is read once per
-// connection, with the boot time, and kept with its socket; a lock starts
-// with that boot time (heldLock.boot). Until the clock is past the first
-// seconds, and on NewWithDB's pool, each acquisition reads the session in
-// its statement. As advisory locks themselves, this assumes a client
-// connection is one server session for life (not so behind a proxy that
-// moves it).
+// A restarted server hands out connection ids from 1 again, so IS_USED_LOCK
+// may name a dead holder's id held by another client's new session. So a
+// lock's session is its CONNECTION_ID() and the server's clock when it was
+// taken, and a probe also reads the server's boot time: a lock taken
+// before it (by the server's clock) is lost, whatever the id. Neither
+// changes while the connection lives: on the own pool they are read once
+// per connection, with the boot time, and kept with its socket; a lock
+// starts with that boot time (heldLock.boot). Until the clock is past the
+// boot's first seconds, and on NewWithDB's pool, each acquisition reads the
+// session in its statement. As advisory locks themselves, this assumes a
+// client connection is one server session for life (not so behind a proxy
+// that moves it).
+
+// takenSQL is the server's clock in seconds: UNIX_TIMESTAMP() converts no
+// time zone (NOW() is ambiguous when the clock goes back).
+const takenSQL = "UNIX_TIMESTAMP()"
+
+// bootSQL are the expressions of the server's boot time in seconds, tried
+// in order: MariaDB's, MySQL's, none (NULL).
+var bootSQL = []string{
+	uptimeSQL("information_schema.GLOBAL_STATUS"),
+	uptimeSQL("performance_schema.global_status"),
+	"NULL",
+}
+
+func uptimeSQL(table string) string {
+	return "CAST(UNIX_TIMESTAMP() - (SELECT VARIABLE_VALUE FROM " + table + " WHERE VARIABLE_NAME = 'Uptime') AS SIGNED)"
+}
+
+// bootSlack is how many seconds after the boot time a lock must have been
+// taken to count as taken after it: the boot time may be off by one, and a
+// restart must never be missed (a lock taken in the server's first seconds
+// is reported lost at the first probe).
+const bootSlack = 1
 
 // session is a connection's CONNECTION_ID(), the clock (takenSQL) during
 // it, the boot time read with it (0: not read) and its wait_timeout in
-// seconds (advisory_idle.go).
+// seconds (advisory_monitor.go).
 type session struct{ conn, at, boot, wait int64 }
 
 // sessionSQL reads a connection's session (without the boot time).
@@ -30,6 +53,49 @@ const (
 	bootUnread  = 0  // the session was never read
 	bootNoCache = -1 // the server refused to tell: each acquisition reads it
 )
+
+// queryBoot scans q(the boot-time expression)'s row on the pool (withBoot).
+func (a *advisoryDriver) queryBoot(ctx context.Context, q func(boot string) string, args []any, dest ...any) error {
+	return a.withBoot(func(boot string) error {
+		return a.db.QueryRowContext(ctx, q(boot), args...).Scan(dest...)
+	})
+}
+
+// withBoot runs run with the boot-time expression in use; one the server
+// lacks (noBootSource) is left for the next, for good, and run runs again.
+func (a *advisoryDriver) withBoot(run func(boot string) error) error {
+	for {
+		src := a.bootSrc.Load()
+		err := run(a.bootSQL[src])
+		if int(src) < len(a.bootSQL)-1 && noBootSource(err) {
+			a.bootSrc.CompareAndSwap(src, src+1)
+			continue
+		}
+		return err
+	}
+}
+
+// holds reports whether h is still held by its own session, from one
+// statement's IS_USED_LOCK id and boot time (NULL: the id alone counts):
+// not when h was taken before the boot (bootSlack), nor when the boot time
+// differs from the one first seen while h was held (a fail-over).
+func (h *heldLock) holds(id, boot sql.NullInt64) bool {
+	if !id.Valid || id.Int64 != h.connID {
+		return false
+	}
+	if !boot.Valid {
+		return true
+	}
+	b := boot.Int64
+	if h.takenAt <= b+bootSlack {
+		return false
+	}
+	if h.boot.CompareAndSwap(0, b) {
+		return true
+	}
+	seen := h.boot.Load()
+	return b >= seen-bootSlack && b <= seen+bootSlack
+}
 
 // session returns conn's session, reading it with the boot time if never
 // asked; ok is false when the acquisition must read it (learn).

@@ -3,18 +3,22 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/kit"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// core is what both mechanisms share. Calls in flight are cut when Close's
-// ctx ends or Close is done (sqlkit.Life): the own pool's sockets are
-// closed under them, and with NewWithDB's pool their contexts end (bind).
+// core is what both mechanisms share. Close cuts the calls in flight
+// (sqlkit.Life): it closes the own pool's sockets under them, and ends
+// their contexts with NewWithDB's pool (bind).
 type core struct {
 	db    *sql.DB
 	ownDB bool
@@ -42,8 +46,8 @@ func (c *core) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 	return func() { remove() }, nil
 }
 
-// close closes the driver (sqlkit.Life.Close): stop (the mechanism's
-// goroutines and connections), the subscribers, the own pool.
+// close is Close (sqlkit.Life.Close): stop (the mechanism's goroutines and
+// connections), then the subscribers and the own pool.
 func (c *core) close(ctx context.Context, stop func()) error {
 	return c.life.Close(ctx, "mysql", nil, func(context.Context) error {
 		stop()
@@ -82,6 +86,15 @@ func call[T any](c *core, ctx context.Context, f func(context.Context) (T, error
 	return res, c.life.ClosedErr(err)
 }
 
+// call2 is call for a call with two results.
+func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B, error)) (a A, b B, err error) {
+	_, err = call(c, ctx, func(ctx context.Context) (_ struct{}, err error) {
+		a, b, err = f(ctx)
+		return struct{}{}, err
+	})
+	return a, b, err
+}
+
 // acquireWith is a mechanism's Acquire: take, once ensure made the schema.
 func (c *core) acquireWith(ctx context.Context, req drivers.AcquireRequest, ensure func(context.Context) error,
 	take func(context.Context, drivers.AcquireRequest) (drivers.AcquireResult, error)) (drivers.AcquireResult, error) {
@@ -92,15 +105,6 @@ func (c *core) acquireWith(ctx context.Context, req drivers.AcquireRequest, ensu
 		return take(ctx, req)
 	})
 	return res, permanent(err)
-}
-
-// call2 is call for a call with two results.
-func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B, error)) (a A, b B, err error) {
-	_, err = call(c, ctx, func(ctx context.Context) (_ struct{}, err error) {
-		a, b, err = f(ctx)
-		return struct{}{}, err
-	})
-	return a, b, err
 }
 
 // renew runs f, a Renew, as call does.
@@ -136,8 +140,7 @@ func queryRows(ctx context.Context, db querier, q string, args []any, dest []any
 	return rows.Err()
 }
 
-// marks returns n copies of item ("?", "(?,?)") separated by commas: the
-// placeholders of an IN list.
+// marks is an IN list's placeholders: n times item ("?", "(?,?)").
 func marks(item string, n int) string {
 	return strings.TrimSuffix(strings.Repeat(item+",", n), ",")
 }
@@ -147,18 +150,56 @@ func (c *core) Ping(ctx context.Context) error {
 	return c.db.PingContext(ctx)
 }
 
-// serverTimeSQL reads the server's clock in µs since the Unix epoch: in UTC
-// throughout, neither time_zone nor the DSN's parseTime and loc shift it.
-const serverTimeSQL = "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
-
 // ServerTime returns the server's clock (UTC_TIMESTAMP(6)), the clock of
-// the table mode's expiries.
+// the table mode's expiries. Read in UTC, as µs since the epoch, neither
+// time_zone nor the DSN's parseTime and loc shift it.
 func (c *core) ServerTime(ctx context.Context) (time.Time, error) {
 	return call(c, ctx, func(ctx context.Context) (time.Time, error) {
 		var us int64
-		if err := c.db.QueryRowContext(ctx, serverTimeSQL).Scan(&us); err != nil {
+		const q = "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
+		if err := c.db.QueryRowContext(ctx, q).Scan(&us); err != nil {
 			return time.Time{}, fmt.Errorf("mysql: server time: %w", permanent(err))
 		}
 		return time.UnixMicro(us), nil
 	})
+}
+
+// errNumber returns the number of the server error err holds, 0 for none.
+// The nil check spares errors.As a heap allocation on every call.
+func errNumber(err error) uint16 {
+	if err == nil {
+		return 0
+	}
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// isErr reports whether err is a server error with one of numbers.
+func isErr(err error, numbers ...uint16) bool { return slices.Contains(numbers, errNumber(err)) }
+
+// retryable reports deadlocks (1213) and lock wait timeouts (1205).
+func retryable(err error) bool { return isErr(err, 1213, 1205) }
+
+// missingTable reports "table doesn't exist" (1146) or "unknown sequence"
+// (MariaDB 4091): the schema is to be created again.
+func missingTable(err error) bool { return isErr(err, 1146, 4091) }
+
+// noBootSource reports that the server lacks the status table or denies
+// it: 1109, 1146, 3167 (MySQL 5.7's disabled
+// INFORMATION_SCHEMA.GLOBAL_STATUS), 1044, 1142, 1227 (access denied).
+func noBootSource(err error) bool { return isErr(err, 1044, 1109, 1142, 1146, 1227, 3167) }
+
+// permanent marks err drivers.Permanent when retrying cannot cure it:
+// refused credentials or privileges (1044, 1045, 1142, 1143, 1227, 1370,
+// 1698), an unknown database (1049), an authentication method the client
+// cannot speak (1251); not a deadlock, "too many connections", a shutdown
+// or a read-only fail-over.
+func permanent(err error) error {
+	if errors.Is(err, drivers.ErrPermanent) || !isErr(err, 1044, 1045, 1049, 1142, 1143, 1227, 1251, 1370, 1698) {
+		return err
+	}
+	return drivers.Permanent(err)
 }

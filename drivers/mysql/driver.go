@@ -1,9 +1,8 @@
-// Package mysql is the MySQL / MariaDB driver of mutexfx.
-//
-// In advisory mode (the default) a lock is a GET_LOCK held by a connection
-// the driver pins for it: it ends with that connection and is per server.
-// In table mode a lock is a row whose expiry is computed by the database's
-// clock; it works on clusters. See Options and docs/mysql.md.
+// Package mysql is the MySQL / MariaDB driver of mutexfx. In advisory mode
+// (the default) a lock is a GET_LOCK held by a connection the driver pins
+// for it: it ends with that connection and is per server. In table mode a
+// lock is a row whose expiry the database's clock computes; it works on
+// clusters. See Options and docs/mysql.md.
 package mysql
 
 import (
@@ -33,9 +32,9 @@ func Factory() drivers.Factory {
 	return kit.NewFactory("a *sql.DB", New, NewWithDB).Of("mysql")
 }
 
-// New validates opts and returns a driver with its own connection pool. It
-// connects nothing: the first call does. Close closes the pool. An invalid
-// option is a *drivers.OptionsError naming its key.
+// New validates opts and returns a driver with its own connection pool,
+// connecting nothing (the first call does); Close closes the pool. An
+// invalid option is a *drivers.OptionsError naming its key.
 func New(opts Options) (Driver, error) {
 	s, err := opts.validate()
 	if err != nil {
@@ -97,16 +96,4 @@ func checkToken(token string) error {
 		return fmt.Errorf("mysql: token of %d bytes: must be 1 to 255", len(token))
 	}
 	return nil
-}
-
-// checkTake rejects a table-mode request the row cannot hold.
-func checkTake(req drivers.AcquireRequest) error {
-	if err := checkToken(req.Token); err != nil || req.TTL > 0 {
-		return err
-	}
-	return errTTL(req.TTL)
-}
-
-func errTTL(ttl time.Duration) error {
-	return fmt.Errorf("mysql: ttl %v must be positive in table mode", ttl)
 }

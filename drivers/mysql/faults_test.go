@@ -17,7 +17,7 @@ import (
 func TestFaults(t *testing.T) {
 	srv := testutil.StartMariaDB(t)
 	admin := openDB(t, srv.DSN())
-	// A lock taken in a server's first seconds is reported lost (advisory_boot.go).
+	// A lock taken in a server's first seconds is reported lost (advisory_session.go).
 	waitUptime(t, admin)
 
 	t.Run("PrepareRefused", func(t *testing.T) {

@@ -38,10 +38,10 @@ const (
 	// statement (MySQL 8 has no sequences): a commit per acquisition.
 	FenceCounter = "counter"
 	// FenceUUIDShort takes fences from UUID_SHORT() in the GET_LOCK
-	// statement: no table, the cheapest. UUID_SHORT is (server_id & 255) <<
-	// 56 + start time in seconds << 24 + a counter: fences only grow while
-	// server_id stays, the clock does not go back across a restart, and the
-	// server averages under 2^24 calls per second of uptime. Opt-in.
+	// statement: no table, the cheapest. Opt-in: UUID_SHORT is (server_id &
+	// 255) << 56 + start time in seconds << 24 + a counter, so fences only
+	// grow while server_id stays, the clock does not go back across a
+	// restart, and the server averages under 2^24 calls per second of uptime.
 	FenceUUIDShort = "uuid_short"
 )
 
@@ -60,8 +60,7 @@ const (
 
 // Options configure a Driver. The zero value connects as root without
 // password to 127.0.0.1:3306 in advisory mode. Configuration keys are the
-// koanf tags (an unknown key, such as a snake_case spelling, is refused
-// with the nearest one suggested).
+// koanf tags (an unknown one is refused with the nearest suggested).
 type Options struct {
 	// DSN is a go-sql-driver/mysql data source name
 	// ("user:pass@tcp(host:3306)/db?tls=true"); when set, Host, Port,
@@ -93,30 +92,26 @@ type Options struct {
 	// Fence is the advisory mode's fence source: FenceAuto (default),
 	// FenceSequence, FenceCounter or FenceUUIDShort.
 	Fence string `koanf:"fence"`
-	// ProbeInterval is how often advisory mode checks, in one round trip,
-	// that each held lock is still held (a KILLed connection or a restart
-	// is reported within about this time); on a full pool each lock on its
-	// own connection. Default 500ms.
+	// ProbeInterval is how often advisory mode checks, in one round trip
+	// (on a full pool, on each lock's own connection), that each held lock
+	// is still held: a KILLed connection or a restart is reported within
+	// about this. Default 500ms.
 	ProbeInterval time.Duration `koanf:"probeInterval"`
 	// PollInterval is how often table mode checks, in one query, whether
 	// keys its waiters found held became free, to wake them (while a
-	// component is subscribed and someone waits). A queued driver (see
-	// WaiterLiveness) polls every 2 × place × PollInterval/10, at most
-	// PollInterval, and when its entry needs a stamp (WaiterLiveness/2
-	// after the last, however long PollInterval); at the head its attempts
-	// poll every PollInterval/10, at most WaiterLiveness/4 (at least 1ms).
-	// Default 10ms.
+	// component is subscribed and someone waits). A queued driver polls
+	// every 2 × place × PollInterval/10, at most PollInterval, and when its
+	// entry needs a stamp; at the head its attempts poll every
+	// PollInterval/10, at most WaiterLiveness/4, at least 1ms. Default 10ms.
 	PollInterval time.Duration `koanf:"pollInterval"`
 	// WaiterLiveness turns on table mode's fair hand-off and is how long a
 	// waiter keeps its place without asking again. Each row holds a FIFO
 	// queue of the drivers whose attempts failed; a free lock goes only to
 	// the first live one (anyone if none), so a process that releases and
 	// asks again queues behind other processes' waiters. An entry is
-	// stamped again (a small write) WaiterLiveness/2 after its last stamp; a
-	// dead head delays the others by at most WaiterLiveness (an attempt
-	// drops up to three dead head entries: more cost one more attempt per
-	// three). Negative: off.
-	// Default 100ms.
+	// stamped again (a small write) WaiterLiveness/2 after its last stamp;
+	// a dead head delays the others by at most WaiterLiveness (an attempt
+	// drops up to three dead entries). Negative: off. Default 100ms.
 	WaiterLiveness time.Duration `koanf:"waiterLiveness"`
 	// RenewBatch is the most leases renewed by one statement in table
 	// mode (and probed by one query in advisory mode). Default 1000.
@@ -134,9 +129,8 @@ type Options struct {
 	MaxIdleConns int `koanf:"maxIdleConns"`
 	// PreparedStatements sends parameters with server-side prepared
 	// statements (2 round trips and a close) instead of go-sql-driver's
-	// escaped interpolation (1 round trip); own pool only. Advisory release
-	// and sequence/uuid_short acquire are kept prepared per connection
-	// regardless (advisory_prepared.go). Default false.
+	// escaped interpolation (1 round trip); own pool only. The advisory
+	// hot path is kept prepared per connection regardless. Default false.
 	PreparedStatements bool `koanf:"preparedStatements"`
 }
 
@@ -162,7 +156,7 @@ func quoteIdent(name string) (string, error) {
 type settings struct {
 	mode, fence              string
 	table, fenceTable        string // quoted
-	floorTable, holderTable  string // quoted (table_reclaim.go, advisory_holder.go)
+	floorTable, holderTable  string // quoted (table_schema.go, advisory_fence.go)
 	probe, poll, dialTimeout time.Duration
 	liveness                 time.Duration // 0: fair hand-off off
 	batch, retries           int
@@ -270,25 +264,21 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	}
 	cfg.InterpolateParams = !s.prepared
 	cfg.ClientFoundRows = false // the statements rely on counts of changed rows
-	// The server closes a connection idle for wait_timeout, and its locks
-	// with it: held locks' connections are touched at half of it
-	// (advisory_idle.go). A year, unless the DSN sets it.
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
-	if _, ok := cfg.Params["wait_timeout"]; !ok {
-		cfg.Params["wait_timeout"] = "31536000"
+	// Unless the DSN sets them: wait_timeout a year (the server closes a
+	// connection idle for it, and its locks with it; upkeep touches held
+	// locks' connections at half of it), and a row-lock wait of 1 s (not
+	// InnoDB's 50), which bounds how late the write of a statement given up
+	// by its call can land: the server runs it on once the row is free.
+	for k, v := range map[string]string{"wait_timeout": "31536000", "innodb_lock_wait_timeout": "1"} {
+		if _, ok := cfg.Params[k]; !ok {
+			cfg.Params[k] = v
+		}
 	}
-	// A statement waiting for a row lock goes on in the server after its
-	// call gave it up (connection closed), and applies once the row is
-	// free: a row-lock wait of 1 s, unless the DSN sets it, bounds how late
-	// a failed call's write can land (InnoDB's default is 50 s).
-	if _, ok := cfg.Params["innodb_lock_wait_timeout"]; !ok {
-		cfg.Params["innodb_lock_wait_timeout"] = "1"
-	}
-	// Every statement must commit on its own, whatever the server or DSN
-	// say: in an open transaction a released row would stay locked, and
-	// fences would roll back.
+	// every statement commits on its own, whatever the server or DSN say:
+	// in a transaction a released row would stay locked, fences roll back
 	maps.DeleteFunc(cfg.Params, func(k, _ string) bool { return strings.EqualFold(k, "autocommit") })
 	cfg.Params["autocommit"] = "1"
 	// the driver reports its errors; go-sql-driver's log would repeat them

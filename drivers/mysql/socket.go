@@ -47,7 +47,7 @@ type socket struct {
 	// Used only by the connection's holder, one at a time:
 	stmts     map[string]driver.Stmt // kept prepared (advisory_prepared.go)
 	noPrepare bool                   // prepares refused: run as text
-	ident     string                 // identity last written (advisory_holder.go)
+	ident     string                 // identity last written (advisory_fence.go)
 
 	hup hangup.Conn // watched by owner.hup
 }

@@ -24,7 +24,7 @@ type tableDriver struct {
 	takeSQL, acquireSQL    string // the short and the queueing acquire statements
 
 	watch   watcher          // wake-ups and queue places (table_watch.go)
-	reclaim sqlkit.Reclaimer // deletes the rows no longer needed (table_reclaim.go)
+	reclaim sqlkit.Reclaimer // deletes the rows no longer needed (table_schema.go)
 }
 
 func newTable(db *sql.DB, own bool, socks *sockets, s settings) *tableDriver {
@@ -71,7 +71,7 @@ func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Du
 	return id >= 1, err
 }
 
-// update runs op's statement q (of the table, %s) and returns its
+// update runs op's statement q (%s: the table) and returns its
 // LAST_INSERT_ID (>= 1: it matched the row).
 func (d *tableDriver) update(ctx context.Context, op, q string, args ...any) (int64, error) {
 	return call(&d.core, ctx, func(ctx context.Context) (int64, error) {
@@ -102,13 +102,15 @@ func (d *tableDriver) Close(ctx context.Context) error {
 // holder's remaining µs) above any fence (< 2^50: table_fair.go).
 const heldMark = 1 << 62
 
-// Table mode statements (acquire: table_fair.go). The clock is the
-// database's UTC_TIMESTAMP(6); a lock is expired when expires_at < now. %s
-// is the quoted table; values are parameters.
+// Table mode statements (acquire: table_fair.go). %s is the quoted table,
+// values are parameters; a row is expired when expires_at <
+// UTC_TIMESTAMP(6). A statement's first assignment stores its outcome in
+// LAST_INSERT_ID, which the later ones read; expires_at, which WHERE
+// reads, is assigned last.
 const (
-	// tableReleaseSQL frees the row if token holds it, keeping the row
-	// (and its fence). LAST_INSERT_ID >= 1 tells that it matched: the
-	// fence, plus appendBit when others queue for the row.
+	// tableReleaseSQL frees the row if token holds it, keeping the row and
+	// its fence. LAST_INSERT_ID >= 1: it matched (the fence, plus
+	// appendBit when others queue).
 	tableReleaseSQL = `UPDATE %s SET token = '', expires_at = '1000-01-01 00:00:00',
  fence = LAST_INSERT_ID(fence | IF(queue = '', 0, 1 << 55)) & ((1 << 50) - 1)
 WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
@@ -118,13 +120,24 @@ WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 
 	// tableRetakeSQL takes an existing free row that nobody queues for, or
-	// whose queue this driver heads (and leaves), in a plain UPDATE: the new
-	// fence in LAST_INSERT_ID; it writes nothing otherwise. Assignments run
-	// left to right: fence first, expires_at (which WHERE reads) last.
-	// Parameters: token, ttl µs, driver id, name_hash, driver id.
+	// whose queue this driver heads (and leaves): the new fence in
+	// LAST_INSERT_ID, nothing written otherwise. Parameters: token, ttl µs,
+	// driver id, name_hash, driver id.
 	tableRetakeSQL = `UPDATE %s SET fence = LAST_INSERT_ID(fence + 1), token = ?, queue = SUBSTRING(queue, 30),
  expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, taken_by = ?
 WHERE name_hash = ? AND expires_at < UTC_TIMESTAMP(6) AND (queue = '' OR LEFT(queue, 16) = ?)`
+
+	// tableHandoverSQL passes the row to another token, with the next
+	// fence and a new expiry, when no driver queues for it, else releases
+	// it: LAST_INSERT_ID is the new fence, or heldMark + fence (released).
+	// Parameters: new token, driver id, ttl µs, name_hash, token. %[2]d is
+	// heldMark.
+	tableHandoverSQL = `UPDATE %[1]s SET
+ fence = IF(LAST_INSERT_ID(IF(queue = '', fence + 1, %[2]d + fence)) < %[2]d, fence + 1, fence),
+ token = IF(LAST_INSERT_ID() < %[2]d, ?, ''),
+ taken_by = IF(LAST_INSERT_ID() < %[2]d, ?, taken_by),
+ expires_at = IF(LAST_INSERT_ID() < %[2]d, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, '1000-01-01 00:00:00')
+WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 )
 
 func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
@@ -138,23 +151,19 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	args := []any{sqlkit.KeyHash(req.Key), req.Token, req.TTL.Microseconds(), req.Key, d.id}
 	plan := d.watch.plan(req.Key)
 	if plan == planRetake || plan == planHead {
-		// Not waited for: its row most likely exists and is free. A plain
-		// UPDATE costs 1.05-1.09× a bare upsert-if-expired + DELETE pair,
-		// an upsert 1.3-1.4×. The queue's head's attempts are this UPDATE
-		// alone: while the row is held it locks it only for a moment.
+		// Its row most likely exists and is free: a plain UPDATE costs
+		// 1.05-1.09× a bare upsert-if-expired + DELETE pair, an upsert
+		// 1.3-1.4×. The queue's head asks with it alone: a held row is then
+		// locked only for a moment.
 		id, n, err = d.tableExec(ctx, d.retakeSQL, req.Token, req.TTL.Microseconds(), d.id, sqlkit.KeyHash(req.Key), d.id)
 	}
 	switch {
 	case err != nil:
 	case plan == planHead && n != 1:
 		id = heldMark + d.s.fastPoll().Microseconds() // held: ask again in a fast poll
-	case plan == planQueue:
-		// Others queue before this driver: only the queueing statement
-		// can take, join or stamp; one row lock, not two.
+	case plan == planQueue: // only the queueing statement can take, join or stamp
 		id, _, err = d.tableExec(ctx, d.acquireSQL, args...)
-	case n != 1:
-		// The short statement (takes a free row nobody else queues for, or
-		// inserts it), then the queueing one.
+	case n != 1: // the short statement (a free row nobody else queues for, or a new one), then the queueing one
 		id, _, err = d.tableExec(ctx, d.takeSQL, args...)
 		if err == nil && id >= heldMark && d.s.liveness > 0 {
 			id, _, err = d.tableExec(ctx, d.acquireSQL, args...)
@@ -183,12 +192,10 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 }
 
 // tookAnyway reads req.Key's row back after err, a failed statement of
-// acquire, when its outcome is unknown: the link failed after sending it
-// (no server error, not driver.ErrBadConn) and ctx is alive. That statement
-// may have taken the lock, and dropped this driver's queue entry, before
-// its answer was lost; an error would make the component release the lock
-// and ask again as a new arrival, at the back of the queue. ok: req.Token
-// holds the row, res is the lock.
+// acquire whose outcome is unknown: the link failed after sending it (no
+// server error, not driver.ErrBadConn) and ctx is alive. It may have taken
+// the lock (and left the queue); an error would have the component release
+// it and ask again at the back of the queue. ok: req.Token holds the row.
 func (d *tableDriver) tookAnyway(ctx context.Context, req drivers.AcquireRequest, err error) (res drivers.AcquireResult, ok bool) {
 	if ctx.Err() != nil || errNumber(err) != 0 || errors.Is(err, driver.ErrBadConn) {
 		return res, false // answered, or nothing sent
@@ -200,8 +207,79 @@ func (d *tableDriver) tookAnyway(ctx context.Context, req drivers.AcquireRequest
 	return drivers.AcquireResult{Acquired: true, Fence: info.Fence}, true
 }
 
+// Handover passes key from token to next.Token in one UPDATE when fair
+// hand-off is on and no driver queues for the row; otherwise (without fair
+// hand-off a waiting process would be overtaken) it releases key.
+func (d *tableDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
+	if d.s.liveness == 0 {
+		ok, err := d.Release(ctx, key, token)
+		return ok, drivers.AcquireResult{}, err
+	}
+	return call2(&d.core, ctx, func(ctx context.Context) (bool, drivers.AcquireResult, error) {
+		if err := checkTake(next); err != nil {
+			return false, drivers.AcquireResult{}, err
+		}
+		id, n, err := d.tableExec(ctx, d.handoverSQL, next.Token, d.id, next.TTL.Microseconds(), sqlkit.KeyHash(key), token)
+		switch {
+		case err != nil:
+			return false, drivers.AcquireResult{}, fmt.Errorf("mysql: handover: %w", err)
+		case n != 1:
+			return false, drivers.AcquireResult{}, nil
+		case id < heldMark:
+			return true, drivers.AcquireResult{Acquired: true, Fence: uint64(id)}, nil
+		}
+		d.watch.contended(key) // released because others queue
+		d.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
+		return true, drivers.AcquireResult{}, nil
+	})
+}
+
+// Inspect reads key's row: its token, fence and remaining ttl.
+func (d *tableDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
+	return call2(&d.core, ctx, func(ctx context.Context) (info drivers.LockInfo, _ bool, err error) {
+		if err := d.ddl.Ensure(ctx, d.ensureSchema); err != nil {
+			return info, false, err
+		}
+		var us int64
+		err = d.db.QueryRowContext(ctx, fmt.Sprintf(
+			`SELECT token, fence, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM %s WHERE name_hash = ? AND expires_at >= UTC_TIMESTAMP(6)`,
+			d.s.table), sqlkit.KeyHash(key)).Scan(&info.Token, &info.Fence, &us)
+		if errors.Is(err, sql.ErrNoRows) {
+			return drivers.LockInfo{}, false, nil
+		}
+		if err != nil {
+			return drivers.LockInfo{}, false, fmt.Errorf("mysql: inspect: %w", err)
+		}
+		info.TTL = time.Duration(us) * time.Microsecond
+		return info, true, nil
+	})
+}
+
+// List returns the held locks whose keys start with prefix.
+func (d *tableDriver) List(ctx context.Context, prefix string) ([]drivers.ListedLock, error) {
+	return call(&d.core, ctx, func(ctx context.Context) (out []drivers.ListedLock, err error) {
+		if err := d.ddl.Ensure(ctx, d.ensureSchema); err != nil {
+			return nil, err
+		}
+		var l drivers.ListedLock
+		var name, token []byte
+		var us int64
+		err = queryRows(ctx, d.db, fmt.Sprintf(
+			`SELECT name, token, fence, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM %s`+
+				` WHERE expires_at >= UTC_TIMESTAMP(6) AND token <> '' AND LEFT(name, LENGTH(?)) = ?`, d.s.table),
+			[]any{[]byte(prefix), []byte(prefix)}, []any{&name, &token, &l.Fence, &us}, func() {
+				l.Key, l.Token, l.TTL = string(name), string(token), time.Duration(us)*time.Microsecond
+				out = append(out, l)
+			})
+		if err != nil {
+			return nil, fmt.Errorf("mysql: list: %w", err)
+		}
+		return out, nil
+	})
+}
+
 // tableExec runs a statement with retries, creating the table again if it
-// was dropped (sqlkit.Schema.Run), and returns LAST_INSERT_ID and the rows
+// was dropped (sqlkit.Schema.Run); it returns LAST_INSERT_ID and the rows
 // affected.
 func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) (id, n int64, err error) {
 	ensure := func() error { return d.ddl.Ensure(ctx, d.ensureSchema) }
@@ -232,4 +310,16 @@ func (d *tableDriver) retry(ctx context.Context, f func() error) error {
 	return sqlkit.Retry(ctx, retryPolicy, f, func(attempt int, err error) bool {
 		return attempt <= d.s.retries && (retryable(err) || isErr(err, 1317) && ctx.Err() == nil)
 	})
+}
+
+// checkTake rejects a request the row cannot hold.
+func checkTake(req drivers.AcquireRequest) error {
+	if err := checkToken(req.Token); err != nil || req.TTL > 0 {
+		return err
+	}
+	return errTTL(req.TTL)
+}
+
+func errTTL(ttl time.Duration) error {
+	return fmt.Errorf("mysql: ttl %v must be positive in table mode", ttl)
 }

@@ -49,7 +49,7 @@ const nowMS = `(TIMESTAMPDIFF(MICROSECOND, '2000-01-01 00:00:00', UTC_TIMESTAMP(
 // tableAcquireSQL inserts the row or takes over an expired one, honouring
 // the queue. Parameters: name_hash, token, ttl µs, name, driver id. %[1]s
 // the table, %[2]s the outcome, %[3]s the new queue, %[4]d heldMark, %[5]s
-// the floor table (a new row's fence is one above it: table_reclaim.go).
+// the floor table (a new row's fence is one above it: table_schema.go).
 // expires_at, which every condition reads, is assigned last.
 const tableAcquireSQL = `INSERT INTO %[1]s (name_hash, token, fence, expires_at, name, taken_by)
 VALUES (?, ?, LAST_INSERT_ID(COALESCE((SELECT fence FROM %[5]s WHERE id = 1 LOCK IN SHARE MODE), 0) + 1),

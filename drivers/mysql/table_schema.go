@@ -9,8 +9,8 @@ import (
 
 // lockTableDDL is table mode's table (docs/mysql.md): name_hash is
 // sqlkit.KeyHash, name the key for people. A release keeps the row for the
-// next plain UPDATE; the reclaimer deletes it (table_reclaim.go). taken_by
-// (the last taker) and queue serve fair hand-off (table_fair.go).
+// next plain UPDATE; the reclaimer deletes it. taken_by (the last taker)
+// and queue serve fair hand-off (table_fair.go).
 const lockTableDDL = `CREATE TABLE IF NOT EXISTS %s (
   name_hash BINARY(32) NOT NULL,
   token VARBINARY(255) NOT NULL,
@@ -72,4 +72,123 @@ WHERE TABLE_SCHEMA = IFNULL(?, DATABASE()) AND TABLE_NAME = ?`,
 		}
 	}
 	return nil
+}
+
+// Each table-mode driver deletes the free rows no live waiter queues for
+// (reclaimSQL) every half of the longest ttl it took a lock with
+// (internal/reclaim). A deleted row's fence must not start again from 1:
+// the one-row floor table (name + floorSuffix) is raised to the highest
+// fence deleted, in the deleting transaction, and a new row starts one
+// above it. Fences of a name stay increasing because:
+//
+//   - an existing row's next fence is its own plus one, under its row lock;
+//   - a new row reads the floor under a shared lock held to its commit, and
+//     the reclaimer takes the floor row's exclusive lock (NOWAIT: never
+//     queueing acquisitions) before it reads or deletes a row, to its
+//     commit. So a floor read and its insert happen wholly before a
+//     deletion commits (the insert meets the row: its fence plus one) or
+//     wholly after (the floor is at least the deleted fence).
+//
+// Multi-primary Galera or Group Replication shares no row locks between
+// nodes: this holds for acquisitions on the reclaimer's node.
+
+// floorSuffix names a lock table's floor table.
+const floorSuffix = "_floor"
+
+const (
+	floorTableDDL = `CREATE TABLE IF NOT EXISTS %s (
+  id TINYINT UNSIGNED NOT NULL,
+  fence BIGINT UNSIGNED NOT NULL,
+  PRIMARY KEY (id)
+) ENGINE=InnoDB`
+	floorRowSQL = `INSERT IGNORE INTO %s (id, fence) VALUES (1, 0)`
+)
+
+// reclaimBatch is the most rows one reclaim transaction deletes.
+const reclaimBatch = 1000
+
+// reclaimRound deletes up to reclaimBatch reclaimable rows, found by a
+// plain read, in one READ COMMITTED transaction (a locking read locks only
+// the rows it returns): lock the floor, then the rows, raise the floor to
+// their highest fence, delete them.
+func (d *tableDriver) reclaimRound(ctx context.Context) (int64, error) {
+	// the candidates, before the floor is locked: new rows wait for it
+	hashes, err := queryHashes(ctx, d.db, d.s.reclaimSQL("name_hash, 0", "TRUE")+fmt.Sprintf(" LIMIT %d", reclaimBatch))
+	if err != nil || len(hashes) == 0 {
+		return 0, err
+	}
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var floor uint64
+	// NOWAIT: waiting behind an acquisition's shared lock would queue every
+	// new row behind this transaction; try again next round
+	if err := tx.QueryRowContext(ctx, fmt.Sprintf("SELECT fence FROM %s WHERE id = 1 FOR UPDATE NOWAIT", d.s.floorTable)).Scan(&floor); err != nil {
+		if isErr(err, 1205, 3572) { // busy: lock wait timeout (MariaDB), ER_LOCK_NOWAIT (MySQL)
+			return 0, nil
+		}
+		return 0, fmt.Errorf("mysql: reclaim: floor: %w", err)
+	}
+	args := make([]any, len(hashes))
+	for i, h := range hashes {
+		args[i] = h.hash
+	}
+	// the candidates again, locked, as they are now
+	locked, err := queryHashes(ctx, tx, d.s.reclaimSQL("name_hash, fence", "name_hash IN ("+marks("?", len(args))+")")+" FOR UPDATE", args...)
+	if err != nil || len(locked) == 0 {
+		return 0, err
+	}
+	top := floor
+	args = args[:0]
+	for _, h := range locked {
+		top = max(top, h.fence)
+		args = append(args, h.hash)
+	}
+	if top > floor {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("UPDATE %s SET fence = ? WHERE id = 1", d.s.floorTable), top); err != nil {
+			return 0, fmt.Errorf("mysql: reclaim: floor: %w", err)
+		}
+	}
+	res, err := tx.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE name_hash IN (%s)", d.s.table, marks("?", len(args))), args...)
+	if err != nil {
+		return 0, fmt.Errorf("mysql: reclaim: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("mysql: reclaim: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// reclaimSQL selects cols of the rows matching where that are reclaimable:
+// free, and no live waiter queued (each entry dead as queueSQL.dead judges
+// it: any acquisition may take the row), or with fair hand-off off, none.
+// mutexfx_entry numbers a queue's entries.
+func (s settings) reclaimSQL(cols, where string) string {
+	if s.liveness == 0 {
+		return fmt.Sprintf("SELECT %s FROM %s WHERE %s AND expires_at < UTC_TIMESTAMP(6) AND queue = ''", cols, s.table, where)
+	}
+	return fmt.Sprintf(`WITH RECURSIVE mutexfx_entry (i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM mutexfx_entry WHERE i < %[1]d)
+SELECT %[2]s FROM %[3]s WHERE %[4]s AND expires_at < UTC_TIMESTAMP(6) AND (queue = '' OR NOT EXISTS (SELECT 1 FROM mutexfx_entry
+ WHERE i < LENGTH(queue) DIV %[5]d AND SUBSTRING(queue, i * %[5]d + 17, 13) >= %[6]s))`,
+		maxQueue-1, cols, s.table, where, entryWidth, stampSQL(s.liveness.Milliseconds()))
+}
+
+// hashFence is a row's name_hash and fence.
+type hashFence struct {
+	hash  []byte
+	fence uint64
+}
+
+// queryHashes returns the rows of q.
+func queryHashes(ctx context.Context, db querier, q string, args ...any) ([]hashFence, error) {
+	var out []hashFence
+	var h hashFence
+	err := queryRows(ctx, db, q, args, []any{&h.hash, &h.fence}, func() { out = append(out, h) })
+	if err != nil {
+		return nil, fmt.Errorf("mysql: reclaim: %w", err)
+	}
+	return out, nil
 }
