@@ -13,8 +13,10 @@ import (
 	"github.com/mutexfx/mutexfx/internal/bubble"
 )
 
-// TestRequireWaits: the assertions wait for a state reached later, and fail
-// after WaitBound when it never comes.
+// TestRequireWaits: the assertions wait for a state reached while they
+// wait (once every other goroutine of the bubble is blocked:
+// synctest.Wait), notice it a poll's pause later at most, and fail after
+// WaitBound when it never comes.
 func TestRequireWaits(t *testing.T) {
 	bubble.Unpool(t) // the component's waiters must not leave the bubble
 	synctest.Test(t, func(t *testing.T) {
@@ -22,30 +24,38 @@ func TestRequireWaits(t *testing.T) {
 		drv := memory.New()
 		m := fxtest.New(t, component.Options{Driver: drv, Name: "a"})
 		other := fxtest.New(t, component.Options{Driver: drv, Name: "b"})
+		changes := make(chan time.Time, 1) // when the state changed
 		acquired := make(chan *component.Lock, 1)
 		go func() {
-			time.Sleep(time.Second)
+			synctest.Wait() // RequireHeld found no lock and waits
 			l, err := m.Acquire(ctx, "x")
 			if err != nil {
 				t.Error(err)
 			}
+			changes <- time.Now()
 			acquired <- l
 		}()
 		start := time.Now()
 		l := fxtest.RequireHeld(t, m, "x")
-		if got := time.Since(start); l != <-acquired || got < time.Second || got > time.Second+10*time.Millisecond {
-			t.Fatalf("RequireHeld returned %v after %v; want the lock acquired after 1 s", l, time.Since(start))
+		at := <-changes
+		if got := time.Since(at); l != <-acquired || !time.Now().After(start) || got > 10*time.Millisecond {
+			t.Fatalf("RequireHeld returned %v %v after the acquisition (%v after its start); want the lock, a poll's pause later at most",
+				l, got, time.Since(start))
 		}
 		go func() {
-			time.Sleep(time.Second)
+			synctest.Wait() // RequireFree found the lock held and waits
 			if _, err := l.Release(ctx); err != nil {
 				t.Error(err)
 			}
+			changes <- time.Now()
 		}()
+		start = time.Now()
 		fxtest.RequireFree(t, other, "x")
 		fxtest.RequireNotHeld(t, m, "x")
-		if got := time.Since(start); got < 2*time.Second || got > 2*time.Second+20*time.Millisecond {
-			t.Fatalf("RequireFree returned %v after the start, want 2 s (a poll's pause later at most)", got)
+		at = <-changes
+		if got := time.Since(at); !time.Now().After(start) || got > 20*time.Millisecond {
+			t.Fatalf("RequireFree and RequireNotHeld returned %v after the release (%v after their start), want a poll's pause later at most",
+				got, time.Since(start))
 		}
 
 		start = time.Now()
