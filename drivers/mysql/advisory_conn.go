@@ -14,10 +14,9 @@ type idleConn struct {
 }
 
 // Up to keepConns connections are kept between acquisitions, each for up
-// to keepFor, rather than go through the pool, whose liveness check (a read
-// system call per hand-out) costs about 4% of an acquire+release pair. They
-// go back at the next acquisition or by a timer (expireIdle); one found
-// dead is replaced from the pool.
+// to keepFor, rather than go through the pool, whose liveness check (a
+// read system call per hand-out) costs about 4% of an acquire+release
+// pair; a timer returns them (expireIdle). One found dead is replaced.
 const (
 	keepConns = 2
 	keepFor   = time.Second
@@ -73,8 +72,8 @@ func (a *advisoryDriver) armIdleLocked(d time.Duration) {
 	a.idleTimer = time.AfterFunc(d, a.expireIdle)
 }
 
-// expireIdle returns the connections kept for keepFor and arms the timer
-// again for the others.
+// expireIdle returns the connections kept for keepFor, and arms the timer
+// for the others.
 func (a *advisoryDriver) expireIdle() {
 	defer a.idleWG.Done()
 	now := time.Now()

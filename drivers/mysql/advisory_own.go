@@ -8,13 +8,12 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// The driver's own statements on a held lock's connection (checks when the
-// pool is full, idle touches) run in goroutines with a context that ends
-// only when Close starts (Life.Closing): ending one closes the connection,
-// which frees the lock, so no caller's deadline ends it, and nobody waits
-// for it.
-// A release that cannot wait longer, or a lock found lost, ends such a
-// check (heldLock.abort) or has the connection's user drop it (unlock).
+// The driver's own statements on a held lock's connection (checks on a
+// full pool, idle touches) run in goroutines with a context that ends only
+// when Close starts: ending one closes the connection, freeing the lock,
+// so no caller's deadline ends it, and nobody waits for it. A release that
+// cannot wait longer, or a lock found lost, ends such a check
+// (heldLock.abort) or has the connection's user drop it (unlock).
 
 // check asks h's own connection whether it still holds h (h.mu held).
 func (h *heldLock) check(ctx context.Context) (bool, error) {
@@ -31,9 +30,9 @@ type ownAnswer struct {
 }
 
 // checkOwn checks h on its own connection in a goroutine and reports h
-// lost when not held. With wait nil it asks only if the connection is
-// free, else returns nil; otherwise it waits for it until wait ends
-// (answering wait's error). Nil too when the driver is closing.
+// lost when not held. With wait nil it asks only if the connection is free
+// (else returns nil); otherwise it waits for it until wait ends (answering
+// wait's error). Nil too when the driver is closing.
 func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownAnswer {
 	if wait == nil && !h.mu.TryLock() {
 		return nil
@@ -75,9 +74,9 @@ func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownA
 	return out
 }
 
-// abandon has h's busy connection dropped by its user when done (unlock)
-// or at once for a check of the driver's own (abort), and reports whether
-// h.mu was freed meanwhile: the caller then holds it.
+// abandon has h's busy connection dropped by its user when done (unlock),
+// or at once for the driver's own check (abort), and reports whether h.mu
+// was freed meanwhile: the caller then holds it.
 func (h *heldLock) abandon() bool {
 	h.giveUp.Store(true)
 	if stop := h.abort.Load(); stop != nil {
@@ -120,10 +119,8 @@ func (a *advisoryDriver) probeOwnAll(ctx context.Context, hs []*heldLock) (held 
 }
 
 // lose marks h lost: forgets it, tells the subscribers, then drops its
-// connection, in that order, so that its holder is told before anyone else
-// can get the lock. It never waits for a busy connection: that is dropped
-// when its statement ends (unlock), or at once for a check of the
-// driver's own (abort).
+// connection, so that its holder is told before anyone else can get the
+// lock. A busy connection is dropped when its statement ends (abandon).
 func (a *advisoryDriver) lose(h *heldLock) {
 	if !h.mu.TryLock() {
 		a.forget(h)

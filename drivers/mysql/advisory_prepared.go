@@ -16,12 +16,10 @@ import (
 // nothing parsed, and no column definitions from MariaDB (metadata cache).
 // On MariaDB 10.11 an acquire+release pair so costs 0.99–1.02 × a bare text
 // GET_LOCK + RELEASE_LOCK pair, against 1.17–1.21 × as interpolated text.
-//
 // A connection keeps up to three (acquire with and without timeout,
 // release), counted against max_prepared_stmt_count. One whose prepare is
 // refused for good (1461: that limit; 1295, 1047: no prepared statements)
-// sends text from then on; after another refusal only that call does. With
-// NewWithDB's pool (sockets unknown) they are text.
+// sends text from then on; after another refusal only that call does.
 
 // errNoPrepare makes queryUint run its statement as text.
 var errNoPrepare = errors.New("mysql: statement not prepared")
@@ -45,9 +43,9 @@ func (p pinned) queryUint(ctx context.Context, q string, args []any) (v uint64, 
 	return n.V, n.Valid, err
 }
 
-// execute runs q kept prepared on dc, the socket's connection, preparing it
-// at first use, and once more if the server forgot it (1243: session
-// reset; nothing ran).
+// execute runs q kept prepared on dc, the socket's connection, preparing
+// it at first use, and again if the server forgot it (1243: session reset;
+// nothing ran).
 func (s *socket) execute(ctx context.Context, dc any, q string, args []any) (uint64, bool, error) {
 	nv := make([]driver.NamedValue, len(args))
 	for i, a := range args {

@@ -19,12 +19,12 @@ import (
 )
 
 // Statements on pinned connections run with a context that cannot be
-// cancelled, and the caller's context is enforced by closing the socket
-// when it ends (context.AfterFunc): a cancellable context costs two
-// goroutine wake-ups per statement in go-sql-driver's watcher (20–25 µs on
-// loopback, a sixth of an advisory acquire+release pair), and that watcher
-// too closes the socket. This needs the socket, known only on the own pool
-// (dialled by sockets.dial); elsewhere statements take the caller's context.
+// cancelled, and the caller's is enforced by closing the socket when it
+// ends: go-sql-driver's watcher of a cancellable context costs two
+// goroutine wake-ups per statement (20–25 µs on loopback, a sixth of an
+// advisory acquire+release pair), and closes the socket too. The socket is
+// known only on the own pool (sockets.dial); elsewhere statements take the
+// caller's context.
 
 // sockets maps the driver pool's connections to their sockets.
 type sockets struct {
@@ -44,7 +44,7 @@ type socket struct {
 	sess atomic.Pointer[session] // the session, once known (advisory_session.go)
 	boot atomic.Int64            // bootUnread, bootNoCache, or the boot time of a session read in its first seconds
 
-	// Used only by the connection's holder, one at a time:
+	// the connection's holder's, one at a time:
 	stmts     map[string]driver.Stmt // kept prepared (advisory_prepared.go)
 	noPrepare bool                   // prepares refused: run as text
 	ident     string                 // identity last written (advisory_fence.go)
@@ -63,15 +63,14 @@ func (s *socket) Close() error {
 	return s.Conn.Close()
 }
 
-// cut closes the socket under a statement running on it: the statement
-// fails at once and go-sql-driver drops the connection.
+// cut closes the socket under a running statement, which fails at once:
+// go-sql-driver drops the connection.
 func (s *socket) cut() {
 	s.hup.Forget()
 	_ = s.Conn.Close()
 }
 
-// dialSlotKey keys the *(*socket) through which dial hands Connect its
-// socket.
+// dialSlotKey keys the *(*socket) through which dial hands Connect its socket.
 type dialSlotKey struct{}
 
 // connector makes cfg's connections, recording their sockets in s, or is
@@ -157,8 +156,8 @@ type pinned struct {
 	sock *socket
 }
 
-// armHangup has fn called when the server closes or resets p's connection;
-// without a socket, the probes find out.
+// armHangup has fn called when the server closes or resets p's connection
+// (without a socket, the probes find out).
 func (p pinned) armHangup(fn func()) {
 	if p.sock != nil {
 		p.sock.hup.Arm(fn)
@@ -206,9 +205,9 @@ func (p pinned) run(ctx context.Context, f func(context.Context) error) error {
 	return err
 }
 
-// exec runs q on the pool: with a cancellable ctx on the own pool, on a
-// connection taken for it and cancelled by its socket, retried as
-// database/sql does when the statement was not sent (driver.ErrBadConn).
+// exec runs q on the pool; with a cancellable ctx on the own pool, on a
+// connection taken for it (run), retried as database/sql does when the
+// statement was not sent (driver.ErrBadConn).
 func (c *core) exec(ctx context.Context, q string, args []any) (sql.Result, error) {
 	if c.socks == nil || ctx.Done() == nil {
 		return c.db.ExecContext(ctx, q, args...)

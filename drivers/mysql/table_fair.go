@@ -9,23 +9,19 @@ import (
 // help a process that releases and asks again at once takes the row again
 // before their next poll, and pollers are served in random order. So each
 // row holds a FIFO queue of waiting drivers: a driver whose attempt fails
-// is appended (once per wait), and a free row goes only to the first live
-// entry (to anyone if none is live); the taker leaves the queue in the
+// is appended (once per wait), a free row goes only to the first live
+// entry (to anyone if none is live), and the taker leaves the queue in the
 // same statement. An entry is live while its driver asked within
 // WaiterLiveness: a waiter asks again WaiterLiveness/2 after its last
 // stamp, and an attempt stamps its entry when older than 3/8 of it (each
 // write is a commit). Attempts prune up to pruneDepth dead head entries.
-//
 // The queue is a VARBINARY of fixed-width entries: the driver's 16-byte
 // random id and its last attempt as 13 ASCII digits of ms since 2000-01-01
-// (database clock, UTC). A waiter's position sets how often its driver
-// polls (table_watch.go).
+// (database clock, UTC).
 //
-// The acquire statement decides all: its first assignment computes the
-// outcome from the row as it was into LAST_INSERT_ID (read from the OK
-// packet), and the later ones read it back, in whatever order.
-//
-// The outcome, a BIGINT:
+// The acquire statement's first assignment computes the outcome from the
+// row as it was into LAST_INSERT_ID (read from the OK packet), and the
+// later ones read it back, in whatever order. The outcome, a BIGINT:
 //
 //	bits 0-49    taken: the new fence; not taken: the holder's remaining µs
 //	             (WaiterLiveness when the row is free but others come first)
@@ -50,7 +46,6 @@ const nowMS = `(TIMESTAMPDIFF(MICROSECOND, '2000-01-01 00:00:00', UTC_TIMESTAMP(
 // the queue. Parameters: name_hash, token, ttl µs, name, driver id. %[1]s
 // the table, %[2]s the outcome, %[3]s the new queue, %[4]d heldMark, %[5]s
 // the floor table (a new row's fence is one above it: table_schema.go).
-// expires_at, which every condition reads, is assigned last.
 const tableAcquireSQL = `INSERT INTO %[1]s (name_hash, token, fence, expires_at, name, taken_by)
 VALUES (?, ?, LAST_INSERT_ID(COALESCE((SELECT fence FROM %[5]s WHERE id = 1 LOCK IN SHARE MODE), 0) + 1),
  UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?, ?)
@@ -62,7 +57,7 @@ ON DUPLICATE KEY UPDATE
  taken_by = IF(LAST_INSERT_ID() < %[4]d, VALUES(taken_by), taken_by),
  expires_at = IF(LAST_INSERT_ID() < %[4]d, VALUES(expires_at), expires_at)`
 
-// queueSQL makes the SQL expressions on the queue column q, for the driver
+// queueSQL makes the SQL expressions on the queue column q for the driver
 // whose id is the expression me, with liveness l ms.
 type queueSQL struct {
 	q, me string
@@ -104,8 +99,8 @@ func (s queueSQL) outcome() string {
 	free := "expires_at < UTC_TIMESTAMP(6)"
 	may := fmt.Sprintf("(%s AND %s <= %s)", free, s.before(), s.lead())
 	mine := fmt.Sprintf("INSTR(%s, %s)", s.q, s.me)
-	// Not queued: append, unless the queue is full, or empty while my
-	// driver holds the row (its own waiters queue in the component).
+	// not queued: append, unless the queue is full, or empty while my
+	// driver holds the row (its own waiters queue in the component)
 	app := fmt.Sprintf("(%[1]s = 0 AND LENGTH(%[2]s) < %[3]d AND NOT (%[2]s = '' AND NOT %[4]s AND taken_by = %[5]s))",
 		mine, s.q, maxQueue*entryWidth, free, s.me)
 	refresh := fmt.Sprintf("(%[1]s > 0 AND SUBSTRING(%[2]s, %[1]s + 16, 13) < %[3]s)", mine, s.q, stampSQL(s.l*3/8))
@@ -132,8 +127,7 @@ func (s queueSQL) newQueue() string {
 
 // takeSQL is tableAcquireSQL that takes the row only when free and its
 // queue empty or headed by this driver (which leaves it), and changes
-// nothing otherwise: the cheap uncontended path and the head's take.
-// Without fair hand-off it is acquireSQL.
+// nothing otherwise. Without fair hand-off it is acquireSQL.
 func (s settings) takeSQL() string {
 	if s.liveness == 0 {
 		return s.acquireSQL()
@@ -151,7 +145,7 @@ func (s settings) acquireSQL() string {
 }
 
 // pollSQL reads the watched rows (keyState). Parameters: driver id, then
-// the hashes. The id is CAST to BINARY: as a text column of a derived table
+// the hashes. The id is CAST to BINARY: as a derived table's text column
 // its bytes that are no valid UTF-8 would turn into '?'.
 func (s settings) pollSQL(keys int) string {
 	q := queueSQL{q: "queue", me: "m.me", l: s.liveness.Milliseconds()}
@@ -161,7 +155,7 @@ FROM %[3]s, (SELECT CAST(? AS BINARY) AS me) AS m WHERE name_hash IN (%[4]s)`, e
 }
 
 // fastPoll is how often a driver polls the keys whose queue it heads:
-// PollInterval/10, and with fair hand-off at most WaiterLiveness/4 (its
+// PollInterval/10, with fair hand-off at most WaiterLiveness/4 (its
 // attempts then stamp its entry in time), at least 1ms.
 func (s settings) fastPoll() time.Duration {
 	p := s.poll / 10

@@ -15,9 +15,9 @@ import (
 // acquisition (a waiting component retries at least every second).
 const watchInterest = 2 * time.Second
 
-// maxInterests is how many keys a driver keeps in mind before it forgets
-// those not asked for within watchInterest without waiting for its poller
-// (which runs only once a subscribed driver's acquisition failed).
+// maxInterests is how many keys a driver keeps before it forgets those
+// not asked for within watchInterest without waiting for its poller (which
+// runs only once a subscribed driver's acquisition failed).
 const maxInterests = 1024
 
 // watcher gives table mode its wake-ups and its waiters' places. MySQL
@@ -27,9 +27,8 @@ const maxInterests = 1024
 // when it should join the queue, and WaiterLiveness/2 after its last
 // stamp. It polls every PollInterval, faster nearer the head
 // (settings.pollEvery), and when a queued entry's stamp falls due,
-// whatever PollInterval (sleep, stampDue): an entry left unstamped for
-// WaiterLiveness is dead, and a later arrival would overtake its live
-// waiter.
+// whatever PollInterval: an entry left unstamped for WaiterLiveness is
+// dead, and a later arrival would overtake its live waiter.
 type watcher struct {
 	d *tableDriver
 
@@ -79,9 +78,8 @@ func (w *watcher) plan(key string) int {
 }
 
 // contended notes that this driver released key while others queued for
-// it. Not a wait (the watcher polls no key for it): its next attempt joins
-// the queue in one statement (plan). Keys noted so and never asked for
-// again are forgotten by the poller or, while none runs, here.
+// it: its next attempt joins the queue in one statement (plan). Not a wait
+// (the poller reads no key for it); forgotten as a wait is (pruneLocked).
 func (w *watcher) contended(key string) {
 	now := time.Now()
 	w.mu.Lock()
@@ -92,11 +90,10 @@ func (w *watcher) contended(key string) {
 	w.mu.Unlock()
 }
 
-// failed records and watches a failed acquisition of key, started at
-// start (stamped: it stamped the queue entry; the stamp is its statement's
-// start in the server's clock, so the entry's age counts from the call's
-// start, not from its answer). It returns how soon to ask again: fastPoll
-// at the head (its attempts are then the polls), else 0.
+// failed records and watches a failed acquisition of key started at start
+// (stamped: it stamped the queue entry, whose age so counts from the
+// call's start, not from its answer). It returns how soon to ask again:
+// fastPoll at the head (its attempts are then the polls), else 0.
 func (w *watcher) failed(key string, stamped bool, start time.Time) (retry time.Duration) {
 	now := time.Now()
 	w.mu.Lock()
@@ -122,8 +119,7 @@ func (w *watcher) failed(key string, stamped bool, start time.Time) (retry time.
 	return retry
 }
 
-// pruneLocked forgets the keys not asked for within watchInterest (w.mu
-// held).
+// pruneLocked forgets the keys not asked for within watchInterest (w.mu held).
 func (w *watcher) pruneLocked(now time.Time) {
 	for k, in := range w.keys {
 		if now.Sub(in.asked) >= watchInterest {
@@ -230,8 +226,8 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 	default:
 		every = s.poll
 	}
-	if st.pos >= 0 && !refresh {
-		every = min(every, w.stampDue(in, now))
+	if st.pos >= 0 && !refresh { // its waiter is prompted when its entry needs a stamp
+		every = min(every, max(in.stamped.Add(s.liveness/2).Sub(now), s.fastPoll()))
 	}
 	// Prompt again once the waiter answered the last prompt, or two fast
 	// polls later (a component no longer waiting ignores it).
@@ -242,21 +238,14 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 	return false, every
 }
 
-// sleep is the longest the poller sleeps: PollInterval, or with fair
+// sleep is the longest the poller sleeps: PollInterval, with fair
 // hand-off at most WaiterLiveness/2, so that an entry queued meanwhile is
-// looked at by the time its stamp falls due (a poll with no key watched
-// reads nothing).
+// looked at by the time its stamp falls due.
 func (w *watcher) sleep() time.Duration {
 	if l := w.d.s.liveness / 2; l > 0 {
 		return min(w.d.s.poll, l)
 	}
 	return w.d.s.poll
-}
-
-// stampDue is how long until in's queue entry needs a stamp (w.mu held):
-// its waiter is then prompted to ask again, which stamps it.
-func (w *watcher) stampDue(in *interest, now time.Time) time.Duration {
-	return max(in.stamped.Add(w.d.s.liveness/2).Sub(now), w.d.s.fastPoll())
 }
 
 // read returns the state of chunk's keys (a missing row: free, no queue).
