@@ -41,7 +41,7 @@ type advisoryDriver struct {
 	monitorWG   sync.WaitGroup
 	wake        chan struct{} // wakes the monitor early (wakeFor)
 
-	bgWG sync.WaitGroup // checkOwn's statements (advisory_own.go)
+	bgWG sync.WaitGroup // checkOwn's statements (advisory_conn.go)
 }
 
 func newAdvisory(db *sql.DB, own bool, socks *sockets, s settings) *advisoryDriver {

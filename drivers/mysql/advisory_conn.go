@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"time"
+
+	"github.com/mutexfx/mutexfx/drivers"
 )
 
 // idleConn is a connection kept for the next acquisition.
@@ -120,4 +122,136 @@ func (a *advisoryDriver) closeIdle() {
 func discard(conn *sql.Conn) {
 	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 	_ = conn.Close()
+}
+
+// The driver's own statements on a held lock's connection (checks on a
+// full pool, idle touches) run in goroutines with a context that ends only
+// when Close starts: ending one closes the connection, freeing the lock,
+// so no caller's deadline ends it, and nobody waits for it. A release that
+// cannot wait longer, or a lock found lost, ends such a check
+// (heldLock.abort) or has the connection's user drop it (unlock).
+
+// check asks h's own connection whether it still holds h (h.mu held).
+func (h *heldLock) check(ctx context.Context) (bool, error) {
+	h.used.Store(time.Now().UnixNano())
+	var ok sql.NullBool
+	err := h.conn.queryRow(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", []any{h.name}, &ok)
+	return err == nil && ok.Valid && ok.Bool, err
+}
+
+// ownAnswer is checkOwn's answer: held, or why it could not ask.
+type ownAnswer struct {
+	held bool
+	err  error
+}
+
+// checkOwn checks h on its own connection in a goroutine and reports h
+// lost when not held. With wait nil it asks only if the connection is free
+// (else returns nil); otherwise it waits for it until wait ends (answering
+// wait's error). Nil too when the driver is closing.
+func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownAnswer {
+	if wait == nil && !h.mu.TryLock() {
+		return nil
+	}
+	a.mu.Lock()
+	if a.life.Closed() {
+		a.mu.Unlock()
+		if wait == nil {
+			h.mu.Unlock()
+		}
+		return nil
+	}
+	a.bgWG.Add(1)
+	a.mu.Unlock()
+	out := make(chan ownAnswer, 1)
+	go func() {
+		defer a.bgWG.Done()
+		if wait != nil {
+			if err := h.mu.LockContext(wait, a.life.Closing()); err != nil {
+				out <- ownAnswer{err: err}
+				return
+			}
+		}
+		defer a.unlock(h)
+		ctx, cancel := context.WithCancel(a.life.Closing())
+		defer cancel()
+		h.abort.Store(&cancel)
+		defer h.abort.Store(nil)
+		if h.done || h.giveUp.Load() { // (a release that gave up may have missed abort)
+			out <- ownAnswer{}
+			return
+		}
+		ok, _ := h.check(ctx)
+		if !ok && ctx.Err() == nil {
+			a.dropLocked(h, true)
+		}
+		out <- ownAnswer{held: ok}
+	}()
+	return out
+}
+
+// abandon has h's busy connection dropped by its user when done (unlock),
+// or at once for the driver's own check (abort), and reports whether h.mu
+// was freed meanwhile: the caller then holds it.
+func (h *heldLock) abandon() bool {
+	h.giveUp.Store(true)
+	if stop := h.abort.Load(); stop != nil {
+		(*stop)()
+	}
+	return h.mu.TryLock()
+}
+
+// unlock frees h.mu after a use of h's connection, dropping it first (no
+// Lost event: the holder let go) when a release gave up meanwhile.
+func (a *advisoryDriver) unlock(h *heldLock) {
+	if h.giveUp.Load() {
+		a.dropLocked(h, false)
+	}
+	h.mu.Unlock()
+}
+
+// probeOwnAll checks each of hs on its own connection at once and waits
+// for the answers until ctx ends: a renewal on a full pool.
+func (a *advisoryDriver) probeOwnAll(ctx context.Context, hs []*heldLock) (held []bool, errs []error) {
+	held = make([]bool, len(hs))
+	errs = make([]error, len(hs))
+	answers := make([]<-chan ownAnswer, len(hs))
+	for i, h := range hs {
+		answers[i] = a.checkOwn(h, ctx)
+	}
+	for i, ch := range answers {
+		if ch == nil {
+			errs[i] = ErrClosed
+			continue
+		}
+		select {
+		case ans := <-ch:
+			held[i], errs[i] = ans.held, ans.err
+		case <-ctx.Done():
+			errs[i] = context.Cause(ctx)
+		}
+	}
+	return held, errs
+}
+
+// lose marks h lost: forgets it, tells the subscribers, then drops its
+// connection, so that its holder is told before anyone else can get the
+// lock. A busy connection is dropped when its statement ends (abandon).
+func (a *advisoryDriver) lose(h *heldLock) {
+	if !h.mu.TryLock() {
+		a.forget(h)
+		a.tellLost(h)
+		if !h.abandon() { // its user drops it when done (unlock)
+			return
+		}
+	}
+	a.dropLocked(h, true)
+	h.mu.Unlock()
+}
+
+// tellLost sends h's Lost event, once.
+func (a *advisoryDriver) tellLost(h *heldLock) {
+	if h.lostSent.CompareAndSwap(false, true) {
+		a.subs.Publish(drivers.Event{Kind: drivers.Lost, Key: h.key, Token: h.token})
+	}
 }

@@ -34,7 +34,7 @@ func (a *advisoryDriver) startMonitor() {
 			next := a.upkeep(hs)
 			if now := time.Now(); !now.Before(nextProbe) {
 				nextProbe = now.Add(a.s.probe)
-				if a.poolFull() { // each lock on its own connection (advisory_own.go)
+				if a.poolFull() { // each lock on its own connection (checkOwn)
 					for _, h := range hs {
 						a.checkOwn(h, nil)
 					}

@@ -22,7 +22,7 @@ func TestFaults(t *testing.T) {
 
 	t.Run("PrepareRefused", func(t *testing.T) {
 		// The server refuses every prepare: the advisory statements run as
-		// text on that connection (advisory_prepared.go), and locks work as before.
+		// text on that connection (socket.go), and locks work as before.
 		ctx := ctxT(t)
 		if _, err := admin.ExecContext(ctx, "SET GLOBAL max_prepared_stmt_count = 0"); err != nil {
 			t.Fatal(err)
