@@ -340,6 +340,7 @@ func TestRenewalBatches(t *testing.T) {
 	component.Unpooled(t)
 	synctest.Test(t, func(t *testing.T) {
 		f := newFaulty()
+		f.renewed = make(chan error, 100)
 		ttl := 300 * time.Millisecond
 		m := newMutex(t, component.Options{Driver: f, TTL: ttl})
 		ctx := context.Background()
@@ -350,10 +351,21 @@ func TestRenewalBatches(t *testing.T) {
 		}
 		f.renews.Store(0)
 		f.renewLeases.Store(0)
-		time.Sleep(3 * ttl) // nine renewal periods of ttl/3, in the bubble's clock
+		// nine renewal periods of ttl/3: up to the call at 3 ttl, each
+		// call in the bubble's clock; a lock ending would end the wait
+		start, first := time.Now(), m.Held()[0]
+		for time.Since(start) < 3*ttl {
+			select {
+			case <-f.renewed:
+			case <-first.Done():
+				t.Fatalf("%q lost %v after the start: %v", first.Name(), time.Since(start), first.Err())
+			}
+		}
+		synctest.Wait()
 		calls, leases := f.renews.Load(), f.renewLeases.Load()
-		if calls > 12 || leases < 700 {
-			t.Fatalf("%d Renew calls for %d leases in 9 periods; want ≤ 12 calls renewing each lock every period", calls, leases)
+		if e := time.Since(start); calls > 12 || leases < 700 || e != 3*ttl {
+			t.Fatalf("%d Renew calls for %d leases in 9 periods, the last %v after the start; want ≤ 12 calls renewing each lock every period, one at %v",
+				calls, leases, e, 3*ttl)
 		}
 		for _, l := range m.Held() {
 			if !l.Held() {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/memory"
 )
@@ -111,4 +114,45 @@ func (f *faulty) Extend(ctx context.Context, key, token string, ttl time.Duratio
 		return false, err
 	}
 	return f.Driver.Extend(ctx, key, token, ttl)
+}
+
+// signalled is the memory store, every capability kept (its events above
+// all), that tells each renewal call it applied on renewed: a scenario
+// waits on the renewals it follows rather than on the bubble's clock.
+type signalled struct {
+	*memory.Driver
+	renewed chan struct{} // a call finding it full does not wait
+	calls   atomic.Int64  // renewal calls applied
+}
+
+func newSignalled() *signalled {
+	return &signalled{Driver: memory.New(), renewed: make(chan struct{}, 100)}
+}
+
+func (d *signalled) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	out := d.Driver.Renew(ctx, leases)
+	d.calls.Add(1)
+	select {
+	case d.renewed <- struct{}{}:
+	default:
+	}
+	return out
+}
+
+// renewedAt waits for the first renewal call applied after at least
+// after since l was acquired (the bubble's clock advances to each call),
+// then for the component to have taken its answer in; it reports how
+// long after the acquisition that call came. It fails the test if l ends
+// first.
+func (d *signalled) renewedAt(t *testing.T, l *component.Lock, after time.Duration) time.Duration {
+	t.Helper()
+	for time.Since(l.AcquiredAt()) < after {
+		select {
+		case <-d.renewed:
+		case <-l.Done():
+			t.Fatalf("%s ended %v after its acquisition, before a renewal at %v: %v", l.Name(), time.Since(l.AcquiredAt()), after, l.Err())
+		}
+	}
+	synctest.Wait()
+	return time.Since(l.AcquiredAt())
 }

@@ -11,19 +11,18 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mutexfx/mutexfx/component"
-	"github.com/mutexfx/mutexfx/drivers/memory"
 )
 
-// TestLostLockLogLine: a lock broken by force (as mutexctl release --force
-// does) after 1.05 s, renewed every 100 ms, is found lost by its next
-// renewal and logs one Warn line with
-// everything an operator needs: store, lock, key, fence, token prefix and
-// hash (never the token), held for, cause, reason, last renewal.
+// TestLostLockLogLine: a lock renewed every 100 ms, broken by force (as
+// mutexctl release --force does) just after its tenth renewal, at 1 s, is
+// found lost by its next renewal and logs one Warn line with everything an
+// operator needs: store, lock, key, fence, token prefix and hash (never
+// the token), held for, cause, reason, last renewal.
 func TestLostLockLogLine(t *testing.T) {
 	component.Unpooled(t)
 	synctest.Test(t, func(t *testing.T) {
 		core, logs := observer.New(zap.InfoLevel)
-		drv := memory.New()
+		drv := newSignalled()
 		m, err := component.New(component.Options{Driver: drv, Name: "orders", TTL: 300 * time.Millisecond, Logger: zap.New(core)})
 		if err != nil {
 			t.Fatal(err)
@@ -46,7 +45,9 @@ func TestLostLockLogLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1050 * time.Millisecond) // the bubble's clock: renewals at 100 ms steps
+		if at := drv.renewedAt(t, l, time.Second); at != time.Second {
+			t.Fatalf("a renewal %v after the acquisition, want one at 1 s (every ttl/3)", at)
+		}
 		if ok, err := operator.ForceRelease(ctx, "order:42"); !ok || err != nil {
 			t.Fatalf("ForceRelease: %v %v", ok, err)
 		}

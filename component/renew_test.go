@@ -180,6 +180,7 @@ func TestSlowRenewalKeepsLocks(t *testing.T) {
 	component.Unpooled(t)
 	synctest.Test(t, func(t *testing.T) {
 		d := &slowRenewer{faulty: newFaulty(), delay: 120 * time.Millisecond}
+		d.faulty.renewed = make(chan error, 100) // at each answer
 		m := newMutex(t, component.Options{Driver: d, TTL: 300 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
 		l, err := m.Acquire(context.Background(), "slow")
 		if err != nil {
@@ -187,10 +188,19 @@ func TestSlowRenewalKeepsLocks(t *testing.T) {
 		}
 		// Renewals are sent at 100 ms, then every 120 ms: the fifth
 		// answers at 700 ms.
-		time.Sleep(700 * time.Millisecond)
+		for range 5 {
+			select {
+			case err := <-d.faulty.renewed:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-l.Done():
+				t.Fatalf("with a slow but working store: lost after %d renewals: %v", d.renewed.Load(), l.Err())
+			}
+		}
 		synctest.Wait()
-		if n := d.renewed.Load(); !l.Held() || n < 5 {
-			t.Fatalf("with a slow but working store: held %v after %d renewals: %v", l.Held(), n, l.Err())
+		if n, e := d.renewed.Load(), time.Since(l.AcquiredAt()); !l.Held() || n < 5 || e > 700*time.Millisecond {
+			t.Fatalf("with a slow but working store: held %v after %d renewals, %v after the acquisition: %v", l.Held(), n, e, l.Err())
 		}
 	})
 }

@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mutexfx/mutexfx/component"
-	"github.com/mutexfx/mutexfx/drivers/memory"
 )
 
 // collected is a metrics snapshot, by instrument name.
@@ -99,7 +98,8 @@ func checkStoreAttrs(t *testing.T, name string, s attribute.Set) {
 // TestTelemetry runs a known scenario in a synctest bubble (exact
 // durations) and checks every instrument and the spans (TraceAll): an acquisition
 // after a 100 ms wait, a timeout after 50 ms, a lock held 1 s (renewed),
-// and a lock lost when the store drops it.
+// and a lock lost when the store drops it. Each step follows a renewal
+// (renewedAt), whose time is known: every ttl/3.
 func TestTelemetry(t *testing.T) {
 	component.Unpooled(t)
 	synctest.Test(t, func(t *testing.T) {
@@ -107,7 +107,7 @@ func TestTelemetry(t *testing.T) {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 		spans := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-		drv := memory.New()
+		drv := newSignalled()
 		m, err := component.New(component.Options{Driver: drv, Name: "orders", TTL: 300 * time.Millisecond, MeterProvider: mp, TracerProvider: tp, TraceAll: true})
 		if err != nil {
 			t.Fatal(err)
@@ -130,7 +130,10 @@ func TestTelemetry(t *testing.T) {
 		if c := collect(t, reader); c.sum(t, component.MetricLocksWaiting, "", "") != 1 || c.sum(t, component.MetricLocksHeld, "", "") != 1 {
 			t.Errorf("while one waits: waiting %d held %d, want 1 and 1", c.sum(t, component.MetricLocksWaiting, "", ""), c.sum(t, component.MetricLocksHeld, "", ""))
 		}
-		time.Sleep(100 * time.Millisecond)
+		// released at its first renewal, 100 ms after its acquisition
+		if at := drv.renewedAt(t, first, 100*time.Millisecond); at != 100*time.Millisecond {
+			t.Fatalf("first's renewal %v after its acquisition, want 100 ms", at)
+		}
 		if ok, err := first.Release(ctx); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
@@ -142,7 +145,9 @@ func TestTelemetry(t *testing.T) {
 		}
 
 		// held a second: renewed every ttl/3, then released
-		time.Sleep(time.Second)
+		if at := drv.renewedAt(t, second, time.Second); at != time.Second {
+			t.Fatalf("second's renewal %v after its acquisition, want one at 1 s", at)
+		}
 		if ok, err := second.Release(ctx); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
@@ -152,9 +157,12 @@ func TestTelemetry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// between renewals (every 100 ms): at 200 ms a renewal racing the
-		// revocation would find the lock gone and report another cause
-		time.Sleep(250 * time.Millisecond)
+		// just after its second renewal, at 200 ms, its answer taken in:
+		// a renewal racing the revocation would find the lock gone and
+		// report another cause
+		if at := drv.renewedAt(t, lost, 200*time.Millisecond); at != 200*time.Millisecond {
+			t.Fatalf("lost's renewal %v after its acquisition, want one at 200 ms", at)
+		}
 		drv.Revoke(lost.Key())
 		<-lost.Done()
 
@@ -168,8 +176,8 @@ func TestTelemetry(t *testing.T) {
 			// the first acquisition (no wait), the second (100 ms), the lost one
 			{component.MetricAcquireDuration, component.OutcomeAcquired, 3, 0.1},
 			{component.MetricAcquireDuration, component.OutcomeTimeout, 1, 0.05},
-			{component.MetricHoldDuration, component.OutcomeReleased, 2, 0.1 + 0.05 + 1},
-			{component.MetricHoldDuration, component.OutcomeLost, 1, 0.25},
+			{component.MetricHoldDuration, component.OutcomeReleased, 2, 0.1 + 1},
+			{component.MetricHoldDuration, component.OutcomeLost, 1, 0.2},
 		} {
 			count, sum := c.histogram(t, tc.name, component.AttrOutcome, tc.outcome)
 			if count != tc.count || !near(sum, tc.sum) {
@@ -185,10 +193,10 @@ func TestTelemetry(t *testing.T) {
 		if n := c.sum(t, component.MetricLocksWaiting, "", ""); n != 0 {
 			t.Errorf("waiting = %d at the end, want 0", n)
 		}
-		// second was held 1.05 s with a 300 ms ttl: renewed at 100 ms
-		// intervals (or earlier, gathered into batches); lost one 200 ms
-		if count, _ := c.histogram(t, component.MetricRenewalDuration, component.AttrOutcome, component.OutcomeOK); count < 10 {
-			t.Errorf("renewals recorded: %d, want at least 10", count)
+		// every renewal call the store applied, each a success: second's
+		// ten among them (held 1 s with a 300 ms ttl: renewed every 100 ms)
+		if count, _ := c.histogram(t, component.MetricRenewalDuration, component.AttrOutcome, component.OutcomeOK); count != uint64(drv.calls.Load()) || count < 10 {
+			t.Errorf("renewals recorded: %d, want %d (the store's calls), 10 of them second's", count, drv.calls.Load())
 		}
 
 		if err := m.Close(ctx); err != nil {
