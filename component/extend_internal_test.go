@@ -16,13 +16,23 @@ import (
 // Extend fails at once (its reply is lost) while its request is still on
 // its way: it reaches the store when the test lands it, after requests
 // sent later (another connection's) were applied. With pass, Extend works;
-// with lateRenew, Renew fails in the same way.
+// with lateRenew, Renew fails in the same way. Each renewal call is told
+// on renewed.
 type lateExtend struct {
 	*remote
 	mu        sync.Mutex
 	land      func() // applies the last failed Extend or Renew in the store
 	pass      bool
 	lateRenew bool
+	renewed   chan renewal // a call finding it full does not wait
+}
+
+// renewal is a renewal call of lateExtend: when it ended, the ttl it
+// asked for and its error.
+type renewal struct {
+	at  time.Time
+	ttl time.Duration
+	err error
 }
 
 func (d *lateExtend) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
@@ -38,11 +48,18 @@ func (d *lateExtend) Extend(ctx context.Context, key, token string, ttl time.Dur
 func (d *lateExtend) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	var out []drivers.RenewResult
 	if !d.lateRenew {
-		return d.remote.Renew(ctx, leases)
+		out = d.remote.Renew(ctx, leases)
+	} else {
+		d.land = func() { d.Driver.Renew(context.Background(), leases) }
+		out = drivers.RenewFailed(len(leases), errors.New("connection reset"))
 	}
-	d.land = func() { d.Driver.Renew(context.Background(), leases) }
-	return drivers.RenewFailed(len(leases), errors.New("connection reset"))
+	select {
+	case d.renewed <- renewal{at: time.Now(), ttl: leases[0].TTL, err: out[0].Err}:
+	default:
+	}
+	return out
 }
 
 // set changes d's behaviour under its lock.
@@ -55,7 +72,7 @@ func (d *lateExtend) set(f func(d *lateExtend)) {
 // lateStore makes, in a synctest bubble, the store d and two Mutexes of
 // ttl on it, the first holding "a" as l.
 func lateStore(t *testing.T, ttl time.Duration) (d *lateExtend, l *Lock, other *Mutex) {
-	d = &lateExtend{remote: &remote{Driver: memory.New()}}
+	d = &lateExtend{remote: &remote{Driver: memory.New()}, renewed: make(chan renewal, 100)}
 	m := newOn(t, d, ttl)
 	other = newOn(t, d, ttl)
 	l, err := m.Acquire(context.Background(), "a")
@@ -120,13 +137,17 @@ func TestFailedExtendLandsAfterLongerExtend(t *testing.T) {
 }
 
 // TestFailedRenewalLandsAfterLongerExtend: the same with a renewal to
-// 300 ms that failed, its request landing after an Extend to 10 s
-// succeeded, within the renewal call's deadline (the lock's tracked
-// expiry, 287 ms after it was sent).
+// 300 ms that failed (the first, sent at once), its request landing after
+// an Extend to 10 s succeeded, within the renewal call's deadline (the
+// lock's tracked expiry, 287 ms after it was sent).
 func TestFailedRenewalLandsAfterLongerExtend(t *testing.T) {
-	lateLanding(t, 300*time.Millisecond, 150*time.Millisecond, func(l *Lock, d *lateExtend) {
+	lateLanding(t, 300*time.Millisecond, 200*time.Millisecond, func(l *Lock, d *lateExtend) {
 		d.set(func(d *lateExtend) { d.lateRenew = true })
-		time.Sleep(100 * time.Millisecond) // the first renewal is due
+		for r := range d.renewed {
+			if r.err != nil {
+				break
+			}
+		}
 		synctest.Wait()
 		d.set(func(d *lateExtend) { d.lateRenew = false })
 	})
@@ -142,9 +163,11 @@ func extendTo10s(t *testing.T, d *lateExtend, l *Lock) {
 
 // lateLanding runs a late-landing scenario on a Mutex of ttl: fail leaves
 // a failed request to the store (d.land), then an Extend to 10 s succeeds,
-// the failed request lands at landAt after the acquisition, and the test
-// checks that no other holder gets the lock, and that the lock is renewed
-// with 10 s every 3.3 s once the failed request can no longer land.
+// the failed request lands just after the renewal at landAt after the
+// acquisition (the worst moment: the store keeps the lock for the landed
+// ttl until the next renewal), and the test checks that no other holder
+// gets the lock, and that the lock is renewed with 10 s every 3.3 s once
+// the failed request can no longer land.
 func lateLanding(t *testing.T, ttl, landAt time.Duration, fail func(l *Lock, d *lateExtend)) {
 	Unpooled(t)
 	synctest.Test(t, func(t *testing.T) {
@@ -152,29 +175,59 @@ func lateLanding(t *testing.T, ttl, landAt time.Duration, fail func(l *Lock, d *
 		acquired := time.Now()
 		fail(l, d)
 		extendTo10s(t, d, l)
-		time.Sleep(time.Until(acquired.Add(landAt)))
+		for time.Since(acquired) < landAt { // the bubble's clock advances to each renewal
+			if r := <-d.renewed; r.err != nil {
+				t.Fatalf("a renewal failed: %v", r.err)
+			}
+		}
+		synctest.Wait() // its answer taken in
+		if at := time.Since(acquired); at != landAt {
+			t.Fatalf("a renewal %v after the acquisition, want one at %v (every 100 ms)", at, landAt)
+		}
 		d.set(func(d *lateExtend) { d.land() })
 		for range 3 {
 			if freedAfterLoss(t, l, other) || l.Err() != nil {
 				t.Fatalf("lost a lock the store keeps: %v", l.Err())
 			}
 		}
-		// 3 s after the acquisition, the failed request can no longer
-		// land: the renewals come every 3.3 s again, with 10 s, so the
-		// store's ttl goes down to 6.7 s between them.
-		least := time.Hour
-		for range 35 {
-			time.Sleep(100 * time.Millisecond)
-			info, held, err := d.Inspect(context.Background(), l.Key())
-			if err != nil || !held || info.TTL < 6*time.Second {
-				t.Fatalf("the store's ttl: %v, held %v, %v; want it renewed with 10 s", info.TTL, held, err)
-			}
-			least = min(least, info.TTL)
-		}
-		if least > 7*time.Second || l.Err() != nil {
-			t.Fatalf("the store's ttl went down to %v only over 3.5 s (lock: %v); want renewals every 3.3 s", least, l.Err())
-		}
+		spacedRenewals(t, d, l, acquired, acquired.Add(landAt))
 	})
+}
+
+// spacedRenewals follows l's renewals after a late landing just after
+// the renewal at prev: 3 s after the acquisition, the failed request can
+// no longer land, so the renewals come every 3.3 s again, with 10 s: the
+// store's ttl goes down to 6.7 s between them. It fails the test unless
+// two renewals in a row come 3 to 4 s apart by 10 s after the
+// acquisition, each renewal with 10 s and at most 4 s after the one
+// before it (the store's ttl never below 6 s).
+func spacedRenewals(t *testing.T, d *lateExtend, l *Lock, acquired, prev time.Time) {
+	for spaced := 0; spaced < 2; {
+		var r renewal
+		select {
+		case r = <-d.renewed: // the bubble's clock advances to each
+		case <-l.Done():
+			t.Fatalf("lost a lock the store keeps: %v", l.Err())
+		}
+		if r.err != nil || r.ttl != 10*time.Second || r.at.Sub(acquired) > 10*time.Second {
+			t.Fatalf("renewal %v after the acquisition with %v: %v; want two 3.3 s apart, with 10 s, within 10 s",
+				r.at.Sub(acquired), r.ttl, r.err)
+		}
+		gap := r.at.Sub(prev)
+		switch {
+		case gap > 4*time.Second:
+			t.Fatalf("renewals %v apart: the store's ttl went down to %v; want 6 s at least", gap, 10*time.Second-gap)
+		case gap >= 3*time.Second:
+			spaced++
+		default:
+			spaced = 0
+		}
+		prev = r.at
+	}
+	synctest.Wait()
+	if info, held, err := d.Inspect(context.Background(), l.Key()); err != nil || !held || info.TTL != 10*time.Second || l.Err() != nil {
+		t.Fatalf("after the last renewal, the store's ttl: %v, held %v, %v (lock: %v); want 10 s", info.TTL, held, err, l.Err())
+	}
 }
 
 // TestLateLandingBoundsExpiry: after a failed Extend to 300 ms and an
