@@ -30,7 +30,8 @@ func (d slowAcquire) Acquire(ctx context.Context, req drivers.AcquireRequest) (d
 
 // slowAndPrompt returns the schedulers of job("B"), whose attempts reach
 // drv delay late (with its Mutex and its logs), and, unless prompt is "",
-// of job(prompt) on drv itself: B first.
+// of job(prompt) on drv itself: B first. They are stopped at the test's
+// end too, a failure's included.
 func slowAndPrompt(t *testing.T, drv *memory.Driver, delay time.Duration, job func(who string) schedule.Job, prompt string) (
 	[]*schedule.Scheduler, *component.Mutex, *observer.ObservedLogs,
 ) {
@@ -48,6 +49,9 @@ func slowAndPrompt(t *testing.T, drv *memory.Driver, delay time.Duration, job fu
 			t.Fatal(err)
 		}
 		scheds = append(scheds, other)
+	}
+	for _, s := range scheds {
+		t.Cleanup(func() { stop(t, s) })
 	}
 	return scheds, mB, obsB
 }
@@ -82,18 +86,31 @@ func TestExclusiveAttemptAnsweredLate(t *testing.T) {
 					return schedule.Job{Name: "report", Every: every, Exclusive: true, Run: r.job(who)}
 				}
 				scheds, mB, obsB := slowAndPrompt(t, drv, tc.delay, job, tc.prompt)
+				key := mB.Prefix() + schedule.LockPrefix + "report"
+				// Each instant ends with the release of the job's lock by
+				// the instance that ran it, at the end of the hold, and
+				// with A, by B of the lock it got too late.
+				perInstant := 1
+				if tc.prompt != "" {
+					perInstant = 2
+				}
+				ended := releases(t, drv, key).reached(instants * perInstant)
 				first := time.Now().Truncate(every).Add(every)
 				for _, s := range scheds {
 					if err := s.Start(context.Background()); err != nil {
 						t.Fatal(err)
 					}
 				}
-				// Past the last instant's hold and B's answer for it.
+				// The last instant's hold and B's answer for it end the
+				// scenario.
 				last := first.Add((instants - 1) * every)
-				time.Sleep(time.Until(last.Add(max(hold, tc.delay) + time.Millisecond)))
+				await(t, time.Until(last.Add(max(hold, tc.delay)+time.Millisecond)), "the last instant's releases", ended)
 				synctest.Wait()
+				if at := time.Since(last); at != max(hold, tc.delay) {
+					t.Errorf("the last instant's last release %v past it, want %v (the hold's end or B's answer)", at, max(hold, tc.delay))
+				}
 				// A lock got too late is released at once, not left to expire.
-				if _, held, err := drv.Inspect(context.Background(), mB.Prefix()+schedule.LockPrefix+"report"); err != nil || held {
+				if _, held, err := drv.Inspect(context.Background(), key); err != nil || held {
 					t.Errorf("the job's lock is held (%v) past the last instant's hold and attempt", err)
 				}
 				for _, s := range scheds {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/memory"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 	"github.com/mutexfx/mutexfx/schedule"
 )
@@ -21,15 +22,9 @@ func TestMain(m *testing.M) { testutil.Main(m, runChild) }
 
 // runs records the runs of jobs: planned instant → instances that ran it.
 type runs struct {
-	mu    sync.Mutex
-	by    map[time.Time][]string
-	waits []instantsWait
-}
-
-// instantsWait is a channel closed once n instants ran.
-type instantsWait struct {
-	n  int
-	ch chan struct{}
+	mu       sync.Mutex
+	by       map[time.Time][]string
+	instants tally // distinct instants run
 }
 
 func newRuns() *runs { return &runs{by: map[time.Time][]string{}} }
@@ -39,31 +34,75 @@ func (r *runs) job(instance string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		p, _ := schedule.Planned(ctx)
 		r.mu.Lock()
+		first := len(r.by[p.UTC()]) == 0
 		r.by[p.UTC()] = append(r.by[p.UTC()], instance)
-		r.waits = slices.DeleteFunc(r.waits, func(w instantsWait) bool {
-			if len(r.by) >= w.n {
-				close(w.ch)
-				return true
-			}
-			return false
-		})
 		r.mu.Unlock()
+		if first {
+			r.instants.add()
+		}
 		return nil
 	}
 }
 
 // ran returns a channel closed once runs of n distinct instants are
 // recorded: the length of a scenario, as a signal.
-func (r *runs) ran(n int) <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *runs) ran(n int) <-chan struct{} { return r.instants.reached(n) }
+
+// tally is a count whose levels are signals (reached).
+type tally struct {
+	mu    sync.Mutex
+	n     int
+	waits []tallyWait
+}
+
+// tallyWait is a channel closed once the count reaches n.
+type tallyWait struct {
+	n  int
+	ch chan struct{}
+}
+
+// add adds one to the count.
+func (c *tally) add() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	c.waits = slices.DeleteFunc(c.waits, func(w tallyWait) bool {
+		if c.n >= w.n {
+			close(w.ch)
+			return true
+		}
+		return false
+	})
+}
+
+// reached returns a channel closed once the count reaches n.
+func (c *tally) reached(n int) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	ch := make(chan struct{})
-	if len(r.by) >= n {
+	if c.n >= n {
 		close(ch)
 	} else {
-		r.waits = append(r.waits, instantsWait{n, ch})
+		c.waits = append(c.waits, tallyWait{n, ch})
 	}
 	return ch
+}
+
+// releases counts the releases of key in drv, told by its events: the
+// end of a scenario whose holders release the job's lock, as a signal.
+func releases(t *testing.T, drv *memory.Driver, key string) *tally {
+	t.Helper()
+	c := &tally{}
+	cancel, err := drv.Subscribe(context.Background(), func(e drivers.Event) {
+		if e.Kind == drivers.Released && e.Key == key {
+			c.add()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cancel)
+	return c
 }
 
 // await waits for ch to close, failing the test naming what after limit.
@@ -125,6 +164,20 @@ func newMutex(t *testing.T, drv drivers.Driver) *component.Mutex {
 func logs() (*zap.Logger, *observer.ObservedLogs) {
 	core, obs := observer.New(zapcore.DebugLevel)
 	return zap.New(core), obs
+}
+
+// logsUntil is logs with a channel closed once the logger logged msg
+// (recorded then).
+func logsUntil(msg string) (*zap.Logger, *observer.ObservedLogs, <-chan struct{}) {
+	core, obs := observer.New(zapcore.DebugLevel)
+	logged := make(chan struct{})
+	var once sync.Once
+	return zap.New(core, zap.Hooks(func(e zapcore.Entry) error {
+		if e.Message == msg {
+			once.Do(func() { close(logged) })
+		}
+		return nil
+	})), obs, logged
 }
 
 // stop stops s within 5 s.

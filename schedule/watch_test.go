@@ -41,34 +41,39 @@ func TestWatchSlowInspectTellsExpiry(t *testing.T) {
 	bubble.Unpool(t)
 	synctest.Test(t, func(t *testing.T) {
 		const every = 4 * time.Second
+		const warning = "exclusive job's instant interrupted on another instance"
 		drv := slowInspect{Driver: memory.New(), late: 50 * time.Millisecond}
 		m := newMutex(t, drv)
-		log, obs := logs()
+		log, obs, warned := logsUntil(warning)
 		s, err := schedule.New(schedule.Options{Mutex: m, Logger: log},
 			schedule.Job{Name: "j", Every: every, Exclusive: true, TTL: 900 * time.Millisecond, Run: func(context.Context) error { return nil }})
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() {
+			stop(t, s) // a failure's end included
+			if t.Failed() {
+				for _, e := range obs.All() {
+					t.Logf("%s %s %s %v", e.Time.Format("15:04:05.000"), e.Level, e.Message, e.ContextMap())
+				}
+			}
+		})
 		planned := time.Now().Truncate(every).Add(every)
-		time.Sleep(time.Until(planned.Add(-680 * time.Millisecond)))
+		// the dead holder's lock: 320 ms left at the instant
 		if _, err := drv.Acquire(context.Background(), drivers.AcquireRequest{
-			Key: m.Prefix() + schedule.LockPrefix + "j", Token: "dead~app~host~1", TTL: time.Second,
+			Key: m.Prefix() + schedule.LockPrefix + "j", Token: "dead~app~host~1", TTL: time.Until(planned) + 320*time.Millisecond,
 		}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Until(planned.Add(time.Second)))
-		synctest.Wait()
+		await(t, time.Until(planned.Add(time.Second)), "the warning", warned)
 		stop(t, s)
-		for _, e := range obs.FilterMessage("exclusive job's instant interrupted on another instance").All() {
+		for _, e := range obs.FilterMessage(warning).All() {
 			if at, _ := e.ContextMap()["planned"].(time.Time); at.Equal(planned) {
 				return
 			}
-		}
-		for _, e := range obs.All() {
-			t.Logf("%s %s %s %v", e.Time.Format("15:04:05.000"), e.Level, e.Message, e.ContextMap())
 		}
 		t.Fatalf("no warning of the instant %s interrupted", planned.Format("15:04:05.000"))
 	})
@@ -108,21 +113,29 @@ func TestRerunAttemptAnsweredLate(t *testing.T) {
 				}
 				scheds, mB, obsB := slowAndPrompt(t, drv, tc.delay, job, tc.prompt)
 				planned := time.Now().Truncate(every).Add(every)
-				time.Sleep(time.Until(planned.Add(-500 * time.Millisecond)))
 				key := mB.Prefix() + schedule.LockPrefix + "j"
+				// the dead holder's lock: it expires 2.5 s past the instant
 				if _, err := drv.Acquire(context.Background(), drivers.AcquireRequest{
-					Key: key, Token: "dead~app~host~1", TTL: 3 * time.Second,
+					Key: key, Token: "dead~app~host~1", TTL: time.Until(planned) + 2500*time.Millisecond,
 				}); err != nil {
 					t.Fatal(err)
 				}
+				// The re-run's release at the end of the window, and with
+				// C, B's of a lock it got past half the window, end the
+				// scenario.
+				wantReleases := 1
+				if tc.prompt != "" && tc.late {
+					wantReleases = 2
+				}
+				ended := releases(t, drv, key).reached(wantReleases)
 				for _, s := range scheds {
 					if err := s.Start(context.Background()); err != nil {
 						t.Fatal(err)
 					}
 				}
 				// The expiry is noticed 2.52 s past the instant: the window ends
-				// at 3 s. Look past it and B's answer, before the next instant.
-				time.Sleep(time.Until(planned.Add(3500 * time.Millisecond)))
+				// at 3 s. B's answer comes by 3.12 s; the next instant at 4 s.
+				await(t, time.Until(planned.Add(3500*time.Millisecond)), "the releases ending the re-runs", ended)
 				synctest.Wait()
 				if _, held, err := drv.Inspect(context.Background(), key); err != nil || held {
 					t.Errorf("the job's lock is held (%v) past the re-runs' window and B's attempt", err)
