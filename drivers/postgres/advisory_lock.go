@@ -77,6 +77,7 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, l *advLock, req driv
 	}
 	l.fence, l.s = uint64(fence), s
 	s.locks[h] = l
+	s.holding.Store(true)
 	return uint64(fence), true, nil
 }
 
@@ -186,6 +187,7 @@ func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt stri
 	}
 	delete(d.held, h)
 	delete(s.locks, h)
+	s.holding.Store(len(s.locks) > 0)
 	return n, err
 }
 
