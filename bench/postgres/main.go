@@ -262,10 +262,16 @@ func bareTablePair(ctx context.Context, c *pgx.Conn, kind string) func() {
 	}
 }
 
+// driverPair is an Acquire+Release of d. It and componentPair run with a
+// cancellable ctx, as a request's: the component passes its driver one
+// (the attempt's) whatever its caller's, and a driver given
+// context.Background() would skip watching it.
 func driverPair(ctx context.Context, d postgres.Driver) func() {
 	closers = append(closers, func() { _ = d.Close(context.Background()) })
 	key := "bench:" + rand.Text()
 	return func() {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		tok := rand.Text()
 		res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})
 		if err != nil || !res.Acquired || res.Fence == 0 {
@@ -280,6 +286,8 @@ func driverPair(ctx context.Context, d postgres.Driver) func() {
 func componentPair(ctx context.Context, m *component.Mutex) func() {
 	name := "pair:" + rand.Text()
 	return func() {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		l, err := m.TryAcquire(ctx, name)
 		if err != nil {
 			panic(fmt.Sprint("try: ", err))
