@@ -87,8 +87,8 @@ func (d *tableDriver) attempt(ctx context.Context, req drivers.AcquireRequest, m
 		}
 		if err == nil && stamp != nil {
 			// the entry is rewritten by the first attempt at least
-			// WaiterLiveness/4 after its stamp: make one then
-			o.due = start.Add(time.Duration((*stamp + float64(live)/4 - now) * float64(time.Millisecond)))
+			// WaiterLiveness/4 after its stamp: make one restamp after
+			o.due = start.Add(time.Duration((*stamp-now)*float64(time.Millisecond)) + restamp)
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			// the holder's row, inserted concurrently, is not in the snapshot
@@ -121,6 +121,12 @@ const (
 	WaiterLiveness = drivers.WaiterLiveness
 	deferRetry     = 300 * time.Microsecond // see queueDeferral
 )
+
+// restamp is how long after its entry's stamp a queued waiter that no
+// release woke makes an attempt to stamp it again: WaiterLiveness/4, the
+// least age at which an attempt rewrites the stamp (a variable for the
+// tests; below WaiterLiveness, which ends the entry).
+var restamp = WaiterLiveness / 4
 
 // queueDeferral is how long a waiting Acquire that finds the row free for a
 // queued driver puts off queueing, retrying every deferRetry (tests vary it).

@@ -160,11 +160,14 @@ func TestTableRoundTrips(t *testing.T) {
 // TestTableTurn: a waiter woken by the release that hands it its turn takes
 // the lock with the turn statement alone (no acquire statement after it),
 // with a fence above the releaser's, and leaves the row's queue. Its polls
-// are put off past the wait: a poll that came first under load would take
-// the lock with another statement.
+// are put off past the wait, and its entry's restamp to 300 ms, still
+// within WaiterLiveness: a poll or a restamp that came first under load
+// would take the lock with another statement (a restamp at 100 ms did,
+// at load 3).
 func TestTableTurn(t *testing.T) {
-	defer func(f func(time.Duration) time.Duration) { pollDelay = f }(pollDelay)
+	defer func(f func(time.Duration) time.Duration, r time.Duration) { pollDelay, restamp = f, r }(pollDelay, restamp)
 	pollDelay = func(time.Duration) time.Duration { return time.Hour }
+	restamp = WaiterLiveness * 3 / 4
 	ctx := ctxT(t)
 	a, log, pool := tracedTable(t, Options{Mode: ModeTable})
 	b := shared(t, Options{Mode: ModeTable})
