@@ -82,8 +82,12 @@ func (d *Driver) Renew(ctx context.Context, batch []drivers.Lease) []drivers.Ren
 			held, err := d.renewLease(cctx, cli, l)
 			for _, r := range group {
 				res[r.i].Held, res[r.i].Err = held[r.e.wk], err
-				if err == nil && !held[r.e.wk] {
+				switch {
+				case err != nil:
+				case !held[r.e.wk]:
 					d.forgetKey(cctx, r.e, r.rev)
+				default:
+					res[r.i].Held, res[r.i].Err = d.still(cctx, r.e, r.rev, batch[r.i].Token)
 				}
 			}
 		})
@@ -153,6 +157,21 @@ func (d *Driver) renewLease(ctx context.Context, cli *clientv3.Client, l *lease)
 		keys[string(k)] = true
 	}
 	return keys, nil
+}
+
+// still reports whether e's key found on its lease is still the one
+// created at rev for token. The lease answers with key names only, and a
+// key deleted (by an operator's force release) and put again by this
+// driver for another token while the renewal ran is on the lease as well.
+// The driver creates its key only in a hold of e.mu that also sets e.rev
+// to the new key's create revision, so after the lease's answer this
+// check is exact.
+func (d *Driver) still(ctx context.Context, e *entry, rev int64, token string) (bool, error) {
+	if err := e.mu.lock(ctx); err != nil {
+		return false, d.closedErr(err)
+	}
+	defer e.mu.unlock()
+	return e.held && e.rev == rev && e.token == token, nil
 }
 
 // forgetKey records that e's key, created at rev, is gone.
