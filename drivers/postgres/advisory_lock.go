@@ -24,15 +24,14 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, l *advLock, req driv
 	var s *session
 	var err error
 	if wait > 0 && d.opts.MaxSessions > 1 {
-		if s, err = d.waiterSession(ctx); err != nil {
-			return 0, false, err
-		}
+		s, err = d.waiterSession(ctx)
 	}
-	if s == nil { // no waiter session: one attempt without waiting
+	if s == nil && err == nil { // no waiter session: one attempt without waiting
 		wait = 0
-		if s, err = d.mainSession(ctx); err != nil {
-			return 0, false, err
-		}
+		s, err = d.mainSession(ctx)
+	}
+	if err != nil {
+		return 0, false, err
 	}
 	defer s.unlock()
 	if err := d.identify(ctx, s, req.Token); err != nil {
@@ -169,12 +168,10 @@ func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt stri
 	if err = s.conn.QueryRow(ctx, stmt, append([]any{h}, args...)...).Scan(&n); sqlState(err) == "42P01" {
 		d.ddl.Lost()
 	}
-	if err != nil {
-		if d.settle(s) {
-			err = nil // the session ended: the lock is gone
-		} else {
-			d.failed(ctx, s, h) // unknown outcome: unlock before forgetting
-		}
+	if err != nil && d.settle(s) {
+		err = nil // the session ended: the lock is gone
+	} else if err != nil {
+		d.failed(ctx, s, h) // unknown outcome: unlock before forgetting
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -151,17 +151,14 @@ func (o Options) validate() (names, error) {
 	if err != nil {
 		return n, drivers.OptionErrorf("channel", "%v", err)
 	}
-	if o.MaxSessions < 1 {
-		return n, drivers.OptionErrorf("maxSessions", "must be at least 1")
-	}
-	if o.MaxConns < 1 {
-		return n, drivers.OptionErrorf("maxConns", "must be at least 1")
-	}
-	if o.ConnectTimeout < 0 {
-		return n, drivers.OptionErrorf("connectTimeout", "must not be negative")
-	}
-	if o.StallTimeout < 0 {
-		return n, drivers.OptionErrorf("stallTimeout", "must not be negative")
+	for _, c := range []struct {
+		key, problem string
+		bad          bool
+	}{{"maxSessions", "be at least 1", o.MaxSessions < 1}, {"maxConns", "be at least 1", o.MaxConns < 1},
+		{"connectTimeout", "not be negative", o.ConnectTimeout < 0}, {"stallTimeout", "not be negative", o.StallTimeout < 0}} {
+		if c.bad {
+			return n, drivers.OptionErrorf(c.key, "must %s", c.problem)
+		}
 	}
 	if !slices.Contains([]string{"", "on", "off", "local", "remote_write", "remote_apply"}, o.SynchronousCommit) {
 		return n, drivers.OptionErrorf("synchronousCommit", "must be on, off, local, remote_write or remote_apply, not %q", o.SynchronousCommit)

@@ -85,11 +85,8 @@ func (b *base) ensureSchema(ctx context.Context, begin func(context.Context) (pg
 			return err
 		}
 		for i, o := range b.schema {
-			if present[i] {
-				continue
-			}
-			for _, s := range o.create {
-				if _, err := tx.Exec(ctx, s); err != nil {
+			for j := 0; !present[i] && j < len(o.create); j++ {
+				if _, err := tx.Exec(ctx, o.create[j]); err != nil {
 					return err
 				}
 			}

@@ -247,11 +247,8 @@ func (d *tableDriver) Handover(ctx context.Context, key, token string, next driv
 		held = err == nil
 		return ignoreNoRows(err)
 	})
-	if err != nil || !held {
-		return false, drivers.AcquireResult{}, d.life.ClosedErr(err)
-	}
-	if !handed {
-		return true, drivers.AcquireResult{}, nil
+	if err != nil || !held || !handed {
+		return held && err == nil, drivers.AcquireResult{}, d.life.ClosedErr(err)
 	}
 	return true, drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
 }
