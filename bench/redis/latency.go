@@ -45,9 +45,12 @@ type latency struct {
 
 // latencies measures PING and, for each library, an uncontended acquire
 // followed by a release, round by round across the libraries (and the
-// mutexfx driver alone), in a new random order each round.
+// mutexfx driver alone), in a new random order each round. Each operation
+// gets a cancellable ctx of its own, as a request's: the component passes
+// its driver one (the attempt's) whatever its caller's, so the driver-alone
+// row given context.Background() would not do the same work.
 func latencies() (latency, error) {
-	ctx := context.Background()
+	bg := context.Background()
 	c := goredis.NewClient(&goredis.Options{Addr: *addr})
 	defer c.Close()
 	lockers := map[string]locker{}
@@ -63,7 +66,7 @@ func latencies() (latency, error) {
 	if err != nil {
 		return latency{}, err
 	}
-	defer d.Close(ctx)
+	defer d.Close(bg)
 	name := "latency"
 	dreq := drivers.AcquireRequest{Key: "bench:latency:driver", Token: "bench", TTL: 8 * time.Second}
 	// The measured operations. Each round runs them all in a new random
@@ -71,16 +74,16 @@ func latencies() (latency, error) {
 	// the background) must not always slow the same next one.
 	type op struct {
 		name string
-		run  func() error
+		run  func(ctx context.Context) error
 	}
-	ops := []op{{"ping", func() error { return c.Ping(ctx).Err() }}, {"2ping", func() error {
+	ops := []op{{"ping", func(ctx context.Context) error { return c.Ping(ctx).Err() }}, {"2ping", func(ctx context.Context) error {
 		if err := c.Ping(ctx).Err(); err != nil {
 			return err
 		}
 		return c.Ping(ctx).Err()
 	}}}
 	for _, lib := range libs {
-		ops = append(ops, op{lib, func() error {
+		ops = append(ops, op{lib, func(ctx context.Context) error {
 			unlock, err := lockers[lib].lock(ctx, name)
 			if err != nil {
 				return err
@@ -88,14 +91,14 @@ func latencies() (latency, error) {
 			return unlock()
 		}})
 	}
-	ops = append(ops, op{"driver", func() error {
+	ops = append(ops, op{"driver", func(ctx context.Context) error {
 		if res, err := d.Acquire(ctx, dreq); err != nil || !res.Acquired {
 			return fmt.Errorf("driver acquire: %+v, %v", res, err)
 		}
 		_, err := d.Release(ctx, dreq.Key, dreq.Token)
 		return err
 	}})
-	ops = append(ops, op{"floor", func() error {
+	ops = append(ops, op{"floor", func(ctx context.Context) error {
 		if err := c.SetNX(ctx, "bench:latency:floor", "x", 8*time.Second).Err(); err != nil {
 			return err
 		}
@@ -105,12 +108,16 @@ func latencies() (latency, error) {
 	for i := range *n + 100 {
 		for _, j := range rand.Perm(len(ops)) {
 			o := ops[j]
+			ctx, cancel := context.WithCancel(bg)
 			start := time.Now()
-			if err := o.run(); err != nil {
+			err := o.run(ctx)
+			elapsed := time.Since(start)
+			cancel()
+			if err != nil {
 				return latency{}, fmt.Errorf("%s: %w", o.name, err)
 			}
 			if i >= 100 { // warm-up rounds load scripts and fill pools
-				samples[o.name] = append(samples[o.name], time.Since(start))
+				samples[o.name] = append(samples[o.name], elapsed)
 			}
 		}
 	}
