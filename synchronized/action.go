@@ -30,9 +30,10 @@ type Action[In, Out any] func(ctx context.Context, in In) (Out, error)
 // Values are escaped as Template describes.
 //
 // Per call: a field that is missing (nil pointer, nil interface, absent
-// key) or empty fails with ErrLockName; a lock not acquired in time with
-// component.ErrTimeout; a store failure with component.ErrDriver; ctx
-// ending during the wait with ctx's cause. fn's ctx carries the lock
+// key) or empty, or values making a name longer than the store takes
+// (component.ErrNameTooLong), fail with ErrLockName; a lock not acquired
+// in time with component.ErrTimeout; a store failure with
+// component.ErrDriver; ctx ending during the wait with ctx's cause. fn's ctx carries the lock
 // (LockFrom) and ends when the lock is lost; the lock is released when fn
 // returns or panics.
 func Wrap[In, Out any](tmpl string, opts Options, fn Action[In, Out]) (Action[In, Out], error) {
@@ -54,7 +55,8 @@ func Wrap[In, Out any](tmpl string, opts Options, fn Action[In, Out]) (Action[In
 }
 
 // WrapFunc is Wrap with the lock name computed by name. An error from name,
-// or an empty name, fails the call with an error wrapping ErrLockName.
+// an empty name or one longer than the store takes fails the call with an
+// error wrapping ErrLockName.
 func WrapFunc[In, Out any](name func(in In) (string, error), opts Options, fn Action[In, Out]) (Action[In, Out], error) {
 	if name == nil || fn == nil {
 		return nil, fmt.Errorf("%w: nil name function or action", ErrTemplate)

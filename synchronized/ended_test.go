@@ -127,6 +127,7 @@ func TestProblemOf(t *testing.T) {
 		{"store failed", derr, http.StatusServiceUnavailable, synchronized.CodeDriver},
 		{"closed", component.ErrClosed, http.StatusServiceUnavailable, synchronized.CodeClosed},
 		{"bad name", fmt.Errorf("%w: %w", synchronized.ErrLockName, component.ErrEmptyName), http.StatusBadRequest, synchronized.CodeLockName},
+		{"name too long", fmt.Errorf("%w: 1030 bytes", component.ErrNameTooLong), http.StatusBadRequest, synchronized.CodeLockName},
 		{"request ended", fmt.Errorf("%w: %w", synchronized.ErrRequestEnded, context.DeadlineExceeded), http.StatusServiceUnavailable, synchronized.CodeRequestEnded},
 		{"other", errors.New("boom"), http.StatusInternalServerError, synchronized.CodeInternal},
 	}

@@ -129,6 +129,9 @@ func TestMiddlewareEscapesPathValues(t *testing.T) {
 		{"/t/a:b/orders/c", "a%3Ab:c"},
 		{"/t/a/orders/b:c", "a:b%3Ac"},
 		{"/t/a%3Ab/orders/c", "a%3Ab:c"}, // the same path value, decoded by the mux
+		// values are text: what strconv.Atoi reads as 42 names other locks
+		{"/t/a/orders/042", "a:042"},
+		{"/t/a/orders/+42", "a:+42"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

@@ -19,18 +19,22 @@ import (
 // requests never share a name: under "{tenant}:{id}", /t/a:b/orders/c locks
 // "a%3Ab:c" and /t/a/orders/b:c locks "a:b%3Ac".
 //
-// A malformed tmpl, or Options naming no store, fail here; Handle also
+// A malformed tmpl, Options naming no store or a TTL the store cannot
+// serve, fail here; Handle also
 // checks tmpl's fields against the route's pattern. Per request:
 //   - a field that is not a wildcard of the request's pattern: 500 (code
 //     E_MUTEX_ROUTE), logged at error level (a server bug, see ErrRoute);
-//   - a field missing or empty: 400 (code E_MUTEX_LOCK_NAME);
+//   - a field missing or empty, or values making a name longer than the
+//     store takes (component.ErrNameTooLong): 400 (code E_MUTEX_LOCK_NAME);
 //   - the lock not acquired in time (or held, with NoWait): 409
 //     (E_MUTEX_TIMEOUT);
 //   - the store failing, not answering in time, or closed: 503
 //     (E_MUTEX_DRIVER, E_MUTEX_CLOSED) with Retry-After: 1;
 //   - the client going away during the wait (the request's ctx cancelled
 //     without a cause, as net/http does then): the wait stops and nothing
-//     is written;
+//     is written. An application that cancels request contexts itself
+//     must give a cause: without one, the handler returns unwritten and
+//     net/http answers a client still there 200 with an empty body;
 //   - the request's ctx ending for another reason during the wait — a
 //     deadline set by an upstream middleware (context.WithTimeout,
 //     http.TimeoutHandler), a cancellation with a cause: 503
@@ -58,8 +62,9 @@ func Middleware(tmpl string, opts Options) (func(http.Handler) http.Handler, err
 }
 
 // MiddlewareFunc is Middleware with the lock name computed by name. An error
-// from name (or an empty name) answers 400 (E_MUTEX_LOCK_NAME); the error
-// text is not sent to the client.
+// from name (or an empty name, or one longer than the store takes)
+// answers 400 (E_MUTEX_LOCK_NAME); the error text is not sent to the
+// client.
 func MiddlewareFunc(name func(r *http.Request) (string, error), opts Options) (func(http.Handler) http.Handler, error) {
 	if name == nil {
 		return nil, fmt.Errorf("%w: nil name function", ErrTemplate)

@@ -52,8 +52,9 @@ type Options struct {
 	// Default: false (wait up to Timeout).
 	NoWait bool
 
-	// TTL is the lock's time to live (10 ms to 100 years); it is renewed while
-	// the work runs.
+	// TTL is the lock's time to live, from the store's floor (10 ms for
+	// memory and file, 250 ms for Redis, 500 ms for PostgreSQL and MySQL,
+	// 1 s for etcd) to 100 years; it is renewed while the work runs.
 	// Default: the store's ttl (30 s unless configured).
 	TTL time.Duration
 
@@ -113,6 +114,11 @@ func (o Options) locker() (*locker, error) {
 	if o.TTL > component.MaxTTL {
 		return nil, &component.OptionError{Field: "TTL", Msg: "must be at most 100 years"}
 	}
+	if floor := m.Features().MinTTL; o.TTL != 0 && o.TTL < floor {
+		// else every acquisition would fail with this error (500 for HTTP)
+		return nil, &component.OptionError{Field: "TTL",
+			Msg: fmt.Sprintf("must be at least %v for store %q: the shortest ttl it can serve", floor, m.Name())}
+	}
 	if o.MaxBodyBytes < 0 {
 		return nil, &component.OptionError{Field: "MaxBodyBytes", Msg: "must not be negative"}
 	}
@@ -132,13 +138,21 @@ func (o Options) locker() (*locker, error) {
 	return l, nil
 }
 
-// acquire takes the lock name: one attempt with NoWait, else a wait.
+// acquire takes the lock name: one attempt with NoWait, else a wait. A
+// name longer than the store takes is an input that cannot name a lock
+// (ErrLockName, 400 for HTTP), as an empty one is.
 func (l *locker) acquire(ctx context.Context, name string) (*component.Lock, error) {
-	if !l.noWait {
-		return l.m.Acquire(ctx, name, l.opts...)
+	var lock *component.Lock
+	var err error
+	if l.noWait {
+		lock, err = l.m.TryAcquire(ctx, name, l.opts...)
+	} else {
+		lock, err = l.m.Acquire(ctx, name, l.opts...)
 	}
-	lock, err := l.m.TryAcquire(ctx, name, l.opts...)
-	if errors.Is(err, component.ErrLocked) {
+	switch {
+	case errors.Is(err, component.ErrNameTooLong):
+		err = fmt.Errorf("%w: %w", ErrLockName, err)
+	case l.noWait && errors.Is(err, component.ErrLocked):
 		// ErrTimeout too: a wait of no time ran out (409 for HTTP)
 		err = fmt.Errorf("%w: no wait: %w", component.ErrTimeout, err)
 	}

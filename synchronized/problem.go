@@ -12,7 +12,8 @@ import (
 const (
 	// CodeTimeout: the lock was not acquired in time (409).
 	CodeTimeout = "E_MUTEX_TIMEOUT"
-	// CodeLockName: the request lacks a field of the lock name (400).
+	// CodeLockName: the request lacks a field of the lock name, or its
+	// values make a name longer than the store takes (400).
 	CodeLockName = "E_MUTEX_LOCK_NAME"
 	// CodeDriver: the lock store failed (503).
 	CodeDriver = "E_MUTEX_DRIVER"
@@ -46,10 +47,11 @@ type Problem struct {
 // ProblemOf maps an error of the middleware (or of the action wrapper) to
 // its problem, testing in this order: ErrRequestEnded → 503, ErrRoute →
 // 500, ErrBodyTooLarge → 413, ErrAmbiguousKey → 400, ErrBody → 400,
-// ErrLockName → 400, ErrClosed → 503, ErrDriver → 503, ErrTimeout → 409,
-// anything else → 500. A store that did not answer in time fails with an error wrapping
-// both component.ErrTimeout and ErrDriver: it is a store failure (503),
-// not a lock held by another request.
+// component.ErrNameTooLong → 400, ErrLockName → 400, ErrClosed → 503,
+// ErrDriver → 503, ErrTimeout → 409, anything else → 500. A store that did
+// not answer in time fails with an error wrapping both
+// component.ErrTimeout and ErrDriver: it is a store failure (503), not a
+// lock held by another request.
 func ProblemOf(err error) Problem {
 	p := Problem{Type: "about:blank"}
 	switch {
@@ -63,6 +65,8 @@ func ProblemOf(err error) Problem {
 		p.Status, p.Code, p.Detail = http.StatusBadRequest, CodeBody, "the request body has a key of the lock name twice, or spelt in another letter case"
 	case errors.Is(err, ErrBody):
 		p.Status, p.Code, p.Detail = http.StatusBadRequest, CodeBody, "the request body is not a JSON object"
+	case errors.Is(err, component.ErrNameTooLong):
+		p.Status, p.Code, p.Detail = http.StatusBadRequest, CodeLockName, "a value naming the lock of this resource is too long"
 	case errors.Is(err, ErrLockName):
 		p.Status, p.Code, p.Detail = http.StatusBadRequest, CodeLockName, "the request lacks a value naming the lock of this resource"
 	case errors.Is(err, component.ErrClosed):
