@@ -128,11 +128,12 @@ func (d *Driver) enqueue(ctx context.Context, cli *clientv3.Client, e *entry, re
 				e.lost = req.Token
 			}
 			return res, place{}, err
-		case !resp.Succeeded: // the key is not as the driver left it: see how it is
-			kvs := resp.Responses[0].GetResponseRange().GetKvs()
-			e.rev = 0
-			if len(kvs) > 0 {
-				e.rev = kvs[0].CreateRevision
+		case !resp.Succeeded: // the key is not as the driver left it
+			e.rev, e.lease = 0, nil
+			if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+				if err := d.deleteUnknown(ctx, cli, e.wk, kvs[0].CreateRevision); err != nil {
+					return res, place{}, err
+				}
 			}
 			continue
 		}
@@ -157,6 +158,20 @@ func (d *Driver) enqueue(ctx context.Context, cli *clientv3.Client, e *entry, re
 		return res, p, nil
 	}
 	return res, place{}, fmt.Errorf("etcd: the queue key of %q kept changing", e.key)
+}
+
+// deleteUnknown deletes wk, created at rev, a key of the driver's that it
+// does not know: one a put or a move put after its answer was lost, the
+// driver having counted the key gone since. It is never taken over: its
+// create revision may be the fence of a lock handed out already (and
+// counted lost), which a new holder must not get again. Guarded by the
+// create revision, a delete applied late spares a later key.
+func (d *Driver) deleteUnknown(ctx context.Context, cli *clientv3.Client, wk string, rev int64) error {
+	_, err := cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(wk), "=", rev)).
+		Then(clientv3.OpDelete(wk)).
+		Commit()
+	return err
 }
 
 // predOp gets the key of q created last before rev: the one a waiter at

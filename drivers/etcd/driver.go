@@ -208,10 +208,13 @@ func (d *Driver) Close(ctx context.Context) error {
 		return nil
 	}
 
+	// The leases first, then the client: a lease granted before they are
+	// taken was granted on a client already loaded here.
+	all := d.leases.close()
 	cli := d.cli.Load()
 	var err error
 	if cli != nil {
-		err = d.leases.revokeAll(ctx, cli)
+		err = revoke(ctx, cli, all)
 	}
 	d.cancel()
 	d.wg.Wait()

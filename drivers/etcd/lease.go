@@ -29,9 +29,10 @@ type lease struct {
 
 // leases are the driver's leases by ttl class (whole seconds).
 type leases struct {
-	mu    sync.Mutex
-	byTTL map[int64]*lease
-	gone  func(*lease) // told of a lease found gone (Driver.leaseGone)
+	mu     sync.Mutex
+	byTTL  map[int64]*lease
+	closed bool         // taken by close: no lease is granted any more
+	gone   func(*lease) // told of a lease found gone (Driver.leaseGone)
 }
 
 // MinTTL is the shortest lock ttl the driver serves
@@ -90,6 +91,11 @@ func (ls *leases) grant(ctx context.Context, cli *clientv3.Client, sec int64, ol
 	}
 	l := &lease{id: resp.ID, ttl: time.Duration(resp.TTL) * time.Second, refreshed: sent}
 	ls.mu.Lock()
+	if ls.closed { // Close took the leases while this one was granted
+		ls.mu.Unlock()
+		_, _ = cli.Revoke(ctx, l.id)
+		return nil, ErrClosed
+	}
 	if cur := ls.byTTL[sec]; cur != old && cur != nil && !cur.isGone() {
 		ls.mu.Unlock() // another call granted one first: ours goes
 		_, _ = cli.Revoke(ctx, l.id)
@@ -121,12 +127,20 @@ func (ls *leases) drop(l *lease) {
 	}
 }
 
-// revokeAll revokes every lease, deleting the driver's keys.
-func (ls *leases) revokeAll(ctx context.Context, cli *clientv3.Client) error {
+// close returns every lease and refuses new ones from then on: a grant
+// under way revokes its lease and fails with ErrClosed, so that no call
+// racing with Close puts a key on a lease Close does not revoke.
+func (ls *leases) close() []*lease {
 	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.closed = true
 	all := slices.Collect(maps.Values(ls.byTTL))
 	clear(ls.byTTL)
-	ls.mu.Unlock()
+	return all
+}
+
+// revoke revokes the leases all, deleting the driver's keys.
+func revoke(ctx context.Context, cli *clientv3.Client, all []*lease) error {
 	var errs []error
 	for _, l := range all {
 		l.setGone()

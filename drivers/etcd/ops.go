@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -111,24 +112,30 @@ func (d *Driver) Extend(ctx context.Context, key, token string, ttl time.Duratio
 	if mine || err != nil {
 		return held, err
 	}
-	return d.extendByToken(cctx, cli, key, token)
+	return d.extendByToken(cctx, cli, key, token, ttl)
 }
 
 // extendOwn extends a lock of this driver; e.mu held. The lease of ttl's
 // class is renewed first, then the key is checked (and moved onto that
-// lease when it is on another).
+// lease when it is on another). That lease, when not the key's, may have
+// lapsed unused (its locks released): then a new one is granted.
 func (d *Driver) extendOwn(ctx context.Context, cli *clientv3.Client, e *entry, ttl time.Duration) (bool, error) {
-	l, err := d.leases.class(ctx, cli, ttl)
-	if err != nil {
-		return false, d.closedErr(err)
-	}
-	if err := d.leases.keepAlive(ctx, cli, l); err != nil {
-		if e.lease == l {
-			return d.leaseFailed(e, l, err)
+	for range 3 {
+		l, err := d.leases.class(ctx, cli, ttl)
+		if err != nil {
+			return false, d.closedErr(err)
 		}
-		return false, d.closedErr(err)
+		err = d.leases.keepAlive(ctx, cli, l)
+		switch {
+		case err == nil:
+			return d.moveTo(ctx, cli, e, l)
+		case e.lease == l:
+			return d.leaseFailed(e, l, err)
+		case !errors.Is(err, errLeaseGone): // (a lease gone is dropped: class grants anew)
+			return false, d.closedErr(err)
+		}
 	}
-	return d.moveTo(ctx, cli, e, l)
+	return false, errLeaseGone
 }
 
 // moveTo checks that e's key is still there and puts it on l when it is on
@@ -139,6 +146,9 @@ func (d *Driver) moveTo(ctx context.Context, cli *clientv3.Client, e *entry, l *
 		txn = txn.Then(clientv3.OpPut(e.wk, e.token, clientv3.WithLease(l.id)))
 	}
 	resp, err := txn.Commit()
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		d.leaseGone(l) // the next call puts the key on a new lease
+	}
 	if err != nil {
 		return false, d.closedErr(err)
 	}
@@ -161,8 +171,10 @@ func (d *Driver) leaseFailed(e *entry, l *lease, err error) (bool, error) {
 }
 
 // extendByToken extends a lock of another driver: its key must be first
-// in line; its lease is renewed.
-func (d *Driver) extendByToken(ctx context.Context, cli *clientv3.Client, key, token string) (bool, error) {
+// in line; its lease is renewed. That lease is the other driver's, which
+// only it can lengthen: a ttl longer than the lease keeps the lock is an
+// error, not held (the lease is renewed all the same).
+func (d *Driver) extendByToken(ctx context.Context, cli *clientv3.Client, key, token string, ttl time.Duration) (bool, error) {
 	resp, err := cli.Get(ctx, d.queue(key), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
 	if err != nil {
@@ -177,6 +189,8 @@ func (d *Driver) extendByToken(ctx context.Context, cli *clientv3.Client, key, t
 		return false, nil // the lease, and the key on it, are gone
 	case err != nil:
 		return false, d.closedErr(err) // not known: the lock may still be held
+	case lockTTL(ka.TTL) < ttl:
+		return false, fmt.Errorf("etcd: %q is held on another driver's lease, of %d s: only that driver extends it to %v", key, ka.TTL, ttl)
 	}
 	return true, nil
 }

@@ -25,7 +25,8 @@ type renewal struct {
 
 // Renew renews every lease of the batch with one keep-alive request per
 // etcd lease (one per ttl class), however many locks it carries, then
-// checks in one request per etcd lease that each lock's key is still on it.
+// checks in one request per etcd lease that each lock's key is still on it
+// (a key missing from it but still in the store is put back on it).
 // A lock whose ttl changed moves to its new class's lease first (one
 // transaction each, after its old lease was renewed, several at once); a
 // lock of another driver is extended on its own.
@@ -45,7 +46,7 @@ func (d *Driver) Renew(ctx context.Context, batch []drivers.Lease) []drivers.Ren
 	for i, b := range batch {
 		e := d.find(b.Key)
 		if e == nil {
-			res[i].Held, res[i].Err = d.extendByToken(cctx, cli, b.Key, b.Token)
+			res[i].Held, res[i].Err = d.extendByToken(cctx, cli, b.Key, b.Token, b.TTL)
 			continue
 		}
 		r := renewal{i: i, e: e}
@@ -81,13 +82,15 @@ func (d *Driver) Renew(ctx context.Context, batch []drivers.Lease) []drivers.Ren
 		wg.Go(func() {
 			held, err := d.renewLease(cctx, cli, l)
 			for _, r := range group {
-				res[r.i].Held, res[r.i].Err = held[r.e.wk], err
-				switch {
+				res[r.i].Err = err
+				switch tok := batch[r.i].Token; {
 				case err != nil:
-				case !held[r.e.wk]:
+				case held == nil: // the lease is gone, and its keys
 					d.forgetKey(cctx, r.e, r.rev)
+				case !held[r.e.wk]:
+					res[r.i].Held, res[r.i].Err = d.reattach(cctx, cli, r.e, r.rev, tok, l)
 				default:
-					res[r.i].Held, res[r.i].Err = d.still(cctx, r.e, r.rev, batch[r.i].Token)
+					res[r.i].Held, res[r.i].Err = d.still(cctx, r.e, r.rev, tok)
 				}
 			}
 		})
@@ -140,7 +143,8 @@ func (d *Driver) move(ctx context.Context, cli *clientv3.Client, rs []renewal, r
 	wg.Wait()
 }
 
-// renewLease renews l once and returns the keys still on it.
+// renewLease renews l once and returns the keys still on it: nil when l
+// is gone.
 func (d *Driver) renewLease(ctx context.Context, cli *clientv3.Client, l *lease) (map[string]bool, error) {
 	if err := d.leases.keepAlive(ctx, cli, l); err != nil {
 		if errors.Is(err, errLeaseGone) {
@@ -172,6 +176,25 @@ func (d *Driver) still(ctx context.Context, e *entry, rev int64, token string) (
 	}
 	defer e.mu.unlock()
 	return e.held && e.rev == rev && e.token == token, nil
+}
+
+// reattach handles e's key, created at rev for token, missing from l, the
+// lease it was on, which was just renewed: the key is gone (deleted), or
+// on another lease, where a move whose answer was lost put it (an Extend
+// to another ttl that failed, then renewals with the earlier ttl). It
+// reports whether the key is there, put back on l. Counted gone, the key
+// would stay in the store, unknown to the driver, holding the lock for as
+// long as that other lease lives.
+func (d *Driver) reattach(ctx context.Context, cli *clientv3.Client, e *entry, rev int64, token string, l *lease) (bool, error) {
+	if err := e.mu.lock(ctx); err != nil {
+		return false, d.closedErr(err)
+	}
+	defer e.mu.unlock()
+	if !e.held || e.rev != rev || e.token != token {
+		return false, nil
+	}
+	e.lease = nil // not on l: moveTo puts it there
+	return d.moveTo(ctx, cli, e, l)
 }
 
 // forgetKey records that e's key, created at rev, is gone.
