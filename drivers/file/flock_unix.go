@@ -85,3 +85,13 @@ func (flocker) alive(_ int, path string, live int64) (bool, error) {
 }
 
 func (flocker) forget(path string, live int64) { _ = unix.Unlink(livePath(path, live)) }
+
+// forgetLost deletes the liveness file live only when it is still kept, the
+// file the holder keeps open: a file of the same name may be another
+// holder's, in the directory created anew.
+func (flocker) forgetLost(kept int, path string, live int64) {
+	p := livePath(path, live)
+	if same, err := sameFile(kept, p); err == nil && same {
+		_ = unix.Unlink(p)
+	}
+}

@@ -17,6 +17,38 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
+// lossCases lose a held lock's file: deleted, replaced, or moved away or
+// removed with its directory (an operator, a tmp cleaner).
+var lossCases = []struct {
+	name string
+	lose func(t *testing.T, dir, path string)
+}{
+	{"deleted", func(t *testing.T, _, path string) {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"replaced", func(t *testing.T, dir, path string) {
+		other := filepath.Join(dir, "other")
+		if err := os.WriteFile(other, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(other, path); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"directory moved", func(t *testing.T, dir, _ string) {
+		if err := os.Rename(dir, dir+".old"); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"directory removed", func(t *testing.T, dir, _ string) {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}},
+}
+
 // TestLockFileLost: a held lock's file deleted, replaced or moved away with
 // its directory (an operator, a tmp cleaner) holds nothing any more: the
 // next Acquire takes the new file at the path. The old holder must then be
@@ -25,35 +57,7 @@ import (
 // old one's, so that a store refuses the old holder's writes (before: the
 // new file restarted the fences at 1).
 func TestLockFileLost(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		lose func(t *testing.T, dir, path string)
-	}{
-		{"deleted", func(t *testing.T, _, path string) {
-			if err := os.Remove(path); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"replaced", func(t *testing.T, dir, path string) {
-			other := filepath.Join(dir, "other")
-			if err := os.WriteFile(other, nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Rename(other, path); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"directory moved", func(t *testing.T, dir, _ string) {
-			if err := os.Rename(dir, dir+".old"); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"directory removed", func(t *testing.T, dir, _ string) {
-			if err := os.RemoveAll(dir); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	} {
+	for _, tc := range lossCases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			dir := filepath.Join(t.TempDir(), "locks")
@@ -81,6 +85,48 @@ func TestLockFileLost(t *testing.T) {
 			}
 			if ok, err := a.Extend(ctx, "k", "a", time.Minute); ok || err != nil {
 				t.Fatalf("Extend of the lost holder = %v, %v; want not held", ok, err)
+			}
+			// with MechanismFlock, the lost holder's liveness file went too
+			if ents, err := os.ReadDir(dir); err != nil || len(ents) != 1 || ents[0].Name() != fileName("k") {
+				t.Fatalf("the directory holds %v, %v; want only the lock file", ents, err)
+			}
+		})
+	}
+}
+
+// TestReleaseOfLostLock: the Release of a holder whose file was lost
+// (lossCases) while another holds the lock at the path reports false, as for
+// any lock taken over, and leaves the new holder's lock alone. Before, it
+// cleared the record of the lost file and reported true: a caller checking
+// Release's result believed its lock held to the end while another holder
+// ran beside it.
+func TestReleaseOfLostLock(t *testing.T) {
+	for _, tc := range lossCases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := filepath.Join(t.TempDir(), "locks")
+			a, b := internalDriver(t, dir), internalDriver(t, dir)
+			if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
+				t.Fatalf("Acquire = %+v, %v", res, err)
+			}
+			tc.lose(t, dir, filepath.Join(dir, fileName("k")))
+			res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "b", TTL: time.Minute})
+			if err != nil || !res.Acquired {
+				t.Fatalf("Acquire after the file was lost = %+v, %v; want it", res, err)
+			}
+			if ok, err := a.Release(ctx, "k", "a"); ok || err != nil {
+				t.Fatalf("Release of the lost holder = %v, %v; want false (b holds the lock)", ok, err)
+			}
+			if info, held, err := b.Inspect(ctx, "k"); err != nil || !held || info.Token != "b" || info.Fence != res.Fence {
+				t.Fatalf("Inspect after the lost holder's Release = %+v, %v, %v; want b's lock", info, held, err)
+			}
+			if ok, err := b.Release(ctx, "k", "b"); err != nil || !ok {
+				t.Fatalf("Release of the new holder = %v, %v", ok, err)
+			}
+			// nothing left behind but the lock file (with MechanismFlock,
+			// the lost holder's liveness file is deleted too)
+			if ents, err := os.ReadDir(dir); err != nil || len(ents) != 1 || ents[0].Name() != fileName("k") {
+				t.Fatalf("the directory holds %v, %v; want only the lock file", ents, err)
 			}
 		})
 	}
@@ -114,6 +160,33 @@ func TestFifoAtLockPath(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("a call on a FIFO hangs")
 		}
+	}
+}
+
+// TestSymlinkAtLockPath: a symbolic link at a lock path is refused, not
+// followed: the calls fail and the file it points to, outside the
+// directory, is neither locked nor written.
+func TestSymlinkAtLockPath(t *testing.T) {
+	ctx := context.Background()
+	dir, outside := t.TempDir(), filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(outside, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, fileName("k"))); err != nil {
+		t.Fatal(err)
+	}
+	d := internalDriver(t, dir)
+	if res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: "k", Token: "a", TTL: time.Minute}); err == nil {
+		t.Fatalf("Acquire through a symlink = %+v; want an error", res)
+	}
+	if _, _, err := d.Inspect(ctx, "k"); err == nil {
+		t.Fatal("Inspect through a symlink succeeded; want an error")
+	}
+	if ok, err := d.Extend(ctx, "k", "a", time.Minute); ok || err == nil {
+		t.Fatalf("Extend through a symlink = %v, %v; want an error", ok, err)
+	}
+	if got, err := os.ReadFile(outside); err != nil || string(got) != "keep" {
+		t.Fatalf("the symlink's target holds %q, %v; want it untouched", got, err)
 	}
 }
 

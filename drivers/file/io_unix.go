@@ -58,10 +58,10 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// hostClock reads the host's CLOCK_MONOTONIC in nanoseconds.
+// hostClock reads the host's monotonic clock (hostClockID) in nanoseconds.
 func hostClock() (int64, error) {
 	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+	if err := unix.ClockGettime(hostClockID, &ts); err != nil {
 		return 0, fmt.Errorf("clock_gettime: %w", err)
 	}
 	return ts.Nano(), nil

@@ -39,6 +39,11 @@ type locker interface {
 	// forget clears what liveness lock live left behind once its holder
 	// is gone (released, taken over); under the guard.
 	forget(path string, live int64)
+	// forgetLost clears what liveness lock live left behind when it is
+	// still that of the descriptor kept (hold's), of a holder whose lock
+	// file was lost (deleted, replaced, its directory moved): no
+	// acquisition of the file at path will clear it.
+	forgetLost(kept handle, path string, live int64)
 	// mark is the record's mechanism byte.
 	mark() byte
 }
@@ -76,11 +81,12 @@ func lockState(ctx context.Context, lk locker, fd handle, busyTimeout time.Durat
 	}
 }
 
-// The host's CLOCK_MONOTONIC, shared by every process of the host (in one
-// time namespace) and not moved by wall-clock steps. Go's own monotonic
-// clock is CLOCK_MONOTONIC too, but only differences are exposed, so the
-// clock is read once by a system call and then advanced with time.Since
-// (no system call). The clock is read between two readings of Go's clock,
+// The host's monotonic clock (hostClock: CLOCK_MONOTONIC; CLOCK_UPTIME_RAW
+// on macOS; the performance counter on Windows), shared by every process of
+// the host (in one time namespace) and not moved by wall-clock steps. Go's
+// own monotonic clock is that clock too, but only differences are exposed,
+// so the clock is read once by a system call and then advanced with
+// time.Since (no system call). The clock is read between two readings of Go's clock,
 // taken again (up to syncTries times) until they are at most syncGap
 // apart, and counted from the second: the computed time is never ahead of
 // the real one, and behind it by at most syncGap (unless every try took

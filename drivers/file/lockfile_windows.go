@@ -23,9 +23,10 @@ func (lockFileEx) tryGuard(h handle) (bool, error) {
 	return lockByte(h, guardOff, windows.LOCKFILE_EXCLUSIVE_LOCK)
 }
 
-func (lockFileEx) unguard(h handle) error { return unlockByte(h, guardOff) }
-func (lockFileEx) forget(string, int64)   {}
-func (lockFileEx) mark() byte             { return markLockFile }
+func (lockFileEx) unguard(h handle) error           { return unlockByte(h, guardOff) }
+func (lockFileEx) forget(string, int64)             {}
+func (lockFileEx) forgetLost(handle, string, int64) {}
+func (lockFileEx) mark() byte                       { return markLockFile }
 
 func (lockFileEx) hold(h handle, _ string, live int64) (handle, error) {
 	if live >= guardOff {

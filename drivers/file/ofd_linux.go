@@ -22,6 +22,7 @@ type ofd struct{}
 func (ofd) tryGuard(fd int) (bool, error) { return tryLock(fd, stateByte) }
 func (ofd) unguard(fd int) error          { return unlock(fd, stateByte) }
 func (ofd) forget(string, int64)          {}
+func (ofd) forgetLost(int, string, int64) {}
 func (ofd) mark() byte                    { return markOFD }
 
 func (ofd) hold(fd int, _ string, live int64) (int, error) {

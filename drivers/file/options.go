@@ -13,10 +13,11 @@
 // lock in two); the directory holds one file of about 100 bytes per name ever
 // used.
 //
-// Expiries use the host's CLOCK_MONOTONIC, which every process of the host
-// shares and which a wall-clock step does not move. Processes sharing a
-// directory must therefore run on the same host (and in the same Linux time
-// namespace), on a local file system (not NFS), with the same Mechanism.
+// Expiries use the host's monotonic clock (CLOCK_MONOTONIC; CLOCK_UPTIME_RAW
+// on macOS), which every process of the host shares and which a wall-clock
+// step does not move. Processes sharing a directory must therefore run on
+// the same host (and in the same Linux time namespace), on a local file
+// system (not NFS), with the same Mechanism.
 package file
 
 import (

@@ -13,9 +13,11 @@ import (
 )
 
 // Release frees key if token holds it and reports whether it did (false when
-// the lock expired, was taken over or was already released). The fence stays
-// in the file. The holder's descriptor is closed in every case, even when the
-// call fails, which frees the lock for other processes as a dead holder's.
+// the lock expired, was taken over or was already released, or when the
+// holder's lock file was deleted or replaced, or its directory moved or
+// removed: see Extend). The fence stays in the file. The holder's
+// descriptor is closed in every case, even when the call fails, which frees
+// the lock for other processes as a dead holder's.
 // A ctx that has already ended still releases a lock held through this
 // driver (the release is local and quick; the guard byte is then tried
 // once); it fails only the release of a lock held elsewhere.
@@ -30,7 +32,16 @@ func (d *Driver) Release(ctx context.Context, key, token string) (bool, error) {
 	if h := d.holderOf(key, token); h != nil {
 		h.mu.Lock()
 		if h.fd != noHandle {
-			ok, err = d.releaseLocked(ctx, h.fd, h.path, token, buf[:])
+			// A holder whose file was deleted or replaced, or whose
+			// directory went, lost its lock (see Extend): the record of
+			// its old file names it still, but another may hold the
+			// lock at the path.
+			var same bool
+			if same, err = sameFile(h.fd, h.path); err == nil && same {
+				ok, err = d.releaseLocked(ctx, h.fd, h.path, token, buf[:])
+			} else if err == nil {
+				d.lk.forgetLost(h.live, h.path, int64(h.fence)+1)
+			}
 			d.dropHolder(key, token, h)
 			h.mu.Unlock()
 			return d.released(key, ok, err)
@@ -113,8 +124,9 @@ func (d *Driver) extend(ctx context.Context, key, token string, ttl time.Duratio
 		defer h.mu.Unlock()
 		if h.fd != noHandle {
 			if same, err := sameFile(h.fd, h.path); err != nil || !same {
-				if err == nil {
-					d.dropHolder(key, token, h) // its file was deleted: held no more
+				if err == nil { // its file was deleted: held no more
+					d.lk.forgetLost(h.live, h.path, int64(h.fence)+1)
+					d.dropHolder(key, token, h)
 				}
 				return false, err
 			}

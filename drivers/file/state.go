@@ -13,7 +13,7 @@ import (
 //	5  mechanism: 0 OFD locks, 1 flock, 2 LockFileEx (see Mechanism)
 //	6  token length (0: free)
 //	8  fence: the last fence granted for the name, never reset
-//	16 expiry: CLOCK_MONOTONIC nanoseconds at which the holder's lock ends
+//	16 expiry: monotonic nanoseconds (hostClock) at which the holder's lock ends
 //	24 liveness lock: 1+fence, the byte the holder keeps OFD-locked, or the
 //	   suffix of the liveness file it keeps flocked, while it holds
 //	32 holder's process id (information only)
