@@ -14,7 +14,7 @@ import (
 func TestConfigFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "app.toml")
-	cfg := "[mutex.main]\ndefault = true\ndriver = \"memory\"\n\n[mutex.jobs]\nprefix = \"jobs:\"\n[mutex.jobs.driver]\ntype = \"file\"\ndir = \"" + dir + "/locks\"\n"
+	cfg := "[mutex.main]\ndefault = true\n[mutex.main.driver]\ntype = \"file\"\ndir = \"" + dir + "/main\"\n\n[mutex.jobs]\nprefix = \"jobs:\"\n[mutex.jobs.driver]\ntype = \"file\"\ndir = \"" + dir + "/locks\"\n"
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mutexfx/mutexfx"
+	"github.com/mutexfx/mutexfx/component"
 )
 
 func newRelease(g *globals) *cobra.Command {
@@ -28,36 +29,65 @@ func newRelease(g *globals) *cobra.Command {
 				return usageError{errors.New("release breaks another holder's lock: add --force")}
 			}
 			return g.withStore(cmd.Context(), func(m *mutexfx.Mutex) error {
-				ctx, out := cmd.Context(), cmd.OutOrStdout()
-				st, held, err := m.Inspect(ctx, a[0])
-				if err != nil {
-					return err
-				}
-				if !held {
-					_, err := fmt.Fprintln(out, "free")
-					return err
-				}
-				v := view(st, time.Now())
-				if !yes {
-					fmt.Fprintf(out, "release %q held by %s (fence %d)? [y/N] ", v.Name, v.holder(), v.Fence)
-					line, _ := bufio.NewReader(g.stdin).ReadString('\n')
-					if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-						return &exitError{code: ExitError, err: errors.New("not released")}
-					}
-				}
-				ok, err := m.ForceRelease(ctx, a[0])
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return &exitError{code: ExitError, err: fmt.Errorf("%q changed holder or was released meanwhile: not released", v.Name)}
-				}
-				_, err = fmt.Fprintf(out, "released %q (was held by %s, fence %d)\n", v.Name, v.holder(), v.Fence)
-				return err
+				return release(cmd, g, m, a[0], yes)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "required: break the lock whoever holds it")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
+}
+
+// release breaks the lock name, once the operator confirmed it unless
+// yes. Each store call is bounded by --store-timeout; the wait for the
+// answer is not.
+func release(cmd *cobra.Command, g *globals, m *mutexfx.Mutex, name string, yes bool) error {
+	out := cmd.OutOrStdout()
+	ctx, cancel := g.call(cmd.Context())
+	defer cancel()
+	st, held, err := m.Inspect(ctx, name)
+	if err != nil {
+		return callError(ctx, err)
+	}
+	if !held {
+		_, err := fmt.Fprintln(out, "free")
+		return err
+	}
+	v := view(st, time.Now())
+	changed := &exitError{code: ExitError, err: fmt.Errorf("%q changed holder or was released meanwhile: not released", name)}
+	if !yes {
+		fmt.Fprintf(out, "release %q held by %s (fence %d)? [y/N] ", v.Name, v.holder(), v.Fence)
+		line, _ := bufio.NewReader(g.stdin).ReadString('\n')
+		if answer := strings.ToLower(strings.TrimSpace(line)); answer != "y" && answer != "yes" {
+			return &exitError{code: ExitError, err: errors.New("not released")}
+		}
+		// The answer may come long after the inspection: break the lock
+		// only if it still has the holder the operator confirmed.
+		ctx, cancel = g.call(cmd.Context())
+		defer cancel()
+		again, held, err := m.Inspect(ctx, name)
+		if err != nil {
+			return callError(ctx, err)
+		}
+		if !held || !sameHolder(st, again) {
+			return changed
+		}
+	}
+	ok, err := m.ForceRelease(ctx, name)
+	if err != nil {
+		return callError(ctx, err)
+	}
+	if !ok {
+		return changed
+	}
+	_, err = fmt.Fprintf(out, "released %q (was held by %s, fence %d)\n", v.Name, v.holder(), v.Fence)
+	return err
+}
+
+// sameHolder reports whether two inspections of a lock show the same
+// acquisition: a new one has a greater fence, or another holder.
+func sameHolder(a, b component.LockStatus) bool {
+	return a.Fence == b.Fence && a.HolderKnown == b.HolderKnown &&
+		a.Holder.Application == b.Holder.Application && a.Holder.Host == b.Holder.Host &&
+		a.Holder.PID == b.Holder.PID && a.Holder.AcquiredAt.Equal(b.Holder.AcquiredAt)
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -47,6 +48,9 @@ func newRun(g *globals) *cobra.Command {
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if f.grace < 0 {
+				return usageError{fmt.Errorf("--grace must not be negative, got %v", f.grace)}
+			}
 			return g.withStore(cmd.Context(), func(m *mutexfx.Mutex) error {
 				return runLocked(cmd, g, m, a[0], a[1:], f)
 			})
@@ -71,8 +75,15 @@ func runLocked(cmd *cobra.Command, g *globals, m *mutexfx.Mutex, name string, ar
 		opts = append(opts, component.WithTTL(f.ttl))
 	}
 	l, err := acquire(ctx, m, name, opts, stderr)
-	if errors.Is(err, component.ErrTimeout) {
+	// 75 only when the store answered that the lock is held: a timeout
+	// after a store failure is a store error, which `|| [ $? -eq 75 ]`
+	// must not take for another holder's run.
+	if errors.Is(err, component.ErrTimeout) && !errors.Is(err, component.ErrDriver) {
 		return &exitError{code: ExitTimeout, err: err}
+	}
+	var oe *component.OptionError
+	if errors.As(err, &oe) { // the --ttl or --timeout given
+		return usageError{fmt.Errorf("--%s: %s", strings.ToLower(oe.Field), oe.Msg)}
 	}
 	if err != nil {
 		return err
@@ -117,7 +128,12 @@ func runLocked(cmd *cobra.Command, g *globals, m *mutexfx.Mutex, name string, ar
 			fmt.Fprintf(stderr, "mutexctl: command still running %v after SIGTERM: sending SIGKILL\n", f.grace)
 			_ = syscall.Kill(group, syscall.SIGKILL)
 		case err := <-done:
-			return exitOf(c, err)
+			err = exitOf(c, err)
+			if err == nil && lost == nil {
+				// CMD did not run alone to its end: never a success.
+				err = &exitError{code: ExitError, err: fmt.Errorf("lock %q was lost while the command ran (it exited 0)", name)}
+			}
+			return err
 		}
 	}
 }

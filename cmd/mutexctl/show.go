@@ -85,9 +85,11 @@ func newList(g *globals) *cobra.Command {
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withStore(cmd.Context(), func(m *mutexfx.Mutex) error {
-				sts, err := m.List(cmd.Context())
+				ctx, cancel := g.call(cmd.Context())
+				defer cancel()
+				sts, err := m.List(ctx)
 				if err != nil {
-					return err
+					return callError(ctx, err)
 				}
 				now := time.Now()
 				vs := make([]lockView, len(sts))
@@ -113,9 +115,11 @@ func newInspect(g *globals) *cobra.Command {
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return g.withStore(cmd.Context(), func(m *mutexfx.Mutex) error {
-				st, held, err := m.Inspect(cmd.Context(), a[0])
+				ctx, cancel := g.call(cmd.Context())
+				defer cancel()
+				st, held, err := m.Inspect(ctx, a[0])
 				if err != nil {
-					return err
+					return callError(ctx, err)
 				}
 				v := lockView{Name: a[0]}
 				if held {
