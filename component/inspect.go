@@ -102,12 +102,23 @@ func (m *Mutex) ForceRelease(ctx context.Context, name string) (bool, error) {
 	if err != nil || !held {
 		return false, err
 	}
+	return m.ForceReleaseHolder(ctx, st)
+}
+
+// ForceReleaseHolder is ForceRelease of the acquisition st shows (from
+// Inspect or List of m): it frees the lock only while that holder still
+// has it, in one store call, and reports false when the lock was released
+// or went to another holder since st was read. An operator who confirms
+// what was shown breaks that lock, never a later holder's.
+func (m *Mutex) ForceReleaseHolder(ctx context.Context, st LockStatus) (bool, error) {
+	m.mustBuilt()
+	mustCtx(ctx)
 	if st.token == "" {
 		return false, ErrNotSupported
 	}
-	ok, err := m.drv.Release(ctx, m.opts.Prefix+name, st.token)
+	ok, err := m.drv.Release(ctx, m.opts.Prefix+st.Name, st.token)
 	if err != nil {
-		return false, m.driverError("release", name, err)
+		return false, m.driverError("release", st.Name, err)
 	}
 	return ok, nil
 }

@@ -106,6 +106,47 @@ func TestForceRelease(t *testing.T) {
 	}
 }
 
+// TestForceReleaseHolder: a release of the holder an inspection showed
+// leaves the lock alone once another holder has it (an operator's
+// confirmation coming late), and frees it while that holder has it.
+func TestForceReleaseHolder(t *testing.T) {
+	ctx := context.Background()
+	store := memory.New()
+	m := newMutex(t, component.Options{Driver: store})
+	admin := newMutex(t, component.Options{Driver: store})
+	a, err := m.Acquire(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, held, err := admin.Inspect(ctx, "job")
+	if err != nil || !held {
+		t.Fatalf("Inspect = %+v, %v, %v", seen, held, err)
+	}
+	if _, err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.Acquire(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := admin.ForceReleaseHolder(ctx, seen); ok || err != nil {
+		t.Fatalf("ForceReleaseHolder of a's status while b holds = %v, %v; want false", ok, err)
+	}
+	if b.Err() != nil {
+		t.Fatalf("b's lock ended: %v", b.Err())
+	}
+	now, held, err := admin.Inspect(ctx, "job")
+	if err != nil || !held || now.Fence != b.Fence() {
+		t.Fatalf("Inspect after = %+v, %v, %v; want b's lock, fence %d", now, held, err, b.Fence())
+	}
+	if ok, err := admin.ForceReleaseHolder(ctx, now); !ok || err != nil {
+		t.Fatalf("ForceReleaseHolder of b's status = %v, %v; want true", ok, err)
+	}
+	if _, err := admin.ForceReleaseHolder(ctx, component.LockStatus{Name: "job"}); !errors.Is(err, component.ErrNotSupported) {
+		t.Errorf("ForceReleaseHolder of a status without a token: %v, want ErrNotSupported", err)
+	}
+}
+
 func TestParseHolderRejectsForeignTokens(t *testing.T) {
 	for _, tok := range []string{"", "abc", strings.Repeat("A", 26), strings.Repeat("A", 26) + "~a~h~x~1", strings.Repeat("A", 26) + "~a~h~1"} {
 		if h, ok := component.ParseHolder(tok); ok {

@@ -46,6 +46,7 @@ func TestMisusePanicsNameTheMistake(t *testing.T) {
 		{"zero Mutex Inspect", noNew, func() { _, _, _ = zero.Inspect(ctx, "x") }},
 		{"zero Mutex List", noNew, func() { _, _ = zero.List(ctx) }},
 		{"zero Mutex ForceRelease", noNew, func() { _, _ = zero.ForceRelease(ctx, "x") }},
+		{"zero Mutex ForceReleaseHolder", noNew, func() { _, _ = zero.ForceReleaseHolder(ctx, component.LockStatus{}) }},
 		{"nil Mutex Acquire", noNew, func() { _, _ = nilMutex.Acquire(ctx, "x") }},
 		{"nil Lock Release", nilLock, func() { _, _ = none.Release(ctx) }},
 		{"nil Lock Extend", nilLock, func() { _, _ = none.Extend(ctx, component.DefaultTTL) }},
@@ -71,6 +72,7 @@ func TestMisusePanicsNameTheMistake(t *testing.T) {
 		{"nil ctx Inspect", nilCtxMsg, func() { _, _, _ = m.Inspect(nilCtx, "held") }},
 		{"nil ctx List", nilCtxMsg, func() { _, _ = m.List(nilCtx) }},
 		{"nil ctx ForceRelease", nilCtxMsg, func() { _, _ = m.ForceRelease(nilCtx, "held") }},
+		{"nil ctx ForceReleaseHolder", nilCtxMsg, func() { _, _ = m.ForceReleaseHolder(nilCtx, component.LockStatus{}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {

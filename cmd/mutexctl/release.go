@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mutexfx/mutexfx"
-	"github.com/mutexfx/mutexfx/component"
 )
 
 func newRelease(g *globals) *cobra.Command {
@@ -54,40 +53,24 @@ func release(cmd *cobra.Command, g *globals, m *mutexfx.Mutex, name string, yes 
 		return err
 	}
 	v := view(st, time.Now())
-	changed := &exitError{code: ExitError, err: fmt.Errorf("%q changed holder or was released meanwhile: not released", name)}
 	if !yes {
 		fmt.Fprintf(out, "release %q held by %s (fence %d)? [y/N] ", v.Name, v.holder(), v.Fence)
 		line, _ := bufio.NewReader(g.stdin).ReadString('\n')
 		if answer := strings.ToLower(strings.TrimSpace(line)); answer != "y" && answer != "yes" {
 			return &exitError{code: ExitError, err: errors.New("not released")}
 		}
-		// The answer may come long after the inspection: break the lock
-		// only if it still has the holder the operator confirmed.
-		ctx, cancel = g.call(cmd.Context())
-		defer cancel()
-		again, held, err := m.Inspect(ctx, name)
-		if err != nil {
-			return callError(ctx, err)
-		}
-		if !held || !sameHolder(st, again) {
-			return changed
-		}
 	}
-	ok, err := m.ForceRelease(ctx, name)
+	// The answer may come long after the inspection: break the lock only
+	// if it still has the holder shown (one store call, by its token).
+	ctx, cancel = g.call(cmd.Context())
+	defer cancel()
+	ok, err := m.ForceReleaseHolder(ctx, st)
 	if err != nil {
 		return callError(ctx, err)
 	}
 	if !ok {
-		return changed
+		return &exitError{code: ExitError, err: fmt.Errorf("%q changed holder or was released meanwhile: not released", name)}
 	}
 	_, err = fmt.Fprintf(out, "released %q (was held by %s, fence %d)\n", v.Name, v.holder(), v.Fence)
 	return err
-}
-
-// sameHolder reports whether two inspections of a lock show the same
-// acquisition: a new one has a greater fence, or another holder.
-func sameHolder(a, b component.LockStatus) bool {
-	return a.Fence == b.Fence && a.HolderKnown == b.HolderKnown &&
-		a.Holder.Application == b.Holder.Application && a.Holder.Host == b.Holder.Host &&
-		a.Holder.PID == b.Holder.PID && a.Holder.AcquiredAt.Equal(b.Holder.AcquiredAt)
 }
