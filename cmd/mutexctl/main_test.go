@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mutexfx/mutexfx"
+	"github.com/mutexfx/mutexfx/drivers/etcd"
 	"github.com/mutexfx/mutexfx/drivers/mysql"
 	"github.com/mutexfx/mutexfx/drivers/postgres"
 	"github.com/mutexfx/mutexfx/drivers/redis"
@@ -57,6 +58,9 @@ func stores() []store {
 		{"mysql-advisory", func(*testing.T) string {
 			return "type: mysql\n      dsn: " + q(testutil.MySQLDSN()) + "\n      mode: advisory"
 		}, false, true, false},
+		{"etcd", func(t *testing.T) string { // a throwaway single-member cluster
+			return "type: etcd\n      endpoints: [" + q(testutil.StartEtcd(t, 1).Endpoints()[0]) + "]"
+		}, false, true, true},
 	}
 }
 
@@ -80,7 +84,7 @@ func openApp(t *testing.T, path string) *mutexfx.Mutex {
 	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := mutexfx.Open(k, mutexfx.WithDrivers(redis.Factory(), postgres.Factory(), mysql.Factory()))
+	reg, err := mutexfx.Open(k, mutexfx.WithDrivers(redis.Factory(), postgres.Factory(), mysql.Factory(), etcd.Factory()))
 	if err != nil {
 		t.Fatal(err)
 	}

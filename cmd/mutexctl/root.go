@@ -19,6 +19,7 @@ import (
 
 	"github.com/mutexfx/mutexfx"
 	"github.com/mutexfx/mutexfx/config"
+	"github.com/mutexfx/mutexfx/drivers/etcd"
 	"github.com/mutexfx/mutexfx/drivers/mysql"
 	"github.com/mutexfx/mutexfx/drivers/postgres"
 	"github.com/mutexfx/mutexfx/drivers/redis"
@@ -103,7 +104,7 @@ func (g *globals) open(ctx context.Context) (*mutexfx.Registry, *mutexfx.Mutex, 
 		return nil, nil, err
 	}
 	reg, err := mutexfx.Open(k, mutexfx.WithPath(g.path),
-		mutexfx.WithDrivers(redis.Factory(), postgres.Factory(), mysql.Factory()))
+		mutexfx.WithDrivers(redis.Factory(), postgres.Factory(), mysql.Factory(), etcd.Factory()))
 	if err != nil {
 		return nil, nil, err
 	}
