@@ -141,14 +141,19 @@ func runLocked(cmd *cobra.Command, g *globals, m *mutexfx.Mutex, name string, ar
 // acquire takes the lock, telling a terminal user that it waits.
 func acquire(ctx context.Context, m *mutexfx.Mutex, name string, opts []component.AcquireOption, stderr io.Writer) (*mutexfx.Lock, error) {
 	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
-		if l, err := m.TryAcquire(ctx, name, opts...); !errors.Is(err, mutexfx.ErrLocked) {
-			return l, err
+		// A first try tells who holds it; a store error there is not the
+		// end: the wait below retries it until --timeout, as off a terminal.
+		l, err := m.TryAcquire(ctx, name, opts...)
+		if err == nil {
+			return l, nil
 		}
-		who := "another holder"
-		if st, held, err := m.Inspect(ctx, name); err == nil && held {
-			who = view(st, time.Now()).holder()
+		if errors.Is(err, mutexfx.ErrLocked) {
+			who := "another holder"
+			if st, held, err := m.Inspect(ctx, name); err == nil && held {
+				who = view(st, time.Now()).holder()
+			}
+			fmt.Fprintf(stderr, "mutexctl: waiting for lock %q held by %s\n", name, who)
 		}
-		fmt.Fprintf(stderr, "mutexctl: waiting for lock %q held by %s\n", name, who)
 	}
 	return m.Acquire(ctx, name, opts...)
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -289,5 +291,26 @@ func TestRunBadFlags(t *testing.T) {
 		if r.code != ExitUsage || !strings.Contains(r.stderr, c.flag) {
 			t.Errorf("run %s %s: %+v; want exit %d naming %s", c.flag, c.value, r, ExitUsage, c.flag)
 		}
+	}
+}
+
+// TestTerminalWaitRetriesStore: on a terminal, run's first try tells who
+// holds the lock; a store error at that try does not end the wait, which
+// goes on retrying the store until --timeout as it does off a terminal
+// (the error is then a timeout after store failures, not the first
+// failure).
+func TestTerminalWaitRetriesStore(t *testing.T) {
+	tty, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0) // a character device, as a terminal is
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	if !isTerminal(tty) {
+		t.Fatalf("%s is not a character device here", os.DevNull)
+	}
+	m := openApp(t, writeConfig(t, "type: redis\n      addrs: ["+fmt.Sprintf("%q", closedAddr(t))+"]"))
+	l, err := acquire(t.Context(), m, "job", []component.AcquireOption{component.WithTimeout(300 * time.Millisecond)}, tty)
+	if l != nil || !errors.Is(err, component.ErrTimeout) || !errors.Is(err, component.ErrDriver) {
+		t.Fatalf("acquire on a refused store from a terminal = %v, %v; want a timeout after store failures", l, err)
 	}
 }
