@@ -15,6 +15,8 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // Exit codes of mutexctl; `run` otherwise exits with its command's code.
@@ -30,8 +32,16 @@ const (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// go-redis prints its pool's failed dials to stderr; the command
+	// reports the store's error itself, once.
+	goredis.SetLogger(quietRedis{})
 	os.Exit(Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
+
+// quietRedis drops go-redis's log lines.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // exitError carries an exit code out of a command.
 type exitError struct {
