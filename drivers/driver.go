@@ -177,8 +177,9 @@ type Event struct {
 // Subscriber is implemented by drivers that push events.
 type Subscriber interface {
 	// Subscribe calls fn for every event until cancel is called or the
-	// driver is closed. fn must not block; it may be called from any
-	// goroutine. A driver needs only one subscription per component. Events
+	// driver is closed. fn must not block, nor call cancel or the
+	// driver's Close, which may wait for fn to return; it may be called
+	// from any goroutine. A driver needs only one subscription per component. Events
 	// are hints: waiters still poll, so a lost event costs at most a retry
 	// delay.
 	Subscribe(ctx context.Context, fn func(Event)) (cancel func(), err error)

@@ -263,7 +263,9 @@ func (d *Driver) addHolder(key, token string, h *holder) bool {
 // lock since (Extend on a descriptor of its own), so each candidate's record
 // is read again under the guard byte, and the holder is dropped only when
 // the record no longer names it (token and fence) or its expiry has passed.
-// Once passed, no Extend can move it again. A holder busy in another call,
+// Once passed, no Extend can move it again. A holder whose file was lost
+// (deleted, replaced, its directory moved) is dropped as Release drops it,
+// with its liveness file (MechanismFlock). A holder busy in another call,
 // a guard byte held elsewhere or a record that cannot be read leave the
 // holder for a later sweep.
 func (d *Driver) sweep(stale map[heldKey]*holder) {
@@ -273,7 +275,14 @@ func (d *Driver) sweep(stale map[heldKey]*holder) {
 		if !o.mu.TryLock() {
 			continue
 		}
-		if o.fd == noHandle || !o.stillHeld(d.lk, k.token, buf[:]) {
+		if o.fd == noHandle {
+			d.dropHolder(k.key, k.token, o)
+		} else if same, err := sameFile(o.fd, o.path); err == nil && !same {
+			// its file was lost: no acquisition at the path will clear
+			// what its liveness lock left (see Release)
+			d.lk.forgetLost(o.live, o.path, int64(o.fence)+1)
+			d.dropHolder(k.key, k.token, o)
+		} else if !o.stillHeld(d.lk, k.token, buf[:]) {
 			d.dropHolder(k.key, k.token, o)
 		}
 		o.mu.Unlock()
@@ -281,12 +290,10 @@ func (d *Driver) sweep(stale map[heldKey]*holder) {
 }
 
 // stillHeld reports whether the record of h's file still names h with an
-// expiry to come, refreshing h.expiry from it; h.mu is held and h.fd open.
-// It reports true when it cannot tell.
+// expiry to come, refreshing h.expiry from it; h.mu is held and h.fd open
+// (and, as far as sweep could tell, still the file at h.path). It reports
+// true when it cannot tell.
 func (h *holder) stillHeld(lk locker, token string, buf []byte) bool {
-	if same, err := sameFile(h.fd, h.path); err == nil && !same {
-		return false
-	}
 	if ok, err := lk.tryGuard(h.fd); !ok || err != nil {
 		return true
 	}

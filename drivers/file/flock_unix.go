@@ -19,25 +19,34 @@ import (
 // deny each other. A liveness file is deleted once its holder is gone (its
 // release, or the acquisition taking its lock over); the file of an expired
 // but hung holder is deleted too, the hung process keeping its flock on a
-// file no one looks at any more.
+// file no one looks at any more. On Linux the guard also takes the guard
+// of MechanismOFD (see guardOFD).
 type flocker struct{ mode uint32 }
 
+// tryGuard takes the flock of the lock file, then, on Linux, the guard of
+// MechanismOFD too (guardOFD), so that the two mechanisms' guards exclude
+// each other.
 func (flocker) tryGuard(fd int) (bool, error) {
 	switch err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); {
 	case err == nil:
-		return true, nil
 	case errors.Is(err, unix.EWOULDBLOCK):
 		return false, nil
 	default:
 		return false, fmt.Errorf("flock lock file: %w", err)
 	}
+	ok, err := guardOFD(fd)
+	if !ok || err != nil {
+		_ = unix.Flock(fd, unix.LOCK_UN)
+	}
+	return ok, err
 }
 
 func (flocker) unguard(fd int) error {
-	if err := unix.Flock(fd, unix.LOCK_UN); err != nil {
-		return fmt.Errorf("unlock lock file: %w", err)
+	err := unguardOFD(fd)
+	if uerr := unix.Flock(fd, unix.LOCK_UN); uerr != nil {
+		return fmt.Errorf("unlock lock file: %w", uerr)
 	}
-	return nil
+	return err
 }
 
 func (flocker) mark() byte { return markFlock }

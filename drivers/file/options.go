@@ -64,16 +64,20 @@ var ErrClosed = drivers.ErrClosed
 // driver's locks: those other than Linux, macOS, the BSDs and Windows.
 var ErrUnsupported = errors.New("mutexfx/file: the file driver needs Linux, macOS, a BSD or Windows")
 
-// ErrMechanism reports a lock file last written by a driver using another
-// Mechanism: the two do not exclude each other, so every process sharing a
-// directory must use the same one.
+// ErrMechanism reports a lock held through another Mechanism, whose locks
+// this driver's do not see: every process sharing a directory must use the
+// same one. Drivers of two mechanisms never both hold a lock: on Linux the
+// guard of MechanismFlock also takes that of MechanismOFD, so of two
+// taking a free lock at once, the second finds the first's record and
+// fails with ErrMechanism.
 var ErrMechanism = errors.New("mutexfx/file: lock file written with another mechanism")
 
 // Mechanism is the kernel lock a driver uses (Options.Mechanism).
 type Mechanism string
 
-// The mechanisms. Both are locks of open file descriptions, released by the
-// kernel when their holder's process dies; they do not exclude each other.
+// The mechanisms. Each is a lock of open file descriptions, released by the
+// kernel when its holder's process dies; the locks of one do not see those
+// of another (see ErrMechanism).
 const (
 	// MechanismOFD: open-file-description byte-range locks (fcntl
 	// F_OFD_SETLK), Linux only; one descriptor per held lock. The default
