@@ -89,7 +89,8 @@ func (d *Driver) unuse(e *entry) {
 	if e.users > 0 {
 		return
 	}
-	// Every call locks e.mu within a use: with none at work, nobody holds it.
+	// Every call locks e.mu within a use; with none at work, only
+	// leaseGone writes e's fields, and it holds Driver.mu while it does.
 	rev, held := e.rev, e.held
 	switch {
 	case rev == 0 && e.lost == "":

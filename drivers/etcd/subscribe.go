@@ -2,8 +2,6 @@ package etcd
 
 import (
 	"context"
-	"maps"
-	"slices"
 
 	"github.com/mutexfx/mutexfx/drivers"
 )
@@ -29,11 +27,14 @@ func (d *Driver) Subscribe(_ context.Context, fn func(drivers.Event)) (func(), e
 func (d *Driver) leaseGone(l *lease) {
 	l.setGone()
 	d.leases.drop(l)
+	// Driver.mu is held throughout: unuse reads the fields of an entry
+	// nobody uses under Driver.mu alone, and this pass writes them in
+	// entries nobody uses. e.mu is only tried, never waited for, so that
+	// holding Driver.mu here cannot deadlock with a call holding e.mu.
 	d.mu.Lock()
-	ents := slices.Collect(maps.Values(d.entries))
-	d.mu.Unlock()
+	defer d.mu.Unlock()
 	var lost []drivers.Event
-	for _, e := range ents {
+	for _, e := range d.entries {
 		select {
 		case e.mu <- struct{}{}:
 		default:
@@ -47,15 +48,10 @@ func (d *Driver) leaseGone(l *lease) {
 		}
 		e.mu.unlock()
 	}
-	if len(lost) == 0 || d.subs.Len() == 0 {
+	if len(lost) == 0 || d.subs.Len() == 0 || d.closed {
 		return
 	}
 	// From a goroutine of the driver's: the caller may hold locks that a
 	// subscriber's fn takes too.
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return
-	}
 	d.wg.Go(func() { d.subs.Publish(lost...) })
 }
