@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,12 +42,26 @@ func shortRun(t *testing.T, m Mode) time.Duration {
 	return d
 }
 
+// seed is MUTEXFX_FAULTS_SEED, the seed a failed run printed, to run its
+// faults again; 0 (random) when unset.
+func seed(t *testing.T) uint64 {
+	s := os.Getenv("MUTEXFX_FAULTS_SEED")
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("MUTEXFX_FAULTS_SEED: %v", err)
+	}
+	return n
+}
+
 // TestModes runs every store mode for a short while under every fault of
 // the mode, and fails when the history misses a goal of issue 18.
 func TestModes(t *testing.T) {
 	for _, m := range Modes {
 		t.Run(m.Name, func(t *testing.T) {
-			cfg := Config{Store: m.Name, Duration: shortRun(t, m), Procs: 3, Workers: 3, Locks: 2, TTL: time.Second}
+			cfg := Config{Store: m.Name, Duration: shortRun(t, m), Procs: 3, Workers: 3, Locks: 2, TTL: time.Second, Seed: seed(t)}
 			res, err := Run(t, cfg, func(env []string) *exec.Cmd { return testutil.Child(t, "faults", env...) }, t.Logf)
 			if err != nil {
 				t.Fatal(err)
