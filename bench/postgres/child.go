@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/postgres"
 )
 
@@ -43,14 +42,6 @@ func childWorker(ctx context.Context, mode string) {
 		m := newMutex(d, 5*time.Second)
 		warm(ctx, d, m)
 		name := "handoff-8p-" + mode
-		if tr != nil {
-			cancel := must(d.Subscribe(ctx, func(ev drivers.Event) {
-				if ev.Kind == drivers.Released && ev.Key == "bench:"+name {
-					tr.hear()
-				}
-			}))
-			defer cancel()
-		}
 		ready()
 		turns = handoffWorkers(ctx, m, name, 1, *handoff, tr)
 		_ = m.Close(ctx)

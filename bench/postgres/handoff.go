@@ -24,20 +24,19 @@ import (
 // turn is one acquisition of a hand-off run: how long it waited, and when
 // (Unix ns, comparable across processes) it got the lock and its release
 // started and returned. A traced table-mode worker (-phases) also records
-// when its release's UPDATE (which notifies the next waiter) ended, when
-// its process heard the NOTIFY that woke it last before it got the lock,
-// when its last attempt started, and how many attempts it made.
+// when its release's UPDATE (which grants the lock to, or wakes, the next
+// waiter) ended, when its last attempt started, and how many attempts it
+// made.
 type turn struct {
 	wait                  time.Duration
 	got, relStart, relEnd int64
-	updated               int64
-	heard, lastTry        int64
+	updated, lastTry      int64
 	tries                 int64
 }
 
 // fields are a turn's numbers in the order a worker process prints them.
 func (t *turn) fields() []*int64 {
-	return []*int64{(*int64)(&t.wait), &t.got, &t.relStart, &t.relEnd, &t.updated, &t.heard, &t.lastTry, &t.tries}
+	return []*int64{(*int64)(&t.wait), &t.got, &t.relStart, &t.relEnd, &t.updated, &t.lastTry, &t.tries}
 }
 
 // handoffConfig is one hand-off configuration: 8 workers taking a lock in
@@ -283,7 +282,7 @@ type runStats struct {
 	waitP50, waitP99, release, gapP50, gapP99 time.Duration
 	most                                      int
 	phases                                    []time.Duration // see phaseNames; nil when not traced
-	unwoken, tries                            float64
+	granted, tries                            float64
 }
 
 // summarize checks a run's turns and returns its figures. In the order
@@ -310,7 +309,7 @@ func summarize(turns []turn) runStats {
 	s.waitP50, s.waitP99 = stats.Percentile(waits, 50), stats.Percentile(waits, 99)
 	s.release = stats.Percentile(releases, 50)
 	s.gapP50, s.gapP99 = stats.Percentile(gaps, 50), stats.Percentile(gaps, 99)
-	s.phases, s.unwoken, s.tries = tracedPhases(turns)
+	s.phases, s.granted, s.tries = tracedPhases(turns)
 	return s
 }
 
@@ -337,7 +336,7 @@ func medians(runs []runStats) runStats {
 		for i := range runs[0].phases {
 			m.phases = append(m.phases, pick(func(r runStats) time.Duration { return r.phases[i] }))
 		}
-		m.unwoken, m.tries = medianOf(runs, func(r runStats) float64 { return r.unwoken }), medianOf(runs, func(r runStats) float64 { return r.tries })
+		m.granted, m.tries = medianOf(runs, func(r runStats) float64 { return r.granted }), medianOf(runs, func(r runStats) float64 { return r.tries })
 	}
 	return m
 }

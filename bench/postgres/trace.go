@@ -13,11 +13,10 @@ import (
 )
 
 // tracer records when a hand-off process's table-driver statements ran, by
-// kind, and when its process heard the lock's release notified.
+// kind.
 type tracer struct {
 	mu    sync.Mutex
 	stmts []stmt
-	heard []int64
 }
 
 // stmt is one traced statement: its kind (kindOf) and when it started and
@@ -30,10 +29,10 @@ type stmt struct {
 type stmtKey struct{}
 
 // kindOf tells the table driver's statements apart by their text: a
-// release (which notifies), an acquisition attempt, or another.
+// release (which grants or notifies), an acquisition attempt, or another.
 func kindOf(sql string) string {
 	switch {
-	case strings.Contains(sql, "SET token = '', expires_at = 'epoch'"):
+	case strings.Contains(sql, "SET (token, fence, expires_at, queue) = (SELECT"), strings.Contains(sql, "SET token = '', expires_at = 'epoch'"):
 		return "release"
 	case strings.Contains(sql, "ON CONFLICT") || strings.Contains(sql, "AS l SET token = $2"):
 		return "attempt"
@@ -56,14 +55,6 @@ func (t *tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQuer
 	}
 }
 
-// hear records a release of the measured lock heard now.
-func (t *tracer) hear() {
-	now := time.Now().UnixNano()
-	t.mu.Lock()
-	t.heard = append(t.heard, now)
-	t.mu.Unlock()
-}
-
 // fill completes tu, the turn just ended, from what was traced since the
 // previous one, and forgets it. It does nothing on a nil tracer.
 func (t *tracer) fill(tu *turn) {
@@ -81,32 +72,21 @@ func (t *tracer) fill(tu *turn) {
 			tu.updated = s.end
 		}
 	}
-	// the subscriber hears a release just after the driver's waiting
-	// Acquire is woken, sometimes after its attempt started: the last
-	// release heard before the lock was got counts
-	call := tu.got - int64(tu.wait)
-	for _, h := range t.heard {
-		if h >= call && h <= tu.got {
-			tu.heard = h
-		}
-	}
-	t.stmts, t.heard = t.stmts[:0], t.heard[:0]
+	t.stmts = t.stmts[:0]
 }
 
-// phaseNames are the parts of a traced hand-off, from the holder's release
-// start to the next holder's acquisition (the first overlaps the second).
-// The release's UPDATE notifies the next holder itself, at its commit,
-// often before its answer reaches the releaser: the NOTIFY is timed from
-// the release's start.
-var phaseNames = []string{"release UPDATE", "release start → NOTIFY heard", "heard → last attempt", "last attempt"}
+// phaseNames are the parts of a traced hand-off: the holder's release
+// statement, then until the next holder has the lock (the NOTIFY of a
+// grant, or of a wake-up and the waiter's attempt).
+var phaseNames = []string{"release UPDATE", "release end → next holder has it"}
 
 // tracedPhases returns, from turns sorted by acquisition, the p50s then
-// the p99s of the phases of the hand-offs (nil when not traced), and the
-// share of hand-offs whose next holder heard no NOTIFY of that release
-// (those count in the first and last phases only).
-func tracedPhases(turns []turn) (_ []time.Duration, unwokenShare, triesMean float64) {
+// the p99s of the phases of the hand-offs (nil when not traced), the share
+// of hand-offs whose next holder made no attempt after the release started
+// (the release granted it the lock), and the attempts per acquisition.
+func tracedPhases(turns []turn) (_ []time.Duration, grantedShare, triesMean float64) {
 	ph := make([][]time.Duration, len(phaseNames))
-	unwoken, n, tries := 0, 0, int64(0)
+	granted, n, tries := 0, 0, int64(0)
 	for i := 1; i < len(turns); i++ {
 		prev, cur := turns[i-1], turns[i]
 		if cur.tries == 0 || prev.updated == 0 {
@@ -115,13 +95,10 @@ func tracedPhases(turns []turn) (_ []time.Duration, unwokenShare, triesMean floa
 		n++
 		tries += cur.tries
 		ph[0] = append(ph[0], time.Duration(prev.updated-prev.relStart))
-		ph[3] = append(ph[3], time.Duration(cur.got-cur.lastTry))
-		if cur.heard < prev.relStart {
-			unwoken++
-			continue
+		ph[1] = append(ph[1], max(time.Duration(cur.got-prev.updated), 0))
+		if cur.lastTry < prev.relStart {
+			granted++
 		}
-		ph[1] = append(ph[1], time.Duration(cur.heard-prev.relStart))
-		ph[2] = append(ph[2], max(time.Duration(cur.lastTry-cur.heard), 0))
 	}
 	if n == 0 {
 		return nil, 0, 0
@@ -132,7 +109,7 @@ func tracedPhases(turns []turn) (_ []time.Duration, unwokenShare, triesMean floa
 			out = append(out, stats.Percentile(ds, p))
 		}
 	}
-	return out, float64(unwoken) / float64(n), float64(tries) / float64(n)
+	return out, float64(granted) / float64(n), float64(tries) / float64(n)
 }
 
 // printPhases prints the traced configurations' phases.
@@ -140,7 +117,7 @@ func printPhases(cs []handoffConfig, runs [][]runStats) {
 	fmt.Println()
 	fmt.Println("Phases of the traced hand-offs (8 processes; the driver on a pool with a pgx tracer), p50 / p99, medians of the runs:")
 	fmt.Println()
-	fmt.Println("| configuration | " + strings.Join(phaseNames, " | ") + " | next holder heard no NOTIFY of that release | attempts per acquisition |")
+	fmt.Println("| configuration | " + strings.Join(phaseNames, " | ") + " | granted by the release (no attempt after it) | attempts per acquisition |")
 	fmt.Println("|---" + strings.Repeat("|---", len(phaseNames)+2) + "|")
 	for i, c := range cs {
 		m := medians(runs[i])
@@ -152,7 +129,7 @@ func printPhases(cs []handoffConfig, runs [][]runStats) {
 		for j := range k {
 			cells = append(cells, ms(m.phases[j])+" / "+ms(m.phases[k+j]))
 		}
-		cells = append(cells, fmt.Sprintf("%.0f%%", 100*m.unwoken), fmt.Sprintf("%.1f", m.tries))
+		cells = append(cells, fmt.Sprintf("%.0f%%", 100*m.granted), fmt.Sprintf("%.1f", m.tries))
 		fmt.Println("| " + strings.Join(cells, " | ") + " |")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -107,11 +108,13 @@ type base struct {
 	ddl    sqlkit.Schema
 	schema []schemaObject // what ensureSchema creates
 
-	mu        sync.Mutex     // Close's detach runs under it
-	subs      kit.Listeners  // added under mu while open, cleared by Close
-	listening bool           // the LISTEN goroutine started (under mu)
-	listener  sync.WaitGroup // the LISTEN goroutine, until Close starts
-	channels  []string       // what the LISTEN connection listens on
+	mu        sync.Mutex                      // Close's detach runs under it
+	subs      kit.Listeners                   // added under mu while open, cleared by Close
+	listening bool                            // the LISTEN goroutine started (under mu)
+	listener  sync.WaitGroup                  // the LISTEN goroutine, until Close starts
+	channels  []string                        // what the LISTEN connection listens on
+	granted   map[string]func(payload string) // the grant channels (table mode) and their handlers
+	listenPID atomic.Uint32                   // the LISTEN connection's backend, 0 while none
 
 	// Close waits for no stalled link: statements end with the life
 	// (life.Bind), and so do the owned pool's connections (lifeDial, conns)
@@ -215,12 +218,16 @@ func (b *base) listenOnce(ctx context.Context) {
 	if _, err := conn.Exec(ctx, sessionSetup+"; LISTEN "+strings.Join(b.channels, "; LISTEN ")); err != nil {
 		return
 	}
+	b.listenPID.Store(conn.PgConn().PID())
+	defer b.listenPID.Store(0)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return
 		}
-		if n.Payload != "" {
+		if grant := b.granted[n.Channel]; grant != nil {
+			grant(n.Payload)
+		} else if n.Payload != "" {
 			b.subs.Publish(drivers.Event{Kind: drivers.Released, Key: n.Payload})
 		}
 	}

@@ -134,7 +134,7 @@ func (o Options) withDefaults() Options {
 
 // names are the SQL identifiers the driver uses, quoted (boot: bootCheck's
 // marker). Only validate makes them: holding no ', they go in SQL literals.
-type names struct{ table, sequence, channel, boot, wake string }
+type names struct{ table, sequence, channel, boot, wake, head, after string }
 
 // validate checks the options but the connection ones and derives the names.
 func (o Options) validate() (names, error) {
@@ -168,7 +168,7 @@ func (o Options) validate() (names, error) {
 		id[len(id)-1] += s
 		return id.Sanitize()
 	}
-	return names{table.Sanitize(), suffixed("_fence"), ch.Sanitize(), suffixed("_boot"), suffixed("_wake")}, nil
+	return names{table.Sanitize(), suffixed("_fence"), ch.Sanitize(), suffixed("_boot"), suffixed("_wake"), suffixed("_head"), suffixed("_after")}, nil
 }
 
 // poolConfig builds the connection configuration. Its errors never quote the URL.

@@ -40,6 +40,7 @@ type tableDriver struct {
 	pool    atomic.Pointer[pgxpool.Pool]
 
 	reclaim sqlkit.Reclaimer // deletes the rows no longer needed
+	grants  grants           // the waiting calls a release may grant a lock (table_grant.go)
 }
 
 func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool) *tableDriver {
@@ -47,7 +48,8 @@ func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool) *tableDriver {
 	d.pool.Store(pool)
 	d.reclaim.Batch, d.reclaim.Round = reclaimBatch, d.reclaimRound
 	b.schema = append(b.schema, tableSchema(b.names, b.opts)...)
-	b.channels = append(b.channels, pgx.Identifier{ownChannel(d.id)}.Sanitize())
+	b.channels = append(b.channels, pgx.Identifier{ownChannel(d.id)}.Sanitize(), pgx.Identifier{grantChannel(d.id)}.Sanitize())
+	b.granted = map[string]func(string){grantChannel(d.id): d.grants.deliver}
 	return d
 }
 
@@ -71,13 +73,25 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 	return res, permanent(d.life.ClosedErr(err))
 }
 
-// Release marks the row free if token holds it and, in the same statement,
-// wakes the head of its queue. The reclaimer deletes the row later.
+// Release marks the row free if token holds it, or grants it to the head
+// of its queue, and in the same statement tells the grantee or wakes the
+// head. The reclaimer deletes a free row later. A row nobody queues for is
+// freed by a plain UPDATE: the grant's costs more (its sub-SELECT is
+// planned with each statement when the plan is not cached), and a second
+// one runs when the first finds drivers queued.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
 	var live bool
-	err := d.runWaking(ctx, key, func(ctx context.Context, p querier, notified any) error {
+	err := d.run(ctx, func(ctx context.Context, p querier) error {
 		live = false
-		return ignoreNoRows(p.QueryRow(ctx, d.sql.release, sqlkit.KeyHash(key), token, notified).Scan(&live, nil))
+		return ignoreNoRows(p.QueryRow(ctx, d.sql.free, sqlkit.KeyHash(key), token).Scan(&live))
+	})
+	if err != nil || live { // nobody queued: the statement a bare pair would run
+		return live, d.life.ClosedErr(err)
+	}
+	err = d.runWaking(ctx, key, func(ctx context.Context, p querier, notified any) error {
+		live = false
+		fs, mark := d.fencing(p)
+		return ignoreNoRows(p.QueryRow(ctx, fs.release, append([]any{sqlkit.KeyHash(key), token, notified}, mark...)...).Scan(&live, nil))
 	})
 	return live, d.life.ClosedErr(err)
 }
@@ -233,7 +247,7 @@ func ignoreNoRows(err error) error {
 }
 
 // Handover passes key from token to next.Token in one statement when no
-// driver queues for it; else it releases key as Release does.
+// live driver queues for it; else it releases key as Release does.
 func (d *tableDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
 	ms, err := ttlMillis(next.TTL)
 	if err != nil {

@@ -18,10 +18,12 @@ import (
 // first; turn, try the turn statement first (a waiter a release woke);
 // deferQueue, do not queue yet while the row is free for a queued driver
 // (then reported deferred). arrival, which acquireOnce sets, is the
-// server's clock (ms) at a waiting acquisition's first acquire statement.
+// server's clock (ms) at a waiting acquisition's first acquire statement;
+// pid, the listener backend a queued entry registers (table_grant.go).
 type attemptOpts struct {
 	queue, fast, turn, deferQueue bool
 	arrival                       *float64
+	pid                           any
 	due                           time.Time // when the entry's next stamp is due (zero: none)
 }
 
@@ -80,7 +82,7 @@ func (d *tableDriver) attempt(ctx context.Context, req drivers.AcquireRequest, m
 		var stamp *float64
 		start := time.Now() // never after the statement's now()
 		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.acquire, append([]any{sqlkit.KeyHash(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue, o.arrival}, mark...)...).
+		err := p.QueryRow(ctx, fs.acquire, append([]any{sqlkit.KeyHash(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue, o.arrival, o.pid}, mark...)...).
 			Scan(&res.Acquired, &res.Fence, &left, &deferred, &now, &stamp)
 		if err == nil && o.arrival == nil {
 			o.arrival = &now
@@ -136,17 +138,34 @@ var queueDeferral = 10 * time.Millisecond
 var pollDelay = func(holderTTL time.Duration) time.Duration { return kit.PollDelay(holderTTL, WaitPollInterval) }
 
 // acquireWaiting retries the acquisition, queued in the row, until it gets
-// the lock, req.Wait passes or ctx ends (then: the last result, no error).
-func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
+// the lock (or a release grants it), req.Wait passes or ctx ends (then:
+// the last result, no error, and the call left the queue).
+func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
 	pace := kit.NewPacer(req.Wait)
 	defer pace.Stop()
 	wake, unwatch := d.watch(req.Key) // before the first attempt: no release missed
 	defer unwatch()
+	grant, ungrant := d.grants.add(req.Token)
+	defer ungrant()
+	queued := false
+	defer func() {
+		if !res.Acquired && queued {
+			select {
+			case fence := <-grant: // granted as the wait ended: keep it
+				res, err = drivers.AcquireResult{Acquired: true, Fence: fence}, nil
+			default:
+				d.leave(ctx, req)
+			}
+		}
+	}()
 	deferUntil := time.Now().Add(queueDeferral)
 	woken := false
 	o := attemptOpts{queue: true}
 	for fast := true; ; fast = false {
 		o.fast, o.turn, o.deferQueue = fast, woken, time.Now().Before(deferUntil)
+		if o.pid = d.registration(req); o.pid != nil {
+			queued = true
+		}
 		res, deferred, err := d.acquireOnce(ctx, req, &o)
 		if err != nil || res.Acquired {
 			return res, err
@@ -164,6 +183,8 @@ func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireReq
 		}
 		woken = false
 		select {
+		case fence := <-grant:
+			return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
 		case <-wake:
 			// a release notified this driver: most likely its turn
 			woken = true

@@ -54,9 +54,10 @@ func tracedTable(t *testing.T, opts Options) (Driver, *statementLog, *pgxpool.Po
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeDriver(t, a) }) // before the pool's Close
-	log.names = map[string]string{tableOf(a).sql.release: "release"}
+	log.names = map[string]string{tableOf(a).sql.free: "release", tableOf(a).sql.leave: "leave"}
 	for _, fs := range []fencedStatements{tableOf(a).sql.plain, tableOf(a).sql.guarded} {
-		maps.Copy(log.names, map[string]string{fs.take: "take", fs.turn: "turn", fs.acquire: "acquire", fs.refence: "refence", fs.handover: "handover"})
+		maps.Copy(log.names, map[string]string{fs.take: "take", fs.turn: "turn", fs.acquire: "acquire", fs.refence: "refence",
+			fs.release: "granting release", fs.handover: "handover"})
 	}
 	return a, log, pool
 }
@@ -65,7 +66,8 @@ func tracedTable(t *testing.T, opts Options) (Driver, *statementLog, *pgxpool.Po
 // uncontended acquisition of a free row and a release are one round trip
 // each; an acquisition that finds the row missing, held or queued for
 // takes a second one (the acquire statement), and a failed TryAcquire
-// writes nothing to the row. Both with the default options and with
+// writes nothing to the row. A release that finds drivers queued runs the
+// granting release after the plain one. Both with the default options and with
 // synchronousCommit and unlogged, whose statements differ.
 func TestTableRoundTrips(t *testing.T) {
 	type step struct {
@@ -110,6 +112,19 @@ func TestTableRoundTrips(t *testing.T) {
 			return released && !res.Acquired, err
 		}, true, []string{"handover"}, false},
 		{"TryAcquire of a free row a driver queues for", try("a4"), false, []string{"take", "acquire"}, true},
+		{"the queued entry dies, the row is taken (untraced)", func(ctx context.Context, a, _ Driver, key string) (bool, error) {
+			within(t, 5*time.Second, "the row taken", func() bool {
+				res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "a5", TTL: time.Minute})
+				return err == nil && res.Acquired
+			})
+			return true, nil
+		}, true, nil, false},
+		{"another driver queues again (untraced)", func(ctx context.Context, _, b Driver, key string) (bool, error) {
+			res, err := b.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "w2", TTL: time.Minute, Wait: time.Millisecond})
+			return res.Acquired, err
+		}, false, nil, false},
+		{"release with a driver queued: the plain UPDATE finds it, the granting one releases", release("a5"), true,
+			[]string{"release", "granting release"}, false},
 	}
 	for _, opts := range []Options{
 		{Mode: ModeTable},

@@ -113,25 +113,33 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 	}
 }
 
-// TestTableWaiterWokenByItsChannel checks that a release wakes the
-// waiting table-mode acquisition that is next for it: the release's NOTIFY
-// (on the waiter's own channel: TestTableReleaseNotifiesHead) reaches the
-// waiter's driver for the key it waits on, and the waiter, whose polls
-// are put off past its wait, gets the lock at all only by that wake-up.
-// The same for a handover, which releases when a driver queues.
+// TestTableWaiterWokenByItsChannel checks that a release hands the lock
+// on to the waiting table-mode acquisition that is next for it, the
+// waiter's polls put off past its wait. A waiter that registered for a
+// grant (table_grant.go) holds the row once the release returns, before
+// it sends anything, and learns it on its grant channel. One that could
+// not register (a token too long for a NOTIFY payload) is woken on its
+// own channel (TestTableReleaseNotifiesHead) and takes its turn. The same
+// for a handover, which releases when a driver queues.
 func TestTableWaiterWokenByItsChannel(t *testing.T) {
 	defer func(f func(time.Duration) time.Duration) { pollDelay = f }(pollDelay)
 	pollDelay = func(time.Duration) time.Duration { return time.Hour }
 	for _, call := range []string{"release", "handover"} {
-		t.Run(call, func(t *testing.T) { waiterWokenByItsChannel(t, call) })
+		for _, grant := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/grant=%v", call, grant), func(t *testing.T) { waiterWokenByItsChannel(t, call, grant) })
+		}
 	}
 }
 
-func waiterWokenByItsChannel(t *testing.T, call string) {
+func waiterWokenByItsChannel(t *testing.T, call string, grant bool) {
 	ctx := ctxT(t)
 	opts := Options{Mode: ModeTable}
 	a, b := shared(t, opts), shared(t, opts)
 	key := fmt.Sprintf("notify:wake:%d", time.Now().UnixNano())
+	token := "b"
+	if !grant {
+		token = strings.Repeat("b", maxPayload)
+	}
 	if res, err := a.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: "a", TTL: time.Minute}); err != nil || !res.Acquired {
 		t.Fatalf("Acquire = %+v, %v", res, err)
 	}
@@ -158,8 +166,11 @@ func waiterWokenByItsChannel(t *testing.T, call string) {
 	})
 	woken, unwatchKey := tableOf(b).watch(key) // fed by what wakes the waiter
 	defer unwatchKey()
-	got := drivertest.AcquireAsync(ctx, b, drivers.AcquireRequest{Key: key, Token: "b", TTL: time.Minute, Wait: 10 * time.Second})
+	got := drivertest.AcquireAsync(ctx, b, drivers.AcquireRequest{Key: key, Token: token, TTL: time.Minute, Wait: 10 * time.Second})
 	waitQueued(ctx, t, a, b, key)
+	if grant { // the entry registers at the waiter's first write
+		within(t, 5*time.Second, "registered", func() bool { return queueEntry(ctx, t, a, b, key)[2] == token })
+	}
 	for len(woken) > 0 { // drop any wake-up heard before the release
 		<-woken
 	}
@@ -171,19 +182,47 @@ func waiterWokenByItsChannel(t *testing.T, call string) {
 	} else if ok, res, err := a.Handover(ctx, key, "a", drivers.AcquireRequest{Key: key, Token: "a2", TTL: time.Minute}); err != nil || !ok || res.Acquired {
 		t.Fatalf("Handover = %v, %+v, %v; want released, not handed", ok, res, err)
 	}
-	select {
-	case <-woken:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the release was not heard on the waiter's channel")
+	info, held, err := a.Inspect(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grant {
+		if !held || info.Token != token {
+			t.Fatalf("after the %s the row is %+v (held %v); want granted to the waiter's token", call, info, held)
+		}
+	} else {
+		select {
+		case <-woken:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the release was not heard on the waiter's channel")
+		}
 	}
 	r := <-got
 	if r.Err != nil || !r.Res.Acquired {
 		t.Fatalf("waiting Acquire = %+v, %v", r.Res, r.Err)
 	}
+	if grant && r.Res.Fence != info.Fence {
+		t.Fatalf("granted fence %d; the row holds %d", r.Res.Fence, info.Fence)
+	}
 	// Without the wake-up its only other attempt is at the wait's end.
 	if d := r.At.Sub(released); d > 5*time.Second {
 		t.Fatalf("the waiter got the lock %v after the release: at its wait's end, not woken", d)
 	}
+}
+
+// queueEntry returns b's entry in the queue of key's row, read through a,
+// as strings (nil: none).
+func queueEntry(ctx context.Context, t *testing.T, a, b Driver, key string) []string {
+	t.Helper()
+	var entry []string
+	err := tableOf(a).run(ctx, func(ctx context.Context, p querier) error {
+		return ignoreNoRows(p.QueryRow(ctx, "SELECT array(SELECT jsonb_array_elements_text(queue->$2)) FROM "+
+			baseOf(a).names.table+" WHERE id = $1", sqlkit.KeyHash(key), tableOf(b).id).Scan(&entry))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(entry, "", "", "", "", "")[:5]
 }
 
 // acquirer returns a function acquiring key for a minute as token,
@@ -356,12 +395,12 @@ func releaseWhenNotifyFails(t *testing.T, call, code string) {
 	// noticed by the release
 	wake := baseOf(a).names.wake
 	if code == "42883" {
-		exec("DROP FUNCTION " + wake + "(jsonb, text, bigint, text)")
+		exec("DROP FUNCTION " + wake + wakeArgs)
 	} else {
-		exec("CREATE OR REPLACE FUNCTION " + wake + "(queue jsonb, key text, live bigint, shared text) RETURNS boolean " +
+		exec("CREATE OR REPLACE FUNCTION " + wake + "(queue jsonb, token text, fence bigint, key text, live bigint, shared text) RETURNS boolean " +
 			"LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'stand-in' USING ERRCODE = '" + code + "'; END $f$")
 		// made again at the next driver's start
-		t.Cleanup(func() { exec("DROP FUNCTION " + wake + "(jsonb, text, bigint, text)") })
+		t.Cleanup(func() { exec("DROP FUNCTION " + wake + wakeArgs) })
 	}
 	if call == "release" {
 		if ok, err := a.Release(ctx, key, "a"); !ok || err != nil {
@@ -377,6 +416,9 @@ func releaseWhenNotifyFails(t *testing.T, call, code string) {
 		t.Fatalf("waiting Acquire = %+v, %v", r.Res, r.Err)
 	}
 }
+
+// wakeArgs are the wake function's argument types.
+const wakeArgs = "(jsonb, text, bigint, text, bigint, text)"
 
 // waitQueued waits until driver b is in the queue of key's row, read
 // through driver a.
