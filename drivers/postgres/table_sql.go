@@ -57,12 +57,13 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	// [arrival ms, last attempt ms, token, ttl ms, listener pid]} (the
 	// last three registered, table_grant.go, when $10 is the pid), live
 	// while retried within $7 ms; the head is the live entry that arrived
-	// first. take(a): row a is free and
-	// no live waiter queued before the acquirer ($5). queued: its entry,
-	// refreshed; pruned: the live entries but its. fresh(a): its entry is
-	// under $7/4 old (and registered for the call, when it registers): a failed attempt need not write (lock the row), only
-	// read. The insert draws a fence only for a missing row, the update under
-	// the row's lock; a row deleted meanwhile gets fence 0 (refence).
+	// first. take(a): row a is free and no live waiter queued before the
+	// acquirer ($5). queued: its entry, refreshed; pruned: the live entries
+	// but its. fresh(a): its entry is under $7/4 old (and registered for the
+	// call, when it registers): a failed attempt need not write (lock the
+	// row), only read. The insert draws a fence only for a missing row, the
+	// update under the row's lock; a row deleted meanwhile gets fence 0
+	// (refence).
 	live := liveSQL("$7::bigint")
 	take := func(a string) string {
 		return "(" + a + ".expires_at <= now() AND CASE WHEN " + a + ".queue = '{}' THEN true " +
@@ -206,11 +207,14 @@ const nowMS = "(extract(epoch FROM now()) * 1000)"
 // liveSQL is true for a queue entry e(k, v) retried within live ms.
 func liveSQL(live string) string { return "(e.v->>1)::float8 > " + nowMS + " - " + live }
 
+// headOrder picks the head among a queue's entries e(k, v): the one that
+// arrived first (the smallest id among equals).
+const headOrder = " ORDER BY (e.v->>0)::float8, e.k COLLATE \"C\" LIMIT 1"
+
 // headSQL selects the head of queue, a row's queue: the driver of its live
-// entry that arrived first (the smallest id among equals), or NULL.
+// entry that arrived first, or NULL.
 func headSQL(queue, live string) string {
-	return "(SELECT e.k FROM jsonb_each(" + queue + ") AS e(k, v) WHERE " + liveSQL(live) +
-		" ORDER BY (e.v->>0)::float8, e.k COLLATE \"C\" LIMIT 1)"
+	return "(SELECT e.k FROM jsonb_each(" + queue + ") AS e(k, v) WHERE " + liveSQL(live) + headOrder + ")"
 }
 
 // wakeSQL creates the function a release notifies with: the driver it
@@ -235,8 +239,7 @@ func headFnSQL(n names) string {
 	return "CREATE OR REPLACE FUNCTION " + n.head + "(queue jsonb, holder text, live bigint) RETURNS jsonb LANGUAGE plpgsql STABLE AS $f$ " +
 		"BEGIN RETURN (SELECT jsonb_build_array(e.k, e.v->>2, (e.v->>3)::bigint, CASE WHEN jsonb_array_length(e.v) >= 5 " +
 		"THEN EXISTS (SELECT FROM pg_stat_get_activity((e.v->>4)::int)) ELSE false END) " +
-		"FROM jsonb_each(queue) AS e(k, v) WHERE " + liveSQL("live") + " AND e.v->>2 IS DISTINCT FROM holder " +
-		"ORDER BY (e.v->>0)::float8, e.k COLLATE \"C\" LIMIT 1); END $f$"
+		"FROM jsonb_each(queue) AS e(k, v) WHERE " + liveSQL("live") + " AND e.v->>2 IS DISTINCT FROM holder" + headOrder + "); END $f$"
 }
 
 // afterFnSQL creates the function giving a row's queue after holder's
