@@ -44,7 +44,8 @@ type tableDriver struct {
 }
 
 func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool) *tableDriver {
-	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, pool != nil), id: rand.Text(), poolCfg: cfg}
+	d := &tableDriver{base: b, sql: tableSQL(b.names, b.opts, pool != nil), id: rand.Text(), poolCfg: cfg,
+		grants: grants{calls: map[string]chan uint64{}}}
 	d.pool.Store(pool)
 	d.reclaim.Batch, d.reclaim.Round = reclaimBatch, d.reclaimRound
 	b.schema = append(b.schema, tableSchema(b.names, b.opts)...)
@@ -73,45 +74,38 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 	return res, permanent(d.life.ClosedErr(err))
 }
 
-// Release marks the row free if token holds it, or grants it to the head
-// of its queue, and in the same statement tells the grantee or wakes the
-// head. The reclaimer deletes a free row later. A row nobody queues for is
-// freed by a plain UPDATE: the grant's costs more (its sub-SELECT is
-// planned with each statement when the plan is not cached), and a second
-// one runs when the first finds drivers queued.
+// Release frees the row if token holds it, or grants it to the head of its
+// queue, telling the grantee or waking the head in the same statement; the
+// reclaimer deletes free rows later. A plain UPDATE first frees a row nobody
+// queues for: the grant's sub-SELECT is planned anew when not cached.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
-	var live bool
-	err := d.run(ctx, func(ctx context.Context, p querier) error {
-		live = false
-		return ignoreNoRows(p.QueryRow(ctx, d.sql.free, sqlkit.KeyHash(key), token).Scan(&live))
-	})
-	if err != nil || live { // nobody queued: the statement a bare pair would run
-		return live, d.life.ClosedErr(err)
+	id := sqlkit.KeyHash(key)
+	live, err := d.queryRow(ctx, func(querier) (string, []any) { return d.sql.free, []any{id, token} }, nil)
+	if err == nil && !live { // drivers queue for it, or token does not hold it
+		live, err = d.runWaking(ctx, key, func(p querier, notified any) (string, []any) {
+			fs, args := d.fencing(p, id, token, notified)
+			return fs.release, args
+		}, nil, nil)
 	}
-	err = d.runWaking(ctx, key, func(ctx context.Context, p querier, notified any) error {
-		live = false
-		fs, mark := d.fencing(p)
-		return ignoreNoRows(p.QueryRow(ctx, fs.release, append([]any{sqlkit.KeyHash(key), token, notified}, mark...)...).Scan(&live, nil))
-	})
 	return live, d.life.ClosedErr(err)
 }
 
-// runWaking runs f, a statement that frees key's row and wakes its queue's
-// head, with the key to notify (NULL: none). When the notification queue
-// is full (54000) or the role may not run the wake function (42501), which
-// leave nothing committed, it runs f again without the wake-up.
-func (d *tableDriver) runWaking(ctx context.Context, key string, f func(ctx context.Context, p querier, notified any) error) error {
+// runWaking runs stmt, which frees key's row and wakes its queue's head, as
+// queryRow does, with the key to notify (NULL: none). When the notification
+// queue is full (54000) or the role may not run the wake function (42501),
+// which leave nothing committed, it runs stmt again without the wake-up.
+func (d *tableDriver) runWaking(ctx context.Context, key string, stmt func(p querier, notified any) (string, []any), dest ...any) (bool, error) {
 	var notified any
 	if payload(key) != "" {
 		notified = key
 	}
-	run := func(ctx context.Context, p querier) error { return f(ctx, p, notified) }
-	err := d.run(ctx, run)
+	run := func(p querier) (string, []any) { return stmt(p, notified) }
+	found, err := d.queryRow(ctx, run, dest...)
 	if notified != nil && (sqlState(err) == "54000" || sqlState(err) == "42501") {
 		notified = nil
-		err = d.run(ctx, run)
+		found, err = d.queryRow(ctx, run, dest...)
 	}
-	return err
+	return found, err
 }
 
 // Extend moves the row's expiry to now() + ttl if token holds it, with a
@@ -181,13 +175,10 @@ func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drive
 
 // Inspect reads the live row of key.
 func (d *tableDriver) Inspect(ctx context.Context, key string) (info drivers.LockInfo, ok bool, err error) {
-	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		var left int64 // µs
-		err := p.QueryRow(ctx, d.sql.inspect, sqlkit.KeyHash(key)).Scan(&info.Token, &info.Fence, &left)
-		ok = err == nil
-		info.TTL = time.Duration(left) * time.Microsecond
-		return ignoreNoRows(err)
-	})
+	var left int64 // µs
+	ok, err = d.queryRow(ctx, func(querier) (string, []any) { return d.sql.inspect, []any{sqlkit.KeyHash(key)} },
+		&info.Token, &info.Fence, &left)
+	info.TTL = time.Duration(left) * time.Microsecond
 	return info, ok, d.life.ClosedErr(err)
 }
 
@@ -253,14 +244,12 @@ func (d *tableDriver) Handover(ctx context.Context, key, token string, next driv
 	if err != nil {
 		return false, drivers.AcquireResult{}, err
 	}
-	var held, handed bool
+	var handed bool
 	var fence int64
-	err = d.runWaking(ctx, key, func(ctx context.Context, p querier, notified any) error {
-		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.handover, append([]any{sqlkit.KeyHash(key), token, next.Token, ms, notified}, mark...)...).Scan(nil, &handed, &fence, nil)
-		held = err == nil
-		return ignoreNoRows(err)
-	})
+	held, err := d.runWaking(ctx, key, func(p querier, notified any) (string, []any) {
+		fs, args := d.fencing(p, sqlkit.KeyHash(key), token, next.Token, ms, notified)
+		return fs.handover, args
+	}, nil, &handed, &fence, nil)
 	if err != nil || !held || !handed {
 		return held && err == nil, drivers.AcquireResult{}, d.life.ClosedErr(err)
 	}

@@ -30,16 +30,15 @@ type attemptOpts struct {
 // take is the uncontended path: one UPDATE takes the row when it is free
 // and nobody queues for it (with turn: when it is this driver's turn).
 func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms int64, turn bool) (fence uint64, took bool, err error) {
-	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		fs, mark := d.fencing(p)
-		q, args := fs.take, []any{sqlkit.KeyHash(req.Key), req.Token, ms}
+	id := sqlkit.KeyHash(req.Key)
+	took, err = d.queryRow(ctx, func(p querier) (string, []any) {
 		if turn {
-			q, args = fs.turn, append(args, d.id, WaiterLiveness.Milliseconds())
+			fs, args := d.fencing(p, id, req.Token, ms, d.id, WaiterLiveness.Milliseconds())
+			return fs.turn, args
 		}
-		err := p.QueryRow(ctx, q, append(args, mark...)...).Scan(&fence, nil)
-		took = err == nil
-		return ignoreNoRows(err)
-	})
+		fs, args := d.fencing(p, id, req.Token, ms)
+		return fs.take, args
+	}, &fence, nil)
 	return fence, took, err
 }
 
@@ -81,8 +80,8 @@ func (d *tableDriver) attempt(ctx context.Context, req drivers.AcquireRequest, m
 		var left, now float64
 		var stamp *float64
 		start := time.Now() // never after the statement's now()
-		fs, mark := d.fencing(p)
-		err := p.QueryRow(ctx, fs.acquire, append([]any{sqlkit.KeyHash(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue, o.arrival, o.pid}, mark...)...).
+		fs, args := d.fencing(p, sqlkit.KeyHash(req.Key), shownName(req.Key), req.Token, ms, d.id, o.queue, live, o.deferQueue, o.arrival, o.pid)
+		err := p.QueryRow(ctx, fs.acquire, args...).
 			Scan(&res.Acquired, &res.Fence, &left, &deferred, &now, &stamp)
 		if err == nil && o.arrival == nil {
 			o.arrival = &now
@@ -103,8 +102,8 @@ func (d *tableDriver) attempt(ctx context.Context, req drivers.AcquireRequest, m
 	if err == nil && res.Acquired && res.Fence == 0 {
 		// the row was deleted between the snapshot and the insert
 		err = d.run(ctx, func(ctx context.Context, p querier) error {
-			fs, mark := d.fencing(p)
-			return p.QueryRow(ctx, fs.refence, append([]any{sqlkit.KeyHash(req.Key), req.Token}, mark...)...).Scan(&res.Fence)
+			fs, args := d.fencing(p, sqlkit.KeyHash(req.Key), req.Token)
+			return p.QueryRow(ctx, fs.refence, args...).Scan(&res.Fence)
 		})
 	}
 	if err != nil {

@@ -11,17 +11,11 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// Hand-off in one statement. A waiting call registers its token and ttl in
-// its driver's queue entry, with the backend pid of the driver's LISTEN
-// connection. A release whose queue's head registered, and whose listener
-// backend is alive, sets the row for that token (the next fence, the
-// waiter's ttl) and notifies the driver's grantChannel: the waiter holds
-// the lock on receipt and sends nothing. A call whose wait ends without the
-// lock unregisters (leave: its driver's entry keeps its place until it
-// dies, for the driver's next call), releasing a lock granted meanwhile. A
-// crashed waiter's listener backend is gone, so it is not granted; a
-// waiter whose process hangs, or that cannot leave (the store unreachable),
-// can hold a grant for its ttl, as a hung holder holds its lock.
+// Grants (docs/postgres.md): a release may hand the row to the head of its
+// queue when that waiting call registered (its token, ttl and listener pid).
+// Only a live listener backend is granted, so a crashed waiter is skipped; a
+// hung one, or one that cannot leave, holds a grant for its ttl, as a hung
+// holder holds its lock.
 
 // leaveTimeout bounds a leave, which runs after the call's ctx ended.
 const leaveTimeout = 5 * time.Second
@@ -38,9 +32,6 @@ func (g *grants) add(token string) (<-chan uint64, func()) {
 	ch := make(chan uint64, 1)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.calls == nil {
-		g.calls = map[string]chan uint64{}
-	}
 	g.calls[token] = ch
 	return ch, func() {
 		g.mu.Lock()
@@ -83,12 +74,9 @@ func (d *tableDriver) registration(req drivers.AcquireRequest) any {
 func (d *tableDriver) leave(ctx context.Context, req drivers.AcquireRequest) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
 	defer cancel()
-	var granted bool
-	err := d.run(ctx, func(ctx context.Context, p querier) error {
-		granted = false
-		return ignoreNoRows(p.QueryRow(ctx, d.sql.leave, sqlkit.KeyHash(req.Key), d.id, req.Token).Scan(&granted))
-	})
-	if err == nil && granted {
+	granted := false
+	found, err := d.queryRow(ctx, func(querier) (string, []any) { return d.sql.leave, []any{sqlkit.KeyHash(req.Key), d.id, req.Token} }, &granted)
+	if err == nil && found && granted {
 		_, _ = d.Release(ctx, req.Key, req.Token)
 	}
 }

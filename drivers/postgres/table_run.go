@@ -77,12 +77,26 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 	})
 }
 
-// fencing returns q's fence-taking statements, and their crash mark argument.
-func (d *tableDriver) fencing(q querier) (*fencedStatements, []any) {
+// queryRow runs the statement stmt picks for the connection, with its
+// arguments, as run does, scanning its row into dest: found is false when
+// it returned none.
+func (d *tableDriver) queryRow(ctx context.Context, stmt func(querier) (string, []any), dest ...any) (found bool, err error) {
+	err = d.run(ctx, func(ctx context.Context, p querier) error {
+		q, args := stmt(p)
+		err := p.QueryRow(ctx, q, args...).Scan(dest...)
+		found = err == nil
+		return ignoreNoRows(err)
+	})
+	return found, err
+}
+
+// fencing returns q's fence-taking statements, and args followed by their
+// crash mark argument, if any.
+func (d *tableDriver) fencing(q querier, args ...any) (*fencedStatements, []any) {
 	if b := q.b; b.guard {
-		return &d.sql.guarded, []any{b.mark}
+		return &d.sql.guarded, append(args, b.mark)
 	}
-	return &d.sql.plain, nil
+	return &d.sql.plain, args
 }
 
 // Each driver that took locks deletes the free rows no live waiter queues
