@@ -46,7 +46,7 @@ type advisoryDriver struct {
 
 func newAdvisory(db *sql.DB, own bool, socks *sockets, s settings) *advisoryDriver {
 	a := &advisoryDriver{held: map[string]*heldLock{}, wake: make(chan struct{}, 1), bootSQL: bootSQL}
-	a.init(db, own, socks, s)
+	a.init(a, db, own, socks, s)
 	return a
 }
 
@@ -55,17 +55,10 @@ func (a *advisoryDriver) Features() drivers.Features {
 	return drivers.Features{Expiring: false, ServerTime: true, Fencing: true, BlockingWait: true, Scope: "server", MinTTL: 500 * time.Millisecond}
 }
 
-// Acquire makes one attempt to take req.Key for req.Token, blocking in
-// the server up to req.Wait. Errors retrying cannot cure match
-// drivers.ErrPermanent.
-func (a *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
-	return a.acquireWith(ctx, req, a.ensureSchema, a.acquire)
-}
-
 // Extend checks on the lock's own connection that it still holds it (ttl
 // is ignored); a failed check drops the connection and reports the lock
-// lost. ctx ending cuts the wait for the answer, never the check
-// (checkOwn): cut, it would close the connection and free the lock.
+// lost. ctx ending cuts the wait for the answer, never the check: cut, it
+// would close the connection and free the lock.
 func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
 	return call(&a.core, ctx, func(ctx context.Context) (bool, error) {
 		h := a.get(key, token)
@@ -79,11 +72,6 @@ func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.D
 		}
 		return held[0], errs[0]
 	})
-}
-
-// Renew checks many leases, with one statement per RenewBatch leases.
-func (a *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
-	return a.core.renew(ctx, leases, a.renew)
 }
 
 // Close drops the pinned connections (the server frees their locks), stops
@@ -156,8 +144,8 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	a.mu.Unlock()
 	conn.armHangup(func() { a.lose(h) })
 	a.wakeFor(h)
-	// an earlier holder's connection lost the key before the monitor
-	// noticed: report it now (a statement running on it finds it gone)
+	// an earlier holder's connection lost the key unnoticed: report it now
+	// (a statement running on it finds it gone)
 	if old != nil && old.mu.TryLock() {
 		a.dropLocked(old, true)
 		old.mu.Unlock()
@@ -171,10 +159,9 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 }
 
 // take runs name's acquire statement on conn, blocking in the server up to
-// req.Wait, after writing the holder's identity if it changed
-// (advisory_fence.go). It returns the fence (0: not acquired) and conn's
-// session: known, or read in the same round trip (in another for the
-// counter fence, once acquired): advisory_session.go.
+// req.Wait, after writing the holder's identity if it changed. It returns
+// the fence (0: not acquired) and conn's session: known, or read in the
+// same round trip (for the counter fence in another, once acquired).
 func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.AcquireRequest, name string) (fence uint64, s session, err error) {
 	known, ok, err := a.session(ctx, conn)
 	if err != nil {
@@ -241,10 +228,9 @@ func (a *advisoryDriver) get(key, token string) *heldLock {
 	return nil
 }
 
-// Release runs RELEASE_LOCK on the lock's connection, or, whenever it
+// Release runs RELEASE_LOCK on the lock's connection or, whenever it
 // cannot tell that it ran (ctx ended, the statement failed), drops the
-// connection, so that the server frees the lock: an advisory lock never
-// expires.
+// connection so that the server frees the lock: it never expires.
 func (a *advisoryDriver) Release(ctx context.Context, key, token string) (_ bool, err error) {
 	ctx, stop := a.bind(ctx)
 	defer stop()

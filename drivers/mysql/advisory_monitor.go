@@ -139,7 +139,7 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 // is zero: advisory locks do not expire.
 func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) {
-		if err := a.ddl.Ensure(ctx, a.ensureSchema); err != nil {
+		if err := a.ready(ctx); err != nil {
 			return drivers.LockInfo{}, false, err
 		}
 		var id, boot sql.NullInt64

@@ -25,14 +25,25 @@ type core struct {
 	socks *sockets // the own pool's sockets (socket.go); nil with NewWithDB
 	s     settings
 	life  sqlkit.Life
-	ddl   sqlkit.Schema // the mechanism's tables (ensureSchema)
+	ddl   sqlkit.Schema // the mechanism's tables (ready)
 	subs  kit.Listeners
+	mech  mechanism
 }
 
-func (c *core) init(db *sql.DB, own bool, socks *sockets, s settings) {
-	c.db, c.ownDB, c.socks, c.s = db, own, socks, s
+// mechanism is what core calls of the advisory or table mechanism.
+type mechanism interface {
+	ensureSchema(ctx context.Context) error
+	acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error)
+	renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult
+}
+
+func (c *core) init(m mechanism, db *sql.DB, own bool, socks *sockets, s settings) {
+	c.mech, c.db, c.ownDB, c.socks, c.s = m, db, own, socks, s
 	c.life.Init()
 }
+
+// ready creates the mechanism's schema unless it is known to exist.
+func (c *core) ready(ctx context.Context) error { return c.ddl.Ensure(ctx, c.mech.ensureSchema) }
 
 // Subscribe calls fn with the driver's events until cancel is called or
 // the driver is closed: Released (a lock released through this driver; in
@@ -95,21 +106,23 @@ func call2[A, B any](c *core, ctx context.Context, f func(context.Context) (A, B
 	return a, b, err
 }
 
-// acquireWith is a mechanism's Acquire: take, once ensure made the schema.
-func (c *core) acquireWith(ctx context.Context, req drivers.AcquireRequest, ensure func(context.Context) error,
-	take func(context.Context, drivers.AcquireRequest) (drivers.AcquireResult, error)) (drivers.AcquireResult, error) {
+// Acquire makes one attempt to take req.Key for req.Token (in advisory
+// mode blocking in the server up to req.Wait). Errors retrying cannot cure
+// match drivers.ErrPermanent.
+func (c *core) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	res, err := call(c, ctx, func(ctx context.Context) (drivers.AcquireResult, error) {
-		if err := c.ddl.Ensure(ctx, ensure); err != nil {
+		if err := c.ready(ctx); err != nil {
 			return drivers.AcquireResult{}, err
 		}
-		return take(ctx, req)
+		return c.mech.acquire(ctx, req)
 	})
 	return res, permanent(err)
 }
 
-// renew runs f, a Renew, as call does.
-func (c *core) renew(ctx context.Context, leases []drivers.Lease, f func(context.Context, []drivers.Lease) []drivers.RenewResult) []drivers.RenewResult {
-	out, err := call(c, ctx, func(ctx context.Context) ([]drivers.RenewResult, error) { return f(ctx, leases), nil })
+// Renew renews many leases, with one statement per RenewBatch leases
+// (advisory mode: checks that they are still held).
+func (c *core) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
+	out, err := call(c, ctx, func(ctx context.Context) ([]drivers.RenewResult, error) { return c.mech.renew(ctx, leases), nil })
 	if err != nil {
 		return drivers.RenewFailed(len(leases), err)
 	}
@@ -151,8 +164,8 @@ func (c *core) Ping(ctx context.Context) error {
 }
 
 // ServerTime returns the server's clock (UTC_TIMESTAMP(6)), the clock of
-// the table mode's expiries. Read in UTC, as µs since the epoch, neither
-// time_zone nor the DSN's parseTime and loc shift it.
+// table mode's expiries. Read as µs since the epoch, neither time_zone nor
+// the DSN's parseTime and loc shift it.
 func (c *core) ServerTime(ctx context.Context) (time.Time, error) {
 	return call(c, ctx, func(ctx context.Context) (time.Time, error) {
 		var us int64
@@ -187,9 +200,9 @@ func retryable(err error) bool { return isErr(err, 1213, 1205) }
 // (MariaDB 4091): the schema is to be created again.
 func missingTable(err error) bool { return isErr(err, 1146, 4091) }
 
-// noBootSource reports that the server lacks the status table or denies
-// it: 1109, 1146, 3167 (MySQL 5.7's disabled
-// INFORMATION_SCHEMA.GLOBAL_STATUS), 1044, 1142, 1227 (access denied).
+// noBootSource reports that the server lacks the status table (1109,
+// 1146, 3167: MySQL 5.7's disabled INFORMATION_SCHEMA.GLOBAL_STATUS) or
+// denies it (1044, 1142, 1227).
 func noBootSource(err error) bool { return isErr(err, 1044, 1109, 1142, 1146, 1227, 3167) }
 
 // permanent marks err drivers.Permanent when retrying cannot cure it:

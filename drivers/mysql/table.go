@@ -29,7 +29,7 @@ type tableDriver struct {
 
 func newTable(db *sql.DB, own bool, socks *sockets, s settings) *tableDriver {
 	d := &tableDriver{id: make([]byte, 16)}
-	d.init(db, own, socks, s)
+	d.init(d, db, own, socks, s)
 	_, _ = rand.Read(d.id) // never fails (crypto/rand)
 	d.takeSQL, d.acquireSQL = s.takeSQL(), s.acquireSQL()
 	d.retakeSQL = fmt.Sprintf(tableRetakeSQL, s.table)
@@ -42,12 +42,6 @@ func newTable(db *sql.DB, own bool, socks *sockets, s settings) *tableDriver {
 // Features reports the table locks' properties.
 func (d *tableDriver) Features() drivers.Features {
 	return drivers.Features{Expiring: true, ServerTime: true, Fencing: true, Scope: "cluster", MinTTL: 500 * time.Millisecond}
-}
-
-// Acquire makes one attempt to take req.Key for req.Token. Errors retrying
-// cannot cure match drivers.ErrPermanent.
-func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
-	return d.acquireWith(ctx, req, d.ensureSchema, d.acquire)
 }
 
 // Release frees key if token holds it.
@@ -83,11 +77,6 @@ func (d *tableDriver) update(ctx context.Context, op, q string, args ...any) (in
 	})
 }
 
-// Renew extends many leases, with one statement per RenewBatch leases.
-func (d *tableDriver) Renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
-	return d.core.renew(ctx, leases, d.renew)
-}
-
 // Close stops the driver's goroutines and closes its own pool (one given
 // to NewWithDB stays open). Calls in flight when Close is done or ctx ends
 // are cut; it returns ctx's error when ctx ended first.
@@ -102,11 +91,10 @@ func (d *tableDriver) Close(ctx context.Context) error {
 // holder's remaining µs) above any fence (< 2^50: table_fair.go).
 const heldMark = 1 << 62
 
-// Table mode statements (acquire: table_fair.go). %s is the quoted table,
-// values are parameters; a row is expired when expires_at <
-// UTC_TIMESTAMP(6). A statement's first assignment stores its outcome in
-// LAST_INSERT_ID, which the later ones read; expires_at, which WHERE
-// reads, is assigned last.
+// Table mode statements (acquire: table_fair.go). %s is the quoted table;
+// a row is expired when expires_at < UTC_TIMESTAMP(6). A statement's first
+// assignment stores its outcome in LAST_INSERT_ID, which the later ones
+// read; expires_at, which WHERE reads, is assigned last.
 const (
 	// tableReleaseSQL frees the row if token holds it, keeping the row and
 	// its fence. LAST_INSERT_ID >= 1: it matched (the fence, plus
@@ -121,8 +109,8 @@ WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 
 	// tableRetakeSQL takes an existing free row that nobody queues for, or
 	// whose queue this driver heads (and leaves): the new fence in
-	// LAST_INSERT_ID, nothing written otherwise. Parameters: token, ttl µs,
-	// driver id, name_hash, driver id.
+	// LAST_INSERT_ID. Parameters: token, ttl µs, driver id, name_hash,
+	// driver id.
 	tableRetakeSQL = `UPDATE %s SET fence = LAST_INSERT_ID(fence + 1), token = ?, queue = SUBSTRING(queue, 30),
  expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, taken_by = ?
 WHERE name_hash = ? AND expires_at < UTC_TIMESTAMP(6) AND (queue = '' OR LEFT(queue, 16) = ?)`
@@ -130,8 +118,7 @@ WHERE name_hash = ? AND expires_at < UTC_TIMESTAMP(6) AND (queue = '' OR LEFT(qu
 	// tableHandoverSQL passes the row to another token, with the next
 	// fence and a new expiry, when no driver queues for it, else releases
 	// it: LAST_INSERT_ID is the new fence, or heldMark + fence (released).
-	// Parameters: new token, driver id, ttl µs, name_hash, token. %[2]d is
-	// heldMark.
+	// Parameters: new token, driver id, ttl µs, name_hash, token.
 	tableHandoverSQL = `UPDATE %[1]s SET
  fence = IF(LAST_INSERT_ID(IF(queue = '', fence + 1, %[2]d + fence)) < %[2]d, fence + 1, fence),
  token = IF(LAST_INSERT_ID() < %[2]d, ?, ''),
@@ -153,8 +140,8 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	if plan == planRetake || plan == planHead {
 		// Its row most likely exists and is free: a plain UPDATE costs
 		// 1.05-1.09× a bare upsert-if-expired + DELETE pair, an upsert
-		// 1.3-1.4×. The queue's head asks with it alone: a held row is then
-		// locked only for a moment.
+		// 1.3-1.4×. The queue's head asks with it alone: it locks a held
+		// row only for a moment.
 		id, n, err = d.tableExec(ctx, d.retakeSQL, req.Token, req.TTL.Microseconds(), d.id, sqlkit.KeyHash(req.Key), d.id)
 	}
 	switch {
@@ -191,11 +178,11 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	}
 }
 
-// tookAnyway reads req.Key's row back after err, a failed statement of
-// acquire whose outcome is unknown: the link failed after sending it (no
-// server error, not driver.ErrBadConn) and ctx is alive. It may have taken
-// the lock (and left the queue); an error would have the component release
-// it and ask again at the back of the queue. ok: req.Token holds the row.
+// tookAnyway reads req.Key's row back after err, when acquire's statement
+// may have taken the lock (and left the queue) unseen: the link failed
+// after sending it (no server error, not driver.ErrBadConn) and ctx is
+// alive. An error would have the component release it and ask again at
+// the back of the queue. ok: req.Token holds the row.
 func (d *tableDriver) tookAnyway(ctx context.Context, req drivers.AcquireRequest, err error) (res drivers.AcquireResult, ok bool) {
 	if ctx.Err() != nil || errNumber(err) != 0 || errors.Is(err, driver.ErrBadConn) {
 		return res, false // answered, or nothing sent
@@ -237,7 +224,7 @@ func (d *tableDriver) Handover(ctx context.Context, key, token string, next driv
 // Inspect reads key's row: its token, fence and remaining ttl.
 func (d *tableDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	return call2(&d.core, ctx, func(ctx context.Context) (info drivers.LockInfo, _ bool, err error) {
-		if err := d.ddl.Ensure(ctx, d.ensureSchema); err != nil {
+		if err := d.ready(ctx); err != nil {
 			return info, false, err
 		}
 		var us int64
@@ -258,7 +245,7 @@ func (d *tableDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo
 // List returns the held locks whose keys start with prefix.
 func (d *tableDriver) List(ctx context.Context, prefix string) ([]drivers.ListedLock, error) {
 	return call(&d.core, ctx, func(ctx context.Context) (out []drivers.ListedLock, err error) {
-		if err := d.ddl.Ensure(ctx, d.ensureSchema); err != nil {
+		if err := d.ready(ctx); err != nil {
 			return nil, err
 		}
 		var l drivers.ListedLock
@@ -279,11 +266,9 @@ func (d *tableDriver) List(ctx context.Context, prefix string) ([]drivers.Listed
 }
 
 // tableExec runs a statement with retries, creating the table again if it
-// was dropped (sqlkit.Schema.Run); it returns LAST_INSERT_ID and the rows
-// affected.
+// was dropped; it returns LAST_INSERT_ID and the rows affected.
 func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) (id, n int64, err error) {
-	ensure := func() error { return d.ddl.Ensure(ctx, d.ensureSchema) }
-	err = d.ddl.Run(ensure, missingTable, func() error {
+	err = d.ddl.Run(func() error { return d.ready(ctx) }, missingTable, func() error {
 		return d.retry(ctx, func() error {
 			res, err := d.exec(ctx, query, args)
 			if err != nil {
@@ -303,9 +288,9 @@ func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) 
 var retryPolicy = backoff.Policy{Start: 5 * time.Millisecond, Cap: 20 * time.Millisecond}
 
 // retry runs f again, up to d.s.retries times, while it fails retryable,
-// or interrupted by the server (1317: an operator's KILL QUERY; the driver
-// ends statements by closing their connection, never so) while ctx lives:
-// rolled back, it can run again.
+// or, while ctx lives, interrupted (1317: an operator's KILL QUERY; the
+// driver ends statements by closing their connection): rolled back, it
+// can run again.
 func (d *tableDriver) retry(ctx context.Context, f func() error) error {
 	return sqlkit.Retry(ctx, retryPolicy, f, func(attempt int, err error) bool {
 		return attempt <= d.s.retries && (retryable(err) || isErr(err, 1317) && ctx.Err() == nil)
