@@ -34,22 +34,16 @@ func (d *tableDriver) renew(ctx context.Context, leases []drivers.Lease) []drive
 	return out
 }
 
+// renewChunk renews chunk, indexes of leases of one ttl, into out.
 func (d *tableDriver) renewChunk(ctx context.Context, leases []drivers.Lease, chunk []int, ttl time.Duration, out []drivers.RenewResult) {
-	fail := func(err error) {
-		for _, i := range chunk {
-			out[i].Err = fmt.Errorf("mysql: renew: %w", err)
-		}
-	}
 	hashes := make([][]byte, len(chunk))
-	args := make([]any, 0, 1+3*len(chunk))
-	args = append(args, ttl.Microseconds())
+	args, pairs := []any{ttl.Microseconds()}, make([]any, 0, 2*len(chunk))
 	for j, i := range chunk {
 		hashes[j] = sqlkit.KeyHash(leases[i].Key)
 		args = append(args, hashes[j])
+		pairs = append(pairs, hashes[j], leases[i].Token)
 	}
-	for j, i := range chunk {
-		args = append(args, hashes[j], leases[i].Token)
-	}
+	args = append(args, pairs...)
 	held := fmt.Sprintf("name_hash IN (%s) AND (name_hash, token) IN (%s) AND expires_at >= UTC_TIMESTAMP(6)",
 		marks("?", len(chunk)), marks("(?,?)", len(chunk)))
 	query := fmt.Sprintf("UPDATE %s SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE %s", d.s.table, held)
@@ -62,25 +56,18 @@ func (d *tableDriver) renewChunk(ctx context.Context, leases []drivers.Lease, ch
 		changed, err = res.RowsAffected()
 		return err
 	})
-	if err != nil {
-		fail(err)
-		return
-	}
-	if changed == int64(len(chunk)) {
-		for _, i := range chunk {
-			out[i].Held = true
-		}
-		return
-	}
-	// Some were not renewed: read which are held.
+	all := changed == int64(len(chunk))
 	found := map[[2]string]bool{}
-	var h, tok []byte
-	if err := queryRows(ctx, d.db, fmt.Sprintf("SELECT name_hash, token FROM %s WHERE %s", d.s.table, held), args[1:],
-		[]any{&h, &tok}, func() { found[[2]string{string(h), string(tok)}] = true }); err != nil {
-		fail(err)
-		return
+	if err == nil && !all { // some were not renewed: read which are held
+		var h, tok []byte
+		err = queryRows(ctx, d.db, fmt.Sprintf("SELECT name_hash, token FROM %s WHERE %s", d.s.table, held), args[1:],
+			[]any{&h, &tok}, func() { found[[2]string{string(h), string(tok)}] = true })
 	}
 	for j, i := range chunk {
-		out[i].Held = found[[2]string{string(hashes[j]), leases[i].Token}]
+		if err != nil {
+			out[i].Err = fmt.Errorf("mysql: renew: %w", err)
+		} else {
+			out[i].Held = all || found[[2]string{string(hashes[j]), leases[i].Token}]
+		}
 	}
 }
