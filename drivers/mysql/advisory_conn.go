@@ -18,14 +18,14 @@ type idleConn struct {
 // Up to keepConns connections are kept between acquisitions, each for up
 // to keepFor, rather than go through the pool, whose liveness check (a
 // read system call per hand-out) costs about 4% of an acquire+release
-// pair; a timer returns them (expireIdle). One found dead is replaced.
+// pair. One found dead is replaced.
 const (
 	keepConns = 2
 	keepFor   = time.Second
 )
 
 // getConn returns the most recently kept connection (cached) or one from
-// the pool. A kept connection past keepFor is expireIdle's to return.
+// the pool.
 func (a *advisoryDriver) getConn(ctx context.Context) (conn pinned, cached bool, err error) {
 	a.mu.Lock()
 	if n := len(a.idle); n > 0 && time.Since(a.idle[n-1].at) < keepFor {
@@ -102,7 +102,7 @@ func (a *advisoryDriver) expireIdle() {
 }
 
 // closeIdle returns the kept connections and stops the timer, waiting for
-// its function (the driver is closing: nothing is kept any more).
+// its function: the driver is closing.
 func (a *advisoryDriver) closeIdle() {
 	a.mu.Lock()
 	idle := a.idle
@@ -127,9 +127,9 @@ func discard(conn *sql.Conn) {
 // The driver's own statements on a held lock's connection (checks on a
 // full pool, idle touches) run in goroutines with a context that ends only
 // when Close starts: ending one closes the connection, freeing the lock,
-// so no caller's deadline ends it, and nobody waits for it. A release that
-// cannot wait longer, or a lock found lost, ends such a check
-// (heldLock.abort) or has the connection's user drop it (unlock).
+// so no caller's deadline may end it. A release that cannot wait longer,
+// or a lock found lost, ends such a check (heldLock.abort) or has the
+// connection's user drop it (unlock).
 
 // check asks h's own connection whether it still holds h (h.mu held).
 func (h *heldLock) check(ctx context.Context) (bool, error) {
@@ -236,7 +236,7 @@ func (a *advisoryDriver) probeOwnAll(ctx context.Context, hs []*heldLock) (held 
 
 // lose marks h lost: forgets it, tells the subscribers, then drops its
 // connection, so that its holder is told before anyone else can get the
-// lock. A busy connection is dropped when its statement ends (abandon).
+// lock; a busy one when its statement ends (abandon).
 func (a *advisoryDriver) lose(h *heldLock) {
 	if !h.mu.TryLock() {
 		a.forget(h)

@@ -49,14 +49,13 @@ var fenceCounterDDL = `CREATE TABLE IF NOT EXISTS %s (
   PRIMARY KEY (name_hash)
 ) ENGINE=InnoDB`
 
-// Who holds an advisory lock another process took: the server tells only
-// the holding connection's id (IS_USED_LOCK), so the driver writes the
-// holder's identity (sqlkit.Identity) with that id and the server's clock:
-// in the key's counter row, by the acquire statement (counter fence), or,
-// on the own pool, in the holder table row of the connection's slot (id
-// modulo holderSlots) when the connection's identity changed (sequence and
-// uuid_short). Inspect shows it only when the row names the holding
-// connection and was written after the boot (ids restart from 1).
+// The server tells only the holding connection's id (IS_USED_LOCK), so the
+// driver writes the holder's identity (sqlkit.Identity) with that id and
+// the server's clock: in the key's counter row, by the acquire statement
+// (counter fence), or, on the own pool, in the holder table row of the
+// connection's slot when its identity changed (sequence and uuid_short).
+// Inspect shows it only when the row names the holding connection and was
+// written after the boot (ids restart from 1).
 
 // holderColumns are the counter table's holder columns.
 var holderColumns = []column{

@@ -6,17 +6,15 @@ import (
 )
 
 // A restarted server hands out connection ids from 1 again, so IS_USED_LOCK
-// may name a dead holder's id held by another client's new session. So a
-// lock's session is its CONNECTION_ID() and the server's clock when it was
-// taken, and a probe also reads the server's boot time: a lock taken
-// before it (by the server's clock) is lost, whatever the id. Neither
-// changes while the connection lives: on the own pool they are read once
-// per connection, with the boot time, and kept with its socket; a lock
-// starts with that boot time (heldLock.boot). Until the clock is past the
-// boot's first seconds, and on NewWithDB's pool, each acquisition reads the
-// session in its statement. As advisory locks themselves, this assumes a
-// client connection is one server session for life (not so behind a proxy
-// that moves it).
+// may name a dead holder's id now another client's. So a lock's session is
+// its CONNECTION_ID() and the server's clock when it was taken, and a probe
+// also reads the server's boot time: a lock taken before it is lost,
+// whatever the id. On the own pool the session is read once per
+// connection, with the boot time, and kept with its socket; until the
+// clock is past the boot's first seconds, and on NewWithDB's pool, each
+// acquisition reads it in its statement. As advisory locks themselves,
+// this assumes a client connection is one server session for life (not so
+// behind a proxy that moves it).
 
 // takenSQL is the server's clock in seconds: UNIX_TIMESTAMP() converts no
 // time zone (NOW() is ambiguous when the clock goes back).
@@ -36,8 +34,8 @@ func uptimeSQL(table string) string {
 
 // bootSlack is how many seconds after the boot time a lock must have been
 // taken to count as taken after it: the boot time may be off by one, and a
-// restart must never be missed (a lock taken in the server's first seconds
-// is reported lost at the first probe).
+// restart must never be missed (so a lock taken in the server's first
+// seconds is reported lost).
 const bootSlack = 1
 
 // session is a connection's CONNECTION_ID(), the clock (takenSQL) during
@@ -54,7 +52,7 @@ const (
 	bootNoCache = -1 // the server refused to tell: each acquisition reads it
 )
 
-// queryBoot scans q(the boot-time expression)'s row on the pool (withBoot).
+// queryBoot scans the row of q(boot-time expression) on the pool (withBoot).
 func (a *advisoryDriver) queryBoot(ctx context.Context, q func(boot string) string, args []any, dest ...any) error {
 	return a.withBoot(func(boot string) error {
 		return a.db.QueryRowContext(ctx, q(boot), args...).Scan(dest...)

@@ -17,10 +17,9 @@ import (
 // ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
 var ErrClosed = drivers.ErrClosed
 
-// Driver is a MySQL / MariaDB driver: New returns the advisory
-// mechanism's or the table mechanism's, as Options.Mode says. Both
-// implement drivers.SQLDriver; the table mechanism also implements
-// drivers.Handoverer and drivers.Lister.
+// Driver is a MySQL / MariaDB driver, of the mechanism Options.Mode names;
+// the table mechanism's also implements drivers.Handoverer and
+// drivers.Lister.
 type Driver interface {
 	drivers.SQLDriver
 }
@@ -82,7 +81,7 @@ func NewWithDB(db *sql.DB, opts Options) (Driver, error) {
 	return newDriver(db, false, nil, s), nil
 }
 
-// newDriver builds the mechanism s.mode names: the one mode branch.
+// newDriver builds the mechanism s.mode names.
 func newDriver(db *sql.DB, own bool, socks *sockets, s settings) Driver {
 	if s.mode == ModeTable {
 		return newTable(db, own, socks, s)

@@ -39,8 +39,8 @@ const (
 	FenceCounter = "counter"
 	// FenceUUIDShort takes fences from UUID_SHORT() in the GET_LOCK
 	// statement: no table, the cheapest. Opt-in: UUID_SHORT is (server_id &
-	// 255) << 56 + start time in seconds << 24 + a counter, so fences only
-	// grow while server_id stays, the clock does not go back across a
+	// 255) << 56 + start time in seconds << 24 + a counter, so fences grow
+	// only while server_id stays, the clock does not go back across a
 	// restart, and the server averages under 2^24 calls per second of uptime.
 	FenceUUIDShort = "uuid_short"
 )
@@ -98,20 +98,16 @@ type Options struct {
 	// about this. Default 500ms.
 	ProbeInterval time.Duration `koanf:"probeInterval"`
 	// PollInterval is how often table mode checks, in one query, whether
-	// keys its waiters found held became free, to wake them (while a
-	// component is subscribed and someone waits). A queued driver polls
-	// every 2 × place × PollInterval/10, at most PollInterval, and when its
-	// entry needs a stamp; at the head its attempts poll every
-	// PollInterval/10, at most WaiterLiveness/4, at least 1ms. Default 10ms.
+	// keys its subscribed waiters found held became free, to wake them. A
+	// queued driver polls faster near the head: every 2 × place × (
+	// PollInterval/10, at most WaiterLiveness/4, at least 1ms). Default 10ms.
 	PollInterval time.Duration `koanf:"pollInterval"`
-	// WaiterLiveness turns on table mode's fair hand-off and is how long a
-	// waiter keeps its place without asking again. Each row holds a FIFO
-	// queue of the drivers whose attempts failed; a free lock goes only to
-	// the first live one (anyone if none), so a process that releases and
-	// asks again queues behind other processes' waiters. An entry is
-	// stamped again (a small write) WaiterLiveness/2 after its last stamp;
-	// a dead head delays the others by at most WaiterLiveness (an attempt
-	// drops up to three dead entries). Negative: off. Default 100ms.
+	// WaiterLiveness turns on table mode's fair hand-off: each row holds a
+	// FIFO queue of the drivers whose attempts failed, and a free lock goes
+	// only to the first live one (anyone if none), so a process that
+	// releases and asks again queues behind others' waiters. An entry is
+	// live for WaiterLiveness after its last stamp (a small write, redone
+	// after WaiterLiveness/2). Negative: off. Default 100ms.
 	WaiterLiveness time.Duration `koanf:"waiterLiveness"`
 	// RenewBatch is the most leases renewed by one statement in table
 	// mode (and probed by one query in advisory mode). Default 1000.
@@ -164,8 +160,7 @@ type settings struct {
 	prepared                 bool
 }
 
-// validate checks o and applies defaults; errors name the key
-// (drivers.OptionErrorf).
+// validate checks o and applies defaults; errors name the key.
 func (o Options) validate() (settings, error) {
 	s := settings{
 		mode: cmp.Or(o.Mode, ModeAdvisory), fence: cmp.Or(o.Fence, FenceAuto), probe: o.ProbeInterval, poll: o.PollInterval,
@@ -231,12 +226,10 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 		if key := kit.SetKey(o, "host", "port", "database", "username", "password", "tls"); key != "" {
 			return nil, drivers.OptionErrorf(key, "not allowed with dsn")
 		}
-		c, err := parseDSN(o.DSN)
-		if err != nil {
-			// its message may quote the password: quote nothing
+		var err error
+		if cfg, err = parseDSN(o.DSN); err != nil { // its message may quote the password
 			return nil, drivers.OptionErrorf("dsn", "%s (the DSN is not shown: it may hold a password)", dsnProblem(o.DSN, err))
 		}
-		cfg = c
 	} else {
 		if o.Port < 0 || o.Port > 65535 {
 			return nil, drivers.OptionErrorf("port", "must be 1 to 65535")
@@ -249,8 +242,7 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 		cfg.DBName = o.Database
 		if o.TLS != "" {
 			cfg.TLSConfig = o.TLS
-			// checked now: a bad value is an error at the key
-			if _, err := gomysql.NewConnector(cfg); err != nil {
+			if _, err := gomysql.NewConnector(cfg); err != nil { // a bad value is an error at its key
 				msg := scrubPassword(err.Error(), "invalid", o.Password)
 				if strings.HasPrefix(err.Error(), unknownTLS) {
 					msg = tlsHint
@@ -270,8 +262,8 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	// Unless the DSN sets them: wait_timeout a year (the server closes a
 	// connection idle for it, and its locks with it; upkeep touches held
 	// locks' connections at half of it), and a row-lock wait of 1 s (not
-	// InnoDB's 50), which bounds how late the write of a statement given up
-	// by its call can land: the server runs it on once the row is free.
+	// InnoDB's 50): it bounds how late the write of a statement its call
+	// gave up on can land, as the server runs it once the row is free.
 	for k, v := range map[string]string{"wait_timeout": "31536000", "innodb_lock_wait_timeout": "1"} {
 		if _, ok := cfg.Params[k]; !ok {
 			cfg.Params[k] = v
@@ -286,8 +278,7 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	return cfg, nil
 }
 
-// orDefault sets *v, the value of key, to def when it is zero; a negative
-// one is refused.
+// orDefault sets *v, key's value, to def when zero; negative is refused.
 func orDefault[T int | time.Duration](key string, v *T, def T) error {
 	if *v < 0 {
 		return drivers.OptionErrorf(key, "must not be negative")

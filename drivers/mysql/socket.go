@@ -21,14 +21,13 @@ import (
 )
 
 // Statements on pinned connections run with a context that cannot be
-// cancelled, and the caller's is enforced by closing the socket when it
-// ends: go-sql-driver's watcher of a cancellable context costs two
-// goroutine wake-ups per statement (20–25 µs on loopback, a sixth of an
-// advisory acquire+release pair), and closes the socket too. The socket is
-// known only on the own pool (sockets.dial); elsewhere statements take the
-// caller's context.
+// cancelled, and the caller's ends by closing the socket: go-sql-driver's
+// watcher of a cancellable context costs two goroutine wake-ups per
+// statement (20–25 µs on loopback, a sixth of an advisory acquire+release
+// pair), and closes the socket too. Sockets are known only on the own
+// pool; elsewhere statements take the caller's context.
 
-// sockets maps the driver pool's connections to their sockets.
+// sockets maps the own pool's connections to their sockets.
 type sockets struct {
 	mu sync.Mutex
 	m  map[driver.Conn]*socket
@@ -65,8 +64,7 @@ func (s *socket) Close() error {
 	return s.Conn.Close()
 }
 
-// cut closes the socket under a running statement, which fails at once:
-// go-sql-driver drops the connection.
+// cut closes the socket under a running statement: it fails at once.
 func (s *socket) cut() {
 	s.hup.Forget()
 	_ = s.Conn.Close()
@@ -75,8 +73,8 @@ func (s *socket) cut() {
 // dialSlotKey keys the *(*socket) through which dial hands Connect its socket.
 type dialSlotKey struct{}
 
-// connector makes cfg's connections, recording their sockets in s, or is
-// cfg's own for a network that dial, a plain net.Dialer, cannot dial.
+// connector makes cfg's connections, recording their sockets, or is cfg's
+// own for a network a plain net.Dialer cannot dial.
 func (s *sockets) connector(cfg *gomysql.Config) (driver.Connector, error) {
 	if slices.Contains([]string{"tcp", "tcp4", "tcp6", "unix"}, cfg.Net) {
 		cfg.DialFunc = s.dial
@@ -128,10 +126,7 @@ type connector struct {
 	s     *sockets
 }
 
-var (
-	_ driver.Connector = (*connector)(nil)
-	_ syscall.Conn     = (*socket)(nil)
-)
+var _ syscall.Conn = (*socket)(nil) // go-sql-driver's liveness check needs it
 
 // Connect makes a connection and records its socket.
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -159,7 +154,7 @@ type pinned struct {
 }
 
 // armHangup has fn called when the server closes or resets p's connection
-// (without a socket, the probes find out).
+// (without a socket the probes find out).
 func (p pinned) armHangup(fn func()) {
 	if p.sock != nil {
 		p.sock.hup.Arm(fn)
@@ -238,19 +233,16 @@ func (c *core) exec(ctx context.Context, q string, args []any) (sql.Result, erro
 // On the own pool, the advisory acquire statement (sequence and uuid_short
 // fences, session known) and the release run as server-side prepared
 // statements kept with each connection's socket: one execute round trip,
-// nothing parsed, and no column definitions from MariaDB (metadata cache).
-// On MariaDB 10.11 an acquire+release pair so costs 0.99–1.02 × a bare text
+// nothing parsed, no column definitions from MariaDB (metadata cache). On
+// MariaDB 10.11 an acquire+release pair so costs 0.99–1.02 × a bare text
 // GET_LOCK + RELEASE_LOCK pair, against 1.17–1.21 × as interpolated text.
-// A connection keeps up to three (acquire with and without timeout,
-// release), counted against max_prepared_stmt_count. One whose prepare is
-// refused for good (1461: that limit; 1295, 1047: no prepared statements)
-// sends text from then on; after another refusal only that call does.
+// A connection keeps up to three, counted against max_prepared_stmt_count.
 
 // errNoPrepare makes queryUint run its statement as text.
 var errNoPrepare = errors.New("mysql: statement not prepared")
 
 // queryUint runs q, one row of one non-negative integer, on p's connection
-// and returns it (valid false: NULL).
+// (valid false: NULL).
 func (p pinned) queryUint(ctx context.Context, q string, args []any) (v uint64, valid bool, err error) {
 	if p.sock != nil && !p.sock.noPrepare {
 		err = p.run(ctx, func(ctx context.Context) error {
@@ -294,8 +286,10 @@ func (s *socket) execute(ctx context.Context, dc any, q string, args []any) (uin
 	}
 }
 
-// prepared returns q's statement kept on dc, go-sql-driver's connection,
-// preparing it if need be; errNoPrepare when it is to run as text.
+// prepared returns q's statement kept on dc, preparing it if need be;
+// errNoPrepare when it is to run as text: for good once the server refused
+// for good (1461: max_prepared_stmt_count; 1295, 1047: no prepared
+// statements), else for this call.
 func (s *socket) prepared(ctx context.Context, dc any, q string) (driver.StmtQueryContext, error) {
 	if st := s.stmts[q]; st != nil {
 		return st.(driver.StmtQueryContext), nil
@@ -305,7 +299,7 @@ func (s *socket) prepared(ctx context.Context, dc any, q string) (driver.StmtQue
 	case err == nil:
 	case missingTable(err) || n == 0: // the sequence is created again; or the connection failed
 		return nil, err
-	case n == 1461 || n == 1295 || n == 1047: // refused for good
+	case n == 1461 || n == 1295 || n == 1047:
 		s.noPrepare = true
 		return nil, errNoPrepare
 	default:
@@ -337,7 +331,7 @@ func queryOne(ctx context.Context, st driver.StmtQueryContext, nv []driver.Named
 	return uintValue(vals[0])
 }
 
-// uintValue converts a column value of the binary protocol to uint64.
+// uintValue converts a binary-protocol column value to uint64.
 func uintValue(v driver.Value) (uint64, bool, error) {
 	switch x := v.(type) {
 	case nil:

@@ -75,11 +75,11 @@ WHERE TABLE_SCHEMA = IFNULL(?, DATABASE()) AND TABLE_NAME = ?`,
 }
 
 // Each table-mode driver deletes the free rows no live waiter queues for
-// (reclaimSQL) every half of the longest ttl it took a lock with
-// (internal/reclaim). A deleted row's fence must not start again from 1:
-// the one-row floor table (name + floorSuffix) is raised to the highest
-// fence deleted, in the deleting transaction, and a new row starts one
-// above it. Fences of a name stay increasing because:
+// (reclaimSQL) every half of the longest ttl it took a lock with. A
+// deleted row's fence must not start again from 1: the one-row floor table
+// (name + floorSuffix) is raised to the highest fence deleted, in the
+// deleting transaction, and a new row starts one above it. Fences of a
+// name stay increasing because:
 //
 //   - an existing row's next fence is its own plus one, under its row lock;
 //   - a new row reads the floor under a shared lock held to its commit, and

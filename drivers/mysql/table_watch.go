@@ -16,19 +16,18 @@ import (
 const watchInterest = 2 * time.Second
 
 // maxInterests is how many keys a driver keeps before it forgets those
-// not asked for within watchInterest without waiting for its poller (which
-// runs only once a subscribed driver's acquisition failed).
+// not asked for within watchInterest itself (its poller runs only once a
+// subscribed driver's acquisition failed).
 const maxInterests = 1024
 
 // watcher gives table mode its wake-ups and its waiters' places. MySQL
 // pushes nothing, so while someone is subscribed one goroutine reads the
 // keys this driver found held, in one query, and sends Released (a prompt
-// to ask again) when a key became free for this driver (table_fair.go),
-// when it should join the queue, and WaiterLiveness/2 after its last
-// stamp. It polls every PollInterval, faster nearer the head
-// (settings.pollEvery), and when a queued entry's stamp falls due,
-// whatever PollInterval: an entry left unstamped for WaiterLiveness is
-// dead, and a later arrival would overtake its live waiter.
+// to ask again) when a key became free for this driver, when it should
+// join the queue, and when its entry needs a stamp. It polls every
+// PollInterval, faster nearer the head (settings.pollEvery), and when a
+// stamp falls due, whatever PollInterval: an entry left unstamped for
+// WaiterLiveness is dead, and a later arrival would overtake its waiter.
 type watcher struct {
 	d *tableDriver
 
@@ -78,8 +77,8 @@ func (w *watcher) plan(key string) int {
 }
 
 // contended notes that this driver released key while others queued for
-// it: its next attempt joins the queue in one statement (plan). Not a wait
-// (the poller reads no key for it); forgotten as a wait is (pruneLocked).
+// it: its next attempt joins the queue in one statement (plan). Not a wait:
+// the poller reads no key for it.
 func (w *watcher) contended(key string) {
 	now := time.Now()
 	w.mu.Lock()
@@ -92,8 +91,8 @@ func (w *watcher) contended(key string) {
 
 // failed records and watches a failed acquisition of key started at start
 // (stamped: it stamped the queue entry, whose age so counts from the
-// call's start, not from its answer). It returns how soon to ask again:
-// fastPoll at the head (its attempts are then the polls), else 0.
+// call's start). It returns how soon to ask again: fastPoll at the head
+// (its attempts are then the polls), else 0.
 func (w *watcher) failed(key string, stamped bool, start time.Time) (retry time.Duration) {
 	now := time.Now()
 	w.mu.Lock()
