@@ -40,7 +40,7 @@ type tableDriver struct {
 	pool    atomic.Pointer[pgxpool.Pool]
 
 	reclaim sqlkit.Reclaimer // deletes the rows no longer needed
-	grants  grants           // the waiting calls a release may grant a lock (table_grant.go)
+	grants  grants           // the waiting calls a release may grant a lock
 }
 
 func newTable(b *base, cfg *pgxpool.Config, pool *pgxpool.Pool) *tableDriver {

@@ -3,6 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,7 +22,7 @@ import (
 // deferQueue, do not queue yet while the row is free for a queued driver
 // (then reported deferred). arrival, which acquireOnce sets, is the
 // server's clock (ms) at a waiting acquisition's first acquire statement;
-// pid, the listener backend a queued entry registers (table_grant.go).
+// pid, the listener backend a queued entry registers (grants).
 type attemptOpts struct {
 	queue, fast, turn, deferQueue bool
 	arrival                       *float64
@@ -44,10 +47,9 @@ func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms i
 
 // acquireOnce makes an attempt. When the link failed after a statement was
 // sent, that statement may have taken the lock (and dropped the driver's
-// queue entry) before its answer was lost: it reads the row back and
-// returns the lock if req.Token holds it. An error would make the
-// component release the lock and ask again as a new arrival, at the back
-// of the queue.
+// queue entry) before its answer was lost: it reads the row back and returns
+// the lock if req.Token holds it (an error would make the component release
+// it and ask again at the back of the queue).
 func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, o *attemptOpts) (drivers.AcquireResult, bool, error) {
 	ms, err := ttlMillis(req.TTL)
 	if err != nil {
@@ -123,10 +125,9 @@ const (
 	deferRetry     = 300 * time.Microsecond // see queueDeferral
 )
 
-// restamp is how long after its entry's stamp a queued waiter that no
-// release woke makes an attempt to stamp it again: WaiterLiveness/4, the
-// least age at which an attempt rewrites the stamp (a variable for the
-// tests; below WaiterLiveness, which ends the entry).
+// restamp is how long after its entry's stamp a queued waiter no release
+// woke attempts to stamp it again: WaiterLiveness/4, the least age at which
+// an attempt rewrites it (a variable for the tests; below WaiterLiveness).
 var restamp = WaiterLiveness / 4
 
 // queueDeferral is how long a waiting Acquire that finds the row free for a
@@ -208,4 +209,72 @@ func (d *tableDriver) watch(key string) (<-chan struct{}, func() bool) {
 			}
 		}
 	})
+}
+
+// leaveTimeout bounds a leave, which runs after the call's ctx ended.
+const leaveTimeout = 5 * time.Second
+
+// grants are the waiting calls a release may grant a lock, by token
+// (docs/postgres.md): a release hands the row to its queue's head if that
+// call registered (registration) and its listener backend is alive, so a
+// crashed waiter is skipped; a hung one, or one that cannot leave, holds a
+// grant for its ttl, as a hung holder holds its lock.
+type grants struct {
+	mu    sync.Mutex
+	calls map[string]chan uint64
+}
+
+// add registers a waiting call of token: the channel its grant's fence
+// arrives on, and its removal.
+func (g *grants) add(token string) (<-chan uint64, func()) {
+	ch := make(chan uint64, 1)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls[token] = ch
+	return ch, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.calls[token] == ch {
+			delete(g.calls, token)
+		}
+	}
+}
+
+// deliver hands a grant notification, "fence,token", to its call. A call
+// gone meanwhile left the queue, releasing the lock (leave).
+func (g *grants) deliver(payload string) {
+	f, token, ok := strings.Cut(payload, ",")
+	fence, err := strconv.ParseUint(f, 10, 64)
+	if !ok || err != nil || fence == 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case g.calls[token] <- fence: // a nil channel (no such call) is never ready
+	default:
+	}
+}
+
+// registration is the listener pid a waiting call of req registers in its
+// queue entry, or nil (no grant: its release wakes it instead) when no
+// LISTEN connection is up or the grant's payload would not fit a NOTIFY.
+func (d *tableDriver) registration(req drivers.AcquireRequest) any {
+	pid := d.listenPID.Load()
+	if pid == 0 || payload(req.Token) == "" || len(req.Token) > maxPayload-21 {
+		return nil
+	}
+	return int32(pid)
+}
+
+// leave unregisters a waiting call that ends without the lock from its
+// queue entry, and releases the lock if a release granted it meanwhile.
+func (d *tableDriver) leave(ctx context.Context, req drivers.AcquireRequest) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
+	defer cancel()
+	granted := false
+	found, err := d.queryRow(ctx, func(querier) (string, []any) { return d.sql.leave, []any{sqlkit.KeyHash(req.Key), d.id, req.Token} }, &granted)
+	if err == nil && found && granted {
+		_, _ = d.Release(ctx, req.Key, req.Token)
+	}
 }

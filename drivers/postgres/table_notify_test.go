@@ -116,7 +116,7 @@ func TestTableReleaseNotifiesHead(t *testing.T) {
 // TestTableWaiterWokenByItsChannel checks that a release hands the lock
 // on to the waiting table-mode acquisition that is next for it, the
 // waiter's polls put off past its wait. A waiter that registered for a
-// grant (table_grant.go) holds the row once the release returns, before
+// grant (grants) holds the row once the release returns, before
 // it sends anything, and learns it on its grant channel. One that could
 // not register (a token too long for a NOTIFY payload) is woken on its
 // own channel (TestTableReleaseNotifiesHead) and takes its turn. The same

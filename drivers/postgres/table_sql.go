@@ -55,7 +55,7 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	ttl := "now() + $%d::bigint * interval '1 millisecond'"
 	// Turns. A row's queue holds its waiting drivers ($6: blocking), {id:
 	// [arrival ms, last attempt ms, token, ttl ms, listener pid]} (the
-	// last three registered, table_grant.go, when $10 is the pid), live
+	// last three registered, for grants, when $10 is the pid), live
 	// while retried within $7 ms; the head is the live entry that arrived
 	// first. take(a): row a is free and no live waiter queued before the
 	// acquirer ($5). queued: its entry, refreshed; pruned: the live entries
