@@ -12,9 +12,8 @@ import (
 	"github.com/mutexfx/mutexfx/drivers"
 )
 
-// startMonitor starts the goroutine that probes the held locks every
-// ProbeInterval, reporting those lost, and runs upkeep when due. It ends
-// with Close.
+// startMonitor starts the goroutine, ended by Close, that probes the held
+// locks every ProbeInterval, reporting those lost, and runs upkeep.
 func (a *advisoryDriver) startMonitor() {
 	a.monitorWG.Go(func() {
 		ctx := a.life.Closing()
@@ -134,9 +133,8 @@ func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []dr
 }
 
 // Inspect asks the server whether anyone holds key: a lock held through
-// this driver in full (as a probe tells it), another with only its
-// holder's identity when the holder rows tell it (advisory_fence.go). TTL
-// is zero: advisory locks do not expire.
+// this driver in full, another with its holder's identity when the holder
+// rows tell it. TTL is zero: advisory locks do not expire.
 func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	return call2(&a.core, ctx, func(ctx context.Context) (drivers.LockInfo, bool, error) {
 		if err := a.ready(ctx); err != nil {
@@ -177,13 +175,13 @@ func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 	})
 }
 
-// upkeep drops the locks of hs past the time a failed renewal set
-// (renewFailed) and checks on their own connections (checkOwn) those idle
-// for half their wait_timeout: probes ask on pooled connections, and the
-// server closes a connection idle for wait_timeout, handing its lock to a
-// waiter before the holder is told. So a live holder's connection never
-// idles out, while a partitioned one still loses its locks within
-// wait_timeout. It returns when to run again.
+// upkeep drops the locks of hs past the time a failed renewal set, and
+// checks on their own connections those idle for half their wait_timeout:
+// probes ask on pooled connections, and the server closes a connection
+// idle for wait_timeout, handing its lock to a waiter before the holder is
+// told. So a live holder's connection never idles out, while a partitioned
+// one still loses its locks within wait_timeout. It returns when to run
+// again.
 func (a *advisoryDriver) upkeep(hs []*heldLock) time.Time {
 	now := time.Now()
 	next := now.Add(time.Hour)
