@@ -40,9 +40,8 @@ func (d *advisoryDriver) Features() drivers.Features {
 }
 
 // Acquire makes one attempt to take req.Key: without waiting on the main
-// session, or waiting in the server up to req.Wait on a waiter session,
-// which then holds it. Errors retrying cannot cure match
-// drivers.ErrPermanent.
+// session, or waiting in the server up to req.Wait on a waiter session, which
+// then holds it. Errors retrying cannot cure match drivers.ErrPermanent.
 func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	if err := d.life.Check(ctx); err != nil {
 		return drivers.AcquireResult{}, err
@@ -88,8 +87,8 @@ func (d *advisoryDriver) Release(ctx context.Context, key, token string) (bool, 
 }
 
 // Handover passes the lock from token to next.Token, with a new fence, in
-// one statement that unlocks and locks again: a session waiting for it in
-// the server gets it first. With MaxSessions 1 it releases.
+// one statement that unlocks and locks again (a session waiting in the
+// server gets it first). With MaxSessions 1 it releases.
 func (d *advisoryDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
 	if d.opts.MaxSessions <= 1 {
 		ok, err := d.Release(ctx, key, token)

@@ -18,14 +18,13 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// session is a connection the advisory driver pins for its locks, which
-// end with it. Its statements run one at a time (slot). The hang-up watch
-// (package hangup) reports its locks lost as soon as the server ends it.
-// While no statement runs and it holds locks, it also peeks at the first
-// byte the server sends unasked: a terminated backend sends its FATAL
-// ErrorResponse ('E') before it releases its locks, the one signal that
-// comes before another session can be granted them. Holding none, it is
-// watched for hang-ups only, sparing an uncontended pair two epoll_ctl.
+// session is a connection the advisory driver pins for its locks, which end
+// with it; its statements run one at a time (slot). The hang-up watch
+// reports its locks lost as soon as the server ends it. While it is idle and
+// holds locks, the watch also peeks at what the server sends unasked: a
+// terminated backend sends its FATAL ErrorResponse ('E') before it releases
+// its locks, the one signal that precedes another session being granted
+// them. Holding none, it watches hang-ups only (two epoll_ctl fewer a pair).
 type session struct {
 	conn   *pgx.Conn
 	slot   sqlkit.Slot // held while a statement runs

@@ -33,8 +33,7 @@ type Driver interface {
 	Mode() string
 }
 
-// New returns a Driver for opts. It validates them and connects nothing: the
-// first call does.
+// New returns a Driver for opts, validated; the first call connects.
 func New(opts Options) (Driver, error) { return open(opts, nil) }
 
 // NewWithPool returns a Driver using pool, which it never closes. Table mode
@@ -165,14 +164,13 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 	}, b.conns.Cut)
 }
 
-// Subscribe calls fn with a Released event for every release notified on
-// the channel (by any driver on the database) or, in table mode, on the
-// driver's own, and a Lost event for every advisory lock whose connection
-// broke. The LISTEN connection is opened in the background and reopened
-// after a failure: Subscribe never fails for an unreachable server or a
-// pooler refusing LISTEN (waiters then poll). Keys longer than 7999 bytes
-// are released unnotified; in advisory mode only with MaxSessions 1 do
-// releases notify.
+// Subscribe calls fn with a Released event for every release notified on the
+// channel (by any driver on the database) or, in table mode, the driver's
+// own, and a Lost event for every advisory lock whose connection broke. The
+// LISTEN connection is (re)opened in the background: Subscribe never fails
+// for an unreachable server or a pooler refusing LISTEN (waiters then poll).
+// Keys over 7999 bytes are released unnotified; in advisory mode only
+// MaxSessions 1 notifies releases.
 func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -32,12 +32,11 @@ func permanent(err error) error {
 	return err
 }
 
-// retry runs f until it succeeds or fails for good, pausing 1 ms doubling
-// to 32 ms between attempts. Conflicts (a serialization failure, a
-// deadlock, a lock timeout) are retried for up to 5 s; failures before the
-// statement could run (nothing sent yet, or the backend terminated, as a
-// pool hands out connections whose backend ended) and a statement
-// cancelledByOthers five times.
+// retry runs f until it succeeds or fails for good, pausing 1 ms doubling to
+// 32 ms. Conflicts (serialization failure, deadlock, lock timeout) are
+// retried for up to 5 s; five times, failures before the statement could run
+// (nothing sent, or the backend terminated: a pool hands out connections
+// whose backend ended) and a statement cancelledByOthers.
 func retry(ctx context.Context, f func() error) error {
 	until := time.Now().Add(5 * time.Second)
 	return sqlkit.Retry(ctx, backoff.Policy{Start: time.Millisecond, Cap: 32 * time.Millisecond}, f, func(attempt int, err error) bool {

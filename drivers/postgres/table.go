@@ -115,12 +115,7 @@ func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Du
 	if err != nil {
 		return false, err
 	}
-	var n int64
-	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		tag, err := p.Exec(ctx, d.sql.extend, sqlkit.KeyHash(key), token, ms)
-		n = tag.RowsAffected()
-		return err
-	})
+	n, err := d.exec(ctx, d.sql.extend, sqlkit.KeyHash(key), token, ms)
 	return n == 1, d.life.ClosedErr(err)
 }
 

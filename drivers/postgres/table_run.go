@@ -90,6 +90,16 @@ func (d *tableDriver) queryRow(ctx context.Context, stmt func(querier) (string, 
 	return found, err
 }
 
+// exec runs q with args as run does, returning how many rows it changed.
+func (d *tableDriver) exec(ctx context.Context, q string, args ...any) (n int64, err error) {
+	err = d.run(ctx, func(ctx context.Context, p querier) error {
+		tag, err := p.Exec(ctx, q, args...)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
 // fencing returns q's fence-taking statements, and args followed by their
 // crash mark argument, if any.
 func (d *tableDriver) fencing(q querier, args ...any) (*fencedStatements, []any) {
@@ -123,11 +133,6 @@ func reclaimLockSQL(fn, id string) string {
 }
 
 // reclaimRound deletes up to reclaimBatch reclaimable rows.
-func (d *tableDriver) reclaimRound(ctx context.Context) (n int64, err error) {
-	err = d.run(ctx, func(ctx context.Context, p querier) error {
-		tag, err := p.Exec(ctx, d.sql.reclaim, reclaimBatch)
-		n = tag.RowsAffected()
-		return err
-	})
-	return n, err
+func (d *tableDriver) reclaimRound(ctx context.Context) (int64, error) {
+	return d.exec(ctx, d.sql.reclaim, reclaimBatch)
 }
