@@ -135,7 +135,7 @@ func dsnField(how string) string {
 	case strings.HasSuffix(how, "%#v"):
 		return `DSN:"`
 	case strings.Contains(how, "json") || strings.Contains(how, "zap.Reflect") || strings.Contains(how, "wrapper zap.Any"):
-		return `"DSN":"`
+		return `"dsn":"` // its configuration key
 	}
 	return "DSN:"
 }

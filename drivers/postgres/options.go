@@ -3,10 +3,8 @@ package postgres
 import (
 	"cmp"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -247,20 +245,4 @@ func (o Options) Format(f fmt.State, verb rune) { o.printed().Format(f, verb) }
 // MarshalJSON gives the options' JSON form, secrets redacted: the
 // configuration keys of the fields that are set, durations as Go duration
 // strings, TLS as "tls": true when one is set.
-func (o Options) MarshalJSON() ([]byte, error) {
-	v := reflect.ValueOf(o.redacted())
-	m := map[string]any{}
-	for i := range v.NumField() {
-		f, key := v.Field(i), v.Type().Field(i).Tag.Get("koanf")
-		switch d, isDuration := f.Interface().(time.Duration); {
-		case f.IsZero():
-		case key == "-": // TLS
-			m["tls"] = true
-		case isDuration:
-			m[key] = d.String()
-		default:
-			m[key] = f.Interface()
-		}
-	}
-	return json.Marshal(m)
-}
+func (o Options) MarshalJSON() ([]byte, error) { return o.printed().MarshalJSON() }

@@ -1,10 +1,13 @@
 package redact
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Value prints, formats and marshals a value with its secrets redacted:
@@ -27,8 +30,32 @@ func (v Value) GoString() string { return GoString(v.Name, v.Plain) }
 // Format prints as String does (GoString for %#v); see the function Format.
 func (v Value) Format(f fmt.State, verb rune) { Format(f, verb, v.String, v.GoString) }
 
-// MarshalJSON encodes Plain.
-func (v Value) MarshalJSON() ([]byte, error) { return json.Marshal(v.Plain) }
+// MarshalJSON encodes Plain, a struct, as the object of its set fields
+// under their configuration (koanf) keys, or their names where untagged:
+// durations as Go duration strings, a field kept out of the configuration
+// (koanf:"-", such as a *tls.Config) as true under its lower-cased name.
+// Any other Plain is encoded as it is.
+func (v Value) MarshalJSON() ([]byte, error) {
+	rv := reflect.ValueOf(v.Plain)
+	if rv.Kind() != reflect.Struct {
+		return json.Marshal(v.Plain)
+	}
+	m := map[string]any{}
+	for i := range rv.NumField() {
+		f, sf := rv.Field(i), rv.Type().Field(i)
+		key := cmp.Or(sf.Tag.Get("koanf"), sf.Name)
+		switch {
+		case !sf.IsExported() || f.IsZero():
+		case key == "-":
+			m[strings.ToLower(sf.Name)] = true
+		case f.Type() == reflect.TypeFor[time.Duration]():
+			m[key] = time.Duration(f.Int()).String()
+		default:
+			m[key] = f.Interface()
+		}
+	}
+	return json.Marshal(m)
+}
 
 // Printer is what Owner prints of the options: a type with redacting
 // String, GoString and MarshalJSON methods (such as one calling Value's).

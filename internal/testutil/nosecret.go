@@ -3,6 +3,7 @@ package testutil
 import (
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -23,12 +24,16 @@ type PrintCase[O any] struct {
 // CheckOptionsPrinted runs each case as a subtest: it prints the case's
 // options (a driver's Options, named typeName such as "redis.Options") in
 // every way Printed knows, as a value, a pointer and a field of another
-// struct, and fails where a printed form shows secret (whole, but for its
+// struct (JSON names a field by its koanf key), and fails where a printed form shows secret (whole, but for its
 // first byte, or hex-encoded) or, but for %x, misses one of Show. %#v must
 // also name the type.
 func CheckOptionsPrinted[O any](t *testing.T, typeName, secret string, cases []PrintCase[O]) {
 	type wrapper struct{ Opts O }
 	pkg, _, _ := strings.Cut(typeName, ".")
+	keys := map[string]string{}
+	for f := range reflect.TypeFor[O]().Fields() {
+		keys[f.Name] = f.Tag.Get("koanf")
+	}
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			o := tc.Options
@@ -41,7 +46,7 @@ func CheckOptionsPrinted[O any](t *testing.T, typeName, secret string, cases []P
 				}
 				for _, w := range tc.Show {
 					if field, rest, ok := strings.Cut(w, ":"); ok && goField.MatchString(field) {
-						w = FieldAs(how, field) + rest
+						w = fieldAs(how, field, keys[field]) + rest
 					}
 					if !strings.Contains(s, w) {
 						t.Errorf("%s does not show %q: %s", how, w, s)
@@ -58,14 +63,15 @@ func CheckOptionsPrinted[O any](t *testing.T, typeName, secret string, cases []P
 // goField is an exported Go field name.
 var goField = regexp.MustCompile(`^[A-Z][A-Za-z]*$`)
 
-// FieldAs is how the printed form how (a key of Printed) names a string
-// field: `Field:"` in Go syntax, `"Field":"` in JSON, else `Field:`.
-func FieldAs(how, field string) string {
+// fieldAs is how the printed form how (a key of Printed) names a string
+// field with this koanf key: `Field:"` in Go syntax, `"key":"` in JSON,
+// else `Field:`.
+func fieldAs(how, field, key string) string {
 	switch {
 	case strings.HasSuffix(how, "%#v"):
 		return field + `:"`
 	case strings.Contains(how, "json") || strings.Contains(how, "zap.Reflect") || strings.Contains(how, "wrapper zap.Any"):
-		return `"` + field + `":"`
+		return `"` + key + `":"`
 	}
 	return field + ":"
 }
