@@ -77,9 +77,8 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 	})
 }
 
-// queryRow runs the statement stmt picks for the connection, with its
-// arguments, as run does, scanning its row into dest: found is false when
-// it returned none.
+// queryRow runs, as run does, the statement and arguments stmt picks for
+// the connection, scanning its row into dest; found: it returned one.
 func (d *tableDriver) queryRow(ctx context.Context, stmt func(querier) (string, []any), dest ...any) (found bool, err error) {
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		q, args := stmt(p)
@@ -125,9 +124,8 @@ const reclaimBatch = 256
 // bytes of its id the second (two keys: apart from advisory mode's locks).
 const reclaimClass = 0x6d757478 // "mutx"
 
-// reclaimLockSQL takes the reclaim lock of the row of id for the
-// transaction with fn: pg_advisory_xact_lock_shared (acquire) or
-// pg_try_advisory_xact_lock (the reclaimer).
+// reclaimLockSQL takes row id's reclaim lock with fn:
+// pg_advisory_xact_lock_shared (acquire) or pg_try_advisory_xact_lock.
 func reclaimLockSQL(fn, id string) string {
 	return fmt.Sprintf("%s(%d, ('x' || encode(substring(%s FROM 1 FOR 4), 'hex'))::bit(32)::int)", fn, reclaimClass, id)
 }
