@@ -33,8 +33,8 @@ func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 	return p, nil
 }
 
-// run runs f on a pooled connection, with the schema in place (recreated
-// once if it was dropped), retrying. Close cuts it.
+// run runs f on a pooled connection, retrying, the schema in place
+// (recreated once if dropped). Close cuts it.
 func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q querier) error) error {
 	if err := d.life.Check(ctx); err != nil {
 		return err
@@ -99,8 +99,7 @@ func (d *tableDriver) exec(ctx context.Context, q string, args ...any) (n int64,
 	return n, err
 }
 
-// fencing returns q's fence-taking statements, and args followed by their
-// crash mark argument, if any.
+// fencing returns q's fence-taking statements and args, plus its crash mark if guarded.
 func (d *tableDriver) fencing(q querier, args ...any) (*fencedStatements, []any) {
 	if b := q.b; b.guard {
 		return &d.sql.guarded, append(args, b.mark)

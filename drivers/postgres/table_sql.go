@@ -11,8 +11,7 @@ type tableStatements struct {
 	free, leave, extend, renew, inspect, list, reclaim string
 }
 
-// fencedStatements are the table driver's statements that take a fence
-// (a release grants the lock to the head of the queue).
+// fencedStatements take a fence (a release may grant the lock to the queue's head).
 type fencedStatements struct{ take, turn, acquire, refence, release, handover string }
 
 // ownChannel is driver id's channel, where a release wakes its queue's head alone.
@@ -113,8 +112,7 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	const granted = "h.g->>3 = 'true'"
 	grantTTL := "now() + (h.g->>2)::bigint * interval '1 millisecond'"
 	left := func(ts string) string { return "extract(epoch FROM " + ts + " - now())::float8 * 1000" }
-	// tableFenced builds the fence-taking statements with fence(i) as the
-	// fence ($i its parameter, if any)
+	// tableFenced builds them with fence(i) as the fence ($i: its parameter, if any)
 	tableFenced := func(fence func(i int) string) fencedStatements {
 		return fencedStatements{
 			// the uncontended path: a bare UPDATE of a free row nobody queues
@@ -171,9 +169,8 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		// queues for it (else release decides)
 		free: "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" +
 			" WHERE id = $1 AND token = $2 AND expires_at > now() AND queue = '{}' RETURNING " + released,
-		// unregisters call $3 from the queue entry of driver $2 (the entry
-		// keeps its place until it dies), and reports whether a release
-		// granted that call the row meanwhile
+		// unregisters call $3 from driver $2's entry (which keeps its place
+		// until it dies); reports whether a release granted the call the row
 		leave: "UPDATE " + n.table + " SET queue = jsonb_set(queue, ARRAY[$2::text], (queue->$2::text) - 4 - 3 - 2) " +
 			"WHERE id = $1 AND queue->$2::text->>2 = $3::text RETURNING token = $3::text AND expires_at > now()",
 		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +
@@ -239,8 +236,8 @@ func headFnSQL(n names) string {
 }
 
 // afterFnSQL creates the function giving a row's queue after holder's
-// release, given its head g: holder's entries dropped, and a granted
-// head's entry kept with its token (for the wake function) but dead.
+// release, given its head g: holder's entries dropped, a granted head's
+// kept with its token (for the wake function) but dead.
 func afterFnSQL(n names) string {
 	return "CREATE OR REPLACE FUNCTION " + n.after + "(queue jsonb, holder text, g jsonb) RETURNS jsonb LANGUAGE plpgsql STABLE AS $f$ " +
 		"BEGIN RETURN (SELECT coalesce(jsonb_object_agg(e.k, CASE WHEN e.k = g->>0 AND g->>3 = 'true' " +
