@@ -39,9 +39,9 @@ func (d *advisoryDriver) Features() drivers.Features {
 		BlockingWait: d.opts.MaxSessions > 1, Scope: "server", MinTTL: 500 * time.Millisecond}
 }
 
-// Acquire makes one attempt to take req.Key: without waiting on the main
-// session, or waiting in the server up to req.Wait on a waiter session, which
-// then holds it. Errors retrying cannot cure match drivers.ErrPermanent.
+// Acquire takes req.Key without waiting on the main session, or waiting in
+// the server up to req.Wait on a waiter session, which then holds it.
+// Errors retrying cannot cure match drivers.ErrPermanent.
 func (d *advisoryDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (drivers.AcquireResult, error) {
 	if err := d.life.Check(ctx); err != nil {
 		return drivers.AcquireResult{}, err
@@ -86,9 +86,9 @@ func (d *advisoryDriver) Release(ctx context.Context, key, token string) (bool, 
 	return n > 0, d.life.ClosedErr(err)
 }
 
-// Handover passes the lock from token to next.Token, with a new fence, in
-// one statement that unlocks and locks again (a session waiting in the
-// server gets it first). With MaxSessions 1 it releases.
+// Handover passes the lock to next.Token with a new fence, in one
+// statement that unlocks and locks again (a session waiting in the server
+// gets it first). With MaxSessions 1 it releases.
 func (d *advisoryDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (bool, drivers.AcquireResult, error) {
 	if d.opts.MaxSessions <= 1 {
 		ok, err := d.Release(ctx, key, token)
@@ -104,8 +104,8 @@ func (d *advisoryDriver) Handover(ctx context.Context, key, token string, next d
 	return true, drivers.AcquireResult{Acquired: true, Fence: uint64(fence)}, nil
 }
 
-// Extend checks that the session holding key for token still holds it
-// (advisory locks do not expire), as Renew does for one lease.
+// Extend checks, as Renew, that token's session still holds key (advisory
+// locks do not expire).
 func (d *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
 	r := d.Renew(ctx, []drivers.Lease{{Key: key, Token: token}})[0]
 	return r.Held, r.Err
@@ -136,7 +136,7 @@ func (d *advisoryDriver) Renew(ctx context.Context, leases []drivers.Lease) []dr
 }
 
 // Inspect describes key's holder: in full when it holds through this
-// driver, else by the identity its session shows (identify).
+// driver, else by its session's identity (identify).
 func (d *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockInfo, bool, error) {
 	if err := d.life.Check(ctx); err != nil {
 		return drivers.LockInfo{}, false, err
@@ -189,8 +189,8 @@ func (d *advisoryDriver) onMain(ctx context.Context, f func(s *session) error) e
 }
 
 // Close closes the pinned sessions, freeing their locks, and ends the
-// subscriptions. Later calls fail with ErrClosed; calls in flight when
-// Close is done, or ctx ends (its error), are cut.
+// subscriptions. Later calls fail with ErrClosed; calls in flight are cut
+// when Close is done or ctx ends (its error).
 func (d *advisoryDriver) Close(ctx context.Context) error {
 	var sessions []*session
 	return d.shutdown(ctx, func() {

@@ -80,8 +80,7 @@ func (d *advisoryDriver) take(ctx context.Context, h int64, l *advLock, req driv
 	return uint64(fence), true, nil
 }
 
-// identify ends s's application_name with the identity of the token it
-// takes a lock for (sqlkit.Identify), which Inspect shows for its locks.
+// identify ends s's application_name with token's identity (sqlkit.Identify), which Inspect shows.
 func (d *advisoryDriver) identify(ctx context.Context, s *session, token string) error {
 	return sqlkit.Identify(&s.ident, token, maxIdentity, func(id string) error {
 		app := d.connCfg.RuntimeParams["application_name"]
@@ -121,9 +120,9 @@ func (d *advisoryDriver) drop(ctx context.Context, s *session, h int64) bool {
 	return false
 }
 
-// releaseSlot takes s's slot for a release or a handover, and returns the
-// statement's context, which outlives ctx by up to StallTimeout (failing
-// that, it closes the connection, freeing its locks), and the slot's release.
+// releaseSlot takes s's slot for a release or handover: the statement's
+// context outlives ctx by up to StallTimeout (failing that, it closes the
+// connection, freeing its locks); it also returns the slot's release.
 func (d *advisoryDriver) releaseSlot(ctx context.Context, s *session) (context.Context, func(), error) {
 	if s.lock(ctx) == nil {
 		return ctx, s.unlock, nil
@@ -150,9 +149,9 @@ func (d *advisoryDriver) ownLock(key, token string) (int64, *advLock) {
 	return h, l
 }
 
-// unlock runs stmt, a release or a handover, on the session holding key
-// for token: 0 when token did not hold key; 1 for a release; for a handover
-// the new fence (the lock kept, for next) or -1 (a waiting session took it).
+// unlock runs stmt, a release or handover, on token's session for key: 0
+// when token did not hold key; 1 for a release; for a handover the new
+// fence (kept for next) or -1 (a waiting session took it).
 func (d *advisoryDriver) unlock(ctx context.Context, key, token, next, stmt string, args ...any) (int64, error) {
 	h, l := d.ownLock(key, token)
 	if l == nil {
@@ -246,8 +245,8 @@ func advisorySQL(n names) advisoryStatements {
 	}
 }
 
-// advisoryKey is the advisory lock key of a lock key: the first 8 bytes of
-// its sqlkit.KeyHash (keys with the same hash exclude each other).
+// advisoryKey is the first 8 bytes of key's sqlkit.KeyHash (keys with the
+// same hash exclude each other).
 func advisoryKey(key string) int64 { return int64(binary.BigEndian.Uint64(sqlkit.KeyHash(key))) }
 
 // maxIdentity is how much of application_name PostgreSQL keeps.

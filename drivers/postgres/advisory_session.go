@@ -20,11 +20,10 @@ import (
 
 // session is a connection the advisory driver pins for its locks, which end
 // with it; its statements run one at a time (slot). The hang-up watch
-// reports its locks lost as soon as the server ends it. While it is idle and
-// holds locks, the watch also peeks at what the server sends unasked: a
-// terminated backend sends its FATAL ErrorResponse ('E') before it releases
-// its locks, the one signal that precedes another session being granted
-// them. Holding none, it watches hang-ups only (two epoll_ctl fewer a pair).
+// reports its locks lost as soon as the server ends it. Idle and holding
+// locks, it also peeks at what the server sends unasked: a terminated
+// backend sends its FATAL ErrorResponse ('E') before it releases its locks,
+// the one signal that precedes another session being granted them.
 type session struct {
 	conn   *pgx.Conn
 	slot   sqlkit.Slot // held while a statement runs
@@ -62,9 +61,9 @@ func (s *session) busy() {
 	}
 }
 
-// unlock gives the slot back: the watch now also reads what the server
-// sends unasked, if s holds locks (locks only change with the slot held,
-// or when s dies). The last statement on a dead session closes it.
+// unlock gives the slot back, the watch peeking if s holds locks (they
+// change only with the slot held, or when s dies). The last statement on
+// a dead session closes it.
 func (s *session) unlock() {
 	switch {
 	case s.dead.Load():
@@ -101,7 +100,7 @@ func (s *session) cut() {
 }
 
 // dial opens a pinned connection: when a statement's ctx ends, pgx cancels
-// it and closes the connection (its locks lost) only StallTimeout later.
+// it, closing the connection (its locks lost) StallTimeout later.
 func (d *advisoryDriver) dial(ctx context.Context, waiter bool) (*session, error) {
 	// a dial on a stalled link ends with the life (NewWithPool: no lifeDial)
 	ctx, stop := d.life.Bind(ctx)
@@ -173,8 +172,8 @@ func (d *advisoryDriver) settle(s *session) bool {
 	return s.dead.Load()
 }
 
-// close closes the connection (freeing its locks in the server) once its
-// statement ends, or under it when ctx ends.
+// close closes the connection, freeing its locks, once its statement
+// ends, or under it when ctx ends.
 func (s *session) close(ctx context.Context) error {
 	if s.slot.LockContext(ctx, nil) != nil {
 		s.cut()
@@ -223,8 +222,8 @@ func (d *advisoryDriver) mainSession(ctx context.Context) (*session, error) {
 	}
 }
 
-// waiterSession returns, slot taken, a session holding no lock for a
-// blocking wait; nil when all MaxSessions are in use or none opens now.
+// waiterSession returns, slot taken, a lockless session for a blocking
+// wait; nil when all MaxSessions are in use or none opens now.
 func (d *advisoryDriver) waiterSession(ctx context.Context) (*session, error) {
 	d.mu.Lock()
 	if d.life.Closed() {

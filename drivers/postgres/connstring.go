@@ -16,12 +16,10 @@ import (
 	"github.com/mutexfx/mutexfx/internal/redact"
 )
 
-// urlParts are the parts of a URL after "://" as pgx's parseURLSettings
-// splits them: the user info ends at the first @ before any /; the hosts
-// (ports included) at the first / or ? outside the brackets of an IPv6
-// host (a [ starting a host); a / starts the database name, which ends at
-// the first ?, a ? the query. Each part but hosts keeps its delimiter
-// ("u:pw@", "/db", "?k=v") and is "" when absent.
+// urlParts are a URL's parts after "://", split as pgx's parseURLSettings
+// does: user info up to the first @ before any /; hosts up to a / or ?
+// outside an IPv6 host's brackets; then "/db" and "?query". Each part but
+// hosts keeps its delimiter ("u:pw@") and is "" when absent.
 type urlParts struct{ userinfo, hosts, database, query string }
 
 func splitURL(rest string) (u urlParts) {
@@ -41,10 +39,9 @@ func splitURL(rest string) (u urlParts) {
 	return u
 }
 
-// checkURL returns raw with a URL's scheme lower-cased (pgx reads any other
-// spelling as key=value), and whether raw is a URL ("://" with no "="
-// before it). It refuses, at the url key, a URL that pgx would split with
-// a piece of the password outside it, where connection errors show it.
+// checkURL returns raw with a URL's scheme lower-cased (pgx reads other
+// spellings as key=value), and whether raw is a URL. It refuses a URL pgx
+// would split with a piece of the password outside it, where errors show it.
 func checkURL(raw string) (string, bool, error) {
 	i := strings.Index(raw, "://")
 	if i < 0 || strings.Contains(raw[:i], "=") {
@@ -83,8 +80,7 @@ func checkURL(raw string) (string, bool, error) {
 	return strings.ToLower(scheme) + "://" + rest, true, nil
 }
 
-// ports returns the port of each host of hosts (a URL's hosts part) that
-// has one: what follows a : outside the brackets of an IPv6 host.
+// ports returns the ports in a URL's hosts part (after a : outside brackets).
 func ports(hosts string) []string {
 	var ps []string
 	for _, h := range strings.Split(hosts, ",") {
@@ -101,8 +97,8 @@ func ports(hosts string) []string {
 // paramName is what a runtime parameter's name must look like.
 var paramName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
 
-// checkParsed checks what pgx parsed: the hosts have no @ and the runtime
-// parameters (keys pgx does not know, sent at startup) are plain names.
+// checkParsed checks that pgx parsed hosts without @ and plain runtime
+// parameter names.
 func checkParsed(cfg *pgxpool.Config, key string) error {
 	cc := cfg.ConnConfig
 	hosts := cc.Host
@@ -121,8 +117,8 @@ func checkParsed(cfg *pgxpool.Config, key string) error {
 	return nil
 }
 
-// parseError describes an error of pgxpool.ParseConfig by its kind alone:
-// its message quotes the connection string or pieces of it.
+// parseError describes a pgxpool.ParseConfig error by kind alone: its
+// message quotes the connection string.
 func parseError(err error, key string) error {
 	msg := err.Error()
 	var pe *pgconn.ParseConfigError
@@ -143,8 +139,7 @@ func parseError(err error, key string) error {
 	return connError(key, "invalid")
 }
 
-// parseProblems are the kinds of pgx's parse errors by a phrase of their
-// message; the first match applies, else the first of parseParams named.
+// parseProblems map a phrase of pgx's parse errors to their kind (first match).
 var parseProblems = []struct{ phrase, kind string }{
 	{"IPv6 host address", "invalid IPv6 host"},
 	{"unexpected spaces", "a space must be percent-encoded as %20"},
@@ -162,8 +157,8 @@ var parseProblems = []struct{ phrase, kind string }{
 	{"failed to read service", "the service could not be read"},
 }
 
-// parseParams are the parameters whose invalid values pgx's parse errors
-// name, longer names before those they start with.
+// parseParams are the parameters pgx's parse errors name, a name before
+// any shorter one it starts with.
 var parseParams = []string{"connect_timeout", "target_session_attrs", "min_protocol_version", "max_protocol_version",
 	"channel_binding", "require_auth", "statement_cache_capacity", "description_cache_capacity", "default_query_exec_mode",
 	"pool_max_conn_lifetime_jitter", "pool_max_conn_lifetime", "pool_max_conn_idle_time", "pool_max_conns",
@@ -174,9 +169,8 @@ var connKeys = append([]string{"host", "port", "dbname", "database", "user", "pa
 	"sslcert", "sslcertmode", "sslrootcert", "sslnegotiation", "sslpassword", "sslsni", "krbspn", "krbsrvname", "service", "servicefile"},
 	parseParams...)
 
-// connError is an error about the connection string at key: "url", or ""
-// when only the PG* environment variables and the service file were
-// parsed. It never quotes the string, nor any part of it.
+// connError is an error about the connection string at key ("url", or ""
+// for the PG* variables and service file). It never quotes the string.
 func connError(key, format string, args ...any) error {
 	if key == "" {
 		return drivers.OptionErrorf("", format+" (in the PG* environment variables or the service file)", args...)
@@ -186,9 +180,8 @@ func connError(key, format string, args ...any) error {
 
 func urlError(format string) error { return connError("url", format) }
 
-// redactURL returns a URL the driver accepts with its passwords (the
-// user's, and query parameters named with "pass", "secret" or "token") as
-// xxxxx; anything else as "(not shown)".
+// redactURL returns an accepted URL with its passwords (the user's, and
+// parameters named with "pass", "secret" or "token") as xxxxx, else "(not shown)".
 func redactURL(raw string) string {
 	const hidden = "(not shown)"
 	norm, isURL, err := checkURL(raw)
@@ -230,11 +223,10 @@ func redactURL(raw string) string {
 	return scheme + "://" + u.userinfo + u.hosts + u.database + u.query
 }
 
-// hideRefusedParams wraps next, the connection's PgError handler, to
-// replace the text of a FATAL error refusing a runtime parameter at
-// startup (refusesParam), which quotes its name or value: a piece of the
-// password when pgx read it as parameters (after a space or a stray ' in a
-// key=value password, after an unencoded & in a query's). The SQLSTATE stays.
+// hideRefusedParams wraps next, the PgError handler, to replace the text of
+// a FATAL startup error refusing a runtime parameter (refusesParam): it
+// quotes a name or value that may be a piece of a misparsed password. The
+// SQLSTATE stays.
 func hideRefusedParams(next pgconn.PgErrorHandler, key string, params map[string]string) pgconn.PgErrorHandler {
 	where := cmp.Or(key, "the PG* environment variables or the service file")
 	return func(c *pgconn.PgConn, pe *pgconn.PgError) bool {
@@ -246,9 +238,8 @@ func hideRefusedParams(next pgconn.PgErrorHandler, key string, params map[string
 					"); its name and value are not shown, as they may be pieces of a password: quote a key=value password " +
 					`holding a space or ' in single quotes (escaping ' and \ as \' and \\), ` +
 					"and percent-encode an & in a URL's password as %26"}
-			// closed here, not by next (pgx's, always set): pgconn rebuilds
-			// the error from the raw message when a handler keeps the
-			// connection, as pgx's does for a FATAL whose severity is translated
+			// closed here: had next (pgx's) kept the connection, pgconn
+			// would rebuild the error from the raw message
 			next(c, pe)
 			return false
 		}
@@ -256,10 +247,9 @@ func hideRefusedParams(next pgconn.PgErrorHandler, key string, params map[string
 	}
 }
 
-// refusesParam reports whether pe is a FATAL error about a runtime
-// parameter of params: unrecognized (42704), an invalid value (22023), one
-// that cannot be set now (55P02), or a protocol violation or permission
-// error naming one (PgBouncer: "unsupported startup parameter: x", 08P01).
+// refusesParam reports whether pe is a FATAL error refusing a parameter of
+// params: by its code (42704, 22023, 55P02), or an 08P01 or 42501 naming
+// one (PgBouncer: "unsupported startup parameter: x").
 func refusesParam(pe *pgconn.PgError, params map[string]string) bool {
 	if !strings.EqualFold(cmp.Or(pe.SeverityUnlocalized, pe.Severity), "FATAL") {
 		return false

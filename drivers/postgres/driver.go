@@ -36,12 +36,10 @@ type Driver interface {
 // New returns a Driver for opts, validated; the first call connects.
 func New(opts Options) (Driver, error) { return open(opts, nil) }
 
-// NewWithPool returns a Driver using pool, which it never closes. Table mode
-// runs its statements on the pool. Advisory mode (and every subscription's
-// LISTEN connection) opens its own connections with pool.Config().ConnConfig:
-// they do not count against the pool's MaxConns, and its BeforeConnect and
-// AfterConnect hooks do not run for them. Connection fields of opts (URL,
-// Host, ...) must be empty.
+// NewWithPool returns a Driver using pool, which it never closes; table
+// mode runs its statements there. Advisory mode and the LISTEN connection
+// open their own with pool.Config().ConnConfig, outside MaxConns and the
+// pool's connect hooks. opts' connection fields (URL, Host, ...) must be empty.
 func NewWithPool(pool *pgxpool.Pool, opts Options) (Driver, error) {
 	if pool == nil {
 		return nil, drivers.OptionErrorf("", "nil pool")
@@ -52,8 +50,7 @@ func NewWithPool(pool *pgxpool.Pool, opts Options) (Driver, error) {
 	return open(opts, pool)
 }
 
-// open returns the driver of opts' mode, in table mode on pool (whose
-// sessions it leaves alone) or, when nil, on a pool of its own.
+// open returns the driver of opts' mode; table mode uses pool, or when nil its own.
 func open(opts Options, pool *pgxpool.Pool) (Driver, error) {
 	opts = opts.withDefaults()
 	n, err := opts.validate()
@@ -81,10 +78,9 @@ func open(opts Options, pool *pgxpool.Pool) (Driver, error) {
 	return newTable(b, cfg, pool), nil
 }
 
-// Factory returns the "postgres" driver factory. Its configuration keys are
-// Options' koanf tags; with driver.client naming a *pgxpool.Pool, the
-// connection keys must be absent. An invalid option is a *config.Error at
-// its full key path that wraps ErrOptions.
+// Factory returns the "postgres" driver factory, configured by Options'
+// koanf tags (without connection keys when driver.client names a
+// *pgxpool.Pool). An invalid option is a *config.Error wrapping ErrOptions.
 func Factory() drivers.Factory {
 	f := kit.NewFactory("a *pgxpool.Pool", New, NewWithPool)
 	f.ConnectionKeys, f.ClientOptions = connectionKeys, "the pool's own configuration applies"
@@ -124,8 +120,7 @@ type base struct {
 // Mode returns the driver's mode, ModeAdvisory or ModeTable.
 func (b *base) Mode() string { return b.opts.Mode }
 
-// lifeDial wraps dial: connections fail to open once the driver's life has
-// ended, and those open then are closed (Close cuts b.conns).
+// lifeDial wraps dial: no connection opens after Close, which cuts the open ones.
 func (b *base) lifeDial(dial pgconn.DialFunc) pgconn.DialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		ctx, stop := b.life.Bind(ctx)
@@ -150,8 +145,8 @@ func (b *base) serverTime(t time.Time, err error) (time.Time, error) {
 }
 
 // shutdown is Close (sqlkit.Life.Close): under b.mu it ends the
-// subscriptions and calls detach (the driver forgets what it holds), then
-// stops the LISTEN goroutine and calls release (closing its connections).
+// subscriptions and calls detach, then stops the LISTEN goroutine and
+// calls release.
 func (b *base) shutdown(ctx context.Context, detach func(), release func(context.Context) error) error {
 	return b.life.Close(ctx, "postgres", func() {
 		b.mu.Lock()
@@ -164,13 +159,12 @@ func (b *base) shutdown(ctx context.Context, detach func(), release func(context
 	}, b.conns.Cut)
 }
 
-// Subscribe calls fn with a Released event for every release notified on the
-// channel (by any driver on the database) or, in table mode, the driver's
-// own, and a Lost event for every advisory lock whose connection broke. The
-// LISTEN connection is (re)opened in the background: Subscribe never fails
-// for an unreachable server or a pooler refusing LISTEN (waiters then poll).
-// Keys over 7999 bytes are released unnotified; in advisory mode only
-// MaxSessions 1 notifies releases.
+// Subscribe calls fn with a Released event for every release notified on
+// the channel (or, in table mode, the driver's own), and a Lost event for
+// every advisory lock whose connection broke. The LISTEN connection is
+// (re)opened in the background: Subscribe never fails for an unreachable
+// server or a pooler refusing LISTEN (waiters then poll). Keys over 7999
+// bytes go unnotified; in advisory mode only MaxSessions 1 notifies.
 func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -182,8 +176,8 @@ func (b *base) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 	return func() { remove() }, nil
 }
 
-// startListenerLocked starts, with b.mu held, the LISTEN goroutine, which
-// reconnects with backoff.Default until Close starts.
+// startListenerLocked (b.mu held) starts the LISTEN goroutine, which
+// reconnects with backoff.Default until Close.
 func (b *base) startListenerLocked() {
 	if b.life.Closed() || b.listening {
 		return
@@ -204,8 +198,7 @@ func (b *base) startListenerLocked() {
 	})
 }
 
-// listenOnce delivers notifications to the subscribers until the
-// connection fails or ctx ends.
+// listenOnce delivers notifications until the connection fails or ctx ends.
 func (b *base) listenOnce(ctx context.Context) {
 	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
 	if err != nil {

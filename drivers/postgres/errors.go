@@ -21,10 +21,9 @@ func sqlState(err error) string {
 	return ""
 }
 
-// permanent returns err marked drivers.Permanent when its SQLSTATE is one
-// retrying cannot cure: credentials or role refused (28P01, 28000), a
-// privilege missing (42501), no such database (3D000). Fail-overs,
-// restarts, a full connection table and timeouts are not.
+// permanent marks err drivers.Permanent when retrying cannot cure its
+// SQLSTATE: credentials or role refused (28P01, 28000), a privilege
+// missing (42501), no such database (3D000).
 func permanent(err error) error {
 	if slices.Contains([]string{"28P01", "28000", "42501", "3D000"}, sqlState(err)) {
 		return drivers.Permanent(err)
@@ -48,9 +47,8 @@ func retry(ctx context.Context, f func() error) error {
 	})
 }
 
-// cancelledByOthers reports a statement the server cancelled (57014) while
-// ctx lives: not this driver's cancel, but a lock timeout that fired as its
-// wait was granted, or an operator's pg_cancel_backend. The statement was
+// cancelledByOthers reports a statement cancelled (57014) while ctx lives:
+// by a lock timeout firing as its wait was granted, or an operator. It was
 // rolled back: it can run again.
 func cancelledByOthers(ctx context.Context, err error) bool {
 	return sqlState(err) == "57014" && ctx.Err() == nil

@@ -44,8 +44,8 @@ var ErrOptions = drivers.ErrOptions
 // Options configures a Driver. The zero value connects to localhost:5432 in
 // advisory mode. Connection fields set next to URL override the URL's values.
 type Options struct {
-	// URL is a PostgreSQL URL ("postgres://user:pw@host:5432/db?sslmode=
-	// disable") or a key=value DSN. Default: none; the fields below are used.
+	// URL is a PostgreSQL URL ("postgres://user:pw@host:5432/db") or a
+	// key=value DSN. Default: none; the fields below are used.
 	URL string `koanf:"url"`
 	// Host is the server's host name, IP address or unix socket directory.
 	// Default: "localhost" (or the URL's).
@@ -58,12 +58,11 @@ type Options struct {
 	Username string `koanf:"username"`
 	// Password is the role's password, never logged nor put in errors.
 	Password string `koanf:"password"`
-	// SSLMode is libpq's sslmode (disable, allow, prefer, require,
-	// verify-ca, verify-full). Only without URL (put it in the URL then).
-	// Default: "prefer".
+	// SSLMode is libpq's sslmode (disable ... verify-full), only without
+	// URL (put it in the URL then). Default: "prefer".
 	SSLMode string `koanf:"sslMode"`
-	// TLS, when set, is the TLS configuration used for every connection
-	// (code only, not configuration). Default: derived from SSLMode.
+	// TLS is the TLS configuration of every connection (code only, not
+	// configuration). Default: derived from SSLMode.
 	TLS *tls.Config `koanf:"-"`
 
 	// Mode is "advisory" (default) or "table".
@@ -76,17 +75,16 @@ type Options struct {
 	// table name part. Default: "mutexfx".
 	Channel string `koanf:"channel"`
 
-	// Unlogged creates the lock table UNLOGGED (table mode): about 3×
-	// faster writes, but a server crash empties it, freeing every lock. The
-	// fence sequence stays logged. Default: false.
+	// Unlogged creates the lock table UNLOGGED (table mode): about 3× faster
+	// writes, but a crash empties it, freeing every lock (the fence sequence
+	// stays logged). Default: false.
 	Unlogged bool `koanf:"unlogged"`
-	// SynchronousCommit, when set, is the synchronous_commit of the
-	// driver's transactions (table mode). With "off" a server crash forgets
-	// the last ~0.6 s of acquisitions (a lock may be free again while its
-	// holder works on) and releases; fences stay increasing (docs/postgres.md).
-	// With New it is a startup parameter (PgBouncer needs it in
-	// ignore_startup_parameters); with NewWithPool it is set per
-	// transaction. Default: "" (the server's).
+	// SynchronousCommit is the synchronous_commit of the driver's
+	// transactions (table mode). With "off" a server crash forgets the last
+	// ~0.6 s of acquisitions (a lock may be free while its holder works on)
+	// and releases; fences stay increasing (docs/postgres.md). With New it
+	// is a startup parameter (PgBouncer: ignore_startup_parameters), with
+	// NewWithPool set per transaction. Default: "" (the server's).
 	SynchronousCommit string `koanf:"synchronousCommit"`
 
 	// MaxSessions is how many connections advisory mode pins: one takes
@@ -99,8 +97,8 @@ type Options struct {
 	// ConnectTimeout bounds each connection attempt. Default: 5s.
 	ConnectTimeout time.Duration `koanf:"connectTimeout"`
 	// StallTimeout is how long a pinned advisory connection may stay silent
-	// after its statement's ctx ended and a cancel was asked before the
-	// driver gives it up, losing its locks. Default: 3s.
+	// after its statement's ctx ended and a cancel was sent before the
+	// driver drops it, losing its locks. Default: 3s.
 	StallTimeout time.Duration `koanf:"stallTimeout"`
 }
 
@@ -130,11 +128,11 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// names are the SQL identifiers the driver uses, quoted (boot: bootCheck's
-// marker). Only validate makes them: holding no ', they go in SQL literals.
+// names are the driver's quoted SQL identifiers (boot: bootCheck's marker).
+// Only validate makes them: holding no ', they go in SQL literals.
 type names struct{ table, sequence, channel, boot, wake, head, after string }
 
-// validate checks the options but the connection ones and derives the names.
+// validate checks the non-connection options and derives the names.
 func (o Options) validate() (names, error) {
 	var n names
 	if o.Mode != ModeAdvisory && o.Mode != ModeTable {
@@ -169,7 +167,7 @@ func (o Options) validate() (names, error) {
 	return names{table.Sanitize(), suffixed("_fence"), ch.Sanitize(), suffixed("_boot"), suffixed("_wake"), suffixed("_head"), suffixed("_after")}, nil
 }
 
-// poolConfig builds the connection configuration. Its errors never quote the URL.
+// poolConfig builds the connection configuration; its errors never quote the URL.
 func (o Options) poolConfig() (*pgxpool.Config, error) {
 	if !slices.Contains([]string{"", "disable", "allow", "prefer", "require", "verify-ca", "verify-full"}, o.SSLMode) {
 		return nil, drivers.OptionErrorf("sslMode", "must be disable, allow, prefer, require, verify-ca or verify-full, not %q", o.SSLMode)
@@ -227,8 +225,7 @@ func (o Options) redacted() Options {
 	return o
 }
 
-// printed is the options as they print: the password as xxxxx when set,
-// the URL as redactURL shows it.
+// printed is the options as they print, redacted.
 func (o Options) printed() redact.Value {
 	return redact.Value{Name: "postgres.Options", Plain: plainOptions(o.redacted())}
 }
@@ -242,7 +239,6 @@ func (o Options) GoString() string { return o.printed().GoString() }
 // Format prints the options as String does (GoString for %#v).
 func (o Options) Format(f fmt.State, verb rune) { o.printed().Format(f, verb) }
 
-// MarshalJSON gives the options' JSON form, secrets redacted: the
-// configuration keys of the fields that are set, durations as Go duration
-// strings, TLS as "tls": true when one is set.
+// MarshalJSON gives the set fields by configuration key, secrets redacted,
+// durations as Go duration strings, TLS as "tls": true.
 func (o Options) MarshalJSON() ([]byte, error) { return o.printed().MarshalJSON() }

@@ -14,8 +14,8 @@ import (
 // sessionSetup pins, on the driver's own connections (not pooled ones: a
 // pooler may share their sessions), what their locks depend on: no
 // statement or idle timeouts (ctx, lock_timeout and StallTimeout bound
-// statements), TCP keepalives and tcp_user_timeout (a vanished holder loses
-// its locks within about 30 s). Settings the server lacks are skipped.
+// statements), TCP keepalives and user timeout (a vanished holder loses its
+// locks within about 30 s). Settings the server lacks are skipped.
 const sessionSetup = "SELECT count(set_config(name, value, false)) FROM (VALUES " +
 	"('statement_timeout', '0'), ('idle_session_timeout', '0'), ('idle_in_transaction_session_timeout', '0'), " +
 	"('tcp_keepalives_idle', '10'), ('tcp_keepalives_interval', '5'), ('tcp_keepalives_count', '3'), " +
@@ -29,8 +29,8 @@ func nextvalSQL(n names) string { return "nextval('" + n.sequence + "')" }
 // maxPayload is the longest NOTIFY payload (PostgreSQL refuses 8000 bytes).
 const maxPayload = 7999
 
-// payload is the NOTIFY payload for key: the key, or "" (its waiters poll)
-// when it is too long or not valid UTF-8 without NUL.
+// payload is key as a NOTIFY payload, or "" (its waiters poll) when too
+// long, not valid UTF-8 or holding NUL.
 func payload(key string) string {
 	if len(key) > maxPayload || !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0 {
 		return ""
@@ -38,8 +38,7 @@ func payload(key string) string {
 	return key
 }
 
-// schemaObject is an object of the driver's schema: a SQL boolean telling
-// whether it is present, and the statements that create it.
+// schemaObject is a SQL test of an object's presence and its creation.
 type schemaObject struct {
 	present string
 	create  []string
@@ -47,8 +46,7 @@ type schemaObject struct {
 
 func regclass(name string) string { return "to_regclass('" + name + "')" }
 
-// baseSchema is what both drivers need: the fence sequence and the boot
-// marker (bootCheck).
+// baseSchema is both drivers' fence sequence and boot marker (bootCheck).
 func baseSchema(n names) []schemaObject {
 	return []schemaObject{
 		{regclass(n.sequence) + " IS NOT NULL", []string{"CREATE SEQUENCE IF NOT EXISTS " + n.sequence}},
@@ -60,8 +58,7 @@ func baseSchema(n names) []schemaObject {
 }
 
 // ensureSchema creates the missing objects of b.schema (only those: a role
-// may use them without the right to create them), one driver at a time
-// (ddlLockKey).
+// may use them without the right to create them), under ddlLockKey.
 func (b *base) ensureSchema(ctx context.Context, begin func(context.Context) (pgx.Tx, error)) error {
 	return b.ddl.Ensure(ctx, func(ctx context.Context) error {
 		tx, err := begin(ctx)
@@ -98,16 +95,15 @@ func (b *base) ensureSchema(ctx context.Context, begin func(context.Context) (pg
 // ddlLockKey serialises the drivers' CREATE statements.
 const ddlLockKey int64 = 0x6d75746578667800 // "mutexfx\x00"
 
-// bootState is what a connection's bootCheck found: the server's crash
-// mark, read before the check, and whether its commits may be asynchronous
-// (guard): then the table driver's fence-taking statements compare it.
+// bootState is what a connection's bootCheck found: the crash mark read
+// before it, and guard: commits may be asynchronous, so the table
+// driver's fence-taking statements compare the mark.
 type bootState struct {
 	mark  int64
 	guard bool
 }
 
-// bootGap is how far the fence sequence moves ahead after a crash: past any
-// fence it forgot.
+// bootGap is how far a crash moves the fence sequence: past any it forgot.
 const bootGap = 1 << 32
 
 // crashMarkSQL is the server's crash mark: when its shared statistics were

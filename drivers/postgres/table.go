@@ -21,8 +21,7 @@ import (
 
 var _ drivers.Lister = (*tableDriver)(nil) // a capability of table mode only
 
-// ErrTTL is returned when a table mode acquisition or extension asks for a
-// ttl below one millisecond.
+// ErrTTL is returned for a table mode ttl below one millisecond.
 var ErrTTL = errors.New("postgres: ttl must be at least 1ms")
 
 // maxRenewBatch is the largest number of leases renewed by one statement.
@@ -74,10 +73,10 @@ func (d *tableDriver) Acquire(ctx context.Context, req drivers.AcquireRequest) (
 	return res, permanent(d.life.ClosedErr(err))
 }
 
-// Release frees the row if token holds it, or grants it to the head of its
-// queue, telling the grantee or waking the head in the same statement; the
-// reclaimer deletes free rows later. A plain UPDATE first frees a row nobody
-// queues for: the grant's sub-SELECT is planned anew when not cached.
+// Release frees the row if token holds it, or grants it to its queue's
+// head, telling the grantee or waking the head in the same statement. A
+// plain UPDATE first frees a row nobody queues for: the grant's sub-SELECT
+// is planned anew when not cached. The reclaimer deletes free rows.
 func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, error) {
 	id := sqlkit.KeyHash(key)
 	live, err := d.queryRow(ctx, func(querier) (string, []any) { return d.sql.free, []any{id, token} }, nil)
@@ -90,10 +89,10 @@ func (d *tableDriver) Release(ctx context.Context, key, token string) (bool, err
 	return live, d.life.ClosedErr(err)
 }
 
-// runWaking runs stmt, which frees key's row and wakes its queue's head, as
-// queryRow does, with the key to notify (NULL: none). When the notification
+// runWaking runs stmt, which frees key's row and wakes its queue's head,
+// as queryRow does, with the key to notify (NULL: none). When the NOTIFY
 // queue is full (54000) or the role may not run the wake function (42501),
-// which leave nothing committed, it runs stmt again without the wake-up.
+// nothing committed, it runs stmt again without the wake-up.
 func (d *tableDriver) runWaking(ctx context.Context, key string, stmt func(p querier, notified any) (string, []any), dest ...any) (bool, error) {
 	var notified any
 	if payload(key) != "" {
@@ -108,8 +107,8 @@ func (d *tableDriver) runWaking(ctx context.Context, key string, stmt func(p que
 	return found, err
 }
 
-// Extend moves the row's expiry to now() + ttl if token holds it, with a
-// statement of its own (faster than a Renew of one lease).
+// Extend moves the row's expiry to now() + ttl if token holds it (its own
+// statement: faster than a Renew of one lease).
 func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
 	ms, err := ttlMillis(ttl)
 	if err != nil {
@@ -201,8 +200,7 @@ func (d *tableDriver) ServerTime(ctx context.Context) (t time.Time, err error) {
 	return d.serverTime(t, err)
 }
 
-// Ping pings the server on a pooled connection; nil before the first call
-// made the pool.
+// Ping pings on a pooled connection; nil before the first call made the pool.
 func (d *tableDriver) Ping(ctx context.Context) error {
 	if p := d.pool.Load(); p != nil {
 		return p.Ping(ctx)
@@ -212,7 +210,7 @@ func (d *tableDriver) Ping(ctx context.Context) error {
 
 // Close ends the subscriptions and the reclaimer, and closes the pool the
 // driver created (not NewWithPool's). Later calls fail with ErrClosed;
-// calls in flight when Close is done, or ctx ends (its error), are cut.
+// calls in flight are cut when Close is done or ctx ends (its error).
 func (d *tableDriver) Close(ctx context.Context) error {
 	return d.shutdown(ctx, func() {}, func(context.Context) error {
 		d.reclaim.Stop()

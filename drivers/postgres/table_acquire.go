@@ -16,18 +16,14 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-// attemptOpts are the ways acquireOnce tries: queue, a failed attempt
-// queues this driver in the row (or refreshes its entry); fast, try take
-// first; turn, try the turn statement first (a waiter a release woke);
-// deferQueue, do not queue yet while the row is free for a queued driver
-// (then reported deferred). arrival, which acquireOnce sets, is the
-// server's clock (ms) at a waiting acquisition's first acquire statement;
-// pid, the listener backend a queued entry registers (grants).
+// attemptOpts are the ways acquireOnce tries.
 type attemptOpts struct {
-	queue, fast, turn, deferQueue bool
-	arrival                       *float64
-	pid                           any
-	due                           time.Time // when the entry's next stamp is due (zero: none)
+	queue      bool      // a failed attempt queues this driver in the row (or refreshes its entry)
+	fast, turn bool      // try take first; or the turn statement (a waiter a release woke)
+	deferQueue bool      // do not queue while the row is free for a queued driver (reported deferred)
+	arrival    *float64  // server clock (ms) at a waiting call's first acquire statement (set by attempt)
+	pid        any       // the listener backend a queued entry registers (grants)
+	due        time.Time // when the entry's next stamp is due (zero: none)
 }
 
 // take is the uncontended path: one UPDATE takes the row when it is free
@@ -46,10 +42,9 @@ func (d *tableDriver) take(ctx context.Context, req drivers.AcquireRequest, ms i
 }
 
 // acquireOnce makes an attempt. When the link failed after a statement was
-// sent, that statement may have taken the lock (and dropped the driver's
-// queue entry) before its answer was lost: it reads the row back and returns
-// the lock if req.Token holds it (an error would make the component release
-// it and ask again at the back of the queue).
+// sent, it may have taken the lock (dropping the queue entry) before its
+// answer was lost: the row is read back, and the lock returned if
+// req.Token holds it (an error would send the caller to the queue's back).
 func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireRequest, o *attemptOpts) (drivers.AcquireResult, bool, error) {
 	ms, err := ttlMillis(req.TTL)
 	if err != nil {
@@ -66,9 +61,9 @@ func (d *tableDriver) acquireOnce(ctx context.Context, req drivers.AcquireReques
 	return res, deferred, err
 }
 
-// attempt inserts the row, or takes over a free one when no live waiter
-// queued before this driver, in one statement that returns the fence or
-// the holder's remaining ttl (ms: req.TTL), after take when o.fast or o.turn.
+// attempt inserts the row, or takes a free one when no live waiter queued
+// before this driver, in one statement returning the fence or the holder's
+// remaining ttl (ms: req.TTL); after take when o.fast or o.turn.
 func (d *tableDriver) attempt(ctx context.Context, req drivers.AcquireRequest, ms int64, o *attemptOpts) (res drivers.AcquireResult, deferred bool, err error) {
 	if o.fast || o.turn {
 		fence, took, err := d.take(ctx, req, ms, o.turn)
@@ -125,9 +120,8 @@ const (
 	deferRetry     = 300 * time.Microsecond // see queueDeferral
 )
 
-// restamp is how long after its entry's stamp a queued waiter no release
-// woke attempts to stamp it again: WaiterLiveness/4, the least age at which
-// an attempt rewrites it (a variable for the tests; below WaiterLiveness).
+// restamp is how long after its entry's stamp an unwoken waiter attempts
+// again: WaiterLiveness/4, the least age an attempt rewrites (tests vary it).
 var restamp = WaiterLiveness / 4
 
 // queueDeferral is how long a waiting Acquire that finds the row free for a
@@ -137,9 +131,9 @@ var queueDeferral = 10 * time.Millisecond
 // pollDelay is kit.PollDelay every WaitPollInterval, a variable for the tests.
 var pollDelay = func(holderTTL time.Duration) time.Duration { return kit.PollDelay(holderTTL, WaitPollInterval) }
 
-// acquireWaiting retries the acquisition, queued in the row, until it gets
-// the lock (or a release grants it), req.Wait passes or ctx ends (then:
-// the last result, no error, and the call left the queue).
+// acquireWaiting retries, queued in the row, until it gets the lock (or is
+// granted it), or req.Wait passes or ctx ends (then: the last result, no
+// error, the call out of the queue).
 func (d *tableDriver) acquireWaiting(ctx context.Context, req drivers.AcquireRequest) (res drivers.AcquireResult, err error) {
 	pace := kit.NewPacer(req.Wait)
 	defer pace.Stop()
@@ -215,10 +209,9 @@ func (d *tableDriver) watch(key string) (<-chan struct{}, func() bool) {
 const leaveTimeout = 5 * time.Second
 
 // grants are the waiting calls a release may grant a lock, by token
-// (docs/postgres.md): a release hands the row to its queue's head if that
-// call registered (registration) and its listener backend is alive, so a
-// crashed waiter is skipped; a hung one, or one that cannot leave, holds a
-// grant for its ttl, as a hung holder holds its lock.
+// (docs/postgres.md): a release hands the row to its queue's head if it
+// registered (registration) and its listener backend is alive, so a crashed
+// waiter is skipped; a hung one holds a grant for its ttl, as a hung holder.
 type grants struct {
 	mu    sync.Mutex
 	calls map[string]chan uint64
@@ -256,9 +249,9 @@ func (g *grants) deliver(payload string) {
 	}
 }
 
-// registration is the listener pid a waiting call of req registers in its
-// queue entry, or nil (no grant: its release wakes it instead) when no
-// LISTEN connection is up or the grant's payload would not fit a NOTIFY.
+// registration is the listener pid a waiting call registers in its queue
+// entry, or nil (woken, not granted) with no LISTEN connection up or a
+// grant payload too long for a NOTIFY.
 func (d *tableDriver) registration(req drivers.AcquireRequest) any {
 	pid := d.listenPID.Load()
 	if pid == 0 || payload(req.Token) == "" || len(req.Token) > maxPayload-21 {
@@ -267,8 +260,8 @@ func (d *tableDriver) registration(req drivers.AcquireRequest) any {
 	return int32(pid)
 }
 
-// leave unregisters a waiting call that ends without the lock from its
-// queue entry, and releases the lock if a release granted it meanwhile.
+// leave unregisters a call ending without the lock from its queue entry,
+// releasing the lock if it was granted meanwhile.
 func (d *tableDriver) leave(ctx context.Context, req drivers.AcquireRequest) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
 	defer cancel()

@@ -33,8 +33,8 @@ func (d *tableDriver) getPool() (*pgxpool.Pool, error) {
 	return p, nil
 }
 
-// run runs f on a pooled connection, with the schema in place (recreated
-// once if it was dropped), retrying. Close cuts it.
+// run runs f on a pooled connection, retrying, the schema in place
+// (recreated once if dropped). Close cuts it.
 func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q querier) error) error {
 	if err := d.life.Check(ctx); err != nil {
 		return err
@@ -77,9 +77,8 @@ func (d *tableDriver) run(ctx context.Context, f func(ctx context.Context, q que
 	})
 }
 
-// queryRow runs the statement stmt picks for the connection, with its
-// arguments, as run does, scanning its row into dest: found is false when
-// it returned none.
+// queryRow runs, as run does, the statement and arguments stmt picks for
+// the connection, scanning its row into dest; found: it returned one.
 func (d *tableDriver) queryRow(ctx context.Context, stmt func(querier) (string, []any), dest ...any) (found bool, err error) {
 	err = d.run(ctx, func(ctx context.Context, p querier) error {
 		q, args := stmt(p)
@@ -100,8 +99,7 @@ func (d *tableDriver) exec(ctx context.Context, q string, args ...any) (n int64,
 	return n, err
 }
 
-// fencing returns q's fence-taking statements, and args followed by their
-// crash mark argument, if any.
+// fencing returns q's fence-taking statements and args, plus its crash mark if guarded.
 func (d *tableDriver) fencing(q querier, args ...any) (*fencedStatements, []any) {
 	if b := q.b; b.guard {
 		return &d.sql.guarded, append(args, b.mark)
@@ -125,9 +123,8 @@ const reclaimBatch = 256
 // bytes of its id the second (two keys: apart from advisory mode's locks).
 const reclaimClass = 0x6d757478 // "mutx"
 
-// reclaimLockSQL takes the reclaim lock of the row of id for the
-// transaction with fn: pg_advisory_xact_lock_shared (acquire) or
-// pg_try_advisory_xact_lock (the reclaimer).
+// reclaimLockSQL takes row id's reclaim lock with fn:
+// pg_advisory_xact_lock_shared (acquire) or pg_try_advisory_xact_lock.
 func reclaimLockSQL(fn, id string) string {
 	return fmt.Sprintf("%s(%d, ('x' || encode(substring(%s FROM 1 FOR 4), 'hex'))::bit(32)::int)", fn, reclaimClass, id)
 }

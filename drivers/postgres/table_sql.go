@@ -11,16 +11,13 @@ type tableStatements struct {
 	free, leave, extend, renew, inspect, list, reclaim string
 }
 
-// fencedStatements are the table driver's statements that take a fence
-// (a release grants the lock to the head of the queue).
+// fencedStatements take a fence (a release may grant the lock to the queue's head).
 type fencedStatements struct{ take, turn, acquire, refence, release, handover string }
 
-// ownChannel is the NOTIFY channel of the driver with this id, where a
-// release wakes the head of the row's queue alone.
+// ownChannel is driver id's channel, where a release wakes its queue's head alone.
 func ownChannel(id string) string { return "mutexfx_" + id }
 
-// grantChannel is the NOTIFY channel where a release tells the driver
-// with this id that it granted the lock to one of its waiting calls.
+// grantChannel is driver id's channel, where a release tells it of a grant.
 func grantChannel(id string) string { return "mutexfx_g_" + id }
 
 // asyncHint, in a RETURNING list (evaluated only for a row written), makes
@@ -38,8 +35,8 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		s = fmt.Sprintf("s AS MATERIALIZED (SELECT set_config('synchronous_commit', '%s', true))", o.SynchronousCommit)
 		synced = fmt.Sprintf("set_config('synchronous_commit', '%s', true) IS NOT NULL", o.SynchronousCommit)
 	}
-	// the RETURNING columns of a release and of an attempt: with asyncHint
-	// where commits would wait for the WAL flush
+	// a release's and an attempt's RETURNING columns: with asyncHint where
+	// commits would wait for the WAL flush
 	released, tookOrQueued := synced, "l.token = $3"
 	if !o.Unlogged && o.SynchronousCommit != "off" {
 		released, tookOrQueued = asyncHint+" IS NOT NULL", "CASE WHEN l.token = $3 THEN true ELSE "+asyncHint+" IS NULL END"
@@ -80,8 +77,8 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	deferred := func(a string) string {
 		return "($8::bool AND " + a + ".expires_at <= now() AND " + a + ".queue->$5::text IS NULL)"
 	}
-	// mine(a): the row is held by the acquirer's token (granted it by a
-	// release): nothing to write, the attempt reports it taken
+	// mine(a): the acquirer's token holds the row (a grant): the attempt
+	// reports it taken, writing nothing
 	mine := func(a string) string { return "(" + a + ".token = $3 AND " + a + ".expires_at > now())" }
 	write := func(a string) string {
 		return "(" + take(a) + " OR ($6::bool AND NOT " + mine(a) + " AND NOT " + fresh(a) + " AND NOT " + deferred(a) + "))"
@@ -115,8 +112,7 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	const granted = "h.g->>3 = 'true'"
 	grantTTL := "now() + (h.g->>2)::bigint * interval '1 millisecond'"
 	left := func(ts string) string { return "extract(epoch FROM " + ts + " - now())::float8 * 1000" }
-	// tableFenced builds the fence-taking statements with fence(i) as the
-	// fence ($i its parameter, if any)
+	// tableFenced builds them with fence(i) as the fence ($i: its parameter, if any)
 	tableFenced := func(fence func(i int) string) fencedStatements {
 		return fencedStatements{
 			// the uncontended path: a bare UPDATE of a free row nobody queues
@@ -173,9 +169,8 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 		// queues for it (else release decides)
 		free: "UPDATE " + n.table + " SET token = '', expires_at = 'epoch'" +
 			" WHERE id = $1 AND token = $2 AND expires_at > now() AND queue = '{}' RETURNING " + released,
-		// unregisters call $3 from the queue entry of driver $2 (the entry
-		// keeps its place until it dies), and reports whether a release
-		// granted that call the row meanwhile
+		// unregisters call $3 from driver $2's entry (which keeps its place
+		// until it dies); reports whether a release granted the call the row
 		leave: "UPDATE " + n.table + " SET queue = jsonb_set(queue, ARRAY[$2::text], (queue->$2::text) - 4 - 3 - 2) " +
 			"WHERE id = $1 AND queue->$2::text->>2 = $3::text RETURNING token = $3::text AND expires_at > now()",
 		extend: "WITH " + s + " UPDATE " + n.table + " SET expires_at = " + fmt.Sprintf(ttl, 3) +
@@ -197,8 +192,7 @@ func tableSQL(n names, o Options, txnSync bool) tableStatements {
 	}
 }
 
-// turnParams renumbers acquire's parameters in turn's: the driver's id
-// $5 → $4, the liveness $7 → $5.
+// turnParams renumbers acquire's parameters for turn: id $5 → $4, liveness $7 → $5.
 var turnParams = strings.NewReplacer("$5::text", "$4::text", "$7::bigint", "$5::bigint")
 
 // nowMS is the server's clock in ms, as a row's queue records it.
@@ -207,12 +201,11 @@ const nowMS = "(extract(epoch FROM now()) * 1000)"
 // liveSQL is true for a queue entry e(k, v) retried within live ms.
 func liveSQL(live string) string { return "(e.v->>1)::float8 > " + nowMS + " - " + live }
 
-// headOrder picks the head among a queue's entries e(k, v): the one that
-// arrived first (the smallest id among equals).
+// headOrder picks a queue's head among entries e(k, v): the first arrived
+// (the smallest id among equals).
 const headOrder = " ORDER BY (e.v->>0)::float8, e.k COLLATE \"C\" LIMIT 1"
 
-// headSQL selects the head of queue, a row's queue: the driver of its live
-// entry that arrived first, or NULL.
+// headSQL selects the driver of queue's first-arrived live entry, or NULL.
 func headSQL(queue, live string) string {
 	return "(SELECT e.k FROM jsonb_each(" + queue + ") AS e(k, v) WHERE " + liveSQL(live) + headOrder + ")"
 }
@@ -243,8 +236,8 @@ func headFnSQL(n names) string {
 }
 
 // afterFnSQL creates the function giving a row's queue after holder's
-// release, given its head g: holder's entries dropped, and a granted
-// head's entry kept with its token (for the wake function) but dead.
+// release, given its head g: holder's entries dropped, a granted head's
+// kept with its token (for the wake function) but dead.
 func afterFnSQL(n names) string {
 	return "CREATE OR REPLACE FUNCTION " + n.after + "(queue jsonb, holder text, g jsonb) RETURNS jsonb LANGUAGE plpgsql STABLE AS $f$ " +
 		"BEGIN RETURN (SELECT coalesce(jsonb_object_agg(e.k, CASE WHEN e.k = g->>0 AND g->>3 = 'true' " +
@@ -252,8 +245,8 @@ func afterFnSQL(n names) string {
 		"WHERE e.v->>2 IS DISTINCT FROM holder); END $f$"
 }
 
-// tableSchema is the table, its queue column when an older table lacks
-// it, and the functions a release runs.
+// tableSchema is the table, its queue column (older tables lack it) and
+// the functions a release runs.
 func tableSchema(n names, o Options) []schemaObject {
 	unlogged := ""
 	if o.Unlogged {
@@ -277,8 +270,7 @@ func tableSchema(n names, o Options) []schemaObject {
 	}
 }
 
-// shownName is key as the name column shows it, for people: U+FFFD for NUL
-// and invalid bytes.
+// shownName is key for the name column: U+FFFD for NUL and invalid bytes.
 func shownName(key string) string {
 	return strings.ToValidUTF8(strings.ReplaceAll(key, "\x00", "\uFFFD"), "\uFFFD")
 }
