@@ -15,7 +15,6 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/drivers"
-	"github.com/mutexfx/mutexfx/drivers/internal/sqlconn"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
@@ -29,8 +28,11 @@ type advisoryDriver struct {
 	noIdent atomic.Bool                   // a holder row write was refused: write no more
 
 	mu   sync.Mutex
-	held map[string]*heldLock    // by key
-	keep sqlconn.Keep[connState] // connections kept between acquisitions (advisory_conn.go)
+	held map[string]*heldLock // by key
+	idle []idleConn           // connections kept between acquisitions, most recent last
+
+	idleTimer *time.Timer    // returns kept connections to the pool (advisory_conn.go)
+	idleWG    sync.WaitGroup // idleTimer's function, armed or running
 
 	bootSQL []string     // boot time expressions, tried in order (advisory_session.go)
 	bootSrc atomic.Int32 // index of the one in use
@@ -44,7 +46,6 @@ type advisoryDriver struct {
 
 func newAdvisory(db *sql.DB, own bool, socks *sockets, s settings) *advisoryDriver {
 	a := &advisoryDriver{held: map[string]*heldLock{}, wake: make(chan struct{}, 1), bootSQL: bootSQL}
-	a.keep.N, a.keep.For = keepConns, keepFor
 	a.init(a, db, own, socks, s)
 	return a
 }
@@ -115,14 +116,14 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	fence, id, err := a.take(ctx, conn, req, name)
 	if cached && ctx.Err() == nil && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
 		// a kept connection died idle, its session with it: once more on a pooled one
-		sqlconn.Discard(conn.Conn)
-		if conn, err = a.socks.Pin(ctx, a.db); err != nil {
+		discard(conn.conn)
+		if conn, err = a.poolConn(ctx); err != nil {
 			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 		}
 		fence, id, err = a.take(ctx, conn, req, name)
 	}
 	if err != nil {
-		sqlconn.Discard(conn.Conn) // the statement may have taken the lock: the server frees it
+		discard(conn.conn) // the statement may have taken the lock: the server frees it
 		if missingTable(err) {
 			a.ddl.Lost()
 		}
@@ -141,7 +142,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	old := a.held[req.Key]
 	a.held[req.Key] = h
 	a.mu.Unlock()
-	conn.ArmHangup(func() { a.lose(h) })
+	conn.armHangup(func() { a.lose(h) })
 	a.wakeFor(h)
 	// an earlier holder's connection lost the key unnoticed: report it now
 	// (a statement running on it finds it gone)
@@ -189,9 +190,9 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 		var f sql.Null[uint64]
 		if ok {
 			s = known
-			f.V, f.Valid, err = conn.QueryUint(ctx, q, args)
-		} else if err = conn.QueryRow(ctx, qs, args, &f, &s.conn, &s.at, &s.wait); err == nil {
-			learn(conn, s)
+			f.V, f.Valid, err = conn.queryUint(ctx, q, args)
+		} else if err = conn.queryRow(ctx, qs, args, &f, &s.conn, &s.at, &s.wait); err == nil {
+			conn.learn(s)
 		}
 		return f.V, s, err
 	}
@@ -200,7 +201,7 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 		holder := sqlkit.Identity(req.Token, 0)
 		args = append(append([]any{args[0], holder}, args[1:]...), holder)
 	}
-	res, err := conn.Exec(ctx, q, args)
+	res, err := conn.exec(ctx, q, args)
 	if err != nil {
 		return 0, s, err
 	}
@@ -210,8 +211,8 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 	case ok:
 		s = known
 	default:
-		if err = conn.QueryRow(ctx, "SELECT "+sessionSQL, nil, &s.conn, &s.at, &s.wait); err == nil {
-			learn(conn, s)
+		if err = conn.queryRow(ctx, "SELECT "+sessionSQL, nil, &s.conn, &s.at, &s.wait); err == nil {
+			conn.learn(s)
 		}
 	}
 	return uint64(id), s, err
@@ -253,10 +254,10 @@ func (a *advisoryDriver) Release(ctx context.Context, key, token string) (_ bool
 	h.done = true
 	r, valid, err := uint64(0), false, context.Cause(ctx)
 	if err == nil {
-		r, valid, err = h.conn.QueryUint(ctx, "SELECT RELEASE_LOCK(?)", []any{h.name})
+		r, valid, err = h.conn.queryUint(ctx, "SELECT RELEASE_LOCK(?)", []any{h.name})
 	}
 	if err != nil || !valid || r != 1 {
-		sqlconn.Discard(h.conn.Conn)
+		discard(h.conn.conn)
 		if err != nil {
 			return false, fmt.Errorf("mysql: release: %w", err)
 		}
@@ -286,7 +287,7 @@ func (a *advisoryDriver) dropLocked(h *heldLock, lost bool) {
 	if lost {
 		a.tellLost(h)
 	}
-	sqlconn.Discard(h.conn.Conn)
+	discard(h.conn.conn)
 }
 
 func (a *advisoryDriver) forget(h *heldLock) {
@@ -307,7 +308,7 @@ func (a *advisoryDriver) close() {
 	clear(a.held)
 	a.mu.Unlock()
 	a.bgWG.Wait() // their contexts ended when Close started
-	a.keep.Close()
+	a.closeIdle()
 	for _, h := range hs {
 		a.drop(h)
 	}

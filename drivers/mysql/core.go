@@ -22,7 +22,7 @@ import (
 type core struct {
 	db    *sql.DB
 	ownDB bool
-	socks *sockets // the own pool's sockets (conn.go); nil with NewWithDB
+	socks *sockets // the own pool's sockets (socket.go); nil with NewWithDB
 	s     settings
 	life  sqlkit.Life
 	ddl   sqlkit.Schema // the mechanism's tables (ready)
@@ -63,7 +63,7 @@ func (c *core) close(ctx context.Context, stop func()) error {
 	return c.life.Close(ctx, "mysql", nil, func(context.Context) error {
 		stop()
 		if c.socks != nil {
-			c.socks.Close()
+			c.socks.hup.Close()
 		}
 		c.subs.Clear()
 		if c.ownDB {
@@ -72,7 +72,7 @@ func (c *core) close(ctx context.Context, stop func()) error {
 		return nil
 	}, func() {
 		if c.socks != nil {
-			c.socks.Cut()
+			c.socks.conns.Cut()
 		}
 	})
 }

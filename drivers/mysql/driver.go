@@ -43,7 +43,8 @@ func New(opts Options) (Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	connector, socks, err := ownConnector(cfg)
+	socks := &sockets{}
+	connector, err := socks.connector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %s", scrubPassword(err.Error(), "invalid connection settings", cfg.Passwd))
 	}
@@ -51,6 +52,9 @@ func New(opts Options) (Driver, error) {
 	db.SetMaxOpenConns(s.maxOpen)
 	db.SetMaxIdleConns(s.maxIdle)
 	db.SetConnMaxIdleTime(5 * time.Minute)
+	if socks.m == nil { // the connector records no sockets (socket.go)
+		socks = nil
+	}
 	return newDriver(db, true, socks, s), nil
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
-	"github.com/mutexfx/mutexfx/drivers/internal/sqlconn"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -23,7 +22,7 @@ func TestFaults(t *testing.T) {
 
 	t.Run("PrepareRefused", func(t *testing.T) {
 		// The server refuses every prepare: the advisory statements run as
-		// text on that connection (sqlconn), and locks work as before.
+		// text on that connection (socket.go), and locks work as before.
 		ctx := ctxT(t)
 		if _, err := admin.ExecContext(ctx, "SET GLOBAL max_prepared_stmt_count = 0"); err != nil {
 			t.Fatal(err)
@@ -42,11 +41,11 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("Acquire = %+v, %v; want a fence above %d", res, err, last)
 			}
 			last = res.Fence
-			sock := adv(d).get("refused", tok).conn.Sock
+			sock := adv(d).get("refused", tok).conn.sock
 			if ok, err := d.Release(ctx, "refused", tok); err != nil || !ok {
 				t.Fatalf("Release = %v, %v", ok, err)
 			}
-			if sock == nil || !textOnly(sock) || kept(sock) != 0 {
+			if sock == nil || !sock.noPrepare || len(sock.stmts) != 0 {
 				t.Fatalf("socket %+v: want it known, marked to run the statements as text, with none kept", sock)
 			}
 		}
@@ -314,7 +313,7 @@ func takeWithID(t *testing.T, db *sql.DB, id int64, name string) {
 			t.Fatalf("the server gave id %d, past %d: cannot reuse it", got, id)
 		}
 		if got < id {
-			sqlconn.Discard(conn) // a new session next time
+			discard(conn) // a new session next time
 			continue
 		}
 		t.Cleanup(func() { conn.Close() })

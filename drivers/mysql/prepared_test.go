@@ -42,16 +42,16 @@ func TestPreparedKept(t *testing.T) {
 		defer adv(d).putConn(conn)
 		for name, dst := range map[string]*int64{"Com_stmt_prepare": &prepare, "Com_stmt_execute": &execute} {
 			var n string
-			if err := conn.Conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE ?", name).Scan(&n, dst); err != nil {
+			if err := conn.conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE ?", name).Scan(&n, dst); err != nil {
 				t.Fatal(err)
 			}
 		}
-		return prepare, execute, conn.Sock
+		return prepare, execute, conn.sock
 	}
 	pair()
 	p0, e0, sock := counters()
-	if p0 != 2 || e0 != 2 || kept(sock) != 2 || textOnly(sock) {
-		t.Fatalf("after one pair: %d prepared, %d executed, %d kept, text only %v; want 2, 2, 2, false", p0, e0, kept(sock), textOnly(sock))
+	if p0 != 2 || e0 != 2 || len(sock.stmts) != 2 || sock.noPrepare {
+		t.Fatalf("after one pair: %d prepared, %d executed, %d kept, text only %v; want 2, 2, 2, false", p0, e0, len(sock.stmts), sock.noPrepare)
 	}
 	for range 5 {
 		pair()
@@ -59,6 +59,29 @@ func TestPreparedKept(t *testing.T) {
 	p1, e1, again := counters()
 	if again != sock || p1 != p0 || e1-e0 != 10 {
 		t.Fatalf("after five more pairs on the same connection (%v): %d prepared, %d executed; want %d and %d", again == sock, p1, e1, p0, e0+10)
+	}
+}
+
+// TestUintValue: the binary protocol's values of a one-column result.
+func TestUintValue(t *testing.T) {
+	for _, tc := range []struct {
+		in    driver.Value
+		v     uint64
+		valid bool
+		err   bool
+	}{
+		{nil, 0, false, false},
+		{int64(0), 0, true, false},
+		{int64(42), 42, true, false},
+		{int64(-1), 0, false, true},
+		{[]byte("18446744073709551615"), 1<<64 - 1, true, false},
+		{[]byte("x"), 0, false, true},
+		{"42", 0, false, true},
+	} {
+		v, valid, err := uintValue(tc.in)
+		if v != tc.v || valid != tc.valid || (err != nil) != tc.err {
+			t.Errorf("uintValue(%#v) = %d, %v, %v; want %d, %v, error %v", tc.in, v, valid, err, tc.v, tc.valid, tc.err)
+		}
 	}
 }
 
@@ -106,9 +129,9 @@ func TestSequenceDropped(t *testing.T) {
 			if err != nil || !res.Acquired {
 				t.Fatalf("Acquire after that = %+v, %v; want the lock, the sequence created again", res, err)
 			}
-			sock := adv(d).get(key, tok).conn.Sock
+			sock := adv(d).get(key, tok).conn.sock
 			release()
-			if own && (sock == nil || textOnly(sock) || kept(sock) == 0) {
+			if own && (sock == nil || sock.noPrepare || len(sock.stmts) == 0) {
 				t.Fatalf("socket %+v: want its statements kept prepared", sock)
 			}
 		})
@@ -134,14 +157,13 @@ func TestPreparedForgotten(t *testing.T) {
 	}
 	pair()
 	conn, cached, err := adv(d).getConn(ctx)
-	if err != nil || !cached || kept(conn.Sock) != 2 {
-		t.Fatalf("getConn = cached %v, %v, %d statements kept; want the kept connection and 2", cached, err, kept(conn.Sock))
+	if err != nil || !cached || len(conn.sock.stmts) != 2 {
+		t.Fatalf("getConn = cached %v, %v, %d statements kept; want the kept connection and 2", cached, err, len(conn.sock.stmts))
 	}
-	before := map[string]driver.Stmt{}
-	err = conn.Conn.Raw(func(any) error {
-		stmts, _ := conn.Sock.Kept()
-		for q, st := range stmts {
-			before[q] = st
+	kept := map[string]driver.Stmt{}
+	err = conn.conn.Raw(func(any) error {
+		for q, st := range conn.sock.stmts {
+			kept[q] = st
 			dup := reflect.New(reflect.TypeOf(st).Elem())
 			dup.Elem().Set(reflect.ValueOf(st).Elem())
 			if err := dup.Interface().(driver.Stmt).Close(); err != nil {
@@ -155,26 +177,13 @@ func TestPreparedForgotten(t *testing.T) {
 		t.Fatal(err)
 	}
 	pair()
-	if textOnly(conn.Sock) || kept(conn.Sock) != 2 {
-		t.Fatalf("text only %v, %d statements kept; want 2, prepared again", textOnly(conn.Sock), kept(conn.Sock))
+	if conn.sock.noPrepare || len(conn.sock.stmts) != 2 {
+		t.Fatalf("text only %v, %d statements kept; want 2, prepared again", conn.sock.noPrepare, len(conn.sock.stmts))
 	}
-	stmts, _ := conn.Sock.Kept()
-	for q, st := range stmts {
-		if before[q] == st {
+	for q, st := range conn.sock.stmts {
+		if kept[q] == st {
 			t.Fatalf("statement %q not prepared again", q)
 		}
 	}
 	pair()
-}
-
-// kept is how many statements sock keeps prepared.
-func kept(sock *socket) int {
-	stmts, _ := sock.Kept()
-	return len(stmts)
-}
-
-// textOnly reports whether sock runs its statements as text for good.
-func textOnly(sock *socket) bool {
-	_, text := sock.Kept()
-	return text
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
-	"github.com/mutexfx/mutexfx/drivers/internal/sqlconn"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -43,7 +42,7 @@ func TestPinnedSockets(t *testing.T) {
 				t.Fatalf("Acquire = %+v, %v", res, err)
 			}
 			h := adv(d).get(key, tok)
-			if got := h.conn.Sock != nil; got != tc.socket {
+			if got := h.conn.sock != nil; got != tc.socket {
 				t.Fatalf("socket known = %v, want %v", got, tc.socket)
 			}
 			if ok, err := d.Extend(ctx, key, tok, time.Minute); err != nil || !ok {
@@ -56,7 +55,9 @@ func TestPinnedSockets(t *testing.T) {
 				t.Fatal(err)
 			}
 			if coreOf(d).socks != nil {
-				left := coreOf(d).socks.Len()
+				coreOf(d).socks.mu.Lock()
+				left := len(coreOf(d).socks.m)
+				coreOf(d).socks.mu.Unlock()
 				if left != 0 {
 					t.Fatalf("%d sockets left after Close", left)
 				}
@@ -72,17 +73,17 @@ func TestPinnedStatementCancelled(t *testing.T) {
 	ctx := ctxT(t)
 	d := openDriver(t, Options{DSN: testutil.MySQLDSN()})
 	admin := openDB(t, testutil.MySQLDSN())
-	p, err := adv(d).socks.Pin(ctx, adv(d).db)
+	p, err := adv(d).poolConn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sqlconn.Discard(p.Conn)
-	if p.Sock == nil {
+	defer discard(p.conn)
+	if p.sock == nil {
 		t.Fatal("the own pool's connection has no known socket")
 	}
 	name := "mysqltest:" + runID + ":cancelled"
 	var got, id int64
-	if err := p.QueryRow(ctx, "SELECT GET_LOCK(?, 0), CONNECTION_ID()", []any{name}, &got, &id); err != nil || got != 1 {
+	if err := p.queryRow(ctx, "SELECT GET_LOCK(?, 0), CONNECTION_ID()", []any{name}, &got, &id); err != nil || got != 1 {
 		t.Fatalf("GET_LOCK = %d, %v", got, err)
 	}
 	// Block in the server: wait for a lock another session holds.
@@ -100,7 +101,7 @@ func TestPinnedStatementCancelled(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		var blocked int64
-		errc <- p.QueryRow(cctx, "SELECT GET_LOCK(?, 30)", []any{other}, &blocked)
+		errc <- p.queryRow(cctx, "SELECT GET_LOCK(?, 30)", []any{other}, &blocked)
 	}()
 	testutil.Poll(t, 10*time.Second, "the GET_LOCK waiting in the server",
 		running(ctx, t, admin, "ID = ? AND STATE = 'User lock'", id))
@@ -120,7 +121,7 @@ func TestPinnedStatementCancelled(t *testing.T) {
 		return err == nil && free == 1
 	})
 	// A statement whose context already ended is not sent.
-	if err := p.QueryRow(cctx, "SELECT 1", nil, &got); !errors.Is(err, why) {
+	if err := p.queryRow(cctx, "SELECT 1", nil, &got); !errors.Is(err, why) {
 		t.Fatalf("statement with an ended ctx: %v; want the ctx's cause", err)
 	}
 }
@@ -137,7 +138,7 @@ func TestPoolStatementCancelled(t *testing.T) {
 	query := fmt.Sprintf("SELECT SLEEP(30) /* %s %d */", runID, time.Now().UnixNano())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := coreOf(d).socks.Exec(cctx, coreOf(d).db, query, nil)
+		_, err := coreOf(d).exec(cctx, query, nil)
 		errc <- err
 	}()
 	testutil.Poll(t, 10*time.Second, "the statement running in the server", running(ctx, t, admin, "INFO = ?", query))
@@ -153,7 +154,7 @@ func TestPoolStatementCancelled(t *testing.T) {
 	// A cancellable context again: a connection from the pool, not the cut one.
 	c2, cancel2 := context.WithCancel(ctx)
 	defer cancel2()
-	if _, err := coreOf(d).socks.Exec(c2, coreOf(d).db, "DO 1", nil); err != nil {
+	if _, err := coreOf(d).exec(c2, "DO 1", nil); err != nil {
 		t.Fatalf("next statement: %v", err)
 	}
 }
@@ -173,7 +174,7 @@ func TestPoolLiveness(t *testing.T) {
 	killSession(ctx, t, admin, id)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if _, err := coreOf(d).socks.Exec(cctx, coreOf(d).db, "DO 1", nil); err != nil {
+	if _, err := coreOf(d).exec(cctx, "DO 1", nil); err != nil {
 		t.Fatalf("statement after the pooled connection was killed: %v", err)
 	}
 }

@@ -270,7 +270,7 @@ func (d *tableDriver) List(ctx context.Context, prefix string) ([]drivers.Listed
 func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) (id, n int64, err error) {
 	err = d.ddl.Run(func() error { return d.ready(ctx) }, missingTable, func() error {
 		return d.retry(ctx, func() error {
-			res, err := d.socks.Exec(ctx, d.db, query, args)
+			res, err := d.exec(ctx, query, args)
 			if err != nil {
 				return err
 			}
