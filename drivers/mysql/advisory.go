@@ -15,6 +15,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/dbconn"
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
@@ -29,10 +30,8 @@ type advisoryDriver struct {
 
 	mu   sync.Mutex
 	held map[string]*heldLock // by key
-	idle []idleConn           // connections kept between acquisitions, most recent last
 
-	idleTimer *time.Timer    // returns kept connections to the pool (advisory_conn.go)
-	idleWG    sync.WaitGroup // idleTimer's function, armed or running
+	keep *dbconn.Keeper[sockState] // connections kept between acquisitions (advisory_conn.go)
 
 	bootSQL []string     // boot time expressions, tried in order (advisory_session.go)
 	bootSrc atomic.Int32 // index of the one in use
@@ -47,6 +46,7 @@ type advisoryDriver struct {
 func newAdvisory(db *sql.DB, own bool, socks *sockets, s settings) *advisoryDriver {
 	a := &advisoryDriver{held: map[string]*heldLock{}, wake: make(chan struct{}, 1), bootSQL: bootSQL}
 	a.init(a, db, own, socks, s)
+	a.keep = dbconn.NewKeeper(db, socks, keepConns, keepFor, a.life.Closed)
 	return a
 }
 
@@ -109,28 +109,28 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	}
 	name := lockName(req.Key)
 	start := time.Now()
-	conn, cached, err := a.getConn(ctx)
+	conn, cached, err := a.keep.Get(ctx)
 	if err != nil {
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
 	fence, id, err := a.take(ctx, conn, req, name)
 	if cached && ctx.Err() == nil && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
 		// a kept connection died idle, its session with it: once more on a pooled one
-		discard(conn.conn)
-		if conn, err = a.poolConn(ctx); err != nil {
+		dbconn.Discard(conn.Conn)
+		if conn, err = a.keep.Pin(ctx); err != nil {
 			return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 		}
 		fence, id, err = a.take(ctx, conn, req, name)
 	}
 	if err != nil {
-		discard(conn.conn) // the statement may have taken the lock: the server frees it
+		dbconn.Discard(conn.Conn) // the statement may have taken the lock: the server frees it
 		if missingTable(err) {
 			a.ddl.Lost()
 		}
 		return drivers.AcquireResult{}, fmt.Errorf("mysql: acquire: %w", err)
 	}
 	if fence == 0 {
-		a.putConn(conn)
+		a.keep.Put(conn)
 		return drivers.AcquireResult{}, nil
 	}
 	h := &heldLock{key: req.Key, token: req.Token, name: name, fence: fence, connID: id.conn, takenAt: id.at, conn: conn,
@@ -142,7 +142,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	old := a.held[req.Key]
 	a.held[req.Key] = h
 	a.mu.Unlock()
-	conn.armHangup(func() { a.lose(h) })
+	conn.ArmHangup(func() { a.lose(h) })
 	a.wakeFor(h)
 	// an earlier holder's connection lost the key unnoticed: report it now
 	// (a statement running on it finds it gone)
@@ -190,9 +190,9 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 		var f sql.Null[uint64]
 		if ok {
 			s = known
-			f.V, f.Valid, err = conn.queryUint(ctx, q, args)
-		} else if err = conn.queryRow(ctx, qs, args, &f, &s.conn, &s.at, &s.wait); err == nil {
-			conn.learn(s)
+			f.V, f.Valid, err = conn.QueryUint(ctx, q, args)
+		} else if err = conn.QueryRow(ctx, qs, args, &f, &s.conn, &s.at, &s.wait); err == nil {
+			learn(conn, s)
 		}
 		return f.V, s, err
 	}
@@ -201,7 +201,7 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 		holder := sqlkit.Identity(req.Token, 0)
 		args = append(append([]any{args[0], holder}, args[1:]...), holder)
 	}
-	res, err := conn.exec(ctx, q, args)
+	res, err := conn.Exec(ctx, q, args)
 	if err != nil {
 		return 0, s, err
 	}
@@ -211,8 +211,8 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 	case ok:
 		s = known
 	default:
-		if err = conn.queryRow(ctx, "SELECT "+sessionSQL, nil, &s.conn, &s.at, &s.wait); err == nil {
-			conn.learn(s)
+		if err = conn.QueryRow(ctx, "SELECT "+sessionSQL, nil, &s.conn, &s.at, &s.wait); err == nil {
+			learn(conn, s)
 		}
 	}
 	return uint64(id), s, err
@@ -254,16 +254,16 @@ func (a *advisoryDriver) Release(ctx context.Context, key, token string) (_ bool
 	h.done = true
 	r, valid, err := uint64(0), false, context.Cause(ctx)
 	if err == nil {
-		r, valid, err = h.conn.queryUint(ctx, "SELECT RELEASE_LOCK(?)", []any{h.name})
+		r, valid, err = h.conn.QueryUint(ctx, "SELECT RELEASE_LOCK(?)", []any{h.name})
 	}
 	if err != nil || !valid || r != 1 {
-		discard(h.conn.conn)
+		dbconn.Discard(h.conn.Conn)
 		if err != nil {
 			return false, fmt.Errorf("mysql: release: %w", err)
 		}
 		return false, nil
 	}
-	a.putConn(h.conn)
+	a.keep.Put(h.conn)
 	a.subs.Publish(drivers.Event{Kind: drivers.Released, Key: key})
 	return true, nil
 }
@@ -287,7 +287,7 @@ func (a *advisoryDriver) dropLocked(h *heldLock, lost bool) {
 	if lost {
 		a.tellLost(h)
 	}
-	discard(h.conn.conn)
+	dbconn.Discard(h.conn.Conn)
 }
 
 func (a *advisoryDriver) forget(h *heldLock) {
@@ -308,7 +308,7 @@ func (a *advisoryDriver) close() {
 	clear(a.held)
 	a.mu.Unlock()
 	a.bgWG.Wait() // their contexts ended when Close started
-	a.closeIdle()
+	a.keep.Close()
 	for _, h := range hs {
 		a.drop(h)
 	}

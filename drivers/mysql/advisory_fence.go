@@ -168,11 +168,11 @@ func (a *advisoryDriver) holderQuery(counter bool, key, boot string) (string, []
 // identify writes token's identity in conn's holder row when it changed
 // (sqlkit.Identify; sequence and uuid_short fences, own pool).
 func (a *advisoryDriver) identify(ctx context.Context, conn pinned, token string) error {
-	if st := a.stmts.Load(); conn.sock == nil || a.noIdent.Load() || st.fence == FenceCounter || !st.holders {
+	if st := a.stmts.Load(); conn.Sock == nil || a.noIdent.Load() || st.fence == FenceCounter || !st.holders {
 		return nil
 	}
-	return sqlkit.Identify(&conn.sock.ident, token, 0, func(id string) error {
-		_, err := conn.exec(ctx, fmt.Sprintf(identifySQL, a.s.holderTable), []any{id, id})
+	return sqlkit.Identify(&conn.Sock.State.ident, token, 0, func(id string) error {
+		_, err := conn.Exec(ctx, fmt.Sprintf(identifySQL, a.s.holderTable), []any{id, id})
 		if errNumber(err) != 0 && !missingTable(err) { // refused (no grant, read-only): write no more
 			a.noIdent.Store(true)
 			return nil

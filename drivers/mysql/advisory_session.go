@@ -98,47 +98,47 @@ func (h *heldLock) holds(id, boot sql.NullInt64) bool {
 // session returns conn's session, reading it with the boot time if never
 // asked; ok is false when the acquisition must read it (learn).
 func (a *advisoryDriver) session(ctx context.Context, conn pinned) (s session, ok bool, err error) {
-	sock := conn.sock
+	sock := conn.Sock
 	if sock == nil {
 		return session{}, false, nil
 	}
-	if p := sock.sess.Load(); p != nil {
+	if p := sock.State.sess.Load(); p != nil {
 		return *p, true, nil
 	}
-	if sock.boot.Load() != bootUnread {
+	if sock.State.boot.Load() != bootUnread {
 		return session{}, false, nil // made in the server's first seconds, or not to be kept
 	}
 	var boot sql.NullInt64
 	err = a.withBoot(func(bootSQL string) error {
-		return conn.queryRow(ctx, "SELECT "+sessionSQL+", "+bootSQL, nil, &s.conn, &s.at, &s.wait, &boot)
+		return conn.QueryRow(ctx, "SELECT "+sessionSQL+", "+bootSQL, nil, &s.conn, &s.at, &s.wait, &boot)
 	})
 	switch {
 	case errNumber(err) != 0:
-		sock.boot.Store(bootNoCache)
+		sock.State.boot.Store(bootNoCache)
 		return session{}, false, nil
 	case err != nil:
 		return session{}, false, err
 	case !boot.Valid: // probes compare ids alone
-		sock.sess.Store(&s)
+		sock.State.sess.Store(&s)
 		return s, true, nil
 	}
 	s.boot = boot.Int64
 	if s.at > s.boot+2*bootSlack {
-		sock.sess.Store(&s)
+		sock.State.sess.Store(&s)
 		return s, true, nil
 	}
-	sock.boot.Store(max(s.boot, 1))
+	sock.State.boot.Store(max(s.boot, 1))
 	return session{}, false, nil
 }
 
 // learn keeps s, read by an acquisition, once past the first seconds of
 // the boot conn's first session read found.
-func (p pinned) learn(s session) {
-	if p.sock == nil {
+func learn(p pinned, s session) {
+	if p.Sock == nil {
 		return
 	}
-	if b := p.sock.boot.Load(); b > 0 && s.at > b+2*bootSlack {
+	if b := p.Sock.State.boot.Load(); b > 0 && s.at > b+2*bootSlack {
 		s.boot = b
-		p.sock.sess.Store(&s)
+		p.Sock.State.sess.Store(&s)
 	}
 }

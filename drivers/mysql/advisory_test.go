@@ -74,7 +74,7 @@ func TestAdvisoryReleaseNotHeld(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				ctx, d, other, key, tok := held(t, tc.open)
 				h := adv(d).get(key, tok)
-				if _, err := h.conn.conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", h.name); err != nil {
+				if _, err := h.conn.Conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", h.name); err != nil {
 					t.Fatal(err)
 				}
 				otherTok := token()
@@ -86,7 +86,7 @@ func TestAdvisoryReleaseNotHeld(t *testing.T) {
 				if ok, err := d.Release(ctx, key, tok); ok || err != nil {
 					t.Fatalf("Release of a lock its connection no longer holds = %v, %v; want false, nil", ok, err)
 				}
-				if err := h.conn.conn.PingContext(ctx); !errors.Is(err, sql.ErrConnDone) {
+				if err := h.conn.Conn.PingContext(ctx); !errors.Is(err, sql.ErrConnDone) {
 					t.Fatalf("the connection is still in use after a Release that found the lock gone: %v", err)
 				}
 				if taken {

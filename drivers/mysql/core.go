@@ -63,7 +63,7 @@ func (c *core) close(ctx context.Context, stop func()) error {
 	return c.life.Close(ctx, "mysql", nil, func(context.Context) error {
 		stop()
 		if c.socks != nil {
-			c.socks.hup.Close()
+			c.socks.Hup.Close()
 		}
 		c.subs.Clear()
 		if c.ownDB {
@@ -72,7 +72,7 @@ func (c *core) close(ctx context.Context, stop func()) error {
 		return nil
 	}, func() {
 		if c.socks != nil {
-			c.socks.conns.Cut()
+			c.socks.Conns.Cut()
 		}
 	})
 }

@@ -43,8 +43,7 @@ func New(opts Options) (Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	socks := &sockets{}
-	connector, err := socks.connector(cfg)
+	socks, connector, err := newConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %s", scrubPassword(err.Error(), "invalid connection settings", cfg.Passwd))
 	}
@@ -52,9 +51,6 @@ func New(opts Options) (Driver, error) {
 	db.SetMaxOpenConns(s.maxOpen)
 	db.SetMaxIdleConns(s.maxIdle)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	if socks.m == nil { // the connector records no sockets (socket.go)
-		socks = nil
-	}
 	return newDriver(db, true, socks, s), nil
 }
 

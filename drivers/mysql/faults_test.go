@@ -9,6 +9,7 @@ import (
 
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/dbconn"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -41,11 +42,11 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("Acquire = %+v, %v; want a fence above %d", res, err, last)
 			}
 			last = res.Fence
-			sock := adv(d).get("refused", tok).conn.sock
+			sock := adv(d).get("refused", tok).conn.Sock
 			if ok, err := d.Release(ctx, "refused", tok); err != nil || !ok {
 				t.Fatalf("Release = %v, %v", ok, err)
 			}
-			if sock == nil || !sock.noPrepare || len(sock.stmts) != 0 {
+			if sock == nil || !sock.TextOnly() || len(sock.Stmts()) != 0 {
 				t.Fatalf("socket %+v: want it known, marked to run the statements as text, with none kept", sock)
 			}
 		}
@@ -313,7 +314,7 @@ func takeWithID(t *testing.T, db *sql.DB, id int64, name string) {
 			t.Fatalf("the server gave id %d, past %d: cannot reuse it", got, id)
 		}
 		if got < id {
-			discard(conn) // a new session next time
+			dbconn.Discard(conn) // a new session next time
 			continue
 		}
 		t.Cleanup(func() { conn.Close() })

@@ -52,10 +52,10 @@ func TestSessionReadOnce(t *testing.T) {
 			}
 			key, tok := "mysqltest:"+runID+":"+t.Name(), token()
 			h1 := acquire(key+":1", tok)
-			if h1.conn.sock == nil {
+			if h1.conn.Sock == nil {
 				t.Fatal("a connection of the driver's own pool has no socket")
 			}
-			known := h1.conn.sock.sess.Load()
+			known := h1.conn.Sock.State.sess.Load()
 			if known == nil || known.conn != h1.connID || known.at != h1.takenAt {
 				t.Fatalf("kept session %+v; want the acquisition's {%d %d}", known, h1.connID, h1.takenAt)
 			}
@@ -74,11 +74,11 @@ func TestSessionReadOnce(t *testing.T) {
 			// from the socket.
 			earlier := *known
 			earlier.at--
-			h1.conn.sock.sess.Store(&earlier)
+			h1.conn.Sock.State.sess.Store(&earlier)
 			h2 := acquire(key+":2", tok) // on the kept connection
-			if h2.conn.sock != h1.conn.sock || h2.connID != earlier.conn || h2.takenAt != earlier.at {
+			if h2.conn.Sock != h1.conn.Sock || h2.connID != earlier.conn || h2.takenAt != earlier.at {
 				t.Fatalf("second acquisition: same socket %v, session {%d %d}; want the kept {%d %d}",
-					h2.conn.sock == h1.conn.sock, h2.connID, h2.takenAt, earlier.conn, earlier.at)
+					h2.conn.Sock == h1.conn.Sock, h2.connID, h2.takenAt, earlier.conn, earlier.at)
 			}
 			if ok, err := d.Release(ctx, key+":2", tok); err != nil || !ok {
 				t.Fatalf("Release = %v, %v", ok, err)
@@ -106,24 +106,24 @@ func TestSessionYoungServer(t *testing.T) {
 		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}
-		return h.conn.sock, session{conn: h.connID, at: h.takenAt, boot: h.boot.Load()}
+		return h.conn.Sock, session{conn: h.connID, at: h.takenAt, boot: h.boot.Load()}
 	}
 	sock, first := pair()
-	boot := sock.boot.Load()
-	if sock.sess.Load() != nil || boot <= first.at || first.boot != 0 {
+	boot := sock.State.boot.Load()
+	if sock.State.sess.Load() != nil || boot <= first.at || first.boot != 0 {
 		t.Fatalf("session %+v read with boot time %d: kept %v; want it not kept, the boot time remembered, the lock's boot left to the probes",
-			first, boot, sock.sess.Load())
+			first, boot, sock.State.sess.Load())
 	}
 	again, s := pair()
-	if again != sock || s.conn != first.conn || s.at < first.at || sock.sess.Load() != nil {
+	if again != sock || s.conn != first.conn || s.at < first.at || sock.State.sess.Load() != nil {
 		t.Fatalf("in the boot's seconds: same socket %v, session %+v (first %+v), kept %v; want the same connection, read again, not kept",
-			again == sock, s, first, sock.sess.Load())
+			again == sock, s, first, sock.State.sess.Load())
 	}
-	sock.boot.Store(first.at - 2*bootSlack - 1) // as if its clock had moved past the boot's seconds
+	sock.State.boot.Store(first.at - 2*bootSlack - 1) // as if its clock had moved past the boot's seconds
 	if again, s = pair(); again != sock || s.conn != first.conn {
 		t.Fatalf("after the boot's seconds: same socket %v, session %+v; want the same connection", again == sock, s)
 	}
-	if kept := sock.sess.Load(); kept == nil || kept.conn != s.conn || kept.at != s.at || kept.boot != first.at-2*bootSlack-1 {
+	if kept := sock.State.sess.Load(); kept == nil || kept.conn != s.conn || kept.at != s.at || kept.boot != first.at-2*bootSlack-1 {
 		t.Fatalf("kept session %+v; want %+v with the remembered boot time", kept, s)
 	}
 }
@@ -141,9 +141,9 @@ func TestSessionUnreadable(t *testing.T) {
 			t.Fatalf("Acquire #%d = %+v, %v", i, res, err)
 		}
 		h := adv(d).get(key, tok)
-		if h.connID == 0 || h.takenAt == 0 || h.conn.sock.sess.Load() != nil || h.conn.sock.boot.Load() != bootNoCache {
+		if h.connID == 0 || h.takenAt == 0 || h.conn.Sock.State.sess.Load() != nil || h.conn.Sock.State.boot.Load() != bootNoCache {
 			t.Fatalf("Acquire #%d: session {%d %d}, kept %v, boot mark %d; want read by the acquisition, not kept, marked",
-				i, h.connID, h.takenAt, h.conn.sock.sess.Load(), h.conn.sock.boot.Load())
+				i, h.connID, h.takenAt, h.conn.Sock.State.sess.Load(), h.conn.Sock.State.boot.Load())
 		}
 		if ok, err := d.Release(ctx, key, tok); err != nil || !ok {
 			t.Fatalf("Release = %v, %v", ok, err)

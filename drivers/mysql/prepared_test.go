@@ -35,23 +35,23 @@ func TestPreparedKept(t *testing.T) {
 	// connection, and keeps it again.
 	counters := func() (prepare, execute int64, sock *socket) {
 		t.Helper()
-		conn, cached, err := adv(d).getConn(ctx)
+		conn, cached, err := adv(d).keep.Get(ctx)
 		if err != nil || !cached {
-			t.Fatalf("getConn = cached %v, %v; want the kept connection", cached, err)
+			t.Fatalf("keep.Get = cached %v, %v; want the kept connection", cached, err)
 		}
-		defer adv(d).putConn(conn)
+		defer adv(d).keep.Put(conn)
 		for name, dst := range map[string]*int64{"Com_stmt_prepare": &prepare, "Com_stmt_execute": &execute} {
 			var n string
-			if err := conn.conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE ?", name).Scan(&n, dst); err != nil {
+			if err := conn.Conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE ?", name).Scan(&n, dst); err != nil {
 				t.Fatal(err)
 			}
 		}
-		return prepare, execute, conn.sock
+		return prepare, execute, conn.Sock
 	}
 	pair()
 	p0, e0, sock := counters()
-	if p0 != 2 || e0 != 2 || len(sock.stmts) != 2 || sock.noPrepare {
-		t.Fatalf("after one pair: %d prepared, %d executed, %d kept, text only %v; want 2, 2, 2, false", p0, e0, len(sock.stmts), sock.noPrepare)
+	if p0 != 2 || e0 != 2 || len(sock.Stmts()) != 2 || sock.TextOnly() {
+		t.Fatalf("after one pair: %d prepared, %d executed, %d kept, text only %v; want 2, 2, 2, false", p0, e0, len(sock.Stmts()), sock.TextOnly())
 	}
 	for range 5 {
 		pair()
@@ -59,29 +59,6 @@ func TestPreparedKept(t *testing.T) {
 	p1, e1, again := counters()
 	if again != sock || p1 != p0 || e1-e0 != 10 {
 		t.Fatalf("after five more pairs on the same connection (%v): %d prepared, %d executed; want %d and %d", again == sock, p1, e1, p0, e0+10)
-	}
-}
-
-// TestUintValue: the binary protocol's values of a one-column result.
-func TestUintValue(t *testing.T) {
-	for _, tc := range []struct {
-		in    driver.Value
-		v     uint64
-		valid bool
-		err   bool
-	}{
-		{nil, 0, false, false},
-		{int64(0), 0, true, false},
-		{int64(42), 42, true, false},
-		{int64(-1), 0, false, true},
-		{[]byte("18446744073709551615"), 1<<64 - 1, true, false},
-		{[]byte("x"), 0, false, true},
-		{"42", 0, false, true},
-	} {
-		v, valid, err := uintValue(tc.in)
-		if v != tc.v || valid != tc.valid || (err != nil) != tc.err {
-			t.Errorf("uintValue(%#v) = %d, %v, %v; want %d, %v, error %v", tc.in, v, valid, err, tc.v, tc.valid, tc.err)
-		}
 	}
 }
 
@@ -129,9 +106,9 @@ func TestSequenceDropped(t *testing.T) {
 			if err != nil || !res.Acquired {
 				t.Fatalf("Acquire after that = %+v, %v; want the lock, the sequence created again", res, err)
 			}
-			sock := adv(d).get(key, tok).conn.sock
+			sock := adv(d).get(key, tok).conn.Sock
 			release()
-			if own && (sock == nil || sock.noPrepare || len(sock.stmts) == 0) {
+			if own && (sock == nil || sock.TextOnly() || len(sock.Stmts()) == 0) {
 				t.Fatalf("socket %+v: want its statements kept prepared", sock)
 			}
 		})
@@ -156,13 +133,13 @@ func TestPreparedForgotten(t *testing.T) {
 		}
 	}
 	pair()
-	conn, cached, err := adv(d).getConn(ctx)
-	if err != nil || !cached || len(conn.sock.stmts) != 2 {
-		t.Fatalf("getConn = cached %v, %v, %d statements kept; want the kept connection and 2", cached, err, len(conn.sock.stmts))
+	conn, cached, err := adv(d).keep.Get(ctx)
+	if err != nil || !cached || len(conn.Sock.Stmts()) != 2 {
+		t.Fatalf("keep.Get = cached %v, %v, %d statements kept; want the kept connection and 2", cached, err, len(conn.Sock.Stmts()))
 	}
 	kept := map[string]driver.Stmt{}
-	err = conn.conn.Raw(func(any) error {
-		for q, st := range conn.sock.stmts {
+	err = conn.Conn.Raw(func(any) error {
+		for q, st := range conn.Sock.Stmts() {
 			kept[q] = st
 			dup := reflect.New(reflect.TypeOf(st).Elem())
 			dup.Elem().Set(reflect.ValueOf(st).Elem())
@@ -172,15 +149,15 @@ func TestPreparedForgotten(t *testing.T) {
 		}
 		return nil
 	})
-	adv(d).putConn(conn)
+	adv(d).keep.Put(conn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pair()
-	if conn.sock.noPrepare || len(conn.sock.stmts) != 2 {
-		t.Fatalf("text only %v, %d statements kept; want 2, prepared again", conn.sock.noPrepare, len(conn.sock.stmts))
+	if conn.Sock.TextOnly() || len(conn.Sock.Stmts()) != 2 {
+		t.Fatalf("text only %v, %d statements kept; want 2, prepared again", conn.Sock.TextOnly(), len(conn.Sock.Stmts()))
 	}
-	for q, st := range conn.sock.stmts {
+	for q, st := range conn.Sock.Stmts() {
 		if kept[q] == st {
 			t.Fatalf("statement %q not prepared again", q)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/drivers"
+	"github.com/mutexfx/mutexfx/drivers/internal/dbconn"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -42,7 +43,7 @@ func TestPinnedSockets(t *testing.T) {
 				t.Fatalf("Acquire = %+v, %v", res, err)
 			}
 			h := adv(d).get(key, tok)
-			if got := h.conn.sock != nil; got != tc.socket {
+			if got := h.conn.Sock != nil; got != tc.socket {
 				t.Fatalf("socket known = %v, want %v", got, tc.socket)
 			}
 			if ok, err := d.Extend(ctx, key, tok, time.Minute); err != nil || !ok {
@@ -55,10 +56,7 @@ func TestPinnedSockets(t *testing.T) {
 				t.Fatal(err)
 			}
 			if coreOf(d).socks != nil {
-				coreOf(d).socks.mu.Lock()
-				left := len(coreOf(d).socks.m)
-				coreOf(d).socks.mu.Unlock()
-				if left != 0 {
+				if left := coreOf(d).socks.Len(); left != 0 {
 					t.Fatalf("%d sockets left after Close", left)
 				}
 			}
@@ -73,17 +71,17 @@ func TestPinnedStatementCancelled(t *testing.T) {
 	ctx := ctxT(t)
 	d := openDriver(t, Options{DSN: testutil.MySQLDSN()})
 	admin := openDB(t, testutil.MySQLDSN())
-	p, err := adv(d).poolConn(ctx)
+	p, err := adv(d).keep.Pin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer discard(p.conn)
-	if p.sock == nil {
+	defer dbconn.Discard(p.Conn)
+	if p.Sock == nil {
 		t.Fatal("the own pool's connection has no known socket")
 	}
 	name := "mysqltest:" + runID + ":cancelled"
 	var got, id int64
-	if err := p.queryRow(ctx, "SELECT GET_LOCK(?, 0), CONNECTION_ID()", []any{name}, &got, &id); err != nil || got != 1 {
+	if err := p.QueryRow(ctx, "SELECT GET_LOCK(?, 0), CONNECTION_ID()", []any{name}, &got, &id); err != nil || got != 1 {
 		t.Fatalf("GET_LOCK = %d, %v", got, err)
 	}
 	// Block in the server: wait for a lock another session holds.
@@ -101,7 +99,7 @@ func TestPinnedStatementCancelled(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		var blocked int64
-		errc <- p.queryRow(cctx, "SELECT GET_LOCK(?, 30)", []any{other}, &blocked)
+		errc <- p.QueryRow(cctx, "SELECT GET_LOCK(?, 30)", []any{other}, &blocked)
 	}()
 	testutil.Poll(t, 10*time.Second, "the GET_LOCK waiting in the server",
 		running(ctx, t, admin, "ID = ? AND STATE = 'User lock'", id))
@@ -121,7 +119,7 @@ func TestPinnedStatementCancelled(t *testing.T) {
 		return err == nil && free == 1
 	})
 	// A statement whose context already ended is not sent.
-	if err := p.queryRow(cctx, "SELECT 1", nil, &got); !errors.Is(err, why) {
+	if err := p.QueryRow(cctx, "SELECT 1", nil, &got); !errors.Is(err, why) {
 		t.Fatalf("statement with an ended ctx: %v; want the ctx's cause", err)
 	}
 }
