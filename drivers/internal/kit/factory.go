@@ -5,7 +5,7 @@
 // waits that retry in the store's queue, the TLS options, and a Gate that
 // holds calls back while a store is down. Printing with secrets redacted
 // is package internal/redact; SQL drivers also share sqlkit (life, schema,
-// retries), sqlconn (a database/sql pool's sockets, kept statements and
+// retries), dbconn (a database/sql pool's sockets, kept statements and
 // connections) and hangup (sessions the server ended). A driver writes
 // only what is specific to its store.
 package kit
