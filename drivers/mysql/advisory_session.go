@@ -115,17 +115,13 @@ func (a *advisoryDriver) session(ctx context.Context, conn pinned) (s session, o
 		return session{}, false, nil
 	case err != nil:
 		return session{}, false, err
-	case !boot.Valid: // probes compare ids alone
-		sock.sess.Store(&s)
-		return s, true, nil
+	case boot.Valid && s.at <= boot.Int64+2*bootSlack: // the boot's first seconds
+		sock.boot.Store(max(boot.Int64, 1))
+		return session{}, false, nil
 	}
-	s.boot = boot.Int64
-	if s.at > s.boot+2*bootSlack {
-		sock.sess.Store(&s)
-		return s, true, nil
-	}
-	sock.boot.Store(max(s.boot, 1))
-	return session{}, false, nil
+	s.boot = boot.Int64 // NULL: 0, probes compare ids alone
+	sock.sess.Store(&s)
+	return s, true, nil
 }
 
 // learn keeps s, read by an acquisition, once past the first seconds
