@@ -183,7 +183,7 @@ func errNumber(err error) uint16 {
 	return 0
 }
 
-// isErr reports whether err is a server error with one of numbers.
+// isErr reports whether err is a server error of one of numbers.
 func isErr(err error, numbers ...uint16) bool { return slices.Contains(numbers, errNumber(err)) }
 
 // retryable reports deadlocks (1213) and lock wait timeouts (1205).

@@ -49,7 +49,7 @@ func (d *tableDriver) ensureSchema(ctx context.Context) error {
 }
 
 // addColumns adds those of cols missing from table (MySQL 8 has no ADD
-// COLUMN IF NOT EXISTS; another driver adding them first is fine).
+// COLUMN IF NOT EXISTS); another driver adding them first is fine.
 func addColumns(ctx context.Context, db *sql.DB, table string, cols []column) error {
 	parts := strings.Split(strings.ReplaceAll(table, "`", ""), ".")
 	var schema any // NULL: the connection's database
@@ -82,11 +82,11 @@ WHERE TABLE_SCHEMA = IFNULL(?, DATABASE()) AND TABLE_NAME = ?`,
 //
 //   - an existing row's next fence is its own plus one, under its row lock;
 //   - a new row reads the floor under a shared lock held to its commit, and
-//     the reclaimer takes the floor row's exclusive lock (NOWAIT: never
-//     queueing acquisitions) before it reads or deletes a row, to its
-//     commit. So a floor read and its insert happen wholly before a
-//     deletion commits (the insert meets the row: its fence plus one) or
-//     wholly after (the floor is at least the deleted fence).
+//     the reclaimer locks the floor row exclusively before it reads or
+//     deletes a row, to its commit. So a floor read and its insert happen
+//     wholly before a deletion commits (the insert meets the row: its
+//     fence plus one) or wholly after (the floor is at least the deleted
+//     fence).
 //
 // Multi-primary Galera or Group Replication shares no row locks between
 // nodes: this holds for acquisitions on the reclaimer's node.
@@ -174,13 +174,12 @@ SELECT %[2]s FROM %[3]s WHERE %[4]s AND expires_at < UTC_TIMESTAMP(6) AND (queue
 		maxQueue-1, cols, s.table, where, entryWidth, stampSQL(s.liveness.Milliseconds()))
 }
 
-// hashFence is a row's name_hash and fence.
+// hashFence is a row's name_hash and fence: the rows queryHashes returns.
 type hashFence struct {
 	hash  []byte
 	fence uint64
 }
 
-// queryHashes returns the rows of q.
 func queryHashes(ctx context.Context, db querier, q string, args ...any) ([]hashFence, error) {
 	var out []hashFence
 	var h hashFence
