@@ -135,8 +135,8 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	plan := d.watch.plan(req.Key)
 	if plan == planRetake || plan == planHead {
 		// Its row most likely exists and is free: a plain UPDATE costs
-		// 1.05-1.09× a bare upsert + DELETE, an upsert 1.3-1.4×. The head
-		// asks with it alone: it locks a held row only for a moment.
+		// 1.05-1.09× a bare upsert + DELETE, an upsert 1.3-1.4×. The queue's
+		// head asks with it alone: it locks a held row only for a moment.
 		id, n, err = d.tableExec(ctx, d.retakeSQL, req.Token, req.TTL.Microseconds(), d.id, sqlkit.KeyHash(req.Key), d.id)
 	}
 	switch {
