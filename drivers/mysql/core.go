@@ -173,11 +173,15 @@ func (c *core) ServerTime(ctx context.Context) (time.Time, error) {
 	})
 }
 
-// errNumber returns the number of the server error err holds, 0 for none
-// (checking nil first spares errors.As an allocation).
+// errNumber returns the number of the server error err holds, 0 for none.
+// The nil check comes before me is declared: &me escapes, so me is a heap
+// allocation, which a nil err (most calls) must not pay.
 func errNumber(err error) uint16 {
+	if err == nil {
+		return 0
+	}
 	var me *gomysql.MySQLError
-	if err != nil && errors.As(err, &me) {
+	if errors.As(err, &me) {
 		return me.Number
 	}
 	return 0
