@@ -11,15 +11,14 @@ import (
 	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 )
 
-const (
-	// watchInterest is how long a key stays watched after its last failed
-	// acquisition (a waiting component retries at least every second).
-	watchInterest = 2 * time.Second
-	// maxInterests is how many keys a driver keeps before it forgets those
-	// not asked for within watchInterest itself (its poller runs only
-	// once a subscribed driver's acquisition failed).
-	maxInterests = 1024
-)
+// watchInterest is how long a key stays watched after its last failed
+// acquisition (a waiting component retries at least every second).
+const watchInterest = 2 * time.Second
+
+// maxInterests is how many keys a driver keeps before it forgets those
+// not asked for within watchInterest itself (its poller runs only once a
+// subscribed driver's acquisition failed).
+const maxInterests = 1024
 
 // watcher gives table mode its wake-ups and its waiters' places. MySQL
 // pushes nothing, so while someone is subscribed a goroutine reads the
