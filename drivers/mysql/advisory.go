@@ -20,8 +20,8 @@ import (
 )
 
 // advisoryDriver holds GET_LOCK locks (ModeAdvisory), each on its own
-// pinned connection: a waiter blocking in GET_LOCK delays no other lock,
-// and a broken connection loses only its own lock.
+// pinned connection: a blocked waiter delays no other lock, a broken
+// connection loses only its own.
 type advisoryDriver struct {
 	core
 
@@ -56,9 +56,8 @@ func (a *advisoryDriver) Features() drivers.Features {
 }
 
 // Extend checks on the lock's own connection that it still holds it (ttl
-// is ignored); a failed check drops the connection and reports the lock
-// lost. ctx ending cuts the wait for the answer, never the check: cut, it
-// would close the connection and free the lock.
+// is ignored; a failed check reports it lost). ctx cuts the wait for the
+// answer, never the check (see checkOwn).
 func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.Duration) (bool, error) {
 	return call(&a.core, ctx, func(ctx context.Context) (bool, error) {
 		h := a.get(key, token)
@@ -75,9 +74,8 @@ func (a *advisoryDriver) Extend(ctx context.Context, key, token string, _ time.D
 }
 
 // Close drops the pinned connections (the server frees their locks), stops
-// the driver's goroutines and closes its own pool (one given to NewWithDB
-// stays open). Calls in flight when Close is done or ctx ends are cut; it
-// returns ctx's error when ctx ended first.
+// the driver's goroutines and closes its own pool (not NewWithDB's). Calls
+// in flight are cut when Close is done or ctx ends (then: ctx's error).
 func (a *advisoryDriver) Close(ctx context.Context) error {
 	return a.core.close(ctx, a.close)
 }
@@ -144,8 +142,7 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	a.mu.Unlock()
 	conn.ArmHangup(func() { a.lose(h) })
 	a.wakeFor(h)
-	// an earlier holder's connection lost the key unnoticed: report it now
-	// (a statement running on it finds it gone)
+	// an earlier holder's connection lost the key unnoticed: report it (if busy, its statement will)
 	if old != nil && old.mu.TryLock() {
 		a.dropLocked(old, true)
 		old.mu.Unlock()
@@ -158,10 +155,10 @@ func (a *advisoryDriver) acquire(ctx context.Context, req drivers.AcquireRequest
 	return drivers.AcquireResult{Acquired: true, Fence: fence}, nil
 }
 
-// take runs name's acquire statement on conn, blocking in the server up to
-// req.Wait, after writing the holder's identity if it changed. It returns
-// the fence (0: not acquired) and conn's session: known, or read in the
-// same round trip (for the counter fence in another, once acquired).
+// take writes the holder's identity if changed, then runs name's acquire
+// statement on conn, blocking up to req.Wait. It returns the fence (0: not
+// acquired) and conn's session, known or read in the same round trip (the
+// counter fence: in another, once acquired).
 func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.AcquireRequest, name string) (fence uint64, s session, err error) {
 	known, ok, err := a.session(ctx, conn)
 	if err != nil {
@@ -185,8 +182,7 @@ func (a *advisoryDriver) take(ctx context.Context, conn pinned, req drivers.Acqu
 	q, qs := st.acquire[timed][0], st.acquire[timed][1]
 	switch st.fence {
 	case FenceSequence, FenceUUIDShort:
-		// NULL: GET_LOCK's wait was interrupted (max_statement_time,
-		// max_execution_time, KILL QUERY): nothing is held
+		// NULL: the wait was interrupted (max_*_time, KILL QUERY): not held
 		var f sql.Null[uint64]
 		if ok {
 			s = known
@@ -228,9 +224,8 @@ func (a *advisoryDriver) get(key, token string) *heldLock {
 	return nil
 }
 
-// Release runs RELEASE_LOCK on the lock's connection or, whenever it
-// cannot tell that it ran (ctx ended, the statement failed), drops the
-// connection so that the server frees the lock: it never expires.
+// Release runs RELEASE_LOCK on the lock's connection or, when it cannot
+// tell that it ran, drops the connection (the lock never expires).
 func (a *advisoryDriver) Release(ctx context.Context, key, token string) (_ bool, err error) {
 	ctx, stop := a.bind(ctx)
 	defer stop()
@@ -268,16 +263,15 @@ func (a *advisoryDriver) Release(ctx context.Context, key, token string) (_ bool
 	return true, nil
 }
 
-// drop forgets h and drops its connection (the server frees the lock),
-// unless h ended.
+// drop forgets h and drops its connection unless h ended.
 func (a *advisoryDriver) drop(h *heldLock) {
 	h.mu.Lock()
 	a.dropLocked(h, false)
 	h.mu.Unlock()
 }
 
-// dropLocked is drop with h.mu held; lost tells the subscribers first:
-// the holder hears of it before anyone else can get the lock.
+// dropLocked is drop with h.mu held; lost tells the subscribers before the
+// connection goes: the holder hears of it before anyone can get the lock.
 func (a *advisoryDriver) dropLocked(h *heldLock, lost bool) {
 	if h.done {
 		return
@@ -298,8 +292,8 @@ func (a *advisoryDriver) forget(h *heldLock) {
 	a.mu.Unlock()
 }
 
-// close waits for the monitor and the statements on held locks'
-// connections, and drops every pinned connection.
+// close waits for the monitor and checkOwn's statements, then drops every
+// pinned connection.
 func (a *advisoryDriver) close() {
 	a.monitorOnce.Do(func() {}) // no monitor after close
 	a.monitorWG.Wait()

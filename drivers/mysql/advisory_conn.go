@@ -18,10 +18,10 @@ const (
 )
 
 // The driver's own statements on a held lock's connection (checks on a
-// full pool, idle touches) run in goroutines with a context that ends only
-// when Close starts: ending one closes the connection, freeing the lock,
-// so no caller's deadline may end it. A release that cannot wait longer,
-// or a lock found lost, ends such a check (heldLock.abort) or has the
+// full pool, idle touches) run in goroutines whose context ends only when
+// Close starts: ending a statement closes its connection, freeing the
+// lock, so no caller's deadline may end it. A release that cannot wait, or
+// a lock found lost, ends such a check (heldLock.abort) or has the
 // connection's user drop it (unlock).
 
 // check asks h's own connection whether it still holds h (h.mu held).
@@ -38,10 +38,10 @@ type ownAnswer struct {
 	err  error
 }
 
-// checkOwn checks h on its own connection in a goroutine and reports h
+// checkOwn checks h on its own connection in a goroutine, reporting it
 // lost when not held. With wait nil it asks only if the connection is free
-// (else returns nil); otherwise it waits for it until wait ends (answering
-// wait's error). Nil too when the driver is closing.
+// (else nil); otherwise it waits for it until wait ends (answering wait's
+// error). Nil when the driver is closing.
 func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownAnswer {
 	if wait == nil && !h.mu.TryLock() {
 		return nil
@@ -83,9 +83,9 @@ func (a *advisoryDriver) checkOwn(h *heldLock, wait context.Context) <-chan ownA
 	return out
 }
 
-// abandon has h's busy connection dropped by its user when done (unlock),
-// or at once for the driver's own check (abort), and reports whether h.mu
-// was freed meanwhile: the caller then holds it.
+// abandon has h's busy connection dropped when its user is done (unlock),
+// or at once if it is checkOwn (abort); true: h.mu was freed meanwhile,
+// and the caller now holds it.
 func (h *heldLock) abandon() bool {
 	h.giveUp.Store(true)
 	if stop := h.abort.Load(); stop != nil {
@@ -94,8 +94,8 @@ func (h *heldLock) abandon() bool {
 	return h.mu.TryLock()
 }
 
-// unlock frees h.mu after a use of h's connection, dropping it first (no
-// Lost event: the holder let go) when a release gave up meanwhile.
+// unlock frees h.mu after a use of h's connection, first dropping it (no
+// Lost event: the holder let go) if a release gave up meanwhile.
 func (a *advisoryDriver) unlock(h *heldLock) {
 	if h.giveUp.Load() {
 		a.dropLocked(h, false)
@@ -103,8 +103,8 @@ func (a *advisoryDriver) unlock(h *heldLock) {
 	h.mu.Unlock()
 }
 
-// probeOwnAll checks each of hs on its own connection at once and waits
-// for the answers until ctx ends: a renewal on a full pool.
+// probeOwnAll checks each of hs on its own connection (checkOwn) and
+// waits for the answers until ctx ends: renewals on a full pool.
 func (a *advisoryDriver) probeOwnAll(ctx context.Context, hs []*heldLock) (held []bool, errs []error) {
 	held = make([]bool, len(hs))
 	errs = make([]error, len(hs))
@@ -127,9 +127,8 @@ func (a *advisoryDriver) probeOwnAll(ctx context.Context, hs []*heldLock) (held 
 	return held, errs
 }
 
-// lose marks h lost: forgets it, tells the subscribers, then drops its
-// connection, so that its holder is told before anyone else can get the
-// lock; a busy one when its statement ends (abandon).
+// lose reports h lost, then drops its connection (dropLocked); a busy
+// one is dropped when its statement ends (abandon).
 func (a *advisoryDriver) lose(h *heldLock) {
 	if !h.mu.TryLock() {
 		a.forget(h)

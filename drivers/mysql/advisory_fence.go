@@ -13,8 +13,8 @@ import (
 // sqlkit.KeyHash, 56 characters (the limit is 64).
 func lockName(key string) string { return "mutexfx:" + hex.EncodeToString(sqlkit.KeyHash(key)[:24]) }
 
-// Advisory statements: every value a parameter, %[1]s the validated fence
-// object, %[2]s the timeout ("? / 1000": a millisecond parameter, or "0").
+// Advisory statements: values are parameters; %[1]s the fence object,
+// %[2]s the timeout ("? / 1000": a ms parameter, or "0").
 const (
 	// advSequenceSQL takes the lock and then the sequence's next fence in
 	// one SELECT: the fence, 0 (busy) or NULL (wait interrupted). A
@@ -22,15 +22,14 @@ const (
 	advSequenceSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN NEXTVAL(%[1]s) WHEN 0 THEN 0 END`
 	// advUUIDShortSQL is advSequenceSQL with UUID_SHORT() for NEXTVAL.
 	advUUIDShortSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END`
-	// advCounterSQL takes the lock and increments the key's counter row in
-	// one statement: LAST_INSERT_ID is the fence, 0 when GET_LOCK failed.
-	// The row keeps the holder: identity (2nd and last parameters),
-	// connection, clock.
+	// advCounterSQL takes the lock and increments the key's counter row:
+	// LAST_INSERT_ID is the fence, 0 when GET_LOCK failed. The row keeps
+	// the holder's identity (2nd and last parameters), connection, clock.
 	advCounterSQL = `INSERT INTO %[1]s (name_hash, fence, holder, conn_id, taken_at)
 SELECT ?, LAST_INSERT_ID(1), ?, CONNECTION_ID(), ` + takenSQL + ` FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
 ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1), holder = ?, conn_id = CONNECTION_ID(), taken_at = ` + takenSQL
 	// advCounterNoHolderSQL is advCounterSQL without the holder columns
-	// (the server refused to add them).
+	// (refused by the server).
 	advCounterNoHolderSQL = `INSERT INTO %[1]s (name_hash, fence)
 SELECT ?, LAST_INSERT_ID(1) FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
 ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)`
@@ -51,27 +50,26 @@ var fenceCounterDDL = `CREATE TABLE IF NOT EXISTS %s (
 
 // The server tells only the holding connection's id (IS_USED_LOCK), so the
 // driver writes the holder's identity (sqlkit.Identity) with that id and
-// the server's clock: in the key's counter row, by the acquire statement
-// (counter fence), or, on the own pool, in the holder table row of the
+// the server's clock: in the key's counter row by the acquire statement
+// (counter fence), or on the own pool in the holder table row of the
 // connection's slot when its identity changed (sequence and uuid_short).
-// Inspect shows it only when the row names the holding connection and was
+// Inspect shows it only if the row names the holding connection and was
 // written after the boot (ids restart from 1).
 
-// holderColumns are the counter table's holder columns.
+// holderColumns are the counter table's holder columns (holderDefs: in a
+// CREATE TABLE).
 var holderColumns = []column{
 	{"holder", "holder VARBINARY(255) NOT NULL DEFAULT ''"},
 	{"conn_id", "conn_id BIGINT UNSIGNED NOT NULL DEFAULT 0"},
 	{"taken_at", "taken_at BIGINT NOT NULL DEFAULT 0"},
 }
-
-// holderDefs defines holderColumns in a CREATE TABLE.
 var holderDefs = holderColumns[0].def + ",\n  " + holderColumns[1].def + ",\n  " + holderColumns[2].def
 
 // holderSuffix names the holder table after the fence table.
 const holderSuffix = "_holder"
 
 // holderSlots bounds the holder table's rows: ids equal modulo it share a
-// row (its last writer is shown).
+// row (the last writer shows).
 const holderSlots = 65536
 
 // holderTableDDL is the holder table of the sequence and uuid_short fences.
@@ -92,8 +90,7 @@ const holderSQL = `SELECT u.id, u.boot, (SELECT f.holder FROM %[1]s AS f WHERE %
  AND f.taken_at > u.boot + %[4]d) FROM (SELECT IS_USED_LOCK(?) AS id, %[2]s AS boot) AS u`
 
 // advStatements are the fence source ensureSchema resolved, whether
-// holders are kept, and the acquire statement [without, with a
-// timeout][alone, reading the session].
+// holders are kept, and acquire[without, with timeout][alone, with session].
 type advStatements struct {
 	fence   string
 	holders bool
@@ -140,9 +137,9 @@ func (a *advisoryDriver) ensureSchema(ctx context.Context) error {
 	return nil
 }
 
-// ensureHolders adds the holder columns to the counter table, or creates
-// the holder table, and reports whether holders are kept: not when the
-// server refuses (no grant, read-only), which never stops acquisitions.
+// ensureHolders adds the holder columns to the counter table or creates
+// the holder table: false when the server refuses (no grant, read-only),
+// which never stops acquisitions.
 func (a *advisoryDriver) ensureHolders(ctx context.Context, fence string) (bool, error) {
 	var err error
 	if fence == FenceCounter {

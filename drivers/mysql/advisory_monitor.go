@@ -13,7 +13,7 @@ import (
 )
 
 // startMonitor starts the goroutine, ended by Close, that probes the held
-// locks every ProbeInterval, reporting those lost, and runs upkeep.
+// locks every ProbeInterval (reporting those lost) and runs upkeep.
 func (a *advisoryDriver) startMonitor() {
 	a.monitorWG.Go(func() {
 		ctx := a.life.Closing()
@@ -54,9 +54,9 @@ func (a *advisoryDriver) startMonitor() {
 	})
 }
 
-// probe reports whether each of hs is still held (heldLock.holds), reading
-// the boot time and IS_USED_LOCK of RenewBatch locks per query on a pooled
-// connection, each query bounded by timeout if > 0.
+// probe reports whether each of hs is held (heldLock.holds), reading the
+// boot time and IS_USED_LOCK of RenewBatch locks per query on a pooled
+// connection, each bounded by timeout if > 0.
 func (a *advisoryDriver) probe(ctx context.Context, hs []*heldLock, timeout time.Duration) (held []bool, errs []error) {
 	held, errs = make([]bool, len(hs)), make([]error, len(hs))
 	for start := 0; start < len(hs); start += a.s.batch {
@@ -93,7 +93,7 @@ func (a *advisoryDriver) poolFull() bool {
 	return st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections
 }
 
-// renew checks advisory leases with probe; ttl serves only when it fails
+// renew checks advisory leases with probe; ttl serves only on failure
 // (renewFailed): these locks do not expire.
 func (a *advisoryDriver) renew(ctx context.Context, leases []drivers.Lease) []drivers.RenewResult {
 	out := make([]drivers.RenewResult, len(leases))
@@ -177,11 +177,10 @@ func (a *advisoryDriver) Inspect(ctx context.Context, key string) (drivers.LockI
 
 // upkeep drops the locks of hs past the time a failed renewal set, and
 // checks on their own connections those idle for half their wait_timeout:
-// probes ask on pooled connections, and the server closes a connection
-// idle for wait_timeout, handing its lock to a waiter before the holder is
-// told. So a live holder's connection never idles out, while a partitioned
-// one still loses its locks within wait_timeout. It returns when to run
-// again.
+// probes use pooled connections, and the server closes a connection idle
+// for wait_timeout, handing its lock on before the holder is told. So a
+// live holder's connection never idles out, while a partitioned one still
+// loses its locks within wait_timeout. It returns when to run again.
 func (a *advisoryDriver) upkeep(hs []*heldLock) time.Time {
 	now := time.Now()
 	next := now.Add(time.Hour)
@@ -214,7 +213,7 @@ func (a *advisoryDriver) upkeep(hs []*heldLock) time.Time {
 	return next
 }
 
-// wakeFor wakes the monitor for h, just acquired, when h's wait_timeout is
+// wakeFor wakes the monitor for h, just acquired, if its wait_timeout is
 // under four probe intervals (a touch may be due before the next look).
 func (a *advisoryDriver) wakeFor(h *heldLock) {
 	if h.idle > 0 && h.idle/2 < 2*a.s.probe {
@@ -233,9 +232,9 @@ func (h *heldLock) confirm(start time.Time) {
 
 // renewFailed records that a renewal of h with ttl got no answer. Its
 // holder counts h lost at its expiry (ttl after the last confirming call's
-// start) and never releases it, and an advisory lock does not expire: the
-// monitor drops h then, unless confirmed first. Without a ttl, a renewal
-// whose ctx ended drops h at once.
+// start) and never releases it, and h does not expire: the monitor drops
+// it then, unless confirmed first. Without a ttl, a renewal whose ctx
+// ended drops h at once.
 func (a *advisoryDriver) renewFailed(ctx context.Context, h *heldLock, ttl time.Duration) {
 	if ttl > 0 {
 		h.dropAt.CompareAndSwap(0, h.confirmed.Load()+int64(ttl))

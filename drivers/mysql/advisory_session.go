@@ -5,16 +5,15 @@ import (
 	"database/sql"
 )
 
-// A restarted server hands out connection ids from 1 again, so IS_USED_LOCK
-// may name a dead holder's id now another client's. So a lock's session is
-// its CONNECTION_ID() and the server's clock when it was taken, and a probe
-// also reads the server's boot time: a lock taken before it is lost,
-// whatever the id. On the own pool the session is read once per
-// connection, with the boot time, and kept with its socket; until the
-// clock is past the boot's first seconds, and on NewWithDB's pool, each
-// acquisition reads it in its statement. As advisory locks themselves,
-// this assumes a client connection is one server session for life (not so
-// behind a proxy that moves it).
+// A restarted server hands out connection ids from 1 again: IS_USED_LOCK
+// may name a dead holder's id, now another client's. So a lock's session
+// is its CONNECTION_ID() and the server's clock when taken, and a probe
+// also reads the boot time: a lock taken before it is lost, whatever the
+// id. The own pool reads the session once per connection, with the boot
+// time, and keeps it with the socket; in the boot's first seconds, and on
+// NewWithDB's pool, each acquisition reads it in its statement. As
+// advisory locks themselves, this assumes one server session per client
+// connection for life (not so behind a proxy that moves it).
 
 // takenSQL is the server's clock in seconds: UNIX_TIMESTAMP() converts no
 // time zone (NOW() is ambiguous when the clock goes back).
@@ -33,14 +32,12 @@ func uptimeSQL(table string) string {
 }
 
 // bootSlack is how many seconds after the boot time a lock must have been
-// taken to count as taken after it: the boot time may be off by one, and a
-// restart must never be missed (so a lock taken in the server's first
-// seconds is reported lost).
+// taken to count as after it: the boot time may be off by one, and a
+// restart must never be missed (a lock taken in the first seconds is lost).
 const bootSlack = 1
 
-// session is a connection's CONNECTION_ID(), the clock (takenSQL) during
-// it, the boot time read with it (0: not read) and its wait_timeout in
-// seconds (advisory_monitor.go).
+// session is a connection's CONNECTION_ID(), the clock (takenSQL) then,
+// the boot time read with it (0: not read), its wait_timeout in s.
 type session struct{ conn, at, boot, wait int64 }
 
 // sessionSQL reads a connection's session (without the boot time).
@@ -73,10 +70,10 @@ func (a *advisoryDriver) withBoot(run func(boot string) error) error {
 	}
 }
 
-// holds reports whether h is still held by its own session, from one
-// statement's IS_USED_LOCK id and boot time (NULL: the id alone counts):
-// not when h was taken before the boot (bootSlack), nor when the boot time
-// differs from the one first seen while h was held (a fail-over).
+// holds reports whether h is held by its own session, from one statement's
+// IS_USED_LOCK id and boot time (NULL: the id alone counts): not if h was
+// taken before the boot (bootSlack), nor if the boot time differs from the
+// first seen while h was held (a fail-over).
 func (h *heldLock) holds(id, boot sql.NullInt64) bool {
 	if !id.Valid || id.Int64 != h.connID {
 		return false
@@ -118,21 +115,17 @@ func (a *advisoryDriver) session(ctx context.Context, conn pinned) (s session, o
 		return session{}, false, nil
 	case err != nil:
 		return session{}, false, err
-	case !boot.Valid: // probes compare ids alone
-		sock.State.sess.Store(&s)
-		return s, true, nil
+	case boot.Valid && s.at <= boot.Int64+2*bootSlack: // the boot's first seconds
+		sock.State.boot.Store(max(boot.Int64, 1))
+		return session{}, false, nil
 	}
-	s.boot = boot.Int64
-	if s.at > s.boot+2*bootSlack {
-		sock.State.sess.Store(&s)
-		return s, true, nil
-	}
-	sock.State.boot.Store(max(s.boot, 1))
-	return session{}, false, nil
+	s.boot = boot.Int64 // NULL: 0, probes compare ids alone
+	sock.State.sess.Store(&s)
+	return s, true, nil
 }
 
-// learn keeps s, read by an acquisition, once past the first seconds of
-// the boot conn's first session read found.
+// learn keeps s, read by an acquisition, once past the first seconds
+// after the boot that conn's first session read found.
 func learn(p pinned, s session) {
 	if p.Sock == nil {
 		return

@@ -17,8 +17,8 @@ import (
 )
 
 // core is what both mechanisms share. Close cuts the calls in flight
-// (sqlkit.Life): it closes the own pool's sockets under them, and ends
-// their contexts with NewWithDB's pool (bind).
+// (sqlkit.Life): the own pool's sockets, or with NewWithDB's pool their
+// contexts (bind).
 type core struct {
 	db    *sql.DB
 	ownDB bool
@@ -46,7 +46,7 @@ func (c *core) init(m mechanism, db *sql.DB, own bool, socks *sockets, s setting
 func (c *core) ready(ctx context.Context) error { return c.ddl.Ensure(ctx, c.mech.ensureSchema) }
 
 // Subscribe calls fn with the driver's events until cancel is called or
-// the driver is closed: Released (a lock released through this driver; in
+// the driver closes: Released (a lock released through this driver; in
 // table mode also a key found held that became free, polled every
 // PollInterval), and in advisory mode Lost (a held lock's connection broke).
 func (c *core) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), error) {
@@ -57,8 +57,8 @@ func (c *core) Subscribe(ctx context.Context, fn func(drivers.Event)) (func(), e
 	return func() { remove() }, nil
 }
 
-// close is Close (sqlkit.Life.Close): stop (the mechanism's goroutines and
-// connections), then the subscribers and the own pool.
+// close is Close (sqlkit.Life.Close): stop (the mechanism's goroutines
+// and connections), then the subscribers and the own pool.
 func (c *core) close(ctx context.Context, stop func()) error {
 	return c.life.Close(ctx, "mysql", nil, func(context.Context) error {
 		stop()
@@ -154,18 +154,14 @@ func queryRows(ctx context.Context, db querier, q string, args []any, dest []any
 }
 
 // marks is an IN list's placeholders: n times item ("?", "(?,?)").
-func marks(item string, n int) string {
-	return strings.TrimSuffix(strings.Repeat(item+",", n), ",")
-}
+func marks(item string, n int) string { return strings.TrimSuffix(strings.Repeat(item+",", n), ",") }
 
 // Ping pings the server on one of the pool's connections.
-func (c *core) Ping(ctx context.Context) error {
-	return c.db.PingContext(ctx)
-}
+func (c *core) Ping(ctx context.Context) error { return c.db.PingContext(ctx) }
 
-// ServerTime returns the server's clock (UTC_TIMESTAMP(6)), the clock of
-// table mode's expiries. Read as µs since the epoch, neither time_zone nor
-// the DSN's parseTime and loc shift it.
+// ServerTime returns the server's UTC_TIMESTAMP(6), table mode's expiry
+// clock, read as µs since the epoch: time_zone, parseTime and loc do not
+// shift it.
 func (c *core) ServerTime(ctx context.Context) (time.Time, error) {
 	return call(c, ctx, func(ctx context.Context) (time.Time, error) {
 		var us int64
@@ -178,7 +174,8 @@ func (c *core) ServerTime(ctx context.Context) (time.Time, error) {
 }
 
 // errNumber returns the number of the server error err holds, 0 for none.
-// The nil check spares errors.As a heap allocation on every call.
+// The nil check comes before me is declared: &me escapes, so me is a heap
+// allocation, which a nil err (most calls) must not pay.
 func errNumber(err error) uint16 {
 	if err == nil {
 		return 0
@@ -190,7 +187,7 @@ func errNumber(err error) uint16 {
 	return 0
 }
 
-// isErr reports whether err is a server error with one of numbers.
+// isErr reports whether err is a server error of one of numbers.
 func isErr(err error, numbers ...uint16) bool { return slices.Contains(numbers, errNumber(err)) }
 
 // retryable reports deadlocks (1213) and lock wait timeouts (1205).
@@ -207,9 +204,8 @@ func noBootSource(err error) bool { return isErr(err, 1044, 1109, 1142, 1146, 12
 
 // permanent marks err drivers.Permanent when retrying cannot cure it:
 // refused credentials or privileges (1044, 1045, 1142, 1143, 1227, 1370,
-// 1698), an unknown database (1049), an authentication method the client
-// cannot speak (1251); not a deadlock, "too many connections", a shutdown
-// or a read-only fail-over.
+// 1698), an unknown database (1049), an unsupported authentication method
+// (1251); not a deadlock, too many connections, a shutdown or a fail-over.
 func permanent(err error) error {
 	if errors.Is(err, drivers.ErrPermanent) || !isErr(err, 1044, 1045, 1049, 1142, 1143, 1227, 1251, 1370, 1698) {
 		return err

@@ -17,9 +17,8 @@ import (
 // ErrClosed is returned by calls on a closed Driver: it is drivers.ErrClosed.
 var ErrClosed = drivers.ErrClosed
 
-// Driver is a MySQL / MariaDB driver, of the mechanism Options.Mode names;
-// the table mechanism's also implements drivers.Handoverer and
-// drivers.Lister.
+// Driver is a MySQL / MariaDB driver of the mechanism Options.Mode names;
+// table mode's also implements drivers.Handoverer and drivers.Lister.
 type Driver interface {
 	drivers.SQLDriver
 }
@@ -31,9 +30,9 @@ func Factory() drivers.Factory {
 	return kit.NewFactory("a *sql.DB", New, NewWithDB).Of("mysql")
 }
 
-// New validates opts and returns a driver with its own connection pool,
-// connecting nothing (the first call does); Close closes the pool. An
-// invalid option is a *drivers.OptionsError naming its key.
+// New validates opts and returns a driver with its own pool, connecting
+// nothing yet; Close closes the pool. An invalid option is a
+// *drivers.OptionsError naming its key.
 func New(opts Options) (Driver, error) {
 	s, err := opts.validate()
 	if err != nil {
@@ -54,12 +53,11 @@ func New(opts Options) (Driver, error) {
 	return newDriver(db, true, socks, s), nil
 }
 
-// NewWithDB returns a driver using db, a pool the application already has,
-// which it never closes (Close only returns or discards the connections it
-// pinned). Only the options about locks apply; connection options must be
-// empty. db must run in autocommit mode (the default) and should be opened
-// with interpolateParams=true (one round trip per statement instead of
-// three) and without clientFoundRows.
+// NewWithDB returns a driver using the application's pool db, which it
+// never closes (Close only lets go of the connections it pinned).
+// Connection options must be empty. db must run in autocommit mode (the
+// default) and should have interpolateParams=true (one round trip per
+// statement, not three) and no clientFoundRows.
 func NewWithDB(db *sql.DB, opts Options) (Driver, error) {
 	if db == nil {
 		return nil, drivers.OptionErrorf("", "nil *sql.DB")

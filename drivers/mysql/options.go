@@ -19,11 +19,11 @@ import (
 
 // Modes of the driver.
 const (
-	// ModeAdvisory holds each lock with GET_LOCK on a connection the driver
-	// pins for it. Locks end with their connection and are per server.
+	// ModeAdvisory holds each lock with GET_LOCK on a connection pinned for
+	// it; it ends with that connection and is per server.
 	ModeAdvisory = "advisory"
-	// ModeTable holds each lock as a row with an expiry computed by the
-	// database clock. Works on clusters (Galera, Group Replication).
+	// ModeTable holds each lock as a row expiring by the database clock;
+	// it works on clusters (Galera, Group Replication).
 	ModeTable = "table"
 )
 
@@ -37,11 +37,11 @@ const (
 	// FenceCounter keeps a counter row per key, incremented by the GET_LOCK
 	// statement (MySQL 8 has no sequences): a commit per acquisition.
 	FenceCounter = "counter"
-	// FenceUUIDShort takes fences from UUID_SHORT() in the GET_LOCK
-	// statement: no table, the cheapest. Opt-in: UUID_SHORT is (server_id &
-	// 255) << 56 + start time in seconds << 24 + a counter, so fences grow
-	// only while server_id stays, the clock does not go back across a
-	// restart, and the server averages under 2^24 calls per second of uptime.
+	// FenceUUIDShort takes fences from UUID_SHORT(): no table, the
+	// cheapest. Opt-in: UUID_SHORT is (server_id & 255) << 56 + start time
+	// in s << 24 + a counter, so fences grow only while server_id stays, the
+	// clock does not go back across a restart, and the server averages
+	// under 2^24 calls per second of uptime.
 	FenceUUIDShort = "uuid_short"
 )
 
@@ -60,18 +60,18 @@ const (
 
 // Options configure a Driver. The zero value connects as root without
 // password to 127.0.0.1:3306 in advisory mode. Configuration keys are the
-// koanf tags (an unknown one is refused with the nearest suggested).
+// koanf tags.
 type Options struct {
-	// DSN is a go-sql-driver/mysql data source name
-	// ("user:pass@tcp(host:3306)/db?tls=true"); when set, Host, Port,
-	// Database, Username, Password and TLS must be empty. Default "".
+	// DSN is a go-sql-driver/mysql DSN ("user:pass@tcp(host:3306)/db");
+	// when set, Host, Port, Database, Username, Password and TLS must be
+	// empty. Default "".
 	DSN string `koanf:"dsn"`
 	// Host is the server's host name or address. Default "127.0.0.1".
 	Host string `koanf:"host"`
 	// Port is the server's TCP port. Default 3306.
 	Port int `koanf:"port"`
 	// Database holds the driver's tables and sequence. Default "": the
-	// user's default (needed by fences and table mode).
+	// user's default (fences and table mode need one).
 	Database string `koanf:"database"`
 	// Username to connect as. Default "root".
 	Username string `koanf:"username"`
@@ -92,22 +92,20 @@ type Options struct {
 	// Fence is the advisory mode's fence source: FenceAuto (default),
 	// FenceSequence, FenceCounter or FenceUUIDShort.
 	Fence string `koanf:"fence"`
-	// ProbeInterval is how often advisory mode checks, in one round trip
-	// (on a full pool, on each lock's own connection), that each held lock
-	// is still held: a KILLed connection or a restart is reported within
-	// about this. Default 500ms.
+	// ProbeInterval is how often advisory mode checks in one round trip
+	// (on a full pool: on each lock's connection) that its locks are held:
+	// a KILLed connection or a restart is reported within about this.
+	// Default 500ms.
 	ProbeInterval time.Duration `koanf:"probeInterval"`
-	// PollInterval is how often table mode checks, in one query, whether
-	// keys its subscribed waiters found held became free, to wake them. A
-	// queued driver polls faster near the head: every 2 × place × (
-	// PollInterval/10, at most WaiterLiveness/4, at least 1ms). Default 10ms.
+	// PollInterval is how often table mode checks in one query whether the
+	// keys its subscribed waiters found held became free, to wake them;
+	// faster near the queue's head (settings.pollEvery). Default 10ms.
 	PollInterval time.Duration `koanf:"pollInterval"`
-	// WaiterLiveness turns on table mode's fair hand-off: each row holds a
-	// FIFO queue of the drivers whose attempts failed, and a free lock goes
-	// only to the first live one (anyone if none), so a process that
-	// releases and asks again queues behind others' waiters. An entry is
-	// live for WaiterLiveness after its last stamp (a small write, redone
-	// after WaiterLiveness/2). Negative: off. Default 100ms.
+	// WaiterLiveness turns on table mode's fair hand-off (table_fair.go): a
+	// free lock goes to the first live driver queued in its row, so one
+	// that releases and asks again queues behind others' waiters. An entry
+	// is live for WaiterLiveness after its last stamp (a small write,
+	// redone after WaiterLiveness/2). Negative: off. Default 100ms.
 	WaiterLiveness time.Duration `koanf:"waiterLiveness"`
 	// RenewBatch is the most leases renewed by one statement in table
 	// mode (and probed by one query in advisory mode). Default 1000.
@@ -123,17 +121,17 @@ type Options struct {
 	MaxOpenConns int `koanf:"maxOpenConns"`
 	// MaxIdleConns is how many idle connections the pool keeps. Default 16.
 	MaxIdleConns int `koanf:"maxIdleConns"`
-	// PreparedStatements sends parameters with server-side prepared
-	// statements (2 round trips and a close) instead of go-sql-driver's
-	// escaped interpolation (1 round trip); own pool only. The advisory
-	// hot path is kept prepared per connection regardless. Default false.
+	// PreparedStatements sends parameters in server-side prepared
+	// statements (2 round trips and a close), not interpolated (1 round
+	// trip); own pool only. The advisory hot path is prepared per
+	// connection regardless. Default false.
 	PreparedStatements bool `koanf:"preparedStatements"`
 }
 
 var identRe = regexp.MustCompile(`^[A-Za-z0-9_$]{1,64}$`)
 
-// quoteIdent validates a table name ("t" or "db.t") and quotes it: the only
-// text mutexfx puts in SQL, from configuration, never from lock names.
+// quoteIdent validates and quotes a table name ("t" or "db.t"): the only
+// text put in SQL, from configuration, never from lock names.
 func quoteIdent(name string) (string, error) {
 	parts := strings.Split(name, ".")
 	if len(parts) > 2 {
@@ -259,18 +257,16 @@ func (o Options) mysqlConfig(s settings) (*gomysql.Config, error) {
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
-	// Unless the DSN sets them: wait_timeout a year (the server closes a
-	// connection idle for it, and its locks with it; upkeep touches held
-	// locks' connections at half of it), and a row-lock wait of 1 s (not
-	// InnoDB's 50): it bounds how late the write of a statement its call
-	// gave up on can land, as the server runs it once the row is free.
+	// Unless the DSN sets them: wait_timeout a year (an idle connection's
+	// locks end with it: upkeep), and a row-lock wait of 1 s, not 50: it
+	// bounds how late a statement whose call gave up can still write.
 	for k, v := range map[string]string{"wait_timeout": "31536000", "innodb_lock_wait_timeout": "1"} {
 		if _, ok := cfg.Params[k]; !ok {
 			cfg.Params[k] = v
 		}
 	}
-	// every statement commits on its own, whatever the server or DSN say:
-	// in a transaction a released row would stay locked, fences roll back
+	// autocommit whatever the server or DSN say: in a transaction a
+	// released row would stay locked, fences roll back
 	maps.DeleteFunc(cfg.Params, func(k, _ string) bool { return strings.EqualFold(k, "autocommit") })
 	cfg.Params["autocommit"] = "1"
 	// the driver reports its errors; go-sql-driver's log would repeat them

@@ -15,7 +15,7 @@ import (
 type plainOptions Options
 
 // printed is the options as they print: passwords (own and the DSN's) as
-// xxxxx when set.
+// xxxxx.
 func (o Options) printed() redact.Value {
 	o.Password = redact.Secret(o.Password)
 	o.DSN = redactDSN(o.DSN)
@@ -36,8 +36,8 @@ func (o Options) Format(f fmt.State, verb rune) { o.printed().Format(f, verb) }
 func (o Options) MarshalJSON() ([]byte, error) { return o.printed().MarshalJSON() }
 
 // redactDSN replaces a DSN's password, between the first : and the last @
-// (go-sql-driver takes the last @ before the last /: this hides more), with
-// xxxxx. A malformed DSN without an @ is hidden whole.
+// (go-sql-driver's is before the last /: this hides more), with xxxxx. A
+// malformed DSN without an @ is hidden whole.
 func redactDSN(dsn string) string {
 	if dsn == "" {
 		return ""
@@ -98,9 +98,8 @@ const (
 	durationHint = "a duration parameter (timeout, readTimeout, writeTimeout, timeTruncate) is not a Go duration such as 5s"
 )
 
-// dsnHints map go-sql-driver's DSN parse errors (v1.10) to what is said of
-// them, matching only their fixed beginning: the rest may quote a piece of
-// the password.
+// dsnHints map go-sql-driver's DSN parse errors (v1.10), by their fixed
+// beginning (the rest may quote the password), to what is said of them.
 var dsnHints = []struct{ prefix, hint string }{
 	{"invalid DSN: missing the slash separating the database name", "missing the / before the database name: " +
 		"user:password@tcp(host:3306)/dbname (the name may be empty)"},

@@ -65,8 +65,8 @@ func (d *tableDriver) Extend(ctx context.Context, key, token string, ttl time.Du
 	return id >= 1, err
 }
 
-// update runs op's statement q (%s: the table) and returns its
-// LAST_INSERT_ID (>= 1: it matched the row).
+// update runs op's statement q (%s: the table): LAST_INSERT_ID >= 1 if
+// it matched the row.
 func (d *tableDriver) update(ctx context.Context, op, q string, args ...any) (int64, error) {
 	return call(&d.core, ctx, func(ctx context.Context) (int64, error) {
 		id, _, err := d.tableExec(ctx, fmt.Sprintf(q, d.s.table), args...)
@@ -77,9 +77,8 @@ func (d *tableDriver) update(ctx context.Context, op, q string, args ...any) (in
 	})
 }
 
-// Close stops the driver's goroutines and closes its own pool (one given
-// to NewWithDB stays open). Calls in flight when Close is done or ctx ends
-// are cut; it returns ctx's error when ctx ended first.
+// Close stops the driver's goroutines and closes its own pool, as
+// advisory mode's Close.
 func (d *tableDriver) Close(ctx context.Context) error {
 	return d.core.close(ctx, func() {
 		d.watch.close()
@@ -91,14 +90,12 @@ func (d *tableDriver) Close(ctx context.Context) error {
 // holder's remaining µs) above any fence (< 2^50: table_fair.go).
 const heldMark = 1 << 62
 
-// Table mode statements (acquire: table_fair.go). %s is the quoted table;
-// a row is expired when expires_at < UTC_TIMESTAMP(6). A statement's first
-// assignment stores its outcome in LAST_INSERT_ID, which the later ones
-// read; expires_at, which WHERE reads, is assigned last.
+// Table mode statements (acquire: table_fair.go), %s the table. The first
+// assignment stores the outcome in LAST_INSERT_ID, the later ones read it;
+// expires_at, which WHERE reads, is assigned last.
 const (
-	// tableReleaseSQL frees the row if token holds it, keeping the row and
-	// its fence. LAST_INSERT_ID >= 1: it matched (the fence, plus
-	// appendBit when others queue).
+	// tableReleaseSQL frees the row (kept, with its fence) if token holds
+	// it. LAST_INSERT_ID: the fence, + appendBit when others queue.
 	tableReleaseSQL = `UPDATE %s SET token = '', expires_at = '1000-01-01 00:00:00',
  fence = LAST_INSERT_ID(fence | IF(queue = '', 0, 1 << 55)) & ((1 << 50) - 1)
 WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
@@ -107,17 +104,16 @@ WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 	tableExtendSQL = `UPDATE %s SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, fence = LAST_INSERT_ID(fence)
 WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 
-	// tableRetakeSQL takes an existing free row that nobody queues for, or
-	// whose queue this driver heads (and leaves): the new fence in
-	// LAST_INSERT_ID. Parameters: token, ttl µs, driver id, name_hash,
-	// driver id.
+	// tableRetakeSQL takes an existing free row nobody queues for, or whose
+	// queue this driver heads (and leaves): the new fence in LAST_INSERT_ID.
+	// Parameters: token, ttl µs, driver id, name_hash, driver id.
 	tableRetakeSQL = `UPDATE %s SET fence = LAST_INSERT_ID(fence + 1), token = ?, queue = SUBSTRING(queue, 30),
  expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, taken_by = ?
 WHERE name_hash = ? AND expires_at < UTC_TIMESTAMP(6) AND (queue = '' OR LEFT(queue, 16) = ?)`
 
-	// tableHandoverSQL passes the row to another token, with the next
-	// fence and a new expiry, when no driver queues for it, else releases
-	// it: LAST_INSERT_ID is the new fence, or heldMark + fence (released).
+	// tableHandoverSQL passes the row to another token (next fence, new
+	// expiry) when no driver queues for it, else releases it:
+	// LAST_INSERT_ID is the new fence, or heldMark + fence (released).
 	// Parameters: new token, driver id, ttl µs, name_hash, token.
 	tableHandoverSQL = `UPDATE %[1]s SET
  fence = IF(LAST_INSERT_ID(IF(queue = '', fence + 1, %[2]d + fence)) < %[2]d, fence + 1, fence),
@@ -139,9 +135,8 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	plan := d.watch.plan(req.Key)
 	if plan == planRetake || plan == planHead {
 		// Its row most likely exists and is free: a plain UPDATE costs
-		// 1.05-1.09× a bare upsert-if-expired + DELETE pair, an upsert
-		// 1.3-1.4×. The queue's head asks with it alone: it locks a held
-		// row only for a moment.
+		// 1.05-1.09× a bare upsert + DELETE, an upsert 1.3-1.4×. The queue's
+		// head asks with it alone: it locks a held row only for a moment.
 		id, n, err = d.tableExec(ctx, d.retakeSQL, req.Token, req.TTL.Microseconds(), d.id, sqlkit.KeyHash(req.Key), d.id)
 	}
 	switch {
@@ -178,11 +173,11 @@ func (d *tableDriver) acquire(ctx context.Context, req drivers.AcquireRequest) (
 	}
 }
 
-// tookAnyway reads req.Key's row back after err, when acquire's statement
-// may have taken the lock (and left the queue) unseen: the link failed
-// after sending it (no server error, not driver.ErrBadConn) and ctx is
-// alive. An error would have the component release it and ask again at
-// the back of the queue. ok: req.Token holds the row.
+// tookAnyway reads req.Key's row back after err when the statement may
+// have taken the lock (and left the queue) unseen: the link failed after
+// sending it (no server error, not driver.ErrBadConn), ctx alive. Else the
+// component would release it and queue again at the back. ok: req.Token
+// holds the row.
 func (d *tableDriver) tookAnyway(ctx context.Context, req drivers.AcquireRequest, err error) (res drivers.AcquireResult, ok bool) {
 	if ctx.Err() != nil || errNumber(err) != 0 || errors.Is(err, driver.ErrBadConn) {
 		return res, false // answered, or nothing sent
@@ -195,8 +190,8 @@ func (d *tableDriver) tookAnyway(ctx context.Context, req drivers.AcquireRequest
 }
 
 // Handover passes key from token to next.Token in one UPDATE when fair
-// hand-off is on and no driver queues for the row; otherwise (without fair
-// hand-off a waiting process would be overtaken) it releases key.
+// hand-off is on and no driver queues for the row; otherwise it releases
+// key (else a waiting process would be overtaken).
 func (d *tableDriver) Handover(ctx context.Context, key, token string, next drivers.AcquireRequest) (released bool, res drivers.AcquireResult, err error) {
 	if d.s.liveness == 0 {
 		ok, err := d.Release(ctx, key, token)
@@ -265,8 +260,8 @@ func (d *tableDriver) List(ctx context.Context, prefix string) ([]drivers.Listed
 	})
 }
 
-// tableExec runs a statement with retries, creating the table again if it
-// was dropped; it returns LAST_INSERT_ID and the rows affected.
+// tableExec runs a statement with retries, recreating a dropped table; it
+// returns LAST_INSERT_ID and the rows affected.
 func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) (id, n int64, err error) {
 	err = d.ddl.Run(func() error { return d.ready(ctx) }, missingTable, func() error {
 		return d.retry(ctx, func() error {
@@ -287,10 +282,9 @@ func (d *tableDriver) tableExec(ctx context.Context, query string, args ...any) 
 // retryPolicy spaces a statement's retries: 5 ms doubling to 20 ms.
 var retryPolicy = backoff.Policy{Start: 5 * time.Millisecond, Cap: 20 * time.Millisecond}
 
-// retry runs f again, up to d.s.retries times, while it fails retryable,
-// or, while ctx lives, interrupted (1317: an operator's KILL QUERY; the
-// driver ends statements by closing their connection): rolled back, it
-// can run again.
+// retry runs f again, up to d.s.retries times, while it fails retryable
+// or, ctx alive, interrupted (1317: an operator's KILL QUERY; the driver
+// closes connections instead): rolled back, it can run again.
 func (d *tableDriver) retry(ctx context.Context, f func() error) error {
 	return sqlkit.Retry(ctx, retryPolicy, f, func(attempt int, err error) bool {
 		return attempt <= d.s.retries && (retryable(err) || isErr(err, 1317) && ctx.Err() == nil)

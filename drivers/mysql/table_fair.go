@@ -5,23 +5,22 @@ import (
 	"time"
 )
 
-// Fair hand-off in table mode. Waiters of other processes poll: without
-// help a process that releases and asks again at once takes the row again
-// before their next poll, and pollers are served in random order. So each
-// row holds a FIFO queue of waiting drivers: a driver whose attempt fails
-// is appended (once per wait), a free row goes only to the first live
-// entry (to anyone if none is live), and the taker leaves the queue in the
-// same statement. An entry is live while its driver asked within
-// WaiterLiveness: a waiter asks again WaiterLiveness/2 after its last
-// stamp, and an attempt stamps its entry when older than 3/8 of it (each
-// write is a commit). Attempts prune up to pruneDepth dead head entries.
-// The queue is a VARBINARY of fixed-width entries: the driver's 16-byte
-// random id and its last attempt as 13 ASCII digits of ms since 2000-01-01
-// (database clock, UTC).
+// Fair hand-off in table mode. Other processes' waiters poll: unhelped, a
+// process that releases and asks again retakes the row before their next
+// poll, and pollers are served in random order. So each row holds a FIFO
+// queue of waiting drivers: a failed attempt appends its driver (once per
+// wait), a free row goes only to the first live entry (anyone if none),
+// and the taker leaves the queue in the same statement. An entry lives
+// while its driver asked within WaiterLiveness: a waiter asks again
+// WaiterLiveness/2 after its last stamp, an attempt restamps an entry
+// older than 3/8 of it (a write is a commit), and attempts prune up to
+// pruneDepth dead head entries. Entries are fixed-width: the driver's
+// 16-byte random id, then its last attempt, 13 digits of ms since
+// 2000-01-01 (database clock, UTC).
 //
-// The acquire statement's first assignment computes the outcome from the
-// row as it was into LAST_INSERT_ID (read from the OK packet), and the
-// later ones read it back, in whatever order. The outcome, a BIGINT:
+// The acquire statement's first assignment puts the outcome, from the row
+// as it was, in LAST_INSERT_ID (read from the OK packet); the later ones
+// read it back. The outcome, a BIGINT:
 //
 //	bits 0-49    taken: the new fence; not taken: the holder's remaining µs
 //	             (WaiterLiveness when the row is free but others come first)
@@ -43,9 +42,9 @@ const (
 const nowMS = `(TIMESTAMPDIFF(MICROSECOND, '2000-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)`
 
 // tableAcquireSQL inserts the row or takes over an expired one, honouring
-// the queue. Parameters: name_hash, token, ttl µs, name, driver id. %[1]s
-// the table, %[2]s the outcome, %[3]s the new queue, %[4]d heldMark, %[5]s
-// the floor table (a new row's fence is one above it: table_schema.go).
+// the queue. Parameters: name_hash, token, ttl µs, name, driver id; %[1]s
+// table, %[2]s outcome, %[3]s new queue, %[4]d heldMark, %[5]s floor table
+// (a new row's fence is one above it: table_schema.go).
 const tableAcquireSQL = `INSERT INTO %[1]s (name_hash, token, fence, expires_at, name, taken_by)
 VALUES (?, ?, LAST_INSERT_ID(COALESCE((SELECT fence FROM %[5]s WHERE id = 1 LOCK IN SHARE MODE), 0) + 1),
  UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?, ?)
@@ -57,15 +56,14 @@ ON DUPLICATE KEY UPDATE
  taken_by = IF(LAST_INSERT_ID() < %[4]d, VALUES(taken_by), taken_by),
  expires_at = IF(LAST_INSERT_ID() < %[4]d, VALUES(expires_at), expires_at)`
 
-// queueSQL makes the SQL expressions on the queue column q for the driver
-// whose id is the expression me, with liveness l ms.
+// queueSQL makes SQL on queue column q for driver id me, liveness l ms.
 type queueSQL struct {
 	q, me string
 	l     int64
 }
 
-// dead is true when entry k exists, is not me and is older than l (stamps
-// are fixed-width digits, compared as strings).
+// dead: entry k exists, is not me and is older than l (fixed-width
+// stamps compare as strings).
 func (s queueSQL) dead(k int) string {
 	return fmt.Sprintf("(LENGTH(%[1]s) >= %[2]d AND SUBSTRING(%[1]s, %[3]d, 16) <> %[4]s AND SUBSTRING(%[1]s, %[5]d, 13) < %[6]s)",
 		s.q, (k+1)*entryWidth, k*entryWidth+1, s.me, k*entryWidth+17, stampSQL(s.l))
@@ -99,8 +97,8 @@ func (s queueSQL) outcome() string {
 	free := "expires_at < UTC_TIMESTAMP(6)"
 	may := fmt.Sprintf("(%s AND %s <= %s)", free, s.before(), s.lead())
 	mine := fmt.Sprintf("INSTR(%s, %s)", s.q, s.me)
-	// not queued: append, unless the queue is full, or empty while my
-	// driver holds the row (its own waiters queue in the component)
+	// not queued: append, unless the queue is full, or empty while my driver
+	// holds the row (its own waiters queue in the component)
 	app := fmt.Sprintf("(%[1]s = 0 AND LENGTH(%[2]s) < %[3]d AND NOT (%[2]s = '' AND NOT %[4]s AND taken_by = %[5]s))",
 		mine, s.q, maxQueue*entryWidth, free, s.me)
 	refresh := fmt.Sprintf("(%[1]s > 0 AND SUBSTRING(%[2]s, %[1]s + 16, 13) < %[3]s)", mine, s.q, stampSQL(s.l*3/8))
@@ -125,9 +123,9 @@ func (s queueSQL) newQueue() string {
 		heldMark, at, base, entryWidth, appendBit, s.me, stamp, refreshBit)
 }
 
-// takeSQL is tableAcquireSQL that takes the row only when free and its
-// queue empty or headed by this driver (which leaves it), and changes
-// nothing otherwise. Without fair hand-off it is acquireSQL.
+// takeSQL is tableAcquireSQL taking the row only when free with its queue
+// empty or headed by this driver (which leaves it), else changing nothing.
+// Without fair hand-off: acquireSQL.
 func (s settings) takeSQL() string {
 	if s.liveness == 0 {
 		return s.acquireSQL()
@@ -146,7 +144,7 @@ func (s settings) acquireSQL() string {
 
 // pollSQL reads the watched rows (keyState). Parameters: driver id, then
 // the hashes. The id is CAST to BINARY: as a derived table's text column
-// its bytes that are no valid UTF-8 would turn into '?'.
+// its invalid UTF-8 would turn into '?'.
 func (s settings) pollSQL(keys int) string {
 	q := queueSQL{q: "queue", me: "m.me", l: s.liveness.Milliseconds()}
 	return fmt.Sprintf(`SELECT name_hash, expires_at < UTC_TIMESTAMP(6), expires_at >= UTC_TIMESTAMP(6) AND taken_by = m.me,
@@ -155,8 +153,8 @@ FROM %[3]s, (SELECT CAST(? AS BINARY) AS me) AS m WHERE name_hash IN (%[4]s)`, e
 }
 
 // fastPoll is how often a driver polls the keys whose queue it heads:
-// PollInterval/10, with fair hand-off at most WaiterLiveness/4 (its
-// attempts then stamp its entry in time), at least 1ms.
+// PollInterval/10, at most WaiterLiveness/4 (so its attempts stamp its
+// entry in time), at least 1ms.
 func (s settings) fastPoll() time.Duration {
 	p := s.poll / 10
 	if s.liveness > 0 {

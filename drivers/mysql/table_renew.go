@@ -34,7 +34,7 @@ func (d *tableDriver) renew(ctx context.Context, leases []drivers.Lease) []drive
 	return out
 }
 
-// renewChunk renews chunk, indexes of leases of one ttl, into out.
+// renewChunk renews chunk (indexes of leases of one ttl) into out.
 func (d *tableDriver) renewChunk(ctx context.Context, leases []drivers.Lease, chunk []int, ttl time.Duration, out []drivers.RenewResult) {
 	hashes := make([][]byte, len(chunk))
 	args, pairs := []any{ttl.Microseconds()}, make([]any, 0, 2*len(chunk))

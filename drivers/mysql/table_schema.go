@@ -10,7 +10,7 @@ import (
 // lockTableDDL is table mode's table (docs/mysql.md): name_hash is
 // sqlkit.KeyHash, name the key for people. A release keeps the row for the
 // next plain UPDATE; the reclaimer deletes it. taken_by (the last taker)
-// and queue serve fair hand-off (table_fair.go).
+// and queue serve fair hand-off.
 const lockTableDDL = `CREATE TABLE IF NOT EXISTS %s (
   name_hash BINARY(32) NOT NULL,
   token VARBINARY(255) NOT NULL,
@@ -49,7 +49,7 @@ func (d *tableDriver) ensureSchema(ctx context.Context) error {
 }
 
 // addColumns adds those of cols missing from table (MySQL 8 has no ADD
-// COLUMN IF NOT EXISTS; another driver adding them first is fine).
+// COLUMN IF NOT EXISTS); another driver adding them first is fine.
 func addColumns(ctx context.Context, db *sql.DB, table string, cols []column) error {
 	parts := strings.Split(strings.ReplaceAll(table, "`", ""), ".")
 	var schema any // NULL: the connection's database
@@ -76,18 +76,17 @@ WHERE TABLE_SCHEMA = IFNULL(?, DATABASE()) AND TABLE_NAME = ?`,
 
 // Each table-mode driver deletes the free rows no live waiter queues for
 // (reclaimSQL) every half of the longest ttl it took a lock with. A
-// deleted row's fence must not start again from 1: the one-row floor table
-// (name + floorSuffix) is raised to the highest fence deleted, in the
-// deleting transaction, and a new row starts one above it. Fences of a
-// name stay increasing because:
+// deleted row's fence must not restart from 1: the deleting transaction
+// raises the one-row floor table (name + floorSuffix) to the highest fence
+// deleted, and a new row starts one above it. Fences stay increasing as:
 //
 //   - an existing row's next fence is its own plus one, under its row lock;
 //   - a new row reads the floor under a shared lock held to its commit, and
-//     the reclaimer takes the floor row's exclusive lock (NOWAIT: never
-//     queueing acquisitions) before it reads or deletes a row, to its
-//     commit. So a floor read and its insert happen wholly before a
-//     deletion commits (the insert meets the row: its fence plus one) or
-//     wholly after (the floor is at least the deleted fence).
+//     the reclaimer locks the floor row exclusively before it reads or
+//     deletes a row, to its commit. So a floor read and its insert happen
+//     wholly before a deletion commits (the insert meets the row: its
+//     fence plus one) or wholly after (the floor is at least the deleted
+//     fence).
 //
 // Multi-primary Galera or Group Replication shares no row locks between
 // nodes: this holds for acquisitions on the reclaimer's node.
@@ -109,8 +108,8 @@ const reclaimBatch = 1000
 
 // reclaimRound deletes up to reclaimBatch reclaimable rows, found by a
 // plain read, in one READ COMMITTED transaction (a locking read locks only
-// the rows it returns): lock the floor, then the rows, raise the floor to
-// their highest fence, delete them.
+// the rows it returns): lock the floor, then the rows, raise the floor,
+// delete them.
 func (d *tableDriver) reclaimRound(ctx context.Context) (int64, error) {
 	// the candidates, before the floor is locked: new rows wait for it
 	hashes, err := queryHashes(ctx, d.db, d.s.reclaimSQL("name_hash, 0", "TRUE")+fmt.Sprintf(" LIMIT %d", reclaimBatch))
@@ -162,10 +161,9 @@ func (d *tableDriver) reclaimRound(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// reclaimSQL selects cols of the rows matching where that are reclaimable:
-// free, and no live waiter queued (each entry dead as queueSQL.dead judges
-// it: any acquisition may take the row), or with fair hand-off off, none.
-// mutexfx_entry numbers a queue's entries.
+// reclaimSQL selects cols of the reclaimable rows matching where: free,
+// and no live waiter queued (each entry dead as queueSQL.dead judges), or
+// without fair hand-off no entry. mutexfx_entry numbers the entries.
 func (s settings) reclaimSQL(cols, where string) string {
 	if s.liveness == 0 {
 		return fmt.Sprintf("SELECT %s FROM %s WHERE %s AND expires_at < UTC_TIMESTAMP(6) AND queue = ''", cols, s.table, where)
@@ -176,13 +174,12 @@ SELECT %[2]s FROM %[3]s WHERE %[4]s AND expires_at < UTC_TIMESTAMP(6) AND (queue
 		maxQueue-1, cols, s.table, where, entryWidth, stampSQL(s.liveness.Milliseconds()))
 }
 
-// hashFence is a row's name_hash and fence.
+// hashFence is a row's name_hash and fence: the rows queryHashes returns.
 type hashFence struct {
 	hash  []byte
 	fence uint64
 }
 
-// queryHashes returns the rows of q.
 func queryHashes(ctx context.Context, db querier, q string, args ...any) ([]hashFence, error) {
 	var out []hashFence
 	var h hashFence

@@ -21,13 +21,13 @@ const watchInterest = 2 * time.Second
 const maxInterests = 1024
 
 // watcher gives table mode its wake-ups and its waiters' places. MySQL
-// pushes nothing, so while someone is subscribed one goroutine reads the
+// pushes nothing, so while someone is subscribed a goroutine reads the
 // keys this driver found held, in one query, and sends Released (a prompt
 // to ask again) when a key became free for this driver, when it should
 // join the queue, and when its entry needs a stamp. It polls every
 // PollInterval, faster nearer the head (settings.pollEvery), and when a
-// stamp falls due, whatever PollInterval: an entry left unstamped for
-// WaiterLiveness is dead, and a later arrival would overtake its waiter.
+// stamp falls due: an entry unstamped for WaiterLiveness is dead, and a
+// later arrival would overtake its waiter.
 type watcher struct {
 	d *tableDriver
 
@@ -57,8 +57,8 @@ const (
 
 // plan picks acquire's first statement for key: the plain UPDATE alone
 // when this driver heads its queue (as last polled) with a fresh entry,
-// the queueing one when its entry needs a stamp or others queue before it
-// (as polled, or just after it released key to them).
+// the queueing one when its entry needs a stamp or others queue first (as
+// polled, or just after it released key to them).
 func (w *watcher) plan(key string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -76,9 +76,9 @@ func (w *watcher) plan(key string) int {
 	return planRetake
 }
 
-// contended notes that this driver released key while others queued for
-// it: its next attempt joins the queue in one statement (plan). Not a wait:
-// the poller reads no key for it.
+// contended notes that this driver released key while others queued: its
+// next attempt joins the queue in one statement (plan). Not a wait: the
+// poller reads no key for it.
 func (w *watcher) contended(key string) {
 	now := time.Now()
 	w.mu.Lock()
@@ -89,10 +89,10 @@ func (w *watcher) contended(key string) {
 	w.mu.Unlock()
 }
 
-// failed records and watches a failed acquisition of key started at start
-// (stamped: it stamped the queue entry, whose age so counts from the
-// call's start). It returns how soon to ask again: fastPoll at the head
-// (its attempts are then the polls), else 0.
+// failed records and watches a failed acquisition of key started at
+// start (stamped: it stamped the entry, whose age counts from start). It
+// returns how soon to ask again: fastPoll at the head (its attempts are
+// then the polls), else 0.
 func (w *watcher) failed(key string, stamped bool, start time.Time) (retry time.Duration) {
 	now := time.Now()
 	w.mu.Lock()
@@ -237,9 +237,9 @@ func (w *watcher) judge(key string, st keyState) (prompt bool, every time.Durati
 	return false, every
 }
 
-// sleep is the longest the poller sleeps: PollInterval, with fair
-// hand-off at most WaiterLiveness/2, so that an entry queued meanwhile is
-// looked at by the time its stamp falls due.
+// sleep is the longest the poller sleeps: PollInterval, at most
+// WaiterLiveness/2, so that an entry queued meanwhile is looked at by the
+// time its stamp falls due.
 func (w *watcher) sleep() time.Duration {
 	if l := w.d.s.liveness / 2; l > 0 {
 		return min(w.d.s.poll, l)
