@@ -93,7 +93,9 @@ func TestTableTakeAnswerLost(t *testing.T) {
 // the same Mutex whose handover UPDATE commits but whose answer the link
 // loses leaves the waiter to get the lock at once (sqltest).
 func TestTableHandoverAnswerLost(t *testing.T) {
-	const table, ttl = "mutexfx_test_locks", 20 * time.Second
+	// ttl: no renewal (every ttl/3) runs on the one connection meanwhile,
+	// where it could be the UPDATE found waiting for the row lock
+	const table, ttl = "mutexfx_test_locks", 60 * time.Second
 	// one connection, the one the link loses; its statement waits for the
 	// test's row lock as long as the test needs (not the driver's 1 s)
 	p, dsn := proxiedDSN(t, map[string]string{"innodb_lock_wait_timeout": "30"})
@@ -109,7 +111,7 @@ func TestTableHandoverAnswerLost(t *testing.T) {
 			if err := coreOf(w).db.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&wid); err != nil {
 				t.Fatal(err)
 			}
-			return lockRow(ctx, t, admin, table, key).Commit, running(ctx, t, admin, "ID = ? AND COMMAND = 'Query' AND INFO LIKE 'UPDATE%'", wid)
+			return lockRow(ctx, t, admin, table, key).Commit, running(ctx, t, admin, "ID = ? AND COMMAND = 'Query' AND INFO LIKE 'UPDATE%LAST_INSERT_ID(IF(queue%'", wid) // the handover
 		},
 		Token: func(ctx context.Context, key string) (tok string, err error) {
 			err = admin.QueryRowContext(ctx, "SELECT COALESCE((SELECT token FROM "+table+

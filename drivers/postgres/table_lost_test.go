@@ -78,7 +78,9 @@ func TestTableTakeAnswerLost(t *testing.T) {
 // loses leaves the waiter to get the lock at once (sqltest).
 func TestTableHandoverAnswerLost(t *testing.T) {
 	p, dsn := proxied(t)
-	const ttl = 20 * time.Second
+	// ttl: no renewal (every ttl/3) runs on the one connection meanwhile,
+	// where it could be the UPDATE found waiting for the row lock
+	const ttl = 60 * time.Second
 	admin := connectT(t)
 	sqltest.HandoverAnswerLost(ctxT(t), t, sqltest.LostHandover{
 		Mutex: mutexOn(t, on(t, dsn, Options{Mode: ModeTable, MaxConns: 1}), ttl),
@@ -96,7 +98,8 @@ func TestTableHandoverAnswerLost(t *testing.T) {
 			}
 			return func() error { return x.Commit(ctx) }, func() bool {
 				var n int
-				err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))", xpid).Scan(&n)
+				err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid)) "+
+					"AND query LIKE '%(token, fence, expires_at, queue) =%'", xpid).Scan(&n) // the handover
 				return err == nil && n > 0
 			}
 		},
