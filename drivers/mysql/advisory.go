@@ -46,7 +46,7 @@ type advisoryDriver struct {
 func newAdvisory(db *sql.DB, own bool, socks *sockets, s settings) *advisoryDriver {
 	a := &advisoryDriver{held: map[string]*heldLock{}, wake: make(chan struct{}, 1), bootSQL: bootSQL}
 	a.init(a, db, own, socks, s)
-	a.keep = dbconn.NewKeeper(db, socks, keepConns, keepFor, a.life.Closed)
+	a.keep = dbconn.NewKeeper(db, socks, keepConns, keepFor)
 	return a
 }
 

@@ -12,16 +12,16 @@ import (
 // read system call per hand-out with go-sql-driver) costs a few percent of
 // a short use. Its zero value is not ready: use NewKeeper.
 type Keeper[T any] struct {
-	db     *sql.DB
-	socks  *Sockets[T]
-	n      int
-	keep   time.Duration
-	closed func() bool // the driver is closing: keep no more
+	db    *sql.DB
+	socks *Sockets[T]
+	n     int
+	keep  time.Duration
 
-	mu    sync.Mutex
-	idle  []kept[T]      // most recent last
-	timer *time.Timer    // returns kept connections to the pool
-	wg    sync.WaitGroup // timer's function, armed or running
+	mu     sync.Mutex
+	idle   []kept[T]      // most recent last
+	timer  *time.Timer    // returns kept connections to the pool
+	wg     sync.WaitGroup // timer's function, armed or running
+	closed bool           // Close ran: keep no more
 }
 
 // kept is a connection kept for the next use.
@@ -31,10 +31,9 @@ type kept[T any] struct {
 }
 
 // NewKeeper returns a Keeper of up to n of db's connections (socks: their
-// sockets, may be nil), each kept for up to keep; none once closed reports
-// true.
-func NewKeeper[T any](db *sql.DB, socks *Sockets[T], n int, keep time.Duration, closed func() bool) *Keeper[T] {
-	return &Keeper[T]{db: db, socks: socks, n: n, keep: keep, closed: closed}
+// sockets, may be nil), each kept for up to keep, until Close.
+func NewKeeper[T any](db *sql.DB, socks *Sockets[T], n int, keep time.Duration) *Keeper[T] {
+	return &Keeper[T]{db: db, socks: socks, n: n, keep: keep}
 }
 
 // Get returns the most recently kept connection (cached) or one from the
@@ -64,7 +63,7 @@ func (k *Keeper[T]) Pin(ctx context.Context) (Pinned[T], error) {
 func (k *Keeper[T]) Put(conn Pinned[T]) {
 	conn.DisarmHangup()
 	k.mu.Lock()
-	if len(k.idle) < k.n && !k.closed() {
+	if len(k.idle) < k.n && !k.closed {
 		k.idle = append(k.idle, kept[T]{conn, time.Now()})
 		conn.Conn = nil
 		if k.timer == nil {
@@ -101,7 +100,7 @@ func (k *Keeper[T]) expire() {
 	}
 	clear(k.idle[len(fresh):])
 	k.idle = fresh
-	if len(fresh) > 0 && !k.closed() {
+	if len(fresh) > 0 && !k.closed {
 		k.armLocked(k.keep - now.Sub(fresh[0].at))
 	}
 	k.mu.Unlock()
@@ -111,9 +110,10 @@ func (k *Keeper[T]) expire() {
 }
 
 // Close returns the kept connections and stops the timer, waiting for its
-// function: the driver is closing.
+// function; later Puts return theirs to the pool.
 func (k *Keeper[T]) Close() {
 	k.mu.Lock()
+	k.closed = true
 	idle := k.idle
 	k.idle = nil
 	if k.timer != nil && k.timer.Stop() {

@@ -1,7 +1,6 @@
 package dbconn
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,11 +9,10 @@ import (
 
 // TestKeeperKeeps: Put keeps up to n connections, Get hands back the most
 // recent one (cached) and then goes to the pool; Close returns the kept
-// ones; once closed reports true, Put returns connections to the pool.
+// ones, and Put after it returns connections to the pool.
 func TestKeeperKeeps(t *testing.T) {
-	var closed atomic.Bool // the driver's closing
 	ctx, db, socks := openPool(t, mysqlPolicy)
-	k := NewKeeper(db, socks, 2, time.Minute, closed.Load)
+	k := NewKeeper(db, socks, 2, time.Minute)
 	var ps [3]Pinned[state]
 	for i := range ps {
 		p, cached, err := k.Get(ctx)
@@ -38,7 +36,6 @@ func TestKeeperKeeps(t *testing.T) {
 	if n := db.Stats().InUse; n != 0 {
 		t.Fatalf("%d connections in use after Close; want 0", n)
 	}
-	closed.Store(true)
 	if p, _, err = k.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +49,7 @@ func TestKeeperKeeps(t *testing.T) {
 // for the keeper's time, with no Get to come.
 func TestKeeperExpires(t *testing.T) {
 	ctx, db, socks := openPool(t, mysqlPolicy)
-	k := NewKeeper(db, socks, 2, 50*time.Millisecond, func() bool { return false })
+	k := NewKeeper(db, socks, 2, 50*time.Millisecond)
 	defer k.Close()
 	p, _, err := k.Get(ctx)
 	if err != nil {
