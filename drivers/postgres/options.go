@@ -217,17 +217,14 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 // plainOptions has Options' fields but not their methods: no recursion.
 type plainOptions Options
 
-func (o Options) redacted() Options {
+// printed is the options as they print: the password as xxxxx when set,
+// the URL as redactURL shows it.
+func (o Options) printed() redact.Value {
 	o.Password = redact.Secret(o.Password)
 	if o.URL != "" {
 		o.URL = redactURL(o.URL)
 	}
-	return o
-}
-
-// printed is the options as they print, redacted.
-func (o Options) printed() redact.Value {
-	return redact.Value{Name: "postgres.Options", Plain: plainOptions(o.redacted())}
+	return redact.Value{Name: "postgres.Options", Plain: plainOptions(o)}
 }
 
 // String describes the options, secrets redacted, as %+v would.
