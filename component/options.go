@@ -89,7 +89,8 @@ type Options struct {
 	MaxNameLength int
 
 	// Logger logs lost locks, failing renewals and store errors, with the
-	// store and lock names (never credentials).
+	// store and lock names (never credentials), and at debug level when
+	// the store's wake-ups are subscribed.
 	// Default: no logging.
 	Logger *zap.Logger
 

@@ -69,8 +69,12 @@ func (m *Mutex) subscribeStore(sub drivers.Subscriber) {
 		}
 	}
 	m.mu.Unlock()
-	if err != nil && !closed {
+	switch {
+	case closed:
+	case err != nil:
 		m.log.Warn("mutex store wake-ups unavailable, polling", zap.Error(err))
+	default:
+		m.log.Debug("mutex store wake-ups subscribed")
 	}
 }
 

@@ -93,7 +93,7 @@ func TestTableTakeAnswerLost(t *testing.T) {
 // the same Mutex whose handover UPDATE commits but whose answer the link
 // loses leaves the waiter to get the lock at once (sqltest).
 func TestTableHandoverAnswerLost(t *testing.T) {
-	// ttl: no renewal (every ttl/3) runs on the one connection meanwhile,
+	// ttl: no periodic renewal (every ttl/3) runs on the one connection,
 	// where it could be the UPDATE found waiting for the row lock
 	const table, ttl = "mutexfx_test_locks", 60 * time.Second
 	// one connection, the one the link loses; its statement waits for the
@@ -102,10 +102,11 @@ func TestTableHandoverAnswerLost(t *testing.T) {
 	w := openDriver(t, Options{DSN: dsn, Mode: ModeTable, Table: table, MaxOpenConns: 1})
 	admin := openDB(t, testutil.MySQLDSN())
 	sqltest.HandoverAnswerLost(ctxT(t), t, sqltest.LostHandover{
-		Mutex: mutexOn(t, w, ttl),
-		Name:  "handlost",
-		Proxy: p,
-		TTL:   ttl,
+		Driver: w,
+		Prefix: "mysqltest:" + runID + ":" + t.Name() + ":",
+		Name:   "handlost",
+		Proxy:  p,
+		TTL:    ttl,
 		LockRow: func(ctx context.Context, key string) (func() error, func() bool) {
 			var wid int64
 			if err := coreOf(w).db.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&wid); err != nil {

@@ -78,15 +78,16 @@ func TestTableTakeAnswerLost(t *testing.T) {
 // loses leaves the waiter to get the lock at once (sqltest).
 func TestTableHandoverAnswerLost(t *testing.T) {
 	p, dsn := proxied(t)
-	// ttl: no renewal (every ttl/3) runs on the one connection meanwhile,
+	// ttl: no periodic renewal (every ttl/3) runs on the one connection,
 	// where it could be the UPDATE found waiting for the row lock
 	const ttl = 60 * time.Second
 	admin := connectT(t)
 	sqltest.HandoverAnswerLost(ctxT(t), t, sqltest.LostHandover{
-		Mutex: mutexOn(t, on(t, dsn, Options{Mode: ModeTable, MaxConns: 1}), ttl),
-		Name:  fmt.Sprintf("handlost:%d", time.Now().UnixNano()),
-		Proxy: p,
-		TTL:   ttl,
+		Driver: on(t, dsn, Options{Mode: ModeTable, MaxConns: 1}),
+		Prefix: "fault:",
+		Name:   fmt.Sprintf("handlost:%d", time.Now().UnixNano()),
+		Proxy:  p,
+		TTL:    ttl,
 		LockRow: func(ctx context.Context, key string) (func() error, func() bool) {
 			x, err := connectT(t).Begin(ctx)
 			if err != nil {

@@ -6,17 +6,22 @@ import (
 	"time"
 
 	"github.com/mutexfx/mutexfx/component"
+	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/internal/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // LostHandover is a store's side of HandoverAnswerLost.
 type LostHandover struct {
-	// Mutex is a component of ttl on a table-mode driver with one
-	// connection, through Proxy; Name a lock name no other run uses.
-	Mutex *component.Mutex
-	Name  string
-	Proxy *testutil.Proxy
-	TTL   time.Duration
+	// Driver is a table-mode driver with one connection, through Proxy;
+	// the test builds its component, of ttl and Prefix, on it. Name is a
+	// lock name no other run uses.
+	Driver drivers.Driver
+	Prefix string
+	Name   string
+	Proxy  *testutil.Proxy
+	TTL    time.Duration
 	// LockRow locks the row of key, in a transaction of another session
 	// that changes nothing, and returns its commit and whether the
 	// driver's statement waits for that row lock now. Called with the
@@ -26,6 +31,9 @@ type LostHandover struct {
 	Token func(ctx context.Context, key string) (string, error)
 }
 
+// subscribed is what a Mutex logs once its store's wake-ups are in place.
+const subscribed = "mutex store wake-ups subscribed"
+
 // HandoverAnswerLost checks a Release that hands the lock to a waiter of
 // the same Mutex, whose handover statement commits but whose answer the
 // link loses (reset after the commit): the Release fails, the lock taken
@@ -34,7 +42,31 @@ type LostHandover struct {
 // ttl later, when the orphaned lock expires.
 func HandoverAnswerLost(ctx context.Context, t *testing.T, s LostHandover) {
 	t.Helper()
-	m, name := s.Mutex, s.Name
+	core, logs := observer.New(zap.DebugLevel)
+	m, err := component.New(component.Options{Driver: s.Driver, TTL: s.TTL, Prefix: s.Prefix, Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Close(cctx)
+	})
+	// A Mutex subscribes to its store's wake-ups at its first acquisition,
+	// in the background, and renews at once the locks it holds when that
+	// lands (a loss may have gone unseen). Such a renewal of the lock
+	// below could be the statement the row lock stops on the one
+	// connection, instead of the handover: subscribe first.
+	name := s.Name
+	warm, err := m.TryAcquire(ctx, name+":warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Poll(t, 5*time.Second, "the Mutex's subscription", func() bool { return logs.FilterMessage(subscribed).Len() > 0 })
+
 	first, err := m.Acquire(ctx, name)
 	if err != nil {
 		t.Fatal(err)
