@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -259,6 +260,46 @@ func TestFaults(t *testing.T) {
 			t.Errorf("advisory fence %d after %d across a restart", l2.Fence(), la.Fence())
 		}
 		l2.Release(ctx)
+	})
+
+	t.Run("CrashWithoutDurableCommits", func(t *testing.T) {
+		// A table-mode lock and its fence are as durable as the server's
+		// commits (docs/mysql.md). With innodb_flush_log_at_trx_commit=0 a
+		// commit reaches the redo log only when InnoDB writes it on its own
+		// (here at most every 45 min): a crash forgets the acquisition, and
+		// the lock is given again, with the same fence. The redo may still
+		// be written before the kill (a page flush writes it): then the try
+		// is made again, on another key.
+		ctx := ctxT(t)
+		for try := range 5 {
+			admin := openDB(t, srv.DSN())
+			for _, q := range []string{"SET GLOBAL innodb_flush_log_at_timeout = 2700", "SET GLOBAL innodb_flush_log_at_trx_commit = 0"} {
+				if _, err := admin.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			key := fmt.Sprintf("crash-%d", try)
+			d := openDriver(t, Options{DSN: srv.DSN(), Mode: ModeTable})
+			res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token(), TTL: time.Minute})
+			if err != nil || !res.Acquired {
+				t.Fatalf("Acquire = %+v, %v", res, err)
+			}
+			srv.Restart() // a SIGKILL; the server starts with the defaults again
+			d2 := openDriver(t, Options{DSN: srv.DSN(), Mode: ModeTable})
+			res2, err := d2.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token(), TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res2.Acquired {
+				if res2.Fence > res.Fence {
+					t.Fatalf("fence %d after the forgotten %d; want it given again", res2.Fence, res.Fence)
+				}
+				t.Logf("try %d: the crash forgot the acquisition; fence %d given again", try, res2.Fence)
+				return
+			}
+			t.Logf("try %d: the acquisition survived the crash", try)
+		}
+		t.Fatal("no crash forgot an acquisition made without a durable commit")
 	})
 }
 
