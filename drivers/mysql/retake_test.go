@@ -120,13 +120,13 @@ func TestTableRetake(t *testing.T) {
 	}
 	log.Take()
 	again := acquire(d, "b", time.Minute)
-	if got := log.Take(); !again.Acquired || !slices.Equal(got, []string{"UPDATE"}) || again.Fence != first.Fence+1 {
-		t.Fatalf("acquisition of a released row = %+v, statements %q; want acquired by one UPDATE, fence %d", again, got, first.Fence+1)
+	if got := log.Take(); !again.Acquired || !slices.Equal(got, []string{"UPDATE"}) || again.Fence <= first.Fence {
+		t.Fatalf("acquisition of a released row = %+v, statements %q; want acquired by one UPDATE, a fence above %d", again, got, first.Fence)
 	}
-	// handed over to a new token: one UPDATE, the next fence
+	// handed over to a new token: one UPDATE, a greater fence
 	released, handed, err := tab(d).Handover(ctx, key, "b", drivers.AcquireRequest{Key: key, Token: "b2", TTL: time.Minute})
-	if got := log.Take(); err != nil || !released || !handed.Acquired || handed.Fence != again.Fence+1 || !slices.Equal(got, []string{"UPDATE"}) {
-		t.Fatalf("Handover = %v, %+v, %v, statements %q; want handed by one UPDATE, fence %d", released, handed, err, got, again.Fence+1)
+	if got := log.Take(); err != nil || !released || !handed.Acquired || handed.Fence <= again.Fence || !slices.Equal(got, []string{"UPDATE"}) {
+		t.Fatalf("Handover = %v, %+v, %v, statements %q; want handed by one UPDATE, a fence above %d", released, handed, err, got, again.Fence)
 	}
 	// held: the UPDATE matches nothing, the insert statement reports the
 	// holder; the key is watched from then on
@@ -154,8 +154,8 @@ func TestTableRetake(t *testing.T) {
 		_, held, err := other.Inspect(ctx, key)
 		return err == nil && !held
 	})
-	if res := acquire(other, "late", time.Minute); !res.Acquired || res.Fence != short.Fence+1 {
-		t.Fatalf("acquisition of an expired row = %+v; want acquired, fence %d", res, short.Fence+1)
+	if res := acquire(other, "late", time.Minute); !res.Acquired || res.Fence <= short.Fence {
+		t.Fatalf("acquisition of an expired row = %+v; want acquired, a fence above %d", res, short.Fence)
 	}
 }
 

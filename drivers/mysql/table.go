@@ -107,7 +107,7 @@ WHERE name_hash = ? AND token = ? AND expires_at >= UTC_TIMESTAMP(6)`
 	// tableRetakeSQL takes an existing free row nobody queues for, or whose
 	// queue this driver heads (and leaves): the new fence in LAST_INSERT_ID.
 	// Parameters: token, ttl µs, driver id, name_hash, driver id.
-	tableRetakeSQL = `UPDATE %s SET fence = LAST_INSERT_ID(fence + 1), token = ?, queue = SUBSTRING(queue, 30),
+	tableRetakeSQL = `UPDATE %s SET fence = LAST_INSERT_ID(` + nextFence + `), token = ?, queue = SUBSTRING(queue, 30),
  expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, taken_by = ?
 WHERE name_hash = ? AND expires_at < UTC_TIMESTAMP(6) AND (queue = '' OR LEFT(queue, 16) = ?)`
 
@@ -116,7 +116,7 @@ WHERE name_hash = ? AND expires_at < UTC_TIMESTAMP(6) AND (queue = '' OR LEFT(qu
 	// LAST_INSERT_ID is the new fence, or heldMark + fence (released).
 	// Parameters: new token, driver id, ttl µs, name_hash, token.
 	tableHandoverSQL = `UPDATE %[1]s SET
- fence = IF(LAST_INSERT_ID(IF(queue = '', fence + 1, %[2]d + fence)) < %[2]d, fence + 1, fence),
+ fence = IF(LAST_INSERT_ID(IF(queue = '', ` + nextFence + `, %[2]d + fence)) < %[2]d, ` + nextFence + `, fence),
  token = IF(LAST_INSERT_ID() < %[2]d, ?, ''),
  taken_by = IF(LAST_INSERT_ID() < %[2]d, ?, taken_by),
  expires_at = IF(LAST_INSERT_ID() < %[2]d, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, '1000-01-01 00:00:00')

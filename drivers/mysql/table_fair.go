@@ -41,15 +41,29 @@ const (
 // nowMS is the database's time in milliseconds since 2000-01-01 (UTC).
 const nowMS = `(TIMESTAMPDIFF(MICROSECOND, '2000-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)`
 
+// nextFence is a row's next fence: one above its last, and at least the
+// database's clock in units of 4 µs since 1970 (under 2^50 until 2112).
+// Taken under the row's lock at most once per commit, far slower than one
+// per 4 µs, every fence is the clock when it was taken; so a fence given
+// after a crash forgot commits (innodb_flush_log_at_trx_commit 0 or 2), or
+// after a restore from a backup, is still above every fence given before,
+// unless the server's clock went back. UTC_TIMESTAMP is the statement's
+// start: each use in one statement is the same value.
+const (
+	fenceClock = `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 4`
+	nextFence  = `GREATEST(fence + 1, ` + fenceClock + `)`
+)
+
 // tableAcquireSQL inserts the row or takes over an expired one, honouring
 // the queue. Parameters: name_hash, token, ttl µs, name, driver id; %[1]s
 // table, %[2]s outcome, %[3]s new queue, %[4]d heldMark, %[5]s floor table
-// (a new row's fence is one above it: table_schema.go).
+// (a new row's fence is one above it, or the clock: table_schema.go).
 const tableAcquireSQL = `INSERT INTO %[1]s (name_hash, token, fence, expires_at, name, taken_by)
-VALUES (?, ?, LAST_INSERT_ID(COALESCE((SELECT fence FROM %[5]s WHERE id = 1 LOCK IN SHARE MODE), 0) + 1),
+VALUES (?, ?, LAST_INSERT_ID(GREATEST(COALESCE((SELECT fence FROM %[5]s WHERE id = 1 LOCK IN SHARE MODE), 0) + 1,
+ ` + fenceClock + `)),
  UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?, ?)
 ON DUPLICATE KEY UPDATE
- fence = IF(LAST_INSERT_ID(%[2]s) < %[4]d, fence + 1, fence),
+ fence = IF(LAST_INSERT_ID(%[2]s) < %[4]d, ` + nextFence + `, fence),
  token = IF(LAST_INSERT_ID() < %[4]d, VALUES(token), token),
  name = IF(LAST_INSERT_ID() < %[4]d, VALUES(name), name),
  queue = %[3]s,
@@ -92,7 +106,7 @@ func (s queueSQL) before() string {
 // outcome is the acquire statement's outcome (see above).
 func (s queueSQL) outcome() string {
 	if s.l == 0 {
-		return fmt.Sprintf("IF(expires_at < UTC_TIMESTAMP(6), fence + 1, %d + GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1))", heldMark)
+		return fmt.Sprintf("IF(expires_at < UTC_TIMESTAMP(6), %s, %d + GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1))", nextFence, heldMark)
 	}
 	free := "expires_at < UTC_TIMESTAMP(6)"
 	may := fmt.Sprintf("(%s AND %s <= %s)", free, s.before(), s.lead())
@@ -102,10 +116,10 @@ func (s queueSQL) outcome() string {
 	app := fmt.Sprintf("(%[1]s = 0 AND LENGTH(%[2]s) < %[3]d AND NOT (%[2]s = '' AND NOT %[4]s AND taken_by = %[5]s))",
 		mine, s.q, maxQueue*entryWidth, free, s.me)
 	refresh := fmt.Sprintf("(%[1]s > 0 AND SUBSTRING(%[2]s, %[1]s + 16, 13) < %[3]s)", mine, s.q, stampSQL(s.l*3/8))
-	return fmt.Sprintf(`IF(%[1]s, fence + 1, %[2]d + IF(%[3]s, %[4]d,
+	return fmt.Sprintf(`IF(%[1]s, %[11]s, %[2]d + IF(%[3]s, %[4]d,
    GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1)) + IF(%[5]s, %[6]d, 0) + IF(%[7]s, %[8]d, 0))
   + (%[9]s << %[10]d)`,
-		may, heldMark, free, s.l*1000, app, appendBit, refresh, refreshBit, s.lead(), leadShift)
+		may, heldMark, free, s.l*1000, app, appendBit, refresh, refreshBit, s.lead(), leadShift, nextFence)
 }
 
 // newQueue is the queue after the outcome in LAST_INSERT_ID(): the dead
@@ -131,8 +145,8 @@ func (s settings) takeSQL() string {
 		return s.acquireSQL()
 	}
 	free := "expires_at < UTC_TIMESTAMP(6)"
-	outcome := fmt.Sprintf("IF(%[1]s AND (queue = '' OR LEFT(queue, 16) = VALUES(taken_by)), fence + 1, %[2]d + GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1))",
-		free, heldMark)
+	outcome := fmt.Sprintf("IF(%[1]s AND (queue = '' OR LEFT(queue, 16) = VALUES(taken_by)), %[3]s, %[2]d + GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at), 1))",
+		free, heldMark, nextFence)
 	return fmt.Sprintf(tableAcquireSQL, s.table, outcome, fmt.Sprintf("IF(LAST_INSERT_ID() < %d, SUBSTRING(queue, %d), queue)", heldMark, entryWidth+1), heldMark, s.floorTable)
 }
 
