@@ -22,17 +22,20 @@ const (
 	advSequenceSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN NEXTVAL(%[1]s) WHEN 0 THEN 0 END`
 	// advUUIDShortSQL is advSequenceSQL with UUID_SHORT() for NEXTVAL.
 	advUUIDShortSQL = `SELECT CASE GET_LOCK(?, %[2]s) WHEN 1 THEN UUID_SHORT() WHEN 0 THEN 0 END`
-	// advCounterSQL takes the lock and increments the key's counter row:
-	// LAST_INSERT_ID is the fence, 0 when GET_LOCK failed. The row keeps
-	// the holder's identity (2nd and last parameters), connection, clock.
+	// advCounterSQL takes the lock and moves the key's counter row to its
+	// next fence (nextFence: table mode's, the clock of the statement's
+	// start at least, then one more under the row lock taken after the
+	// wait): LAST_INSERT_ID is the fence, 0 when GET_LOCK failed. The row
+	// keeps the holder's identity (2nd and last parameters), connection,
+	// clock.
 	advCounterSQL = `INSERT INTO %[1]s (name_hash, fence, holder, conn_id, taken_at)
-SELECT ?, LAST_INSERT_ID(1), ?, CONNECTION_ID(), ` + takenSQL + ` FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
-ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1), holder = ?, conn_id = CONNECTION_ID(), taken_at = ` + takenSQL
+SELECT ?, LAST_INSERT_ID(` + fenceClock + `), ?, CONNECTION_ID(), ` + takenSQL + ` FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
+ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(` + nextFence + `), holder = ?, conn_id = CONNECTION_ID(), taken_at = ` + takenSQL
 	// advCounterNoHolderSQL is advCounterSQL without the holder columns
 	// (refused by the server).
 	advCounterNoHolderSQL = `INSERT INTO %[1]s (name_hash, fence)
-SELECT ?, LAST_INSERT_ID(1) FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
-ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)`
+SELECT ?, LAST_INSERT_ID(` + fenceClock + `) FROM DUAL WHERE GET_LOCK(?, %[2]s) = 1
+ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(` + nextFence + `)`
 )
 
 // fenceSequenceDDL is the fence source on MariaDB. CACHE 1000 spares

@@ -12,6 +12,7 @@ import (
 	"github.com/mutexfx/mutexfx/component"
 	"github.com/mutexfx/mutexfx/drivers"
 	"github.com/mutexfx/mutexfx/drivers/internal/dbconn"
+	"github.com/mutexfx/mutexfx/drivers/internal/sqlkit"
 	"github.com/mutexfx/mutexfx/internal/testutil"
 )
 
@@ -264,60 +265,81 @@ func TestFaults(t *testing.T) {
 	})
 
 	t.Run("CrashWithoutDurableCommits", func(t *testing.T) {
-		// A table-mode lock is as durable as the server's commits
-		// (docs/mysql.md). With innodb_flush_log_at_trx_commit=0 a commit
-		// reaches the redo log only when InnoDB writes it on its own (here at
-		// most every 45 min): a crash forgets the acquisition, and the lock
-		// is given again, but with a greater fence (the clock's), on a new
-		// row and on a row that was there before. The redo may still be
-		// written before the kill (a page flush writes it): then the try is
-		// made again, on other keys.
+		// Table-mode locks and counter fences are as durable as the
+		// server's commits (docs/mysql.md). With
+		// innodb_flush_log_at_trx_commit=0 a commit reaches the redo log only
+		// when InnoDB writes it on its own (here at most every 45 min): a
+		// crash forgets the acquisition's row write. The fence given next is
+		// still greater (the clock's), on a new row and on a row that was
+		// there before. The redo may still be written before the kill (a
+		// page flush writes it): then the try is made again, on other keys.
 		ctx := ctxT(t)
+		stores := []struct {
+			name, table string
+			opts        Options
+		}{
+			{"table", DefaultTable, Options{DSN: srv.DSN(), Mode: ModeTable}},
+			{"counter", "crash_counter", Options{DSN: srv.DSN(), Fence: FenceCounter, FenceTable: "crash_counter"}},
+		}
 		forgot := map[string]bool{}
-		for try := 0; try < 5 && len(forgot) < 2; try++ {
-			d := openDriver(t, Options{DSN: srv.DSN(), Mode: ModeTable})
-			old := fmt.Sprintf("crash-%d-old", try)
-			res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: old, Token: "durable", TTL: time.Minute})
-			if err != nil || !res.Acquired {
-				t.Fatalf("Acquire = %+v, %v", res, err)
+		for try := 0; try < 5 && len(forgot) < 2*len(stores); try++ {
+			type taken struct {
+				store, key, table string
+				fence             uint64
 			}
-			if ok, err := d.Release(ctx, old, "durable"); err != nil || !ok {
-				t.Fatalf("Release = %v, %v", ok, err)
-			}
+			var lost []taken
 			admin := openDB(t, srv.DSN())
+			for _, st := range stores {
+				d := openDriver(t, st.opts)
+				old := fmt.Sprintf("crash-%d-old", try)
+				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: old, Token: "durable", TTL: time.Minute})
+				if err != nil || !res.Acquired {
+					t.Fatalf("%s: Acquire = %+v, %v", st.name, res, err)
+				}
+				if ok, err := d.Release(ctx, old, "durable"); err != nil || !ok {
+					t.Fatalf("%s: Release = %v, %v", st.name, ok, err)
+				}
+				for _, key := range []string{old, fmt.Sprintf("crash-%d-new", try)} {
+					lost = append(lost, taken{st.name, key, st.table, 0})
+				}
+			}
 			for _, q := range []string{"SET GLOBAL innodb_flush_log_at_timeout = 2700", "SET GLOBAL innodb_flush_log_at_trx_commit = 0"} {
 				if _, err := admin.ExecContext(ctx, q); err != nil {
 					t.Fatal(err)
 				}
 			}
-			fences := map[string]uint64{}
-			for _, key := range []string{old, fmt.Sprintf("crash-%d-new", try)} {
-				res, err := d.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token(), TTL: time.Minute})
+			for i, l := range lost {
+				res, err := openDriver(t, stores[i/2].opts).Acquire(ctx, drivers.AcquireRequest{Key: l.key, Token: token(), TTL: time.Minute})
 				if err != nil || !res.Acquired {
-					t.Fatalf("Acquire = %+v, %v", res, err)
+					t.Fatalf("%s: Acquire = %+v, %v", l.store, res, err)
 				}
-				fences[key] = res.Fence
+				lost[i].fence = res.Fence
 			}
 			srv.Restart() // a SIGKILL; the server starts with the defaults again
-			d2 := openDriver(t, Options{DSN: srv.DSN(), Mode: ModeTable})
-			for key, fence := range fences {
-				res, err := d2.Acquire(ctx, drivers.AcquireRequest{Key: key, Token: token(), TTL: time.Minute})
-				if err != nil {
+			admin = openDB(t, srv.DSN())
+			for i, l := range lost {
+				var kept uint64
+				err := admin.QueryRowContext(ctx, "SELECT fence FROM "+l.table+" WHERE name_hash = ?", sqlkit.KeyHash(l.key)).Scan(&kept)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					t.Fatal(err)
 				}
-				if !res.Acquired {
-					t.Logf("try %d: the acquisition of %s survived the crash", try, key)
+				if kept >= l.fence {
+					t.Logf("try %d: %s: the acquisition of %s survived the crash", try, l.store, l.key)
 					continue
 				}
-				if res.Fence <= fence {
-					t.Errorf("%s: fence %d given after the crash forgot fence %d; want a greater one", key, res.Fence, fence)
+				res, err := openDriver(t, stores[i/2].opts).Acquire(ctx, drivers.AcquireRequest{Key: l.key, Token: token(), TTL: time.Minute})
+				if err != nil || !res.Acquired {
+					t.Fatalf("%s: Acquire after the crash = %+v, %v", l.store, res, err)
 				}
-				t.Logf("try %d: the crash forgot the acquisition of %s (fence %d); given again with fence %d", try, key, fence, res.Fence)
-				forgot[strings.TrimPrefix(key, fmt.Sprintf("crash-%d-", try))] = true
+				if res.Fence <= l.fence {
+					t.Errorf("%s: %s: fence %d given after the crash forgot fence %d; want a greater one", l.store, l.key, res.Fence, l.fence)
+				}
+				t.Logf("try %d: %s: the crash forgot fence %d of %s; the next is %d", try, l.store, l.fence, l.key, res.Fence)
+				forgot[l.store+strings.TrimPrefix(l.key, fmt.Sprintf("crash-%d", try))] = true
 			}
 		}
-		if len(forgot) < 2 {
-			t.Fatalf("the crashes forgot acquisitions made without a durable commit of only %v rows; want old and new", forgot)
+		if len(forgot) < 2*len(stores) {
+			t.Fatalf("the crashes forgot acquisitions made without a durable commit only for %v; want old and new rows of each", forgot)
 		}
 	})
 }
