@@ -43,12 +43,13 @@ const nowMS = `(TIMESTAMPDIFF(MICROSECOND, '2000-01-01 00:00:00', UTC_TIMESTAMP(
 
 // nextFence is a row's next fence: one above its last, and at least the
 // database's clock in units of 4 µs since 1970 (under 2^50 until 2112).
-// Taken under the row's lock at most once per commit, far slower than one
-// per 4 µs, every fence is the clock when it was taken; so a fence given
-// after a crash forgot commits (innodb_flush_log_at_trx_commit 0 or 2), or
-// after a restore from a backup, is still above every fence given before,
-// unless the server's clock went back. UTC_TIMESTAMP is the statement's
-// start: each use in one statement is the same value.
+// A row is taken under its lock at most once per commit, far less often
+// than once per 4 µs, so a fence is the clock when it was taken (or one
+// above a fence taken in the same instant). A fence given after a crash
+// forgot commits (innodb_flush_log_at_trx_commit 0 or 2), or after a
+// restore from a backup, is so above every fence given before, unless the
+// server's clock went back. UTC_TIMESTAMP is the statement's start: each
+// use in one statement is the same value.
 const (
 	fenceClock = `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 4`
 	nextFence  = `GREATEST(fence + 1, ` + fenceClock + `)`
