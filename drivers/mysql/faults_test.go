@@ -285,6 +285,7 @@ func TestFaults(t *testing.T) {
 		for try := 0; try < 5 && len(forgot) < 2*len(stores); try++ {
 			type taken struct {
 				store, key, table string
+				opts              Options
 				fence             uint64
 			}
 			var lost []taken
@@ -300,7 +301,7 @@ func TestFaults(t *testing.T) {
 					t.Fatalf("%s: Release = %v, %v", st.name, ok, err)
 				}
 				for _, key := range []string{old, fmt.Sprintf("crash-%d-new", try)} {
-					lost = append(lost, taken{st.name, key, st.table, 0})
+					lost = append(lost, taken{st.name, key, st.table, st.opts, 0})
 				}
 			}
 			for _, q := range []string{"SET GLOBAL innodb_flush_log_at_timeout = 2700", "SET GLOBAL innodb_flush_log_at_trx_commit = 0"} {
@@ -309,7 +310,7 @@ func TestFaults(t *testing.T) {
 				}
 			}
 			for i, l := range lost {
-				res, err := openDriver(t, stores[i/2].opts).Acquire(ctx, drivers.AcquireRequest{Key: l.key, Token: token(), TTL: time.Minute})
+				res, err := openDriver(t, l.opts).Acquire(ctx, drivers.AcquireRequest{Key: l.key, Token: token(), TTL: time.Minute})
 				if err != nil || !res.Acquired {
 					t.Fatalf("%s: Acquire = %+v, %v", l.store, res, err)
 				}
@@ -317,7 +318,7 @@ func TestFaults(t *testing.T) {
 			}
 			srv.Restart() // a SIGKILL; the server starts with the defaults again
 			admin = openDB(t, srv.DSN())
-			for i, l := range lost {
+			for _, l := range lost {
 				var kept uint64
 				err := admin.QueryRowContext(ctx, "SELECT fence FROM "+l.table+" WHERE name_hash = ?", sqlkit.KeyHash(l.key)).Scan(&kept)
 				if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -327,7 +328,7 @@ func TestFaults(t *testing.T) {
 					t.Logf("try %d: %s: the acquisition of %s survived the crash", try, l.store, l.key)
 					continue
 				}
-				res, err := openDriver(t, stores[i/2].opts).Acquire(ctx, drivers.AcquireRequest{Key: l.key, Token: token(), TTL: time.Minute})
+				res, err := openDriver(t, l.opts).Acquire(ctx, drivers.AcquireRequest{Key: l.key, Token: token(), TTL: time.Minute})
 				if err != nil || !res.Acquired {
 					t.Fatalf("%s: Acquire after the crash = %+v, %v", l.store, res, err)
 				}
