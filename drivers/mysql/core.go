@@ -165,13 +165,17 @@ func (c *core) Ping(ctx context.Context) error { return c.db.PingContext(ctx) }
 func (c *core) ServerTime(ctx context.Context) (time.Time, error) {
 	return call(c, ctx, func(ctx context.Context) (time.Time, error) {
 		var us int64
-		const q = "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
+		const q = "SELECT " + epochMicros
 		if err := c.db.QueryRowContext(ctx, q).Scan(&us); err != nil {
 			return time.Time{}, fmt.Errorf("mysql: server time: %w", permanent(err))
 		}
 		return time.UnixMicro(us), nil
 	})
 }
+
+// epochMicros is the server's UTC_TIMESTAMP(6) in µs since 1970: the
+// clock of ServerTime and of table mode's fences (nextFence).
+const epochMicros = `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))`
 
 // errNumber returns the number of the server error err holds, 0 for none.
 // The nil check comes before me is declared: &me escapes, so me is a heap

@@ -51,7 +51,7 @@ const nowMS = `(TIMESTAMPDIFF(MICROSECOND, '2000-01-01 00:00:00', UTC_TIMESTAMP(
 // server's clock went back. UTC_TIMESTAMP is the statement's start: each
 // use in one statement is the same value.
 const (
-	fenceClock = `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 4`
+	fenceClock = epochMicros + ` DIV 4`
 	nextFence  = `GREATEST(fence + 1, ` + fenceClock + `)`
 )
 
